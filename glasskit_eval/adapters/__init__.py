@@ -1,0 +1,1 @@
+"""Adapters: Python callables in-process, or commands speaking NDJSON protocol v1."""

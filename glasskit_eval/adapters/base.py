@@ -1,0 +1,93 @@
+"""What the runner hands an adapter, and the one interface every adapter kind meets.
+
+Python adapters (``adapters.python``) and command adapters (``adapters.process``)
+both become an :class:`Evaluator`; the runner never knows which it is talking to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+
+@dataclass(frozen=True)
+class FactoryConfig:
+    """The single argument given to an adapter factory."""
+
+    eval_dir: Path
+    config: Mapping[str, Any] = field(default_factory=dict)
+    artifacts_dir: Path | None = None
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target as the adapter sees it."""
+
+    id: str
+    index: int
+    label: str | None
+    config: Mapping[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"id": self.id, "index": self.index, "label": self.label, "config": dict(self.config)}
+
+
+@dataclass
+class Sample:
+    """One decoded sample as the adapter sees it.
+
+    ``image`` is the display-oriented RGB frame; the runner closes it after the
+    call returns, so adapters that keep it must ``copy()`` it.
+    """
+
+    image: Image.Image
+    timestamp_s: float
+    frame_index: int
+    sample_index: int
+    video_path: str
+    case_name: str
+
+    def wire_fields(self) -> dict[str, Any]:
+        """The sample's fields in the command protocol's spelling, without the image."""
+        return {
+            "timestampS": self.timestamp_s,
+            "frameIndex": self.frame_index,
+            "sampleIndex": self.sample_index,
+            "videoPath": self.video_path,
+            "caseName": self.case_name,
+        }
+
+
+class Evaluator(Protocol):
+    """A constructed adapter, ready for one trial.
+
+    ``batch`` is True when the adapter implements ``evaluate_many`` (which then
+    takes precedence over ``evaluate``). Exceptions raised by ``evaluate`` and
+    ``evaluate_many`` are the adapter's errors for those samples.
+    """
+
+    @property
+    def batch(self) -> bool: ...
+
+    async def evaluate(self, sample: Sample, target: Target) -> Any: ...
+
+    async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]: ...
+
+    async def cancel_pending(self) -> None:
+        """Abandon calls still in flight (fail-fast error or interrupt)."""
+
+    async def close(self) -> None: ...
+
+
+class AdapterSpec(Protocol):
+    """Something that can build a fresh :class:`Evaluator` for each trial."""
+
+    def describe(self) -> str: ...
+
+    async def create(self, factory_config: FactoryConfig) -> Evaluator: ...

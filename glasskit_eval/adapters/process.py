@@ -1,0 +1,681 @@
+"""Command adapters: run the adapter command as a child process speaking protocol v1.
+
+This module is the I/O edge around :class:`~.protocol.Connection`: it starts the
+process, pumps its stdout into the connection, writes requests to its stdin, mirrors
+its stderr, and makes sure the process and everything it started are gone when the
+evaluator closes.
+
+No wait here is open-ended unless it is tied to the process: calls wait for an answer
+or for the process to exit (a call may legitimately take minutes, and a fail-fast error
+or an interrupt cancels it through :meth:`CommandEvaluator.cancel_pending`); ``close``
+waits ``grace_s`` for a clean exit, then sends SIGTERM and, after ``terminate_grace_s``,
+SIGKILL to the whole process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import base64
+import contextlib
+import io
+import json
+import os
+import shlex
+import signal
+import sys
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from ..errors import AdapterError
+from .base import FactoryConfig, Sample, Target
+from .protocol import (
+    MAX_MESSAGE_BYTES,
+    PROTOCOL_VERSION,
+    Capabilities,
+    Connection,
+    Event,
+    Reply,
+    State,
+    encode_params,
+    oversized_request_error,
+)
+
+__all__ = ["PNG_COMPRESS_LEVEL", "CommandAdapterSpec", "CommandEvaluator", "encode_sample"]
+
+#: zlib level for the PNG frames sent to command adapters. PNG is lossless at every
+#: level; level 1 costs a third of the default level's time for ~15% more bytes on
+#: 1080p video frames (numbers in benchmarks/bench_command_adapter.py).
+PNG_COMPRESS_LEVEL: Final = 1
+
+_STDERR_TAIL_LINES: Final = 20
+_STDERR_LINE_CHARS: Final = 500
+_READ_CHUNK: Final = 1 << 20
+# After the process exits, how long to let its last stdout/stderr bytes arrive.
+_DRAIN_AFTER_EXIT_S: Final = 0.5
+# After a failed write or a closed stdout, how long to wait for the exit status that
+# makes the error message precise.
+_EXIT_STATUS_WAIT_S: Final = 1.0
+_KILL_WAIT_S: Final = 2.0
+_POLL_S: Final = 0.02
+# Encoding a batch stops early once its size passes the message limit; frames are
+# encoded this many at a time between checks.
+_BATCH_ENCODE_STEP: Final = 4
+
+
+# Process groups started and not yet swept, killed at interpreter exit as a last
+# resort (for example when the event loop is torn down by a second Ctrl-C).
+_live_groups: set[int] = set()
+_atexit_registered = False
+
+
+def _track_group(pgid: int) -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(_kill_leftover_groups)
+        _atexit_registered = True
+    _live_groups.add(pgid)
+
+
+def _kill_leftover_groups() -> None:
+    for pgid in list(_live_groups):
+        _signal_group(pgid, signal.SIGKILL)
+    _live_groups.clear()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _live_group_members(pgid: int) -> bool:
+    """Whether any process of the group is still alive (zombies do not count)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    # killpg(pgid, 0) also succeeds for zombies, and orphans stay zombies for as long
+    # as PID 1 neglects to reap them (common in containers), so read states instead.
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rpartition(b")")[2].split()
+        # After the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def encode_png(image: Any, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    """Encode a PIL image as a lossless PNG."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=level)
+    return buffer.getvalue()
+
+
+def encode_sample(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    """The protocol's sample object, as JSON bytes, with the frame as base64 PNG.
+
+    Runs on a worker thread: PNG encoding releases the GIL, so frames encode in
+    parallel with each other and with decoding.
+    """
+    image = sample.image
+    width, height = image.size
+    png = encode_png(image, level)
+    fields = dict(sample.wire_fields())
+    fields["image"] = {"mimeType": "image/png", "width": width, "height": height}
+    head = encode_params(fields)
+    # The base64 text needs no JSON escaping, so it is spliced in as bytes instead of
+    # making json.dumps scan and copy megabytes of it.
+    if head.endswith(b"}}"):
+        return b"".join((head[:-2], b',"dataBase64":"', base64.b64encode(png), b'"}}'))
+    fields["image"]["dataBase64"] = base64.b64encode(png).decode("ascii")
+    return encode_params(fields)
+
+
+def _describe_returncode(returncode: int | None) -> str:
+    if returncode is None:
+        return "is still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with status {returncode}"
+
+
+class _StderrMirror:
+    """Copies the adapter's stderr to ours line by line and keeps its last lines."""
+
+    def __init__(self, sink: TextIO | None) -> None:
+        self._sink = sink
+        self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+
+    async def pump(self, stream: asyncio.StreamReader) -> None:
+        partial = bytearray()
+        while True:
+            try:
+                chunk = await stream.read(_READ_CHUNK)
+            except (ConnectionError, OSError):
+                chunk = b""
+            if not chunk:
+                break
+            partial += chunk
+            lines = partial.split(b"\n")
+            partial = bytearray(lines.pop())
+            # A very long unterminated line is shown rather than held back forever.
+            if len(partial) > 64 * 1024:
+                lines.append(bytes(partial))
+                partial.clear()
+            for line in lines:
+                self._emit(line)
+        if partial:
+            self._emit(bytes(partial))
+
+    def _emit(self, raw: bytes | bytearray) -> None:
+        text = bytes(raw).decode("utf-8", errors="replace").rstrip("\r")
+        sink = self._sink if self._sink is not None else sys.stderr
+        with contextlib.suppress(Exception):
+            sink.write(text + "\n")
+            sink.flush()
+        if len(text) > _STDERR_LINE_CHARS:
+            text = text[: _STDERR_LINE_CHARS - 1] + "…"
+        self.tail.append(text)
+
+    def render(self) -> str:
+        if not self.tail:
+            return "It wrote nothing to stderr."
+        lines = "\n".join(f"  | {line}" for line in self.tail)
+        return f"Last lines of its stderr:\n{lines}"
+
+
+class CommandAdapterSpec:
+    """``--adapter-command``: a command line started once per trial.
+
+    Args:
+        command: the command, split into words like a POSIX shell would (no shell
+            features: pipes, redirects and variables are not interpreted).
+        grace_s: how long ``close`` waits for a clean exit before terminating.
+        terminate_grace_s: how long after SIGTERM before SIGKILL.
+        max_message_bytes: protocol message limit in each direction.
+        png_compress_level: zlib level of the frames sent.
+        stderr: where the adapter's stderr is mirrored (``sys.stderr`` by default).
+    """
+
+    def __init__(
+        self,
+        command: str,
+        *,
+        grace_s: float = 5.0,
+        terminate_grace_s: float = 2.0,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        png_compress_level: int = PNG_COMPRESS_LEVEL,
+        stderr: TextIO | None = None,
+    ) -> None:
+        try:
+            argv = shlex.split(command, posix=True)
+        except ValueError as exc:
+            raise AdapterError(f"cannot parse --adapter-command {command!r}: {exc}") from None
+        if not argv:
+            raise AdapterError(
+                "--adapter-command is empty; give the command that starts the adapter, "
+                'e.g. --adapter-command "node eval/adapter.mjs"'
+            )
+        self.command = command
+        self.argv: tuple[str, ...] = tuple(argv)
+        self.grace_s = grace_s
+        self.terminate_grace_s = terminate_grace_s
+        self.max_message_bytes = max_message_bytes
+        self.png_compress_level = png_compress_level
+        self.stderr = stderr
+
+    def describe(self) -> str:
+        return self.command
+
+    async def create(self, factory_config: FactoryConfig) -> CommandEvaluator:
+        """Start the command and initialize it; the process is gone if this raises."""
+        label = f"adapter command `{self.command}`"
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                # Its own process group, so that everything it starts can be
+                # terminated with it, and a terminal's Ctrl-C reaches only us: we
+                # decide how the adapter shuts down.
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise AdapterError(
+                f"cannot start {label}: {self.argv[0]!r} was not found; check the command "
+                "and PATH (the command runs without a shell)"
+            ) from None
+        except PermissionError:
+            raise AdapterError(
+                f"cannot start {label}: {self.argv[0]!r} is not executable"
+            ) from None
+        except OSError as exc:
+            raise AdapterError(f"cannot start {label}: {exc}") from None
+        evaluator = CommandEvaluator(proc, self, label)
+        try:
+            await evaluator._initialize(factory_config)
+        except asyncio.CancelledError:
+            evaluator._kill_now()
+            raise
+        except BaseException as exc:
+            try:
+                await evaluator._shutdown_after_failed_init()
+            finally:
+                evaluator._kill_now()
+            if isinstance(exc, AdapterError):
+                raise
+            raise AdapterError(f"{label} failed to initialize: {exc}") from exc
+        return evaluator
+
+
+class CommandEvaluator:
+    """A running command adapter; an :class:`~.base.Evaluator` for one trial."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, spec: CommandAdapterSpec,
+                 label: str) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self._proc = proc
+        self._stdin = proc.stdin
+        self._spec = spec
+        self.pid = proc.pid
+        self._label = f"{label} (pid {proc.pid})"
+        self._conn = Connection(
+            max_incoming_bytes=spec.max_message_bytes, max_outgoing_bytes=spec.max_message_bytes
+        )
+        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._drain_lock = asyncio.Lock()
+        self._failure: AdapterError | None = None
+        self._failure_delivered = False
+        self._failed = asyncio.Event()
+        self._stopping = False
+        self._closed = False
+        self._swept = False
+        _track_group(proc.pid)
+        self._enlarge_stdin_pipe()
+        self._stderr = _StderrMirror(spec.stderr)
+        self._stderr_task = asyncio.ensure_future(self._stderr.pump(proc.stderr))
+        self._stdout_task = asyncio.ensure_future(self._pump_stdout(proc.stdout))
+        self._exit_task = asyncio.ensure_future(proc.wait())
+        self._watch_task = asyncio.ensure_future(self._watch())
+
+    # -- the Evaluator interface ---------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        caps = self._conn.capabilities
+        assert caps is not None, "capabilities are known once create() returns"
+        return caps
+
+    @property
+    def batch(self) -> bool:
+        """``evaluateMany`` takes precedence when the adapter reports both."""
+        return self.capabilities.evaluate_many
+
+    async def evaluate(self, sample: Sample, target: Target) -> Any:
+        self._check_usable()
+        loop = asyncio.get_running_loop()
+        # The runner closes the image once this call returns, and the encode finishes
+        # before we await anything else.
+        sample_json = await loop.run_in_executor(
+            None, encode_sample, sample, self._spec.png_compress_level
+        )
+        params = b"".join(
+            (b'{"sample":', sample_json, b',"target":', encode_params(target.to_wire()), b"}")
+        )
+        return await self._call("evaluate", params)
+
+    async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
+        self._check_usable()
+        loop = asyncio.get_running_loop()
+        limit = self._spec.max_message_bytes
+        target_json = encode_params(target.to_wire())
+        encoded: list[bytes] = []
+        size = len(target_json)
+        for start in range(0, len(samples), _BATCH_ENCODE_STEP):
+            chunk = samples[start : start + _BATCH_ENCODE_STEP]
+            encoded += await asyncio.gather(
+                *(
+                    loop.run_in_executor(
+                        None, encode_sample, sample, self._spec.png_compress_level
+                    )
+                    for sample in chunk
+                )
+            )
+            size += sum(len(item) + 1 for item in encoded[-len(chunk) :])
+            self._check_usable()
+            if size > limit:
+                # Stop before holding a batch far larger than could ever be sent.
+                raise oversized_request_error("evaluateMany", size, limit, len(samples))
+        params = b"".join(
+            (b'{"samples":[', b",".join(encoded), b'],"target":', target_json, b"}")
+        )
+        del encoded
+        result = await self._call("evaluateMany", params, expected_results=len(samples))
+        return list(result)
+
+    async def cancel_pending(self) -> None:
+        """Abandon every call in flight: tell the adapter, release the callers."""
+        self._stopping = True
+        for request_id, method in list(self._conn.pending.items()):
+            if method in ("evaluate", "evaluateMany"):
+                self._abandon(request_id)
+                future = self._futures.pop(request_id, None)
+                if future is not None and not future.done():
+                    future.set_exception(
+                        AdapterError(f"{method} was cancelled: the run is stopping")
+                    )
+
+    async def close(self) -> None:
+        """Ask the adapter to close, then make sure its whole process group is gone.
+
+        Raises :class:`AdapterError` when closing was not clean: the adapter answered
+        ``close`` with an error, did not exit with status 0 within ``grace_s``, or had
+        failed earlier without any call reporting it.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._stopping = True
+        problems: list[str] = []
+        try:
+            await self.cancel_pending()
+            problems = await self._close_gracefully()
+            await self._terminate()
+        finally:
+            # Reached with the graceful path cut short (cancelled, or an interrupt):
+            # nothing may outlive us.
+            self._kill_now()
+            await self._stop_tasks()
+        if self._failure is not None and not self._failure_delivered:
+            self._failure_delivered = True
+            raise self._failure
+        if problems:
+            message = f"{self._label} did not close cleanly: " + "; ".join(problems)
+            raise AdapterError(f"{message}.\n{self._stderr.render()}")
+
+    # -- start-up -------------------------------------------------------------
+
+    async def _initialize(self, factory_config: FactoryConfig) -> None:
+        artifacts = factory_config.artifacts_dir
+        try:
+            params = encode_params(
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "config": {
+                        "evalDir": str(Path(factory_config.eval_dir).resolve()),
+                        "config": dict(factory_config.config),
+                        "artifactsDir": None if artifacts is None else str(Path(artifacts).resolve()),
+                        "verbose": bool(factory_config.verbose),
+                    },
+                }
+            )
+        except AdapterError as exc:
+            raise AdapterError(f"the adapter config cannot be sent to {self._label}: {exc}") from None
+        try:
+            await self._call("initialize", params)
+        except AdapterError as exc:
+            if exc is self._failure:
+                raise
+            raise AdapterError(f"{self._label} failed to initialize: {exc}") from None
+
+    async def _shutdown_after_failed_init(self) -> None:
+        self._closed = True
+        self._stopping = True
+        await self._close_gracefully()
+        await self._terminate()
+        await self._stop_tasks()
+
+    def _enlarge_stdin_pipe(self) -> None:
+        # Frames are megabytes; the default 64 KiB pipe makes every frame cost dozens
+        # of wake-ups on both sides. Best effort, Linux only.
+        setpipe = getattr(__import__("fcntl"), "F_SETPIPE_SZ", None) if os.name == "posix" else None
+        pipe = self._stdin.transport.get_extra_info("pipe")
+        if setpipe is None or pipe is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            import fcntl
+
+            fcntl.fcntl(pipe.fileno(), setpipe, 1 << 20)
+
+    # -- calls ----------------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            self._failure_delivered = True
+            raise self._failure
+        if self._stopping:
+            raise AdapterError(f"{self._label} is shutting down; no new calls are sent")
+
+    async def _call(self, method: str, params: bytes, *, expected_results: int | None = None) -> Any:
+        if method != "close":
+            self._check_usable()
+        request_id, data = self._conn.request_encoded(
+            method, params, expected_results=expected_results
+        )
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._futures[request_id] = future
+        try:
+            self._stdin.write(data)
+            await self._drain()
+            return await future
+        except asyncio.CancelledError:
+            # The caller gave up (fail-fast elsewhere, or an interrupt): let the
+            # adapter stop working on it.
+            self._abandon(request_id)
+            raise
+        except AdapterError as exc:
+            if exc is self._failure:
+                self._failure_delivered = True
+            raise
+        finally:
+            self._futures.pop(request_id, None)
+
+    async def _drain(self) -> None:
+        # Serialized because concurrent StreamWriter.drain() calls are not supported
+        # on every Python version we run on.
+        try:
+            async with self._drain_lock:
+                await self._stdin.drain()
+        except (ConnectionError, OSError) as exc:
+            await self._wait_for_failure(
+                f"{self._label} stopped reading its stdin ({type(exc).__name__})"
+            )
+
+    async def _wait_for_failure(self, fallback: str) -> None:
+        # The exit watcher usually explains the failure better (status, stderr); give
+        # it a moment before settling for the generic message.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._failed.wait(), _EXIT_STATUS_WAIT_S * 2)
+        if self._failure is None:
+            self._fail(AdapterError(f"{fallback}.\n{self._stderr.render()}"))
+
+    def _abandon(self, request_id: int) -> None:
+        notification = self._conn.cancel(request_id)
+        if notification and self._failure is None and not self._stdin.is_closing():
+            with contextlib.suppress(Exception):
+                self._stdin.write(notification)
+
+    def _dispatch(self, events: Iterable[Event]) -> None:
+        for event in events:
+            if isinstance(event, Reply):
+                future = self._futures.get(event.id)
+                if future is None or future.done():
+                    continue
+                if event.error is not None:
+                    future.set_exception(event.error)
+                else:
+                    future.set_result(event.result)
+            else:
+                self._fail(event.error)
+
+    def _fail(self, error: AdapterError) -> None:
+        if self._failure is not None:
+            return
+        self._failure = error
+        self._failed.set()
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(error)
+                self._failure_delivered = True
+
+    # -- watching the process -----------------------------------------------
+
+    async def _pump_stdout(self, stream: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                data = await stream.read(_READ_CHUNK)
+            except (ConnectionError, OSError):
+                data = b""
+            if not data:
+                break
+            self._dispatch(self._conn.feed(data))
+        self._dispatch(self._conn.feed_eof())
+
+    async def _watch(self) -> None:
+        """Fail every pending call once the process exits or its stdout closes."""
+        await asyncio.wait({self._exit_task, self._stdout_task}, return_when=asyncio.FIRST_COMPLETED)
+        if self._exit_task.done():
+            # Answers written just before exiting may still be in the pipe.
+            await asyncio.wait({self._stdout_task, self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
+        else:
+            await asyncio.wait({self._exit_task}, timeout=_EXIT_STATUS_WAIT_S)
+            await asyncio.wait({self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
+        if self._failure is not None:
+            return
+        if self._conn.state is State.CLOSED and not self._futures:
+            return
+        pending = [m for m in self._conn.pending.values() if m != "close"]
+        status = _describe_returncode(self._proc.returncode)
+        if self._proc.returncode is None:
+            status = "closed its stdout"
+        if self._conn.state is State.INITIALIZING:
+            when = "before answering initialize"
+        elif self._conn.state is State.CLOSING:
+            when = "before answering close"
+        elif pending:
+            count = len(pending)
+            when = f"while {count} call{'s were' if count != 1 else ' was'} pending"
+        else:
+            when = "unexpectedly"
+        self._fail(AdapterError(f"{self._label} {status} {when}.\n{self._stderr.render()}"))
+
+    # -- shutting down --------------------------------------------------------
+
+    async def _close_gracefully(self) -> list[str]:
+        """Send ``close`` and wait up to ``grace_s`` for exit; return what went wrong."""
+        problems: list[str] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._spec.grace_s
+        alive = self._proc.returncode is None and not self._exit_task.done()
+        if alive and not self._stdin.is_closing() and self._conn.state not in (
+            State.CLOSING,
+            State.CLOSED,
+        ):
+            close_call = asyncio.ensure_future(self._call("close", b"{}"))
+            done, _ = await asyncio.wait({close_call}, timeout=self._spec.grace_s)
+            if not done:
+                close_call.cancel()
+                await asyncio.wait({close_call})
+                problems.append(f"it did not answer close within {self._spec.grace_s:g}s")
+            elif close_call.exception() is not None:
+                exc = close_call.exception()
+                if exc is not self._failure:
+                    problems.append(f"close failed: {exc}")
+        if not self._stdin.is_closing():
+            # End of input tells adapters that read until EOF to finish.
+            with contextlib.suppress(Exception):
+                self._stdin.close()
+        if not self._exit_task.done():
+            remaining = max(0.0, deadline - loop.time())
+            await asyncio.wait({self._exit_task}, timeout=remaining)
+            if not self._exit_task.done():
+                if not problems:
+                    problems.append(f"it did not exit within {self._spec.grace_s:g}s of close")
+                return problems
+        returncode = self._proc.returncode
+        if returncode not in (0, None) and self._conn.state is State.CLOSED:
+            problems.append(f"it {_describe_returncode(returncode)} after close")
+        return problems
+
+    async def _terminate(self) -> None:
+        """SIGTERM, then SIGKILL, the process group until none of it is left."""
+        pgid = self._proc.pid
+        if self._exit_task.done() and not _live_group_members(pgid):
+            self._swept = True
+            _live_groups.discard(pgid)
+            return
+        for sig, wait_s in (
+            (signal.SIGTERM, self._spec.terminate_grace_s),
+            (signal.SIGKILL, _KILL_WAIT_S),
+        ):
+            _signal_group(pgid, sig)
+            if await self._wait_group_gone(pgid, wait_s):
+                self._swept = True
+                _live_groups.discard(pgid)
+                return
+
+    async def _wait_group_gone(self, pgid: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if self._exit_task.done() and not _live_group_members(pgid):
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(_POLL_S)
+
+    def _kill_now(self) -> None:
+        """SIGKILL the group unless it is known to be gone; safe from any context."""
+        if self._swept:
+            return
+        pgid = self._proc.pid
+        if self._proc.returncode is not None and not _live_group_members(pgid):
+            self._swept = True
+        else:
+            _signal_group(pgid, signal.SIGKILL)
+        _live_groups.discard(pgid)
+
+    async def _stop_tasks(self) -> None:
+        if not self._stdin.is_closing():
+            with contextlib.suppress(Exception):
+                self._stdin.close()
+        # Once the group is gone the pipes reach EOF; a wedged pipe is not waited on.
+        tasks = {self._stdout_task, self._stderr_task, self._exit_task, self._watch_task}
+        _, pending = await asyncio.wait(tasks, timeout=_KILL_WAIT_S)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        self._fail_leftovers()
+
+    def _fail_leftovers(self) -> None:
+        error = AdapterError(f"{self._label} was closed")
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(error)
+
+
+def _command_words(argv: Iterable[str]) -> str:
+    return " ".join(shlex.quote(word) for word in argv)
+
+
+def _json_preview(value: Mapping[str, Any]) -> str:
+    return json.dumps(value)[:200]

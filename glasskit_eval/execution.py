@@ -1,0 +1,316 @@
+"""Evaluate one case's selected samples with one evaluator.
+
+Decoding runs on a worker thread, one frame ahead of the adapter calls, and in
+presentation order; each decoded frame is handed to every selected sample that
+wants it, so a case is decoded once for all of its targets. At most
+``concurrency`` individual calls are in flight. Results come back in
+declaration order whatever order the calls finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .adapters.base import Evaluator, Sample, Target
+from .compare import MissingField, compare_values, extract_field
+from .errors import AdapterError
+from .jsonvalues import json_problem, to_plain
+from .results import ADAPTER_ERROR, COMPARISON_ERROR, ERROR, FAILED, IGNORED, PASSED, SampleResult
+from .schedule import ScheduledSample
+from .timevalues import format_time
+from .video.frames import DecodedFrame, decode_at
+
+T = TypeVar("T")
+
+#: Called with each finished result as soon as it is known (checkpoints, progress).
+ResultSink = Callable[[SampleResult], None]
+
+
+@dataclass(frozen=True)
+class CaseWork:
+    samples: Sequence[ScheduledSample]
+    video_path: Path
+
+
+class SampleFailure(AdapterError):
+    """A fail-fast adapter error, naming the sample it happened on."""
+
+    def __init__(self, message: str, completed: int) -> None:
+        super().__init__(message)
+        self.completed = completed
+
+
+def target_of(sample: ScheduledSample) -> Target:
+    t = sample.target
+    return Target(id=t.id, index=t.index, label=t.label, config=t.config)
+
+
+def base_result(sample: ScheduledSample, status: str, reason: str) -> SampleResult:
+    declared = sample.block.compare
+    return SampleResult(
+        case=sample.case.name,
+        target=sample.target.id,
+        target_label=sample.target.label,
+        sample_index=sample.sample_index,
+        timestamp_s=sample.timestamp_s,
+        source=source_text(sample),
+        status=status,
+        expected=to_plain(sample.expect) if sample.block.has_expect else None,
+        field=sample.field,
+        compare_mode=declared.mode if declared is not None else None,
+        reason=reason,
+    )
+
+
+def source_text(sample: ScheduledSample) -> str:
+    block = sample.block
+    if block.range is not None:
+        return f"range [{format_time(block.range[0])}, {format_time(block.range[1])})"
+    return "at"
+
+
+def ignored_result(sample: ScheduledSample) -> SampleResult:
+    return base_result(sample, IGNORED, sample.block.ignore or "ignored")
+
+
+def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
+          timing_mode: str) -> SampleResult:
+    """Turn an observation into a passed/failed/error result (never raises)."""
+    result = base_result(sample, PASSED, "matched")
+    result.frame_index = frame.index
+    result.media_timestamp_s = float(frame.media_time)
+    result.evaluation_duration_seconds = duration
+    result.evaluation_timing_mode = timing_mode
+    problem = json_problem(observation)
+    if problem is not None:
+        result.status, result.error_kind = ERROR, ADAPTER_ERROR
+        result.reason = (f"adapter_error: adapter returned a non-JSON-like observation for "
+                         f"{describe(sample)}: {problem}")
+        return result
+    result.observed = to_plain(observation)
+    try:
+        value = extract_field(result.observed, sample.field)
+    except MissingField as exc:
+        result.status, result.reason = FAILED, str(exc)
+        return result
+    result.observed_value = value
+    config = sample.compare
+    assert config is not None
+    try:
+        outcome = compare_values(sample.expect, value, config)
+    except Exception as exc:  # a comparator bug must not lose the run's other results
+        result.status, result.error_kind = ERROR, COMPARISON_ERROR
+        result.reason = f"comparison_error: {type(exc).__name__}: {exc}"
+        return result
+    if not outcome.passed:
+        result.status = FAILED
+        result.reason = outcome.reason or "did not match"
+    return result
+
+
+def error_result(sample: ScheduledSample, frame: DecodedFrame | None, message: str,
+                 duration: float | None, timing_mode: str) -> SampleResult:
+    result = base_result(sample, ERROR, f"adapter_error: {message}")
+    result.error_kind = ADAPTER_ERROR
+    result.evaluation_duration_seconds = duration
+    result.evaluation_timing_mode = timing_mode
+    if frame is not None:
+        result.frame_index = frame.index
+        result.media_timestamp_s = float(frame.media_time)
+    return result
+
+
+def describe(sample: ScheduledSample) -> str:
+    return (f"{sample.case.name}/{sample.target.id} sample {sample.sample_index} "
+            f"at {format_time(sample.time)}s")
+
+
+def exception_text(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, AdapterError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _frames(path: Path, times: Sequence[Fraction]) -> AsyncIterator[tuple[Fraction, DecodedFrame]]:
+    """Iterate ``decode_at`` on a worker thread, always one frame ahead of the consumer."""
+    gen: Generator[tuple[Fraction, DecodedFrame], None, None] = decode_at(path, times)
+    done = object()
+
+    def step(it: Iterator[Any]) -> Any:
+        return next(it, done)
+
+    pending: asyncio.Future[Any] | None = asyncio.ensure_future(asyncio.to_thread(step, gen))
+    try:
+        while pending is not None:
+            item = await pending
+            pending = None
+            if item is done:
+                break
+            pending = asyncio.ensure_future(asyncio.to_thread(step, gen))
+            yield item
+    finally:
+        if pending is not None:
+            try:
+                item = await asyncio.shield(pending)
+            except BaseException:
+                item = None
+            if isinstance(item, tuple):
+                item[1].image.close()
+        await asyncio.to_thread(gen.close)
+
+
+def _make_sample(sample: ScheduledSample, frame: DecodedFrame, image: Any, video_path: Path) -> Sample:
+    return Sample(image=image, timestamp_s=sample.timestamp_s, frame_index=frame.index,
+                  sample_index=sample.sample_index, video_path=str(video_path),
+                  case_name=sample.case.name)
+
+
+async def run_case(work: CaseWork, evaluator: Evaluator, *, concurrency: int, keep_going: bool,
+                   sink: ResultSink | None = None) -> list[SampleResult]:
+    """Evaluate one case; returns results for every selected sample in declaration order.
+
+    Raises :class:`SampleFailure` on the first adapter error unless ``keep_going``.
+    """
+    results: dict[int, SampleResult] = {}
+
+    def record(result: SampleResult) -> None:
+        results[result.sample_index] = result
+        if sink is not None:
+            sink(result)
+
+    by_time: dict[Fraction, list[ScheduledSample]] = defaultdict(list)
+    for sample in work.samples:
+        if sample.ignored:
+            record(ignored_result(sample))
+        else:
+            by_time[sample.time].append(sample)
+    if by_time:
+        if evaluator.batch:
+            await _run_batches(work, by_time, evaluator, keep_going, record)
+        else:
+            await _run_individual(work, by_time, evaluator, concurrency, keep_going, record)
+    return [results[s.sample_index] for s in work.samples]
+
+
+async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[ScheduledSample]],
+                          evaluator: Evaluator, concurrency: int, keep_going: bool,
+                          record: Callable[[SampleResult], None]) -> None:
+    slots = asyncio.Semaphore(concurrency)
+    tasks: set[asyncio.Task[None]] = set()
+    failure: list[SampleFailure] = []
+    completed = 0
+
+    async def call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
+        nonlocal completed
+        started = time.perf_counter()
+        try:
+            try:
+                observation = await evaluator.evaluate(
+                    _make_sample(sample, frame, image, work.video_path), target_of(sample))
+            finally:
+                image.close()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            duration = time.perf_counter() - started
+            message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
+            if keep_going:
+                record(error_result(sample, frame, message, duration, "individual"))
+            elif not failure:
+                failure.append(SampleFailure(message, completed))
+            return
+        finally:
+            slots.release()
+        result = judge(sample, observation, frame, time.perf_counter() - started, "individual")
+        if result.status == ERROR and result.error_kind == ADAPTER_ERROR and not keep_going:
+            if not failure:
+                failure.append(SampleFailure(result.reason.removeprefix("adapter_error: "), completed))
+            return
+        completed += 1
+        record(result)
+
+    try:
+        async for want, frame in _frames(work.video_path, sorted(by_time)):
+            samples = sorted(by_time[want], key=lambda s: s.sample_index)
+            for i, sample in enumerate(samples):
+                image = frame.image if i == 0 else frame.image.copy()
+                await slots.acquire()
+                if failure:
+                    slots.release()
+                    image.close()
+                    break
+                task = asyncio.create_task(call(sample, frame, image))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if failure:
+                break
+        if tasks:
+            await asyncio.gather(*list(tasks))
+    finally:
+        if tasks:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*list(tasks), return_exceptions=True)
+    if failure:
+        await evaluator.cancel_pending()
+        raise failure[0]
+
+
+async def _run_batches(work: CaseWork, by_time: dict[Fraction, list[ScheduledSample]],
+                       evaluator: Evaluator, keep_going: bool,
+                       record: Callable[[SampleResult], None]) -> None:
+    # evaluate_many needs a target's frames all at once, so they are held per target.
+    per_target: dict[str, list[tuple[ScheduledSample, DecodedFrame, Any]]] = defaultdict(list)
+    try:
+        async for want, frame in _frames(work.video_path, sorted(by_time)):
+            samples = by_time[want]
+            for i, sample in enumerate(samples):
+                image = frame.image if i == 0 else frame.image.copy()
+                per_target[sample.target.id].append((sample, frame, image))
+        order = sorted(per_target.values(), key=lambda items: items[0][0].target.index)
+        for items in order:
+            items.sort(key=lambda item: item[0].sample_index)
+            await _one_batch(items, work.video_path, evaluator, keep_going, record)
+    finally:
+        for items in per_target.values():
+            for _sample, _frame, image in items:
+                image.close()
+
+
+async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], video_path: Path,
+                     evaluator: Evaluator,
+                     keep_going: bool, record: Callable[[SampleResult], None]) -> None:
+    first = items[0][0]
+    target = target_of(first)
+    started = time.perf_counter()
+    what = f"evaluate_many for {first.case.name}/{target.id} ({len(items)} samples)"
+    try:
+        observations = await evaluator.evaluate_many(
+            [_make_sample(s, f, image, video_path) for s, f, image in items], target)
+        if len(observations) != len(items):
+            raise AdapterError(f"evaluate_many returned {len(observations)} observations for "
+                               f"{len(items)} samples; return exactly one per sample, in order")
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        duration = time.perf_counter() - started
+        message = f"adapter failed for {what}: {exception_text(exc)}"
+        if not keep_going:
+            raise SampleFailure(message, 0) from exc
+        for sample, frame, _image in items:
+            record(error_result(sample, frame, message, duration / len(items), "batch"))
+        return
+    duration = (time.perf_counter() - started) / len(items)
+    for (sample, frame, _image), observation in zip(items, observations):
+        result = judge(sample, observation, frame, duration, "batch")
+        if result.status == ERROR and result.error_kind == ADAPTER_ERROR and not keep_going:
+            raise SampleFailure(result.reason.removeprefix("adapter_error: "), 0)
+        record(result)

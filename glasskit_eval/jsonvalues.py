@@ -1,0 +1,219 @@
+"""JSON-like values: the checks, copies, equality and set keys every comparison relies on.
+
+A value is JSON-like when it is ``None``, a boolean, an int, a finite float, a string,
+a list or tuple of JSON-like values, or a dict with string keys and JSON-like values.
+Adapter observations and ``expect`` values must pass :func:`json_problem` before they
+reach :func:`to_plain`, :func:`json_equal`, :func:`canonical_key` or the comparators;
+those functions trust that check and recurse freely, which is safe because it bounds
+the nesting depth at :data:`MAX_DEPTH`.
+
+Equality follows JSON rather than Python: booleans never equal numbers (Python says
+``True == 1``), ints and floats compare by exact numeric value, arrays are ordered and
+objects compare by key regardless of insertion order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable
+from typing import Any, TypeAlias
+
+__all__ = [
+    "MAX_DEPTH",
+    "JsonPath",
+    "canonical_key",
+    "format_path",
+    "json_equal",
+    "json_problem",
+    "render_json",
+    "to_plain",
+]
+
+#: Containers may nest at most this deep. Deeper values are JSON in principle, but
+#: ``yaml.safe_dump`` (used when seeding case files) hits the default recursion limit
+#: at about 330 levels, and every recursive helper here must stay well inside it.
+MAX_DEPTH = 100
+
+# Only ints large enough to risk Python's int-to-str digit limit are converted to
+# check them; below this, str() can never hit the limit (3.11's minimum is 640 digits).
+_LARGE_INT_BITS = 2000
+
+_PATH_DISPLAY_LIMIT = 120
+
+#: A location inside a value, as a linked list of steps ending at the root (``None``);
+#: a step is an object key (str) or an array index (int). Linked rather than joined
+#: into strings so walks build no text for the values that turn out fine.
+JsonPath: TypeAlias = tuple["JsonPath | None", "str | int"]
+
+
+def json_problem(value: object) -> str | None:
+    """Say why ``value`` is not JSON-like, or return None when it is.
+
+    The reason names the offending location, for example ``value at result.score is
+    NaN`` or ``object key 1 at result is not a string``. The walk is iterative, so
+    neither self-referencing containers nor very deep nesting can crash the caller.
+    """
+    # Entries are (value, path, depth) to inspect, or a container id whose subtree is
+    # done; ids on the current root-to-node chain detect cycles, while the same
+    # container reached twice through different parents is legitimately shared.
+    stack: list[tuple[object, JsonPath | None, int] | int] = [(value, None, 0)]
+    ancestors: set[int] = set()
+    while stack:
+        entry = stack.pop()
+        if isinstance(entry, int):
+            ancestors.discard(entry)
+            continue
+        item, path, depth = entry
+        problem = _scalar_problem(item)
+        if problem is not None:
+            return _at(problem, path)
+        if not isinstance(item, (list, tuple, dict)):
+            continue
+        ident = id(item)
+        if ident in ancestors:
+            return _at("refers back to a container that encloses it (cycle)", path)
+        if depth >= MAX_DEPTH:
+            return _at(f"is nested more than {MAX_DEPTH} levels deep", path)
+        ancestors.add(ident)
+        stack.append(ident)
+        children: list[tuple[object, JsonPath | None, int]] = []
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    where = f" at {format_path(path)}" if path is not None else ""
+                    return f"object key {_short_repr(key)}{where} is not a string"
+                children.append((child, (path, key), depth + 1))
+        else:
+            children = [(child, (path, index), depth + 1) for index, child in enumerate(item)]
+        # Reversed so the first problem in document order is the one reported.
+        stack.extend(reversed(children))
+    return None
+
+
+def _scalar_problem(value: object) -> str | None:
+    if value is None or isinstance(value, (bool, str, list, tuple, dict)):
+        return None
+    if isinstance(value, int):
+        if value.bit_length() > _LARGE_INT_BITS:
+            try:
+                str(value)
+            except ValueError:
+                return "is an integer with too many digits to write as JSON"
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "is NaN"
+        if math.isinf(value):
+            return "is infinite"
+        return None
+    return f"has unsupported type {type(value).__name__}"
+
+
+def _at(problem: str, path: JsonPath | None) -> str:
+    if path is None:
+        return f"value {problem}"
+    return f"value at {format_path(path)} {problem}"
+
+
+def format_path(path: JsonPath | None) -> str:
+    """Render a path like ``result.items[2]["odd key"]`` (empty for the root)."""
+    steps: list[str | int] = []
+    node = path
+    while node is not None:
+        node, step = node
+        steps.append(step)
+    parts: list[str] = []
+    for step in reversed(steps):
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+        elif step.isidentifier():
+            parts.append(f".{step}" if parts else step)
+        else:
+            parts.append(f"[{json.dumps(step, ensure_ascii=False)}]")
+    text = "".join(parts)
+    if len(text) > _PATH_DISPLAY_LIMIT:
+        half = _PATH_DISPLAY_LIMIT // 2
+        text = f"{text[:half]}…{text[-half:]}"
+    return text
+
+
+def _short_repr(value: object, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def to_plain(value: Any) -> Any:
+    """Return a copy made of plain ``dict``/``list``/``str``/``int``/``float``/``bool``/``None``.
+
+    Tuples become lists and subclasses (``IntEnum``, ``OrderedDict``, numpy's
+    ``float64``) become their base types, so ``json.dumps`` and ``yaml.safe_dump``
+    accept the result. The value must already have passed :func:`json_problem`.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        # str() would honour a subclass's __str__; this returns the characters as stored.
+        return str.__str__(value)
+    if isinstance(value, (list, tuple)):
+        return [to_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str.__str__(key): to_plain(item) for key, item in value.items()}
+    raise TypeError(f"value has unsupported type {type(value).__name__}")
+
+
+def json_equal(a: object, b: object) -> bool:
+    """JSON equality: booleans only equal booleans, ``1 == 1.0``, arrays ordered."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) or isinstance(b, (int, float)):
+        # Python compares int and float exactly, so 2**53 + 1 != 2.0**53 as it should.
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    return False
+
+
+def canonical_key(value: object) -> Hashable:
+    """A hashable stand-in for ``value`` that is equal exactly when :func:`json_equal` is.
+
+    Each kind is tagged so ``True`` never collides with ``1``. Numbers keep their
+    Python value because ``1 == 1.0`` and ``hash(1) == hash(1.0)`` already hold.
+    """
+    if value is None:
+        return ("null",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", str.__str__(value))
+    if isinstance(value, (list, tuple)):
+        return ("array", tuple(canonical_key(item) for item in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((key, canonical_key(item)) for key, item in value.items()))
+    raise TypeError(f"value has unsupported type {type(value).__name__}")
+
+
+def render_json(value: object, limit: int = 200) -> str:
+    """Compact JSON for a failure reason, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(to_plain(value), ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        # Reasons are best effort; an unrenderable value must not turn a failed
+        # comparison into a crash.
+        text = _short_repr(value, limit)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,79 @@
+"""From an eval directory and filters to checked, runnable work.
+
+Everything that can fail before the first adapter call fails here: the eval
+directory, the case files, the filters, the videos and the sample times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .casefile import Case, CloudVideo
+from .errors import Problem, ValidationError, VideoError
+from .evaldir import EvalDir, load_cases, open_eval_dir
+from .schedule import Filters, ScheduledSample, select
+from .timevalues import format_time
+from .video.probe import END_TOLERANCE_S, VideoInfo, probe
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    case: Case
+    samples: tuple[ScheduledSample, ...]
+    video_path: Path
+    video: VideoInfo | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    eval_dir: EvalDir
+    cases: tuple[CasePlan, ...]
+
+    @property
+    def sample_count(self) -> int:
+        return sum(len(c.samples) for c in self.cases)
+
+
+def resolve_video(case: Case) -> Path:
+    if isinstance(case.video, CloudVideo):
+        raise VideoError(f"case {case.name!r} uses cloud video {case.video.describe()}; downloading "
+                         "from video stores is not available in this version, so place the file "
+                         "locally and point `video:` at it")
+    return case.video.path
+
+
+def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool,
+               check_videos: bool = True, allow_drafts: bool = False) -> Plan:
+    filters.check()
+    eval_dir = open_eval_dir(eval_dir_path)
+    paths = eval_dir.select_case_paths(filters.case)
+    cases = load_cases(eval_dir, paths, allow_empty=allow_empty)
+    selected = select(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)
+    plans: list[CasePlan] = []
+    problems: list[Problem] = []
+    for case, samples in zip(cases, selected):
+        if not check_videos:
+            plans.append(CasePlan(case, tuple(samples), Path(), None))
+            continue
+        try:
+            video_path = resolve_video(case)
+            info = probe(video_path)
+        except VideoError as exc:
+            problems.append(case.document.problem(("video",), str(exc)))
+            continue
+        limit = info.end_time + END_TOLERANCE_S
+        reported: set[tuple[str, int]] = set()
+        for sample in samples:
+            block_key = (sample.target.id, sample.block.index)
+            if sample.time > limit and block_key not in reported:
+                reported.add(block_key)
+                problems.append(case.document.problem(
+                    ("targets", sample.target.id, "samples", sample.block.index),
+                    f"sample time {format_time(sample.time)}s is past the end of the video "
+                    f"{video_path.name} ({format_time(info.end_time)}s from its first frame); "
+                    "shorten the range or fix the time"))
+        plans.append(CasePlan(case, tuple(samples), video_path, info))
+    if problems:
+        raise ValidationError(problems)
+    return Plan(eval_dir, tuple(plans))

@@ -1,0 +1,235 @@
+"""Human-readable output: progress lines, summary and tables.
+
+Plain text that reads the same in a terminal and a CI log. Colour only marks
+statuses, and only on a TTY without ``NO_COLOR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from ..planning import CasePlan
+from ..results import ERROR, FAILED, IGNORED, PASSED, SampleResult, count
+from ..runner import RunOutcome
+from ..timevalues import format_time
+
+_COLOURS = {PASSED: "32", FAILED: "31", ERROR: "35", IGNORED: "33"}
+
+
+def use_colour(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def compact(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def seconds(value: float) -> str:
+    return f"{value:.1f}s"
+
+
+def time_label(value: float) -> str:
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
+          right: Sequence[bool] | None = None) -> str:
+    """A plain aligned table; the first column is left-aligned, numbers right-aligned."""
+    align = list(right) if right is not None else [i > 0 for i in range(len(headers))]
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def fmt(cells: Sequence[str]) -> str:
+        parts = [c.rjust(widths[i]) if align[i] else c.ljust(widths[i]) for i, c in enumerate(cells)]
+        return "  ".join(parts).rstrip()
+
+    lines = [title, fmt(headers), "  ".join("-" * w for w in widths)]
+    lines.extend(fmt(row) for row in rows)
+    return "\n".join(lines)
+
+
+def target_display(result: SampleResult) -> str:
+    return f"{result.target_label} ({result.target})" if result.target_label else result.target
+
+
+class ConsoleListener:
+    """Prints progress as cases finish (a RunListener)."""
+
+    def __init__(self, out: TextIO | None = None, *, verbose: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.verbose = verbose
+        self.colour = use_colour(self.out)
+
+    def _print(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def _status(self, status: str) -> str:
+        word = status.upper()
+        if self.colour:
+            return f"\033[{_COLOURS.get(status, '0')}m{word}\033[0m"
+        return word
+
+    def trial_started(self, trial: int, total: int) -> None:
+        self._print()
+        self._print(f"Trial {trial}/{total}")
+
+    def case_started(self, plan: CasePlan, trial: int, total: int) -> None:
+        video = plan.video_path.name if plan.video_path.name else plan.case.video.describe()
+        self._print(f"Case {plan.case.name} ({len(plan.samples)} samples, video={video})")
+
+    def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None:
+        prefix = f"[{trial}/{total}] " if total > 1 else ""
+        for target in plan.case.targets:
+            mine = [r for r in results if r.target == target.id]
+            if not mine:
+                continue
+            display = f"{target.label} ({target.id})" if target.label else target.id
+            counts = count(mine)
+            self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
+                        f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
+            shown = [r for r in mine if r.status in (FAILED, ERROR)] if not self.verbose else [
+                r for r in mine if r.status != IGNORED]
+            shown += [r for r in mine if r.status == IGNORED]
+            for r in shown:
+                self._print(self.result_line(r, prefix))
+
+    def result_line(self, r: SampleResult, prefix: str = "") -> str:
+        frame = f" frame={r.frame_index}" if r.frame_index is not None else ""
+        observed = "" if r.status == IGNORED else f" observed={compact(r.observed_value)}"
+        return (f"    {prefix}{self._status(r.status)} {target_display(r)} @{time_label(r.timestamp_s)}s"
+                f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}")
+
+
+def print_summary(outcome: RunOutcome, out: TextIO, *, resume_hint: str | None = None) -> None:
+    def p(text: str = "") -> None:
+        print(text, file=out)
+
+    trials = outcome.trials
+    all_results = [r for t in trials for r in t.results]
+    p()
+    p(f"Eval: {outcome.plan.eval_dir.root}")
+    p(f"Cases: {len(outcome.plan.cases)}")
+    total = count(all_results)
+    if len(trials) <= 1:
+        p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
+          f"{total.errors} errors, {total.ignored} ignored")
+        p(f"Pass rate: {pct(total.pass_rate)}")
+    else:
+        ok = sum(1 for t in trials if t.success)
+        first = count(trials[0].results)
+        rates = [count(t.results).pass_rate for t in trials]
+        known = [r for r in rates if r is not None]
+        p(f"Trials: {len(trials)} total, {ok} passed gates, {len(trials) - ok} failed gates")
+        p(f"Samples: {first.evaluated} evaluated per trial, {first.ignored} ignored")
+        p(f"Attempts: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
+          f"{total.errors} errors")
+        if known:
+            p(f"Trial pass rate (min / mean / max): {pct(min(known))} / {pct(sum(known) / len(known))} / "
+              f"{pct(max(known))}")
+        stable = outcome.stability
+        cp = sum(1 for s in stable if s.to_json()["consistently_passed"])
+        cf = sum(1 for s in stable if s.to_json()["consistently_failed"])
+        flaky = sum(1 for s in stable if s.flaky)
+        errs = sum(1 for s in stable if ERROR in s.statuses)
+        p(f"Stability: {cp} consistently passed, {cf} consistently failed, {flaky} flaky, {errs} with errors")
+    p(f"Duration: {seconds(outcome.duration_seconds)}")
+    unit = "attempt" if len(trials) > 1 else "sample"
+    if total.average_latency is not None:
+        p(f"Avg evaluation latency: {total.average_latency * 1000:.2f}ms/{unit}")
+    if outcome.duration_seconds > 0:
+        p(f"Throughput: {total.evaluated / outcome.duration_seconds:.2f} {unit}s/s")
+
+    if len(trials) > 1:
+        rows = [[str(t.trial), pct(count(t.results).pass_rate), str(count(t.results).passed),
+                 str(count(t.results).failed), str(count(t.results).errors),
+                 "passed" if t.success else "failed", seconds(t.duration_seconds)] for t in trials]
+        p()
+        p(table("By trial", ["Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"], rows))
+
+    failed_gates = [(f"Trial {t.trial}", g) for t in trials for g in t.gates if not g.passed]
+    failed_gates += [("Stability", g) for g in outcome.gates if not g.passed]
+    if failed_gates:
+        p()
+        if len(trials) > 1:
+            p(table("Failed gates", ["Scope", "Gate", "Detail"],
+                    [[scope, g.name, g.message] for scope, g in failed_gates], [False, False, False]))
+        else:
+            p(table("Failed gates", ["Gate", "Detail"], [[g.name, g.message] for _s, g in failed_gates],
+                    [False, False]))
+
+    p()
+    p(_target_table(outcome))
+    if len(trials) > 1:
+        unstable = [s for s in outcome.stability if s.flaky or s.to_json()["consistently_failed"]]
+        if unstable:
+            rows = []
+            for s in unstable:
+                letters = "/".join({"passed": "P", "failed": "F", "error": "E"}.get(x, "-") for x in s.statuses)
+                finding = "flaky" if s.flaky else "failed every trial"
+                if ERROR in s.statuses:
+                    finding += ", adapter/comparison errors"
+                rows.append([s.first.case, target_display(s.first), f"{time_label(s.first.timestamp_s)}s",
+                             letters, finding])
+            p()
+            p(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
+                    [False, False, True, False, False]))
+    if resume_hint:
+        p()
+        p(resume_hint)
+
+
+def _target_table(outcome: RunOutcome) -> str:
+    trials = outcome.trials
+    all_results = [r for t in trials for r in t.results]
+    displays: dict[str, str] = {}
+    for r in all_results:
+        displays.setdefault(r.target, target_display(r))
+    order = sorted(displays, key=lambda t: displays[t].lower())
+    if len(trials) <= 1:
+        rows = []
+        for target in order:
+            c = count(r for r in all_results if r.target == target)
+            latency = "-" if c.average_latency is None else f"{c.average_latency * 1000:.2f}ms"
+            rows.append([displays[target], pct(c.pass_rate), str(c.passed), str(c.failed), str(c.errors),
+                         str(c.ignored), latency])
+        return table("By target", ["Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored",
+                                   "Avg latency"], rows, [False, True, True, True, True, True, True])
+    rows = []
+    for target in order:
+        rates = [count(r for r in t.results if r.target == target).pass_rate for t in trials]
+        known = [x * 100 for x in rates if x is not None]
+        span = "-" if not known else f"{min(known):.1f}/{sum(known) / len(known):.1f}/{max(known):.1f}%"
+        mine = [s for s in outcome.stability if s.first.target == target and s.evaluated]
+        rows.append([displays[target], span, str(len(mine)),
+                     str(sum(1 for s in mine if s.to_json()["consistently_passed"])),
+                     str(sum(1 for s in mine if s.to_json()["consistently_failed"])),
+                     str(sum(1 for s in mine if s.flaky)),
+                     str(sum(1 for s in mine if ERROR in s.statuses))])
+    return table("By target", ["Target", "Pass min/mean/max", "Samples", "Pass all", "Fail all", "Flaky",
+                               "Errors"], rows, [False, True, True, True, True, True, True])
+
+
+def format_list_samples(eval_dir: str, rows: list[list[str]]) -> str:
+    return table(f"Samples: {eval_dir}", ["Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored",
+                                          "Source"], rows, [False, False, True, False, False, False, False, False])
+
+
+def time_cell(value: Any) -> str:
+    return f"{format_time(value)}s"

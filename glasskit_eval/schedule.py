@@ -1,0 +1,151 @@
+"""The expanded sample schedule and the filters commands apply to it.
+
+Sample indexes are case-local and assigned before any filter, in declaration
+order (targets, then blocks, then times), so a sample keeps its index whether a
+command selects all of a case or one timestamp of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .casefile import Case, SampleBlock, TargetSpec, block_times
+from .compare import CompareConfig, infer_mode
+from .errors import Problem, UsageError, ValidationError
+from .timevalues import format_time
+
+
+@dataclass(frozen=True)
+class ScheduledSample:
+    case: Case
+    target: TargetSpec
+    block: SampleBlock
+    sample_index: int
+    time: Fraction
+
+    @property
+    def timestamp_s(self) -> float:
+        return float(self.time)
+
+    @property
+    def ignored(self) -> bool:
+        return self.block.ignore is not None
+
+    @property
+    def is_draft(self) -> bool:
+        return not self.block.has_expect and not self.ignored
+
+    @property
+    def expect(self) -> Any:
+        return self.block.expect
+
+    @property
+    def field(self) -> str | None:
+        return self.block.field
+
+    @property
+    def compare(self) -> CompareConfig | None:
+        """The comparison in force: declared or inherited, else inferred from ``expect``."""
+        if self.block.compare is not None:
+            return self.block.compare
+        if not self.block.has_expect:
+            return None
+        return CompareConfig(mode=infer_mode(self.block.expect))
+
+    def location(self) -> str:
+        return f"{self.case.name} / {self.target.id} @ {format_time(self.time)}s"
+
+
+@dataclass(frozen=True)
+class Filters:
+    case: str | None = None
+    targets: tuple[str, ...] = ()
+    at: tuple[Fraction, ...] = ()
+    from_s: Fraction | None = None
+    until_s: Fraction | None = None
+
+    def check(self) -> None:
+        """Option rules that do not need the eval directory."""
+        if (self.at or self.from_s is not None or self.until_s is not None) and self.case is None:
+            raise UsageError("--at, --from and --until select times within one case; add --case")
+        if self.at and (self.from_s is not None or self.until_s is not None):
+            raise UsageError("--at cannot be combined with --from or --until")
+        for value, name in ((self.from_s, "--from"), (self.until_s, "--until"), *((t, "--at") for t in self.at)):
+            if value is not None and value < 0:
+                raise UsageError(f"{name} must be a nonnegative time in seconds, got {format_time(value)}")
+        if self.from_s is not None and self.until_s is not None and self.until_s <= self.from_s:
+            raise UsageError("--until must be greater than --from")
+
+    @property
+    def narrows_time(self) -> bool:
+        return bool(self.at) or self.from_s is not None or self.until_s is not None
+
+
+def expand_case(case: Case) -> list[ScheduledSample]:
+    samples: list[ScheduledSample] = []
+    index = 0
+    for target in case.targets:
+        for block in target.blocks:
+            for time in block_times(block):
+                samples.append(ScheduledSample(case, target, block, index, time))
+                index += 1
+    return samples
+
+
+def select(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
+           allow_drafts: bool = False) -> list[list[ScheduledSample]]:
+    """Apply the filters to each case; returns the selected samples per case, in order.
+
+    Raises UsageError for filters naming nothing, ValidationError for drafts or
+    empty scopes inside the selection.
+    """
+    known_targets = {t.id for case in cases for t in case.targets}
+    missing = [t for t in filters.targets if t not in known_targets]
+    if missing:
+        scope = f"case {cases[0].name!r}" if filters.case and cases else "the selected cases"
+        raise UsageError(f"unknown target {missing[0]!r} in {scope}; targets: "
+                         + (", ".join(sorted(known_targets)) or "(none)"))
+    per_case: list[list[ScheduledSample]] = []
+    problems: list[Problem] = []
+    for case in cases:
+        chosen = [s for s in expand_case(case) if not filters.targets or s.target.id in filters.targets]
+        if filters.at:
+            present = {s.time for s in chosen}
+            absent = [t for t in filters.at if t not in present]
+            if absent:
+                times = ", ".join(format_time(t) for t in absent)
+                raise UsageError(f"--at {times} is not a scheduled sample time in case {case.name!r}"
+                                 " for the selected targets; see list-samples for the schedule")
+            wanted = set(filters.at)
+            chosen = [s for s in chosen if s.time in wanted]
+        if filters.from_s is not None:
+            chosen = [s for s in chosen if s.time >= filters.from_s]
+        if filters.until_s is not None:
+            chosen = [s for s in chosen if s.time < filters.until_s]
+        if not allow_drafts:
+            problems.extend(_draft_problems(case, chosen))
+        if not chosen and not allow_empty:
+            what = "the filters select no samples" if filters.targets or filters.narrows_time else "it has no samples"
+            problems.append(Problem(str(case.path), "", f"case {case.name!r} is empty: {what}; "
+                                    "pass --allow-empty to accept that"))
+        per_case.append(chosen)
+    if problems:
+        raise ValidationError(problems)
+    return per_case
+
+
+def _draft_problems(case: Case, samples: list[ScheduledSample]) -> list[Problem]:
+    problems: list[Problem] = []
+    seen: set[tuple[str, int]] = set()
+    for s in samples:
+        key = (s.target.id, s.block.index)
+        if s.is_draft and key not in seen:
+            seen.add(key)
+            path = ("targets", s.target.id, "samples", s.block.index)
+            problems.append(case.document.problem(
+                path, "draft sample block has no `expect`; label it, or run `seed` to propose values "
+                "(explicit `expect: null` is a real expectation)"))
+    return problems

@@ -1,0 +1,51 @@
+"""Exact sample times.
+
+Times are kept as :class:`fractions.Fraction` of the decimal the user wrote, so
+``range: [0, 3]`` every ``0.1`` yields exactly 30 samples and a sample exactly
+halfway between two frames is recognised as a tie, which binary floats miss.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+
+def to_fraction(value: object) -> Fraction | None:
+    """The exact decimal a YAML or CLI number stands for; None if it is not a finite number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        # repr() is the shortest decimal that round-trips, i.e. what the user typed.
+        return Fraction(repr(value))
+    if isinstance(value, Fraction):
+        return value
+    return None
+
+
+def parse_cli_time(text: str) -> Fraction:
+    """Parse a time given on the command line; raises ValueError with a readable message."""
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        try:
+            as_float = float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(as_float):
+            raise ValueError(f"{text!r} is not a finite number of seconds") from None
+        value = Fraction(repr(as_float))
+    return value
+
+
+def format_time(value: Fraction) -> str:
+    """Render a time the way a user would write it (``0.3``, ``2.0``, ``7.25``)."""
+    as_float = float(value)
+    if Fraction(repr(as_float)) == value:
+        return repr(as_float)
+    # Times that are not short decimals (e.g. 1/3 from a CLI fraction) fall back to 6 places.
+    return f"{as_float:.6f}"

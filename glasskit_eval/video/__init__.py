@@ -1,0 +1,1 @@
+"""Video probing, exact frame selection and decoding (PyAV)."""
