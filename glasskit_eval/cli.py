@@ -8,6 +8,7 @@ Heavy imports (av, PIL, asyncio machinery) happen inside ``run_<cmd>`` so that
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -360,7 +361,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     err = err or sys.stderr
     parser = build_parser()
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        # --help and --version print through argparse; send them to our `out`.
+        with contextlib.redirect_stdout(out):
+            args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         if args.command is None:
             parser.print_help(out)
             return ExitCode.ERROR

@@ -19,13 +19,12 @@ import atexit
 import base64
 import contextlib
 import io
-import json
 import os
 import shlex
 import signal
 import sys
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -177,7 +176,7 @@ class _StderrMirror:
             partial = bytearray(lines.pop())
             # A very long unterminated line is shown rather than held back forever.
             if len(partial) > 64 * 1024:
-                lines.append(bytes(partial))
+                lines.append(bytearray(partial))
                 partial.clear()
             for line in lines:
                 self._emit(line)
@@ -434,7 +433,8 @@ class CommandEvaluator:
         except AdapterError as exc:
             if exc is self._failure:
                 raise
-            raise AdapterError(f"{self._label} failed to initialize: {exc}") from None
+            # Same class, so a broken protocol still reads as a ProtocolError.
+            raise type(exc)(f"{self._label} failed to initialize: {exc}") from None
 
     async def _shutdown_after_failed_init(self) -> None:
         self._closed = True
@@ -446,13 +446,15 @@ class CommandEvaluator:
     def _enlarge_stdin_pipe(self) -> None:
         # Frames are megabytes; the default 64 KiB pipe makes every frame cost dozens
         # of wake-ups on both sides. Best effort, Linux only.
-        setpipe = getattr(__import__("fcntl"), "F_SETPIPE_SZ", None) if os.name == "posix" else None
+        try:
+            import fcntl
+        except ImportError:
+            return
+        setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
         pipe = self._stdin.transport.get_extra_info("pipe")
         if setpipe is None or pipe is None:
             return
         with contextlib.suppress(OSError, ValueError):
-            import fcntl
-
             fcntl.fcntl(pipe.fileno(), setpipe, 1 << 20)
 
     # -- calls ----------------------------------------------------------------
@@ -473,8 +475,11 @@ class CommandEvaluator:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
         try:
-            self._stdin.write(data)
-            await self._drain()
+            if self._stdin.is_closing():
+                await self._wait_for_failure(f"{self._label} closed its stdin")
+            else:
+                self._stdin.write(data)
+                await self._drain()
             return await future
         except asyncio.CancelledError:
             # The caller gave up (fail-fast elsewhere, or an interrupt): let the
@@ -558,9 +563,8 @@ class CommandEvaluator:
         else:
             await asyncio.wait({self._exit_task}, timeout=_EXIT_STATUS_WAIT_S)
             await asyncio.wait({self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
-        if self._failure is not None:
-            return
-        if self._conn.state is State.CLOSED and not self._futures:
+        if self._failure is not None or self._closed:
+            # Once close() has started it judges the exit itself.
             return
         pending = [m for m in self._conn.pending.values() if m != "close"]
         status = _describe_returncode(self._proc.returncode)
@@ -568,8 +572,6 @@ class CommandEvaluator:
             status = "closed its stdout"
         if self._conn.state is State.INITIALIZING:
             when = "before answering initialize"
-        elif self._conn.state is State.CLOSING:
-            when = "before answering close"
         elif pending:
             count = len(pending)
             when = f"while {count} call{'s were' if count != 1 else ' was'} pending"
@@ -590,11 +592,24 @@ class CommandEvaluator:
             State.CLOSED,
         ):
             close_call = asyncio.ensure_future(self._call("close", b"{}"))
-            done, _ = await asyncio.wait({close_call}, timeout=self._spec.grace_s)
-            if not done:
+            await asyncio.wait(
+                {close_call, self._exit_task},
+                timeout=self._spec.grace_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if not close_call.done() and self._exit_task.done():
+                # The answer may still be in the pipe.
+                await asyncio.wait({close_call}, timeout=_DRAIN_AFTER_EXIT_S)
+            if not close_call.done():
                 close_call.cancel()
                 await asyncio.wait({close_call})
-                problems.append(f"it did not answer close within {self._spec.grace_s:g}s")
+                if self._exit_task.done():
+                    problems.append(
+                        f"it {_describe_returncode(self._proc.returncode)} "
+                        "without answering close"
+                    )
+                else:
+                    problems.append(f"it did not answer close within {self._spec.grace_s:g}s")
             elif close_call.exception() is not None:
                 exc = close_call.exception()
                 if exc is not self._failure:
@@ -664,6 +679,12 @@ class CommandEvaluator:
             task.cancel()
         if pending:
             await asyncio.wait(pending)
+        # Normally the transport closes itself once the process has exited and both
+        # output pipes reached EOF; a pipe still held open by an escaped descendant
+        # must not leave it open (and leaking file descriptors).
+        transport = getattr(self._proc, "_transport", None)
+        if transport is not None:
+            transport.close()
         self._fail_leftovers()
 
     def _fail_leftovers(self) -> None:
@@ -671,11 +692,3 @@ class CommandEvaluator:
         for future in self._futures.values():
             if not future.done():
                 future.set_exception(error)
-
-
-def _command_words(argv: Iterable[str]) -> str:
-    return " ".join(shlex.quote(word) for word in argv)
-
-
-def _json_preview(value: Mapping[str, Any]) -> str:
-    return json.dumps(value)[:200]

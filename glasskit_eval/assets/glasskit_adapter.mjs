@@ -1,0 +1,268 @@
+// glasskit_adapter.mjs: the glasskit_eval command adapter protocol (version 1) for Node.js.
+//
+// Copy this file next to your adapter and keep it unchanged. It has no dependencies
+// and needs Node.js 18 or newer. Your adapter imports it, passes a factory to
+// runGlassKitAdapter, and is run by glasskit_eval:
+//
+//   glasskit-eval run --adapter-command "node eval/adapter.mjs"
+//
+//   // eval/adapter.mjs
+//   import { runGlassKitAdapter } from "./glasskit_adapter.mjs";
+//
+//   await runGlassKitAdapter(async (context) => {
+//     // context: { evalDir, config, artifactsDir, verbose }; runs once per trial.
+//     const app = await createAppClient(context.config);
+//     return {
+//       // One sample; up to --concurrency calls run at once.
+//       async evaluate({ sample, target, signal }) {
+//         return await app.checkFrame(sample.image.bytes, target.id, { signal });
+//       },
+//       // Or, for a real batch API, evaluateMany({ samples, target, signal }) returning
+//       // one observation per sample, in order. It takes precedence when both exist.
+//       async close() {
+//         await app.close();
+//       },
+//     };
+//   });
+//
+// What the evaluator receives:
+//   sample: { image: { mimeType: "image/png", bytes: Buffer, width, height },
+//             timestampS, frameIndex, sampleIndex, videoPath, caseName }
+//             (image.bytes is the exact frame as a lossless PNG)
+//   target: { id, index, label, config }
+//   signal: an AbortSignal, aborted when glasskit_eval abandons the call (a fail-fast
+//           error elsewhere, or an interrupt); pass it on to backend calls.
+// Return a JSON value: null, a boolean, a finite number, a string, an array, or a
+// plain object. Returning undefined counts as null. Throw to report a failed call;
+// the error's message (and stack) reach glasskit_eval.
+//
+// The protocol, for adapters in other languages: newline-delimited JSON on stdin
+// (requests) and stdout (answers). Requests are {"id", "method", "params"}:
+//   initialize   {protocolVersion: 1, config: {evalDir, config, artifactsDir, verbose}}
+//                -> {protocolVersion: 1, capabilities: {evaluate, evaluateMany}}
+//   evaluate     {sample, target}   -> observation   (sample.image carries dataBase64)
+//   evaluateMany {samples, target}  -> [observation, ...]
+//   close        {}                 -> null, then exit with status 0
+// and the notification {"method": "cancel", "params": {"id"}} abandons a call. Each
+// request is answered once, with {"id", "result"} or {"id", "error": {"message",
+// "stack"}}. Calls may overlap; answers may come in any order.
+//
+// Stdout belongs to the protocol. While the adapter runs, console.log() and other
+// writes through process.stdout are redirected to stderr, which glasskit_eval
+// mirrors to its own stderr. (Child processes that inherit stdout can still break
+// the protocol: spawn them with stdio ["ignore", "inherit", "inherit"] or similar.)
+// After answering close the process exits, even if the app left timers or sockets
+// open, because glasskit_eval terminates adapters that do not exit promptly.
+
+const PROTOCOL_VERSION = 1;
+
+function errorPayload(error) {
+  if (error instanceof Error) {
+    return error.stack ? { message: error.message, stack: error.stack } : { message: error.message };
+  }
+  return { message: String(error) };
+}
+
+function describeType(value) {
+  if (value === null) return "null";
+  if (typeof value !== "object") return typeof value;
+  return value.constructor?.name ?? "object";
+}
+
+// Why a value is not JSON (null when it is). JSON.stringify would quietly turn NaN
+// into null and drop undefined fields, hiding an adapter bug behind a wrong answer.
+function jsonProblem(value, where, depth = 0) {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return null;
+  if (typeof value === "number") {
+    return Number.isFinite(value) ? null : `${where} is ${value}, which JSON cannot represent`;
+  }
+  if (typeof value !== "object") {
+    return `${where} is ${describeType(value)}, which is not JSON`;
+  }
+  if (depth >= 100) return `${where} is nested more than 100 levels deep`;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) {
+      const problem = jsonProblem(value[i], `${where}[${i}]`, depth + 1);
+      if (problem) return problem;
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) {
+    return `${where} is a ${describeType(value)}; return plain objects and arrays only`;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const problem = jsonProblem(item, `${where}.${key}`, depth + 1);
+    if (problem) return problem;
+  }
+  return null;
+}
+
+function sampleForApp(sample) {
+  const { dataBase64, ...image } = sample.image;
+  return { ...sample, image: { ...image, bytes: Buffer.from(dataBase64, "base64") } };
+}
+
+export async function runGlassKitAdapter(createEvaluator) {
+  const stdout = process.stdout;
+  const protocolWrite = stdout.write.bind(stdout);
+  // Keep stray logs off the protocol channel.
+  stdout.write = (chunk, encoding, callback) => process.stderr.write(chunk, encoding, callback);
+
+  const active = new Map(); // request id -> { controller, done }
+  let evaluator;
+  let capabilities = { evaluate: false, evaluateMany: false };
+  let closed = false;
+  let written = Promise.resolve();
+
+  function send(message) {
+    const line = `${JSON.stringify(message)}\n`;
+    written = written.then(
+      () =>
+        new Promise((resolve, reject) => {
+          protocolWrite(line, "utf8", (error) => (error ? reject(error) : resolve()));
+        }),
+    );
+    return written;
+  }
+
+  async function answer(id, operation) {
+    let message;
+    try {
+      let result = await operation();
+      if (result === undefined) result = null;
+      const problem = jsonProblem(result, "the result");
+      if (problem) throw new TypeError(`the adapter returned a value that is not JSON: ${problem}`);
+      message = { id, result };
+    } catch (error) {
+      message = { id, error: errorPayload(error) };
+    }
+    await send(message);
+  }
+
+  async function initialize(request) {
+    await answer(request.id, async () => {
+      const version = request.params?.protocolVersion;
+      if (version !== PROTOCOL_VERSION) {
+        throw new Error(`unsupported protocol version: ${version}; this helper speaks ${PROTOCOL_VERSION}`);
+      }
+      evaluator = await createEvaluator(request.params.config);
+      capabilities = {
+        evaluate: typeof evaluator?.evaluate === "function",
+        evaluateMany: typeof evaluator?.evaluateMany === "function",
+      };
+      if (!capabilities.evaluate && !capabilities.evaluateMany) {
+        throw new Error("the adapter factory must return an object with evaluate or evaluateMany");
+      }
+      return { protocolVersion: PROTOCOL_VERSION, capabilities };
+    });
+  }
+
+  function startCall(request) {
+    const controller = new AbortController();
+    const { id, method, params } = request;
+    const done = answer(id, async () => {
+      if (!evaluator) throw new Error("the adapter is not initialized");
+      if (method === "evaluate") {
+        if (!capabilities.evaluate) throw new Error("the adapter does not implement evaluate");
+        return await evaluator.evaluate({
+          sample: sampleForApp(params.sample),
+          target: params.target,
+          signal: controller.signal,
+        });
+      }
+      if (!capabilities.evaluateMany) throw new Error("the adapter does not implement evaluateMany");
+      const results = await evaluator.evaluateMany({
+        samples: params.samples.map(sampleForApp),
+        target: params.target,
+        signal: controller.signal,
+      });
+      if (!Array.isArray(results)) {
+        throw new TypeError(`evaluateMany must return an array with one observation per sample, got ${describeType(results)}`);
+      }
+      return results;
+    }).then(
+      () => active.delete(id),
+      (error) => {
+        active.delete(id);
+        console.error("glasskit adapter: could not write an answer:", error);
+        process.exitCode = 1;
+      },
+    );
+    active.set(id, { controller, done });
+  }
+
+  async function closeEvaluator() {
+    const current = evaluator;
+    evaluator = undefined;
+    if (typeof current?.close === "function") await current.close();
+  }
+
+  async function handle(request) {
+    switch (request.method) {
+      case "cancel":
+        active.get(request.params?.id)?.controller.abort();
+        return;
+      case "initialize":
+        await initialize(request);
+        return;
+      case "evaluate":
+      case "evaluateMany":
+        startCall(request);
+        return;
+      case "close":
+        closed = true;
+        await Promise.allSettled([...active.values()].map((call) => call.done));
+        await answer(request.id, async () => {
+          await closeEvaluator();
+          return null;
+        });
+        return;
+      default:
+        await send({ id: request.id, error: { message: `unknown method: ${request.method}` } });
+    }
+  }
+
+  // Our own line framing over raw chunks: frames arrive as multi-megabyte lines.
+  let pieces = [];
+  reading: for await (const chunk of process.stdin) {
+    let start = 0;
+    let newline = chunk.indexOf(10);
+    while (newline !== -1) {
+      pieces.push(chunk.subarray(start, newline));
+      const line = Buffer.concat(pieces).toString("utf8");
+      pieces = [];
+      start = newline + 1;
+      newline = chunk.indexOf(10, start);
+      if (!line.trim()) continue;
+      let request;
+      try {
+        request = JSON.parse(line);
+      } catch (error) {
+        console.error("glasskit adapter: invalid protocol request:", error.message);
+        process.exitCode = 1;
+        break reading;
+      }
+      await handle(request);
+      if (closed) break reading;
+    }
+    if (start < chunk.length) pieces.push(chunk.subarray(start));
+  }
+
+  if (!closed) {
+    // Input ended without close: glasskit_eval is gone, so stop and clean up.
+    for (const call of active.values()) call.controller.abort();
+    await Promise.allSettled([...active.values()].map((call) => call.done));
+    try {
+      await closeEvaluator();
+    } catch (error) {
+      console.error("glasskit adapter: close failed:", error);
+      process.exitCode = 1;
+    }
+  }
+  try {
+    await written;
+  } finally {
+    process.exit();
+  }
+}

@@ -1,0 +1,57 @@
+"""Helpers that build eval directories for end-to-end tests."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from glasskit_eval.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+VIDEOS = ROOT / "fixtures" / "videos"
+TESTS = ROOT / "tests"
+
+
+def make_eval(tmp_path: Path, cases: dict[str, str], adapter: str | None = None,
+              videos: tuple[str, ...] = ("cfr_h264.mp4",), config: str | None = None) -> Path:
+    eval_dir = tmp_path / "eval"
+    (eval_dir / "cases").mkdir(parents=True)
+    for name in videos:
+        shutil.copy(VIDEOS / name, eval_dir / "cases" / name)
+    for name, text in cases.items():
+        (eval_dir / "cases" / f"{name}.yaml").write_text(textwrap.dedent(text))
+    if adapter is not None:
+        (eval_dir / "adapter.py").write_text(textwrap.dedent(adapter))
+    if config is not None:
+        (eval_dir / "config.yaml").write_text(textwrap.dedent(config))
+    return eval_dir
+
+
+def run_cli(*argv: str | Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+#: An adapter that reports which frame it got (read from the pixels) and how big it was.
+FRAMECODE_ADAPTER = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from framecode import read_frame_index
+
+def create_evaluator(config):
+    return Reader()
+
+class Reader:
+    def evaluate(self, sample, target):
+        return {{"index": read_frame_index(sample.image), "frame_index": sample.frame_index,
+                 "size": list(sample.image.size)}}
+"""

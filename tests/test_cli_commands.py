@@ -1,0 +1,192 @@
+"""End-to-end `validate`, `list-samples`, `export-frames`, `--help` and `--version`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from evalkit import FRAMECODE_ADAPTER, ROOT, make_eval, read_json, run_cli
+from framecode import read_frame_index
+from PIL import Image
+
+from glasskit_eval import __version__
+
+CASE = """
+video: cfr_h264.mp4
+targets:
+  ready:
+    samples:
+    - range: [0, 1]
+      every_s: 0.25
+      expect: true
+      field: result.ok
+    - at: 1.5
+      expect: 0.5
+      compare: {mode: numeric, tolerance: 0.1}
+    - at: 1.8
+      ignore: blurry
+"""
+
+
+def test_validate_passes_and_counts_samples(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE})
+    code, out, err = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 0, out + err
+    assert out.strip() == f"Validation passed: {eval_dir} (6 samples)"
+
+
+def test_validate_verbose_describes_videos(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE.replace("cfr_h264.mp4", "rotate90.mp4")}, videos=("rotate90.mp4",))
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir, "--verbose")
+    assert code == 0
+    assert "20 frames" in out and "rotated 90 degrees clockwise" in out
+
+
+def test_validate_reports_every_problem_with_file_path_and_line(tmp_path: Path) -> None:
+    broken = """\
+video: cfr_h264.mp4
+targets:
+  t:
+    samples:
+    - range: [2, 1]
+      expect: true
+    - at: 0.5
+      expected: true
+    - at: -1
+      expect: true
+"""
+    eval_dir = make_eval(tmp_path, {"bad": broken})
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == "Validation failed"
+    path = eval_dir / "cases" / "bad.yaml"
+    assert any(f"{path}:5: targets.t.samples[0].range" in line for line in lines)
+    assert any(f"{path}:8: targets.t.samples[1].expected: unknown key 'expected' (did you mean 'expect'?)" in line
+               for line in lines)
+    assert any(f"{path}:9: targets.t.samples[2].at" in line and "nonnegative" in line for line in lines)
+
+
+def test_validate_with_adapter_constructs_and_closes_it(tmp_path: Path) -> None:
+    marker = tmp_path / "closed"
+    adapter = f"""
+        def create_evaluator(config):
+            return E()
+        class E:
+            def evaluate(self, sample, target):
+                raise AssertionError("validate must not evaluate")
+            def close(self):
+                open({str(marker)!r}, "w").close()
+        """
+    eval_dir = make_eval(tmp_path, {"a": CASE}, adapter)
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    assert code == 0, out
+    assert marker.exists()
+    (eval_dir / "adapter.py").write_text("def create_evaluator(config):\n    raise RuntimeError('no key')\n")
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    assert code == 1
+    assert "adapter validation failed" in out and "RuntimeError: no key" in out
+
+
+def test_validate_rejects_drafts_in_scope_only(tmp_path: Path) -> None:
+    case = "video: cfr_h264.mp4\ntargets:\n  done:\n    samples:\n    - at: 1\n      expect: true\n" \
+           "  draft:\n    samples:\n    - at: 1\n"
+    eval_dir = make_eval(tmp_path, {"a": case})
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and "draft" in out and "seed" in out
+    assert run_cli("validate", "--eval-dir", eval_dir, "--target", "done")[0] == 0
+
+
+def test_validate_missing_video_is_a_validation_failure(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE.replace("cfr_h264.mp4", "nope.mp4")})
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and "video not found" in out
+
+
+def test_list_samples_table(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE})
+    code, out, _ = run_cli("list-samples", "--eval-dir", eval_dir)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"Samples: {eval_dir}"
+    assert lines[1].split() == ["Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored", "Source"]
+    body = [line.split() for line in lines[3:]]
+    assert [row[2] for row in body] == ["0.0s", "0.25s", "0.5s", "0.75s", "1.5s", "1.8s"]
+    assert "result.ok" in lines[3] and "range [0.0, 1.0) every 0.25" in lines[3]
+    assert "numeric ±0.1" in lines[7]
+    assert "blurry" in lines[8]
+
+
+def test_list_samples_filters(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE})
+    code, out, _ = run_cli("list-samples", "--eval-dir", eval_dir, "--case", "a", "--from", "0.5", "--until", "1.5")
+    assert code == 0
+    assert [line.split()[2] for line in out.splitlines()[3:]] == ["0.5s", "0.75s"]
+    code, _, err = run_cli("list-samples", "--eval-dir", eval_dir, "--case", "a", "--at", "0.3")
+    assert code == 2 and "not a scheduled sample time" in err
+
+
+def test_export_frames_writes_the_adapters_exact_frames(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE.replace("cfr_h264.mp4", "rotate90.mp4")},
+                         FRAMECODE_ADAPTER, videos=("rotate90.mp4",))
+    code, out, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a",
+                             "--at", "1.5", "--at", "0.25", "--at", "1.5", "--at", "1")
+    assert code == 0, err
+    paths = [Path(p) for p in out.splitlines()]
+    folder = eval_dir / "runs" / "frames" / "a"
+    assert paths == [folder / "at-1.5s.png", folder / "at-0.25s.png", folder / "at-1.5s.png",
+                     folder / "at-1.0s.png"]
+    assert sorted(p.name for p in folder.iterdir()) == ["at-0.25s.png", "at-1.0s.png", "at-1.5s.png"]
+    with Image.open(folder / "at-1.5s.png") as image:
+        assert image.mode == "RGB" and image.size == (128, 72)
+        assert read_frame_index(image) == 15
+        exported = image.tobytes()
+    # The adapter gets the same pixels for the same time.
+    report = tmp_path / "r.json"
+    grab = tmp_path / "grab.png"
+    (eval_dir / "adapter.py").write_text(f"def check(image, target_id):\n"
+                                         f"    image.save({str(grab)!r})\n    return True\n")
+    case = "video: rotate90.mp4\ntargets:\n  t:\n    samples:\n    - at: 1.5\n      expect: true\n"
+    (eval_dir / "cases" / "a.yaml").write_text(case)
+    assert run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:check",
+                   "--output-json", report)[0] == 0
+    with Image.open(grab) as image:
+        assert image.tobytes() == exported
+    assert read_json(report)["trials"][0]["results"][0]["frame_index"] == 15
+
+
+def test_export_frames_rejects_times_past_the_end(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE})
+    code, _, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "9")
+    assert code == 2 and "past the end" in err
+    assert not (eval_dir / "runs").exists()
+
+
+def test_export_frames_custom_output_dir(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE})
+    out_dir = tmp_path / "frames"
+    code, out, _ = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a.yaml", "--at", "0",
+                           "--output-dir", out_dir)
+    assert code == 0
+    assert out.strip() == str(out_dir / "at-0.0s.png")
+
+
+@pytest.mark.parametrize("command", ["run", "validate", "list-samples", "export-frames"])
+def test_help_for_every_command(command: str) -> None:
+    code, out, _ = run_cli(command, "--help")
+    assert code == 0
+    assert "--eval-dir" in out
+
+
+def test_version_and_module_entry_point() -> None:
+    proc = subprocess.run([sys.executable, "-m", "glasskit_eval", "--version"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"glasskit_eval {__version__}"
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    code, _, err = run_cli("frobnicate")
+    assert code == 2 and "invalid choice" in err
