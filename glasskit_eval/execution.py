@@ -252,15 +252,18 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
                 task.add_done_callback(tasks.discard)
             if failure:
                 break
-        if tasks:
-            await asyncio.gather(*list(tasks))
+        # Wait for the calls still in flight, but stop waiting at the first fail-fast
+        # error: a call that never answers must not hold the run hostage.
+        while tasks and not failure:
+            await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
     finally:
         if tasks:
+            if failure:
+                await evaluator.cancel_pending()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*list(tasks), return_exceptions=True)
     if failure:
-        await evaluator.cancel_pending()
         raise failure[0]
 
 

@@ -378,3 +378,28 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     code, _, err = run_cli("run", "--adapter", "a:b", "--adapter-command", "node x.js", "--eval-dir", tmp_path)
     assert code == 2
     assert run_cli("run", "--eval-dir", tmp_path / "missing")[0] == 2
+
+
+def test_fail_fast_cancels_calls_that_never_answer(tmp_path: Path) -> None:
+    flag = tmp_path / "cancelled"
+    case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0]\n      expect: true\n"
+    eval_dir = make_eval(tmp_path, {"c": case}, f"""
+        import asyncio
+        def create_evaluator(config):
+            return E()
+        class E:
+            async def evaluate(self, sample, target):
+                if sample.timestamp_s == 0.5:
+                    try:
+                        await asyncio.sleep(30)
+                    except asyncio.CancelledError:
+                        open({str(flag)!r}, "w").close()
+                        raise
+                    raise RuntimeError("the hung call finished instead of being cancelled")
+                await asyncio.sleep(0.01)
+                raise RuntimeError("fast failure")
+        """)
+    code, _, err = run_cli("run", "--eval-dir", eval_dir, "--concurrency", "2")
+    assert code == 2
+    assert "fast failure" in err
+    assert flag.exists()

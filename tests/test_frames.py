@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -28,7 +29,7 @@ def expected_index(times: list[Fraction], want: Fraction) -> int:
 
 def probe_times(times: list[Fraction]) -> list[Fraction]:
     wanted = set(times)
-    for a, b in zip(times, times[1:]):
+    for a, b in itertools.pairwise(times):
         mid = (a + b) / 2
         wanted.update({mid, mid - Fraction(1, 10_000), mid + Fraction(1, 10_000)})
     wanted.add(times[-1] + Fraction(1, 100))
