@@ -54,42 +54,95 @@ class YamlDocument:
         return Problem(self.file, format_path(path), message, self.line(path))
 
 
+#: Values a document may expand to. Aliases are expanded per use, so a few lines of
+#: nested aliases ("billion laughs") could otherwise build billions of values; the
+#: largest legitimate case (10,000 samples, each a small mapping) is far below this.
+MAX_VALUES = 1_000_000
+
+#: Nesting deeper than this is refused before Python's recursion limit is reached.
+MAX_NESTING = 200
+
+
+class _TooLarge(Exception):
+    pass
+
+
 class _Walker:
     def __init__(self, loader: yaml.SafeLoader, doc: YamlDocument) -> None:
         self.loader = loader
         self.doc = doc
         self.problems: list[Problem] = []
+        self.values = 0
+        # Nodes being built right now: reaching one again means an alias refers to
+        # a collection that contains it, which no JSON-like value can express.
+        self.open: set[int] = set()
 
-    def build(self, node: yaml.Node, path: PathKey) -> Any:
-        self.doc.lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode) and node.tag == _MAP_TAG:
-            self.loader.flatten_mapping(node)
-            result: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                key = self.loader.construct_object(key_node, deep=True)
-                try:
-                    hash(key)
-                except TypeError:
-                    self.problems.append(
-                        Problem(self.doc.file, format_path(path), "mapping keys must be strings",
-                                key_node.start_mark.line + 1)
-                    )
-                    continue
-                child_path = (*path, key if isinstance(key, str) else str(key))
-                if key in result:
-                    self.problems.append(
-                        Problem(self.doc.file, format_path(child_path),
-                                "duplicate key; YAML would silently keep only the last value",
-                                key_node.start_mark.line + 1)
-                    )
-                    continue
-                result[key] = self.build(value_node, child_path)
-            return result
-        if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ_TAG:
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        # Scalars and explicitly tagged nodes (!!set, !!timestamp, ...) use PyYAML's
-        # safe constructors; non-JSON results are rejected later by the validators.
-        return self.loader.construct_object(node, deep=True)
+    def problem(self, path: PathKey, message: str, node: yaml.Node) -> None:
+        self.problems.append(Problem(self.doc.file, format_path(path), message, node.start_mark.line + 1))
+
+    def build(self, node: yaml.Node, path: PathKey, line: int | None = None) -> Any:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise _TooLarge
+        # A mapping value is located at its key's line: `bogus:` rather than the
+        # first line of the nested block below it.
+        self.doc.lines[path] = line if line is not None else node.start_mark.line + 1
+        if not isinstance(node, yaml.CollectionNode) or node.tag not in (_MAP_TAG, _SEQ_TAG):
+            # Scalars and explicitly tagged nodes (!!set, !!timestamp, ...) use PyYAML's
+            # safe constructors; non-JSON results are rejected later by the validators.
+            return self.loader.construct_object(node, deep=True)
+        if id(node) in self.open:
+            self.problem(path, "an alias refers to a collection that contains it; "
+                         "YAML values here must not be recursive", node)
+            return None
+        if len(path) >= MAX_NESTING:
+            self.problem(path, f"values are nested more than {MAX_NESTING} levels deep", node)
+            return None
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+            return self.build_mapping(node, path)
+        finally:
+            self.open.discard(id(node))
+
+    def build_mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
+        self.loader.flatten_mapping(node)
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.key(key_node, path)
+            if key is None:
+                continue
+            child_path = (*path, key)
+            if key in result:
+                self.problem(child_path, "duplicate key; YAML would silently keep only the last value",
+                             key_node)
+                continue
+            result[key] = self.build(value_node, child_path, key_node.start_mark.line + 1)
+        return result
+
+    def key(self, node: yaml.Node, path: PathKey) -> str | None:
+        """The key as a string, or None (with a problem) for keys JSON cannot hold."""
+        if not isinstance(node, yaml.ScalarNode):
+            self.problem(path, "mapping keys must be strings, not lists or mappings", node)
+            return None
+        key = self.loader.construct_object(node, deep=True)
+        if isinstance(key, str):
+            return key
+        # YAML 1.1 reads unquoted on/off/yes/no as booleans, ~ as null, 1 as a number...
+        self.problem((*path, node.value), f"mapping key {node.value!r} is read as "
+                     f"{_describe(key)}, but keys must be strings; quote it: \"{node.value}\"", node)
+        return None
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return f"a {type(value).__name__}"
 
 
 def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
@@ -110,6 +163,12 @@ def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
         return doc, [Problem(file, "", message, line)]
     except yaml.YAMLError as exc:
         return doc, [Problem(file, "", f"invalid YAML: {exc}")]
+    except _TooLarge:
+        return doc, [Problem(file, "", f"the YAML expands to more than {MAX_VALUES:,} values "
+                             "(through aliases?); simplify the file")]
+    except RecursionError:
+        # PyYAML composes nested collections recursively, before our own depth check.
+        return doc, [Problem(file, "", "invalid YAML: collections are nested too deeply")]
     finally:
         loader.dispose()
 

@@ -54,7 +54,7 @@ def test_loading_errors_are_clear(tmp_path: Path, target: str, message: str) -> 
 
 def test_import_error_inside_adapter_file(tmp_path: Path) -> None:
     write(tmp_path, "import not_installed_dependency_xyz\n")
-    with pytest.raises(AdapterError, match="importing adapter file .* failed: ModuleNotFoundError"):
+    with pytest.raises(AdapterError, match=r"importing adapter file .* failed: ModuleNotFoundError"):
         create(f"{tmp_path}/adapter.py:x", tmp_path)
 
 

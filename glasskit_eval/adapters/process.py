@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from ..errors import AdapterError
+from ..errors import AdapterError, ProtocolError
 from .base import FactoryConfig, Sample, Target
 from .protocol import (
     MAX_MESSAGE_BYTES,
@@ -407,8 +407,7 @@ class CommandEvaluator:
             self._failure_delivered = True
             raise self._failure
         if problems:
-            message = f"{self._label} did not close cleanly: " + "; ".join(problems)
-            raise AdapterError(f"{message}.\n{self._stderr.render()}")
+            raise AdapterError(f"{self._label} did not close cleanly: " + "; ".join(problems))
 
     # -- start-up -------------------------------------------------------------
 
@@ -529,7 +528,7 @@ class CommandEvaluator:
                 else:
                     future.set_result(event.result)
             else:
-                self._fail(event.error)
+                self._fail(ProtocolError(f"{self._label} broke the protocol: {event.error}"))
 
     def _fail(self, error: AdapterError) -> None:
         if self._failure is not None:
@@ -606,10 +605,13 @@ class CommandEvaluator:
                 if self._exit_task.done():
                     problems.append(
                         f"it {_describe_returncode(self._proc.returncode)} "
-                        "without answering close"
+                        f"without answering close.\n{self._stderr.render()}"
                     )
                 else:
-                    problems.append(f"it did not answer close within {self._spec.grace_s:g}s")
+                    problems.append(
+                        f"it did not answer close within {self._spec.grace_s:g}s and was "
+                        f"terminated.\n{self._stderr.render()}"
+                    )
             elif close_call.exception() is not None:
                 exc = close_call.exception()
                 if exc is not self._failure:
@@ -623,11 +625,16 @@ class CommandEvaluator:
             await asyncio.wait({self._exit_task}, timeout=remaining)
             if not self._exit_task.done():
                 if not problems:
-                    problems.append(f"it did not exit within {self._spec.grace_s:g}s of close")
+                    problems.append(
+                        f"it did not exit within {self._spec.grace_s:g}s of close and was "
+                        f"terminated.\n{self._stderr.render()}"
+                    )
                 return problems
         returncode = self._proc.returncode
         if returncode not in (0, None) and self._conn.state is State.CLOSED:
-            problems.append(f"it {_describe_returncode(returncode)} after close")
+            problems.append(
+                f"it {_describe_returncode(returncode)} after close.\n{self._stderr.render()}"
+            )
         return problems
 
     async def _terminate(self) -> None:
