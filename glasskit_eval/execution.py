@@ -33,10 +33,16 @@ T = TypeVar("T")
 ResultSink = Callable[[SampleResult], None]
 
 
+#: Turns (sample, observation, frame, duration, timing mode) into a result; ``run`` compares,
+#: ``seed`` only extracts the configured field.
+Judge = Callable[["ScheduledSample", Any, "DecodedFrame", float, str], "SampleResult"]
+
+
 @dataclass(frozen=True)
 class CaseWork:
     samples: Sequence[ScheduledSample]
     video_path: Path
+    judge: Judge | None = None
 
 
 class SampleFailure(AdapterError):
@@ -229,7 +235,8 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
             return
         finally:
             slots.release()
-        result = judge(sample, observation, frame, time.perf_counter() - started, "individual")
+        result = (work.judge or judge)(sample, observation, frame, time.perf_counter() - started,
+                                       "individual")
         if result.status == ERROR and result.error_kind == ADAPTER_ERROR and not keep_going:
             if not failure:
                 failure.append(SampleFailure(result.reason.removeprefix("adapter_error: "), completed))
@@ -281,14 +288,14 @@ async def _run_batches(work: CaseWork, by_time: dict[Fraction, list[ScheduledSam
         order = sorted(per_target.values(), key=lambda items: items[0][0].target.index)
         for items in order:
             items.sort(key=lambda item: item[0].sample_index)
-            await _one_batch(items, work.video_path, evaluator, keep_going, record)
+            await _one_batch(items, work, evaluator, keep_going, record)
     finally:
         for items in per_target.values():
             for _sample, _frame, image in items:
                 image.close()
 
 
-async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], video_path: Path,
+async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], work: CaseWork,
                      evaluator: Evaluator,
                      keep_going: bool, record: Callable[[SampleResult], None]) -> None:
     first = items[0][0]
@@ -297,7 +304,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], vid
     what = f"evaluate_many for {first.case.name}/{target.id} ({len(items)} samples)"
     try:
         observations = await evaluator.evaluate_many(
-            [_make_sample(s, f, image, video_path) for s, f, image in items], target)
+            [_make_sample(s, f, image, work.video_path) for s, f, image in items], target)
         if len(observations) != len(items):
             raise AdapterError(f"evaluate_many returned {len(observations)} observations for "
                                f"{len(items)} samples; return exactly one per sample, in order")
@@ -313,7 +320,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], vid
         return
     duration = (time.perf_counter() - started) / len(items)
     for (sample, frame, _image), observation in zip(items, observations):
-        result = judge(sample, observation, frame, duration, "batch")
+        result = (work.judge or judge)(sample, observation, frame, duration, "batch")
         if result.status == ERROR and result.error_kind == ADAPTER_ERROR and not keep_going:
             raise SampleFailure(result.reason.removeprefix("adapter_error: "), 0)
         record(result)
