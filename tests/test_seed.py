@@ -1,0 +1,173 @@
+"""End-to-end `seed`: proposals, block splitting, minimal-diff writes, keep-going and resume."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from evalkit import TESTS, make_eval, run_cli
+
+#: A labeling adapter: the frame index read from the pixels decides the answer.
+LABELER = f"""
+import json, os, sys
+sys.path.insert(0, {str(TESTS)!r})
+from framecode import read_frame_index
+
+LOG = os.environ.get("SEED_TEST_LOG")
+FAIL_AT = {{float(x) for x in os.environ.get("SEED_TEST_FAIL_AT", "").split(",") if x}}
+
+def create_evaluator(config):
+    return Labeler()
+
+class Labeler:
+    def evaluate(self, sample, target):
+        if LOG:
+            with open(LOG, "a") as handle:
+                handle.write(json.dumps([target.id, sample.timestamp_s]) + "\\n")
+        if sample.timestamp_s in FAIL_AT:
+            raise RuntimeError(f"flaky backend at {{sample.timestamp_s}}")
+        index = read_frame_index(sample.image)
+        return {{"result": {{"open": index >= 10, "index": index}}, "meta": "x"}}
+"""
+
+CASE = """\
+# Door case: labels proposed by seed.
+video: cfr_h264.mp4
+targets:
+  door:   # the door target
+    sample_defaults:
+      field: result.open
+    samples:
+    # first second closed, then open
+    - range: [0.0, 1.9]
+      every_s: 0.5
+      comment: seeded by the labeler
+    - at: 1.95
+      expect: true   # hand label, keep
+  index:
+    samples:
+    - at: [1.5, 0.2, 0.4]
+      field: result.index
+    - at: 1.9
+      ignore: motion blur
+"""
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def seed_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fail_at: str = "") -> Path:
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("SEED_TEST_LOG", str(log))
+    monkeypatch.setenv("SEED_TEST_FAIL_AT", fail_at)
+    return log
+
+
+def calls(log: Path) -> list[list[object]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_seed_fills_drafts_splits_blocks_and_keeps_the_rest_byte_for_byte(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = seed_env(monkeypatch, tmp_path)
+    eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--verbose")
+    assert code == 0, out + err
+    after = path.read_text()
+    data = yaml.safe_load(after)
+    door = data["targets"]["door"]["samples"]
+    assert door[0] == {"range": [0.0, 1.0], "every_s": 0.5, "comment": "seeded by the labeler", "expect": False}
+    assert door[1] == {"range": [1.0, 1.9], "every_s": 0.5, "comment": "seeded by the labeler", "expect": True}
+    assert door[2] == {"at": 1.95, "expect": True}
+    index = data["targets"]["index"]["samples"]
+    assert index[0] == {"at": [0.2, 0.4, 1.5], "field": "result.index", "expect": 2} or \
+        [b["expect"] for b in index[:3]] == [2, 4, 15]
+    assert index[-1] == {"at": 1.9, "ignore": "motion blur"}
+    # Everything outside the edited blocks survives: comments, the hand label and its comment.
+    for line in ("# Door case: labels proposed by seed.", "  door:   # the door target",
+                 "    # first second closed, then open", "      expect: true   # hand label, keep"):
+        assert line in after
+    removed = [line for line in changed_lines(CASE, after) if line.startswith("-")]
+    assert all("range" in line or "at:" in line or "every_s" in line or "comment" in line
+               or "field" in line for line in removed), removed
+    # The ignored sample was never sent; every draft sample exactly once.
+    assert sorted(map(tuple, calls(log))) == sorted(
+        [("door", t) for t in (0.0, 0.5, 1.0, 1.5)] + [("index", t) for t in (0.2, 0.4, 1.5)])
+    assert "door/door @0.5s -> false" in out
+    assert "2 split" in out or "split" in out
+    # The seeded eval is runnable and passes with the same labeler.
+    assert run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "1")[0] == 0
+
+
+def test_nothing_to_seed_exits_0_without_calling_the_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = seed_env(monkeypatch, tmp_path)
+    case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: 1\n      expect: true\n"
+    eval_dir = make_eval(tmp_path, {"c": case}, LABELER)
+    code, out, _ = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 0 and "Nothing to seed" in out
+    assert calls(log) == []
+
+
+def test_replace_and_target_scoping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = seed_env(monkeypatch, tmp_path)
+    case = ("video: cfr_h264.mp4\ntargets:\n  a:\n    samples:\n    - at: 0.5\n      field: result.index\n"
+            "      expect: 99\n  b:\n    samples:\n    - at: 0.7\n      field: result.index\n      expect: 98\n")
+    eval_dir = make_eval(tmp_path, {"c": case}, LABELER)
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--replace", "--target", "a")
+    assert code == 0, out + err
+    data = yaml.safe_load((eval_dir / "cases" / "c.yaml").read_text())
+    assert data["targets"]["a"]["samples"][0]["expect"] == 5
+    assert data["targets"]["b"]["samples"][0]["expect"] == 98
+    assert calls(log) == [["a", 0.5]]
+    code, _, err = run_cli("seed", "--eval-dir", eval_dir, "--target", "zzz")
+    assert code == 2 and "unknown target" in err
+
+
+def test_keep_going_leaves_the_file_alone_and_resume_finishes_only_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = seed_env(monkeypatch, tmp_path, fail_at="1.0")
+    eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--keep-going")
+    assert code == 1, out + err
+    assert path.read_text() == CASE
+    assert "flaky backend at 1.0" in out
+    resume = next(line for line in out.splitlines() if line.startswith("Resume with"))
+    checkpoint = resume.split("--resume ", 1)[1].rstrip("`.")
+    first_calls = len(calls(log))
+    monkeypatch.setenv("SEED_TEST_FAIL_AT", "")
+    code, out, err = run_cli("seed", "--resume", checkpoint)
+    assert code == 0, out + err
+    assert calls(log)[first_calls:] == [["door", 1.0]]
+    assert yaml.safe_load(path.read_text())["targets"]["door"]["samples"][1]["expect"] is True
+
+
+def test_fail_fast_prints_resume_only_when_work_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_env(monkeypatch, tmp_path, fail_at="0.0")
+    eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
+    code, _, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 2 and "flaky backend at 0.0" in err
+    assert "--resume" not in err  # nothing had completed
+    assert not list((eval_dir / "runs" / "checkpoints").glob("seed-*"))
+    monkeypatch.setenv("SEED_TEST_FAIL_AT", "1.5")
+    code, _, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 2 and "--resume" in err
+
+
+def test_resume_refuses_overrides_and_changed_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_env(monkeypatch, tmp_path, fail_at="1.5")
+    eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
+    code, _, err = run_cli("seed", "--eval-dir", eval_dir)
+    checkpoint = err.split("--resume ", 1)[1].split("`")[0]
+    code, _, err = run_cli("seed", "--resume", checkpoint, "--replace")
+    assert code == 2 and "cannot be combined" in err
+    path = eval_dir / "cases" / "door.yaml"
+    path.write_text(CASE.replace("# Door case", "# Changed door case"))
+    code, _, err = run_cli("seed", "--resume", checkpoint)
+    assert code == 2 and "changed" in err
