@@ -1,0 +1,1 @@
+"""Reports: the console summary and the machine-readable JSON report."""

@@ -1,0 +1,81 @@
+"""Fast start: importing the CLI, --help and --version load none of av, PIL, asyncio or yaml.
+
+Those cost more than everything else a bare start does; commands import them when they
+need them. Checked in fresh interpreters, since this test process has them all loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = {"av", "PIL", "asyncio", "yaml"}
+
+
+def python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+def test_importing_the_cli_loads_no_heavy_module(tmp_path: Path) -> None:
+    proc = python("-c", "import sys, json, glasskit_eval.cli, glasskit_eval.zipapp, glasskit_eval.errors\n"
+                  "print(json.dumps(sorted(sys.modules)))", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert heavy(set(json.loads(proc.stdout))) == []
+
+
+def test_building_the_parser_loads_no_heavy_module(tmp_path: Path) -> None:
+    # Option types and defaults are resolved while parsing: parse every command's --help.
+    code = ("import argparse, sys, json, contextlib, io\n"
+            "from glasskit_eval.cli import build_parser, main\n"
+            "sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))\n"
+            "names = list(sub.choices)\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    codes = [main([n, '--help']) for n in names]\n"
+            "print(json.dumps({'names': names, 'codes': codes, 'modules': sorted(sys.modules)}))")
+    proc = python("-c", code, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert "run" in got["names"] and set(got["codes"]) == {0}
+    assert heavy(set(got["modules"])) == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"], ["validate", "--help"]])
+def test_python_dash_m_help_loads_no_heavy_module(tmp_path: Path, argv: list[str]) -> None:
+    # -X importtime lists every module the real `python -m glasskit_eval ...` process imported.
+    proc = python("-X", "importtime", "-m", "glasskit_eval", *argv, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "glasskit_eval.cli" in imported
+    assert heavy(imported) == []
+
+
+@pytest.mark.parametrize("columns", ["40", "100", "200"])
+def test_help_is_laid_out_exactly_as_argparse_would(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    # The CLI sizes help without shutil; the text must not change because of that.
+    import argparse
+
+    from glasskit_eval import cli
+
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = cli.build_parser()
+    monkeypatch.setattr(cli, "_Formatter", argparse.HelpFormatter)
+    stock = cli.build_parser()
+    assert ours.formatter_class is not stock.formatter_class
+    assert ours.format_help() == stock.format_help()
+    sub = next(a for a in ours._actions if isinstance(a, argparse._SubParsersAction))
+    stock_sub = next(a for a in stock._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        assert parser.format_help() == stock_sub.choices[name].format_help(), name
