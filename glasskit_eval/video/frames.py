@@ -6,13 +6,16 @@ a tie goes to the earlier frame. Times are compared as exact rationals (the
 decimal the user wrote against ``pts * time_base``), so ties are real ties.
 Frames without timestamps are placed at ``index / average_rate``.
 
-Selection happens while decoding, in presentation order, holding at most the
-previous frame: a requested time is settled as soon as a frame at or after it
-arrives.
+:func:`decode_at` selects from the frame table (``frametable``) and decodes only
+what the plan (``strategy``) says, on one or several decoders (``segments``).
+:func:`decode_sequential` is the reference path and the fallback for videos whose
+table cannot be trusted: one decode from the start, selecting while decoding in
+presentation order and holding at most the previous frame.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,8 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
+from .frametable import frame_table, open_container, video_stream
 from .orientation import Orientation, orientation_from_side_data
-from .probe import open_container, video_stream
+from .segments import TableMismatch, decode_pieces
+from .strategy import AUTO, plan
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -93,12 +98,57 @@ def frame_times(frames: Iterable[Any], time_base: Fraction, average_rate: Fracti
         yield index, absolute - first, frame
 
 
-def decode_at(path: Path, times: Sequence[Fraction]) -> Generator[tuple[Fraction, DecodedFrame], None, None]:
-    """Decode ``path`` once and yield ``(requested time, frame)`` for each distinct time, ascending.
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def decode_at(path: Path, times: Sequence[Fraction], *, mode: str = AUTO,
+              workers: int | None = None) -> Generator[tuple[Fraction, DecodedFrame], None, None]:
+    """Yield ``(requested time, frame)`` for each distinct time, ascending.
 
     Each yielded frame owns its image; a frame chosen for several times is
-    converted once and copied for the others.
+    converted once and copied for the others. ``mode`` forces a strategy
+    (``strategy.MODES``; tests decode both ways), ``workers`` caps the decoders
+    run side by side (default: the cores available).
     """
+    wanted = sorted(set(times))
+    if not wanted:
+        return
+    table = frame_table(path)
+    if not table.seekable:
+        yield from decode_sequential(path, wanted)
+        return
+    by_index: dict[int, list[Fraction]] = {}
+    for want in wanted:
+        by_index.setdefault(table.select(want), []).append(want)
+    the_plan = plan(table.keyframes, sorted(by_index), mode=mode,
+                    cores=workers if workers is not None else available_cores())
+    delivered = 0
+    frames: Generator[tuple[int, Image.Image], None, None] = decode_pieces(
+        table, the_plan.pieces, the_plan.workers)
+    try:
+        for index, image in frames:
+            group = by_index[index]
+            media_time = table.time_of(index)
+            # Copies are made before the original is handed over: its owner may close it.
+            for want in group[:-1]:
+                delivered += 1
+                yield want, DecodedFrame(index, media_time, image.copy())
+            delivered += 1
+            yield group[-1], DecodedFrame(index, media_time, image)
+    except TableMismatch as exc:
+        table.distrust(str(exc))
+        frames.close()
+        yield from decode_sequential(path, wanted[delivered:])
+    finally:
+        frames.close()
+
+
+def decode_sequential(path: Path, times: Sequence[Fraction]) -> Generator[tuple[Fraction, DecodedFrame], None, None]:
+    """The reference path: decode ``path`` from the start, selecting while decoding."""
     import av
 
     wanted = sorted(set(times))
@@ -152,6 +202,10 @@ def _emit(settled: list[tuple[Fraction, str]], prev: tuple[int, Fraction, Any] |
 def stream_orientation(path: Path) -> Orientation:
     """The display orientation of a video, read from its first decoded frame."""
     import av
+
+    table = frame_table(path)
+    if table.trusted:
+        return table.orientation
 
     container = open_container(path)
     try:

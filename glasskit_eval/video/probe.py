@@ -1,4 +1,4 @@
-"""What a video is, learned by demuxing packets (no decoding): cheap even for long files.
+"""What a video is, learned from its frame table (demuxing, no decoding): cheap even for long files.
 
 The clip's time span is measured from its first frame to its last, so a
 non-zero container start time never counts as playable time.
@@ -11,10 +11,13 @@ import os
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 from ..errors import VideoError
 from ..timevalues import format_time
+from .frametable import FrameTable, frame_table, open_container, video_stream
+from .orientation import UPRIGHT, Orientation
+
+__all__ = ["END_TOLERANCE_S", "VideoInfo", "open_container", "probe", "video_stream"]
 
 #: Sample times up to this far past the last frame's end are accepted: container
 #: durations are often rounded to a tick or two.
@@ -36,6 +39,10 @@ class VideoInfo:
     variable_rate: bool
     has_b_frames: bool
     timestamps_missing: bool
+    orientation: Orientation = UPRIGHT
+    keyframe_count: int = 0
+    keyframe_interval: Fraction | None = None  # mean seconds between keyframes
+    seekable: bool = False  # frames are reached by seeking (the frame table is trusted)
 
     def describe(self) -> str:
         rate = "unknown rate" if self.average_rate is None else f"{float(self.average_rate):.3f} fps"
@@ -47,6 +54,10 @@ class VideoInfo:
             extras.append(f"first timestamp {format_time(self.first_time)}s")
         if self.timestamps_missing:
             extras.append("no timestamps (estimated from the frame rate)")
+        if self.keyframe_interval is not None:
+            extras.append(f"a keyframe every {float(self.keyframe_interval):.2f}s")
+        if not self.seekable:
+            extras.append("decoded sequentially (no trusted seek index)")
         return (f"{self.codec} {self.width}x{self.height}, {self.frame_count} frames, "
                 f"{format_time(self.end_time)}s, {kind} frame rate ({rate})"
                 + ("".join(f", {e}" for e in extras)))
@@ -60,24 +71,6 @@ class VideoInfo:
 _cache: dict[tuple[str, int, int], VideoInfo] = {}
 
 
-def open_container(path: Path) -> Any:
-    import av
-
-    if not path.exists():
-        raise VideoError(f"video not found: {path}; check the case file's `video:` path "
-                         "(it is resolved relative to the case file)")
-    try:
-        return av.open(str(path))
-    except (av.error.FFmpegError, OSError) as exc:
-        raise VideoError(f"cannot open video {path}: {exc}") from None
-
-
-def video_stream(container: Any, path: Path) -> Any:
-    if not container.streams.video:
-        raise VideoError(f"{path} has no video stream")
-    return container.streams.video[0]
-
-
 def probe(path: Path) -> VideoInfo:
     """Probe a video once per process (keyed by path, size and mtime)."""
     try:
@@ -88,68 +81,48 @@ def probe(path: Path) -> VideoInfo:
     cached = _cache.get(key)
     if cached is not None:
         return cached
-    info = _probe(path)
+    info = info_from_table(frame_table(path))
     _cache[key] = info
     return info
 
 
-def _probe(path: Path) -> VideoInfo:
-    import av
-
-    container = open_container(path)
-    try:
-        stream = video_stream(container, path)
-        time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, 90000)
-        average_rate = Fraction(stream.average_rate) if stream.average_rate else None
-        pts: list[int] = []
-        missing = 0
-        out_of_order = False
-        last_pts: int | None = None
-        try:
-            for packet in container.demux(stream):
-                if packet.size == 0:
-                    continue
-                if packet.pts is None:
-                    missing += 1
-                    continue
-                if last_pts is not None and packet.pts < last_pts:
-                    out_of_order = True
-                last_pts = packet.pts
-                pts.append(packet.pts)
-        except av.error.FFmpegError as exc:
-            raise VideoError(f"cannot read video {path}: {exc}") from None
-        count = len(pts) + missing
-        if count == 0:
-            raise VideoError(f"{path} has no video frames")
-        if missing or not pts:
-            rate = average_rate or Fraction(30)
-            first = Fraction(0)
-            last = Fraction(count - 1) / rate
-            step = 1 / rate
-            variable = False
-        else:
-            pts.sort()
-            first = pts[0] * time_base
-            last = (pts[-1] - pts[0]) * time_base
-            gaps = {b - a for a, b in itertools.pairwise(pts)}
-            variable = len(gaps) > 1
-            step = (min(gaps) * time_base) if gaps else (1 / average_rate if average_rate else Fraction(0))
-            if not variable and gaps:
-                step = gaps.pop() * time_base
-        return VideoInfo(
-            path=path,
-            codec=stream.codec_context.name,
-            width=stream.codec_context.width,
-            height=stream.codec_context.height,
-            time_base=time_base,
-            average_rate=average_rate,
-            frame_count=count,
-            first_time=first,
-            last_frame_time=last,
-            end_time=last + step,
-            variable_rate=variable,
-            has_b_frames=out_of_order or bool(getattr(stream.codec_context, "has_b_frames", 0)),
-            timestamps_missing=bool(missing),
-        )
-    finally:
-        container.close()
+def info_from_table(table: FrameTable) -> VideoInfo:
+    count = table.packet_count
+    average_rate = table.average_rate
+    if table.packets_without_pts or not table.pts:
+        rate = average_rate or Fraction(30)
+        first = Fraction(0)
+        last = Fraction(count - 1) / rate
+        step = 1 / rate
+        variable = False
+    else:
+        pts = table.pts
+        first = pts[0] * table.time_base
+        last = (pts[-1] - pts[0]) * table.time_base
+        gaps = {b - a for a, b in itertools.pairwise(pts)}
+        variable = len(gaps) > 1
+        step = (min(gaps) * table.time_base) if gaps else (1 / average_rate if average_rate else Fraction(0))
+        if not variable and gaps:
+            step = gaps.pop() * table.time_base
+    keyframe_interval = None
+    if table.trusted and len(table.keyframes) > 1:
+        keyframe_interval = table.time_of(table.keyframes[-1]) / (len(table.keyframes) - 1)
+    return VideoInfo(
+        path=table.path,
+        codec=table.codec,
+        width=table.width,
+        height=table.height,
+        time_base=table.time_base,
+        average_rate=average_rate,
+        frame_count=count,
+        first_time=first,
+        last_frame_time=last,
+        end_time=last + step,
+        variable_rate=variable,
+        has_b_frames=table.has_b_frames,
+        timestamps_missing=bool(table.packets_without_pts),
+        orientation=table.orientation,
+        keyframe_count=len(table.keyframes) if table.trusted else 0,
+        keyframe_interval=keyframe_interval,
+        seekable=table.seekable,
+    )

@@ -1,0 +1,282 @@
+"""The frame table: every frame's presentation time and the keyframes, learned by demuxing.
+
+Demuxing reads packet headers only, so a table for an hour of video costs well under a
+second. Selection (nearest rebased timestamp, ties to the earlier frame) is answered
+from the table, which is what makes every decode path agree on ``frame_index`` and
+``media_timestamp_s``.
+
+A table is only *trusted* when the container gives what the decoder will produce: a
+timestamp on every packet, no duplicates, and a first decoded frame that is the
+earliest packet (a decoder that drops leading frames would shift every index). The
+decode paths also verify each frame they decode against the table; an untrusted table
+or a disagreement sends the video down the sequential path that reads timestamps from
+the decoded frames themselves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..errors import VideoError
+from .orientation import UPRIGHT, Orientation, orientation_from_side_data
+
+#: Demuxers whose index we seek with. Others (MPEG-TS, raw streams, AVI...) are decoded
+#: sequentially: their seeking is approximate or their timestamps may wrap.
+SEEKABLE_FORMATS = ("mov", "mp4", "matroska", "webm")
+
+
+class PacketInfo(NamedTuple):
+    """One demuxed video packet, in decode order."""
+
+    pts: int | None
+    dts: int | None
+    keyframe: bool
+
+
+@dataclass
+class FrameTable:
+    path: Path
+    codec: str
+    format_name: str
+    width: int
+    height: int
+    time_base: Fraction
+    average_rate: Fraction | None
+    #: Raw presentation timestamps, ascending; position = frame index.
+    pts: tuple[int, ...]
+    #: Frame indices of keyframes, ascending (always starts with 0 when trusted).
+    keyframes: tuple[int, ...]
+    #: Per keyframe (same order), the timestamp to seek to (stream time base).
+    seek_points: tuple[int, ...]
+    orientation: Orientation
+    has_b_frames: bool
+    packets_without_pts: int
+    packet_count: int
+    first_time: Fraction
+    trusted: bool
+    reason: str = ""
+    index_of_pts: dict[int, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.pts) if self.trusted else self.packet_count
+
+    @property
+    def seekable(self) -> bool:
+        return self.trusted and any(name in SEEKABLE_FORMATS for name in self.format_name.split(","))
+
+    def distrust(self, reason: str) -> None:
+        """Stop using this table (a decode disagreed with it); later cases decode sequentially."""
+        self.trusted = False
+        self.reason = reason
+
+    def time_of(self, index: int) -> Fraction:
+        """Rebased media time of a frame (``pts * time_base`` minus the first frame's)."""
+        return (self.pts[index] - self.pts[0]) * self.time_base
+
+    @property
+    def times(self) -> list[Fraction]:
+        return [self.time_of(i) for i in range(len(self.pts))]
+
+    def select(self, want: Fraction) -> int:
+        """Index of the frame nearest ``want`` (rebased); ties go to the earlier frame."""
+        # Compared in exact ticks: same order and ties as in seconds (time_base > 0).
+        pts = self.pts
+        target = want / self.time_base + pts[0]
+        i = bisect.bisect_left(pts, target)
+        if i >= len(pts):
+            return len(pts) - 1
+        if i == 0:
+            return 0
+        return i - 1 if target - pts[i - 1] <= pts[i] - target else i
+
+    def keyframe_at_or_before(self, index: int) -> int:
+        """Position in ``keyframes`` of the last keyframe at or before frame ``index``."""
+        return max(bisect.bisect_right(self.keyframes, index) - 1, 0)
+
+
+_cache: dict[tuple[str, int, int], FrameTable] = {}
+_lock = threading.Lock()
+
+
+def frame_table(path: Path) -> FrameTable:
+    """The table of ``path``, built once per process (keyed by path, size and mtime)."""
+    try:
+        st = os.stat(path)
+        key = (str(path), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = (str(path), -1, -1)
+    with _lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    table = build_frame_table(path)
+    with _lock:
+        return _cache.setdefault(key, table)
+
+
+def open_container(path: Path) -> Any:
+    import av
+
+    if not path.exists():
+        raise VideoError(f"video not found: {path}; check the case file's `video:` path "
+                         "(it is resolved relative to the case file)")
+    try:
+        return av.open(str(path))
+    except (av.error.FFmpegError, OSError) as exc:
+        raise VideoError(f"cannot open video {path}: {exc}") from None
+
+
+def video_stream(container: Any, path: Path) -> Any:
+    if not container.streams.video:
+        raise VideoError(f"{path} has no video stream")
+    return container.streams.video[0]
+
+
+def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
+    """Demux ``path`` into a table (``use_index``: read the container's index when it suffices)."""
+    import av
+
+    container = open_container(path)
+    try:
+        stream = video_stream(container, path)
+        ctx = stream.codec_context
+        time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, 90000)
+        average_rate = Fraction(stream.average_rate) if stream.average_rate else None
+        packets: list[PacketInfo] = []
+        # The head check decodes just until the first frame comes out.
+        head_pts: int | None = None
+        head_orientation: Orientation | None = None
+        head_done = False
+        decoder = ctx
+        from_index = _index_packets(container, stream) if use_index else None
+        first_offset: int | None = None
+        try:
+            for packet in container.demux(stream):
+                if packet.size == 0 or packet.is_discard:
+                    if packet.size and not head_done:
+                        head_done, head_pts, head_orientation = _head(decoder, packet)
+                    continue
+                if from_index is not None and first_offset is None:
+                    first_offset = (packet.pts - packet.dts
+                                    if packet.pts is not None and packet.dts is not None else None)
+                    if first_offset is None:
+                        from_index = None
+                if from_index is None:
+                    packets.append(PacketInfo(packet.pts, packet.dts, packet.is_keyframe))
+                if not head_done:
+                    head_done, head_pts, head_orientation = _head(decoder, packet)
+                if head_done and from_index is not None:
+                    break
+            if not head_done:
+                head_done, head_pts, head_orientation = _head(decoder, None)
+        except av.error.FFmpegError as exc:
+            raise VideoError(f"cannot read video {path}: {exc}") from None
+        if from_index is not None and first_offset is not None:
+            packets = [PacketInfo(dts + first_offset, dts, key) for dts, key in from_index]
+        if not packets:
+            raise VideoError(f"{path} has no video frames")
+        return _table(path, container, stream, time_base, average_rate, packets,
+                      head_pts, head_orientation)
+    finally:
+        container.close()
+
+
+def _index_packets(container: Any, stream: Any) -> list[tuple[int, bool]] | None:
+    """(dts, keyframe) per frame from an MP4/MOV index, when that is all the table needs.
+
+    Without frame reordering a frame's pts is its dts plus the container's constant
+    offset, so the index (already in memory) replaces a demux of the whole file. Any
+    doubt (B-frames, other containers, irregular entries) returns None: demux instead.
+    """
+    if "mov" not in container.format.name.split(",") or stream.codec_context.has_b_frames:
+        return None
+    try:
+        entries = stream.index_entries
+        out = [(e.timestamp, e.is_keyframe) for e in entries if e.size and not e.is_discard]
+    except (AttributeError, TypeError):
+        return None
+    if not out or any(b[0] <= a[0] for a, b in itertools.pairwise(out)):
+        return None
+    return out
+
+
+def _head(decoder: Any, packet: Any) -> tuple[bool, int | None, Orientation | None]:
+    import av
+
+    try:
+        frames = decoder.decode(packet)
+    except av.error.FFmpegError:
+        return True, None, None
+    for frame in frames:
+        return True, frame.pts, orientation_from_side_data(frame.side_data)
+    return packet is None, None, None
+
+
+def _table(path: Path, container: Any, stream: Any, time_base: Fraction,
+           average_rate: Fraction | None, packets: Sequence[PacketInfo],
+           head_pts: int | None, head_orientation: Orientation | None) -> FrameTable:
+    ctx = stream.codec_context
+    missing = sum(1 for p in packets if p.pts is None)
+    pts_sorted = sorted(p.pts for p in packets if p.pts is not None)
+    reason = ""
+    if missing:
+        reason = f"{missing} packets have no timestamp"
+    elif len(set(pts_sorted)) != len(pts_sorted):
+        reason = "duplicate packet timestamps"
+    elif head_pts is None:
+        reason = "the first decoded frame has no timestamp"
+    elif head_pts != pts_sorted[0]:
+        reason = "the decoder drops leading frames"
+    trusted = not reason
+    index_of = {p: i for i, p in enumerate(pts_sorted)} if trusted else {}
+    keyframes: list[int] = []
+    seek_points: list[int] = []
+    if trusted:
+        marks = sorted((index_of[p.pts], _seek_point(p)) for p in packets
+                       if p.keyframe and p.pts is not None)
+        for index, seek_ts in marks:
+            keyframes.append(index)
+            seek_points.append(seek_ts)
+        if not keyframes or keyframes[0] != 0:
+            # Frames before the first keyframe can only be reached from the start.
+            keyframes.insert(0, 0)
+            seek_points.insert(0, pts_sorted[0])
+    first = pts_sorted[0] * time_base if pts_sorted else Fraction(0)
+    out_of_order = any(a.pts is not None and b.pts is not None and b.pts < a.pts
+                       for a, b in itertools.pairwise(packets))
+    return FrameTable(
+        path=path,
+        codec=ctx.name,
+        format_name=container.format.name,
+        width=ctx.width,
+        height=ctx.height,
+        time_base=time_base,
+        average_rate=average_rate,
+        pts=tuple(pts_sorted),
+        keyframes=tuple(keyframes),
+        seek_points=tuple(seek_points),
+        orientation=head_orientation or UPRIGHT,
+        has_b_frames=out_of_order or bool(getattr(ctx, "has_b_frames", 0)),
+        packets_without_pts=missing,
+        packet_count=len(packets),
+        first_time=first if not missing else Fraction(0),
+        trusted=trusted,
+        reason=reason,
+        index_of_pts=index_of,
+    )
+
+
+def _seek_point(packet: PacketInfo) -> int:
+    # Index timestamps are DTS in mov/mp4 and PTS in Matroska; the smaller never lands
+    # after the keyframe (landing earlier only costs a few extra frames).
+    assert packet.pts is not None
+    return packet.pts if packet.dts is None else min(packet.pts, packet.dts)

@@ -1,0 +1,123 @@
+"""Decode strategies: the cost model, and identical frames whichever way they are decoded."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from framecode import read_frame_index
+
+from glasskit_eval.video import segments
+from glasskit_eval.video.frames import decode_at, decode_sequential
+from glasskit_eval.video.strategy import SEEK_COST_FRAMES, Piece, plan, split_piece
+
+VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
+MANIFEST = json.loads((VIDEOS / "manifest.json").read_text())
+KEYS = list(range(0, 18000, 60))  # a keyframe every 2 s at 30 fps, 10 minutes
+
+
+def test_dense_requests_become_one_sequential_span_on_one_core() -> None:
+    needed = list(range(0, 18000, 5))
+    p = plan(KEYS, needed, cores=1)
+    assert p.kind == "sequential" and p.pieces == (Piece(0, tuple(needed)),)
+    # A GOP tail longer than a seek is skipped: seeking to the next keyframe is cheaper.
+    p = plan(KEYS, list(range(0, 18000, 15)), cores=1)
+    assert p.kind == "seek" and all(piece.needed[-1] == piece.start + 45 for piece in p.pieces)
+
+
+def test_dense_requests_are_cut_at_keyframes_for_parallel_decoders() -> None:
+    needed = list(range(0, 18000, 15))
+    p = plan(KEYS, needed, cores=2)
+    assert p.kind == "segments" and p.workers == 2
+    assert [i for piece in p.pieces for i in piece.needed] == needed
+    for piece in p.pieces:
+        assert piece.start in KEYS and piece.start <= piece.needed[0]
+        assert piece.needed[-1] < piece.start + 60 * 2  # never decodes past its last needed frame's GOP
+
+
+def test_sparse_requests_seek_to_the_keyframe_before_each() -> None:
+    needed = [17710, 17770, 17830, 17890, 17950]
+    p = plan(KEYS, needed, cores=1)
+    assert p.kind == "seek"
+    assert [(x.start, x.needed) for x in p.pieces] == [(k, (n,)) for k, n in
+                                                       zip([17700, 17760, 17820, 17880, 17940], needed)]
+    assert p.cost == sum(n - k + 1 for k, n in zip([17700, 17760, 17820, 17880, 17940], needed)) \
+        + 4 * SEEK_COST_FRAMES
+
+
+def test_a_gap_cheaper_than_a_seek_is_decoded_through() -> None:
+    p = plan(KEYS, [58, 61], cores=1)  # frame 58 (GOP 0) and 61 (GOP 1): 1 frame apart
+    assert p.pieces == (Piece(0, (58, 61)),)
+    p = plan(KEYS, [1, 61], cores=1)
+    assert p.pieces == (Piece(0, (1,)), Piece(60, (61,)))
+
+
+def test_split_piece_keeps_every_needed_frame_in_order() -> None:
+    piece = Piece(0, tuple(range(0, 600, 7)))
+    parts = split_piece(piece, KEYS, 100)
+    assert [i for part in parts for i in part.needed] == list(piece.needed)
+    assert all(part.start in KEYS for part in parts)
+    assert all(part.cost >= 100 for part in parts[:-1])
+
+
+def probe_times(times: list[Fraction]) -> list[Fraction]:
+    wanted = set(times)
+    for a, b in itertools.pairwise(times):
+        wanted.update({(a + b) / 2, (a + b) / 2 + Fraction(1, 10_000)})
+    return sorted(wanted)
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_every_fixture_gives_identical_frames_whichever_way_it_is_decoded(name: str) -> None:
+    times = [Fraction(t) for t in MANIFEST[name]["frame_times"]]
+    requests = probe_times(times)
+    reference = {w: (f.index, f.media_time, f.image.tobytes()) for w, f in
+                 decode_sequential(VIDEOS / name, requests)}
+    subsets = [requests, requests[::5], requests[-3:], requests[len(requests) // 2::9]]
+    for mode in ("sequential", "seek", "segments", "auto"):
+        for subset in subsets:
+            got = list(decode_at(VIDEOS / name, subset, mode=mode, workers=2))
+            assert [w for w, _ in got] == subset, mode
+            for want, frame in got:
+                assert (frame.index, frame.media_time, frame.image.tobytes()) == reference[want], \
+                    f"{name} {mode} @ {want}"
+                frame.image.close()
+    # And the pixels are the frame the index says (upright, unmirrored).
+    for want, frame in decode_at(VIDEOS / name, requests[::4], mode="segments", workers=2):
+        assert read_frame_index(frame.image) == frame.index, f"{name} @ {want}"
+        frame.image.close()
+
+
+def test_only_needed_frames_are_converted_and_nonref_skipping_is_on_for_h264(monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[int] = []
+    original = segments.to_display_image
+
+    def counting(frame: object, table: object) -> object:
+        decoded.append(1)
+        return original(frame, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(segments, "to_display_image", counting)
+    skipped = segments.PieceDecoder.__init__
+    seen: list[bool] = []
+
+    def init(self: segments.PieceDecoder, *args: object, **kwargs: object) -> None:
+        skipped(self, *args, **kwargs)  # type: ignore[arg-type]
+        seen.append(self.skip_nonref)
+
+    monkeypatch.setattr(segments.PieceDecoder, "__init__", init)
+    frames = list(decode_at(VIDEOS / "bframes_h264.mp4", [Fraction(9, 25)], mode="seek"))
+    assert seen == [True] and len(decoded) == 1
+    assert read_frame_index(frames[0][1].image) == 9
+    frames[0][1].image.close()
+
+
+def test_closing_early_stops_the_parallel_decoders() -> None:
+    times = [Fraction(i, 25) for i in range(50)]
+    gen = decode_at(VIDEOS / "bframes_h264.mp4", times, mode="segments", workers=2)
+    want, frame = next(gen)
+    frame.image.close()
+    gen.close()
+    assert want == 0
