@@ -1,0 +1,303 @@
+"""The review API as pure request handling: a Request in, a Response out.
+
+No sockets here: ``server`` parses HTTP and streams what a Response names.
+Security checks (host, session, CSRF) run here too, before routing, so every
+route is covered by the same rules and the tests can reach them over real HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ..errors import EvalError, VideoError
+from ..timevalues import format_time, parse_cli_time
+from . import casedata, media
+from .edits import save_blocks
+from .security import Denied, Secrets, check_host, check_session, check_write
+
+log = logging.getLogger(__name__)
+
+STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
+CSRF_PLACEHOLDER = "__CSRF_TOKEN__"
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    headers: Mapping[str, str]
+    #: Called at most once, after the write checks passed, with the declared length.
+    read_body: Callable[[int], bytes] = lambda n: b""
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(urlsplit(self.target).query, keep_blank_values=True)
+
+
+@dataclass(frozen=True)
+class FileBody:
+    """Part of a file to stream: the server copies it without loading it into memory."""
+
+    path: Path
+    start: int
+    length: int
+
+
+@dataclass
+class Response:
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes | FileBody = b""
+
+    @classmethod
+    def json(cls, value: Any, status: int = 200) -> Response:
+        data = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return cls(status, [("Content-Type", "application/json; charset=utf-8"),
+                            ("Cache-Control", "no-store")], data)
+
+    @classmethod
+    def error(cls, status: int, code: str, message: str, **extra: Any) -> Response:
+        return cls.json({"code": code, "message": message, **extra}, status)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.extra = status, code, message, extra
+
+
+@dataclass
+class ReviewState:
+    """What one launch serves: the eval directory, the deep link and the report markers."""
+
+    root: Path
+    port: int
+    secrets: Secrets = field(default_factory=Secrets)
+    initial: dict[str, Any] = field(default_factory=dict)
+    markers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    report_path: str | None = None
+    frames: media.FrameCache = field(default_factory=media.FrameCache)
+
+
+def handle(state: ReviewState, request: Request) -> Response:
+    """Answer one request; never raises, never leaks a traceback."""
+    try:
+        return _handle(state, request)
+    except Denied as exc:
+        return Response.error(exc.status, exc.code, exc.message)
+    except ApiError as exc:
+        return Response.error(exc.status, exc.code, exc.message, **exc.extra)
+    except casedata.NotFound as exc:
+        return Response.error(404, "not_found", str(exc))
+    except VideoError as exc:
+        return Response.error(422, "video_error", str(exc))
+    except EvalError as exc:
+        return Response.error(400, "bad_request", str(exc))
+    except Exception:
+        log.exception("review: internal error handling %s %s", request.method, request.path)
+        return Response.error(500, "internal", "internal error; the terminal running `review` has details")
+
+
+def _handle(state: ReviewState, request: Request) -> Response:
+    check_host(request.headers, state.port)
+    method = request.method.upper()
+    path = request.path
+    if method in ("GET", "HEAD") and path == "/" and "token" in request.query:
+        return _login(state, request)
+    check_session(state.secrets, request.headers)
+    parts = [unquote(p) for p in path.split("/")[1:]]
+    if method in ("GET", "HEAD"):
+        response = _route_read(state, request, parts)
+        if method == "HEAD" and not isinstance(response.body, FileBody):
+            response.headers.append(("Content-Length", str(len(response.body))))
+            response.body = b""
+        return response
+    if method == "PUT" and len(parts) == 6 and parts[:2] == ["api", "cases"] and parts[3] == "targets" \
+            and parts[5] == "samples":
+        length = check_write(state.secrets, request.headers, state.port)
+        body = _json_body(request.read_body(length))
+        detail = save_blocks(state.root, parts[2], parts[4], body,
+                                   state.markers.get(parts[2], []))
+        return Response.json(detail)
+    if method in ("POST", "PUT", "PATCH", "DELETE"):
+        raise ApiError(404 if method == "PUT" else 405, "not_found" if method == "PUT" else
+                       "method_not_allowed", f"{method} {path} is not an API write")
+    raise ApiError(405, "method_not_allowed", f"method {method} is not allowed")
+
+
+def _login(state: ReviewState, request: Request) -> Response:
+    token = request.query["token"][0]
+    if not state.secrets.check_launch_token(token):
+        raise Denied(403, "bad_token", "wrong or expired token; open the URL the current `review` "
+                     "process printed")
+    # Redirect so the token leaves the address bar and the history.
+    return Response(303, [("Location", "/"), ("Set-Cookie", state.secrets.session_cookie()),
+                          ("Cache-Control", "no-store")])
+
+
+def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Response:
+    if parts == [""] or parts == ["index.html"]:
+        return _index(state)
+    if len(parts) == 2 and parts[0] == "static":
+        return _static(parts[1])
+    if parts[:1] != ["api"]:
+        raise ApiError(404, "not_found", f"no page at {request.path}")
+    rest = parts[1:]
+    if rest == ["session"]:
+        return Response.json({"eval_dir": str(state.root), "initial": state.initial,
+                              "report": state.report_path})
+    if rest == ["cases"]:
+        return Response.json({"cases": casedata.list_cases(state.root)})
+    if len(rest) >= 2 and rest[0] == "cases":
+        case_id = rest[1]
+        if len(rest) == 2:
+            loaded = casedata.load(state.root, case_id)
+            return Response.json(casedata.case_detail(loaded, state.markers.get(case_id)))
+        if len(rest) == 3:
+            handler = _CASE_READS.get(rest[2])
+            if handler is not None:
+                return handler(state, request, case_id)
+    raise ApiError(404, "not_found", f"no API route {request.path}")
+
+
+def _index(state: ReviewState) -> Response:
+    html = _asset("index.html").decode("utf-8").replace(CSRF_PLACEHOLDER, state.secrets.new_csrf_token())
+    return Response(200, [("Content-Type", STATIC_TYPES[".html"]), ("Cache-Control", "no-store")],
+                    html.encode("utf-8"))
+
+
+_asset_cache: dict[str, bytes] = {}
+
+
+def _static_names() -> set[str]:
+    folder = resources.files(__package__).joinpath("static")
+    return {entry.name for entry in folder.iterdir() if entry.is_file()}
+
+
+def _asset(name: str) -> bytes:
+    cached = _asset_cache.get(name)
+    if cached is None:
+        if name not in _static_names():
+            raise ApiError(404, "not_found", f"no static file {name!r}")
+        cached = resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
+        _asset_cache[name] = cached
+    return cached
+
+
+def _static(name: str) -> Response:
+    suffix = Path(name).suffix.lower()
+    if name == "index.html" or suffix not in STATIC_TYPES:
+        raise ApiError(404, "not_found", f"no static file {name!r}")
+    return Response(200, [("Content-Type", STATIC_TYPES[suffix]), ("Cache-Control", "no-cache")],
+                    _asset(name))
+
+
+def _json_body(data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "bad_json", f"request body is not valid JSON: {exc}") from None
+
+
+# --- per-case reads ------------------------------------------------------------------------
+
+
+def _loaded_video(state: ReviewState, case_id: str) -> Path:
+    loaded = casedata.load(state.root, case_id)
+    if loaded.case is None:
+        raise ApiError(422, "invalid_case", f"case {case_id!r} is invalid; fix it before viewing frames",
+                       problems=[str(p) for p in loaded.problems])
+    return casedata.video_path(loaded.case)
+
+
+def _time_param(request: Request, name: str = "t") -> Fraction:
+    values = request.query.get(name)
+    if not values:
+        raise ApiError(400, "bad_request", f"missing query parameter {name!r} (seconds)")
+    return _parse_time(values[0], name)
+
+
+def _parse_time(text: str, name: str) -> Fraction:
+    if len(text) > 40:
+        raise ApiError(400, "bad_request", f"{name} is too long to be a time")
+    try:
+        value = parse_cli_time(text)
+    except ValueError as exc:
+        raise ApiError(400, "bad_request", f"{name}: {exc}") from None
+    if value < 0:
+        raise ApiError(400, "bad_request", f"{name} must be nonnegative, got {text}")
+    return value
+
+
+def _frame(state: ReviewState, request: Request, case_id: str) -> Response:
+    from ..video.probe import probe
+
+    path = _loaded_video(state, case_id)
+    time = _time_param(request)
+    probe(path).check_time(time, "time")
+    frame = state.frames.frame(path, time)
+    return Response(200, [
+        ("Content-Type", "image/png"), ("Cache-Control", "no-store"),
+        ("X-Frame-Index", str(frame.index)), ("X-Media-Time", format_time(frame.media_time)),
+        ("X-Requested-Time", format_time(frame.requested)), ("X-Pixel-Hash", frame.pixel_hash),
+        ("X-Frame-Size", f"{frame.width}x{frame.height}"),
+    ], frame.png)
+
+
+def _frames(state: ReviewState, request: Request, case_id: str) -> Response:
+    path = _loaded_video(state, case_id)
+    table = media.frame_table(path)
+    return Response.json({"times": [float(t) for t in table], "count": len(table)})
+
+
+def _thumbs(state: ReviewState, request: Request, case_id: str) -> Response:
+    path = _loaded_video(state, case_id)
+    raw = (request.query.get("t") or [""])[0]
+    texts = [t for t in raw.split(",") if t]
+    if not texts or len(texts) > media.MAX_THUMBS:
+        raise ApiError(400, "bad_request", f"pass 1 to {media.MAX_THUMBS} comma-separated times in t")
+    times = [_parse_time(t, "t") for t in texts]
+    return Response.json({"thumbs": state.frames.thumbnails(path, times)})
+
+
+def _video(state: ReviewState, request: Request, case_id: str) -> Response:
+    path = _loaded_video(state, case_id)
+    stamp = media.FileStamp.of(path)
+    base = [("Accept-Ranges", "bytes"), ("ETag", stamp.etag), ("Cache-Control", "no-cache"),
+            ("Content-Type", media.content_type(path))]
+    inm = request.headers.get("if-none-match")
+    if inm is not None and stamp.etag in [t.strip() for t in inm.split(",")]:
+        return Response(304, base[:3])
+    wanted = None
+    if media.if_range_allows(request.headers.get("if-range"), stamp.etag):
+        try:
+            wanted = media.parse_range(request.headers.get("range"), stamp.size)
+        except media.RangeNotSatisfiable:
+            return Response(416, [*base[:3], ("Content-Range", f"bytes */{stamp.size}"),
+                                  ("Content-Type", "application/json; charset=utf-8")],
+                            json.dumps({"code": "range_not_satisfiable",
+                                        "message": f"the video has {stamp.size} bytes"}).encode())
+    if wanted is None:
+        return Response(200, [*base, ("Content-Length", str(stamp.size))], FileBody(path, 0, stamp.size))
+    first, last = wanted
+    return Response(206, [*base, ("Content-Length", str(last - first + 1)),
+                          ("Content-Range", f"bytes {first}-{last}/{stamp.size}")],
+                    FileBody(path, first, last - first + 1))
+
+
+_CASE_READS: dict[str, Callable[[ReviewState, Request, str], Response]] = {
+    "frame": _frame, "frames": _frames, "thumbs": _thumbs, "video": _video,
+}

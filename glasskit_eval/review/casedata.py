@@ -1,0 +1,245 @@
+"""Case files as the review page sees them: listing, status, detail, report markers.
+
+Case ids are file stems taken from the ``cases/`` listing at request time; a
+request names an id and gets the listed path, so no request text ever becomes
+part of a filesystem path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ..casefile import Case, LocalVideo, SampleBlock, block_times, load_case
+from ..compare import infer_mode
+from ..errors import Problem, UsageError, VideoError
+from ..yamlsource import YamlDocument
+from .media import content_type
+
+
+class NotFound(Exception):
+    """A case, target or file the request named does not exist."""
+
+
+def list_case_paths(root: Path) -> dict[str, Path]:
+    cases_dir = root / "cases"
+    try:
+        entries = sorted(cases_dir.iterdir())
+    except OSError:
+        return {}
+    return {p.stem: p for p in entries if p.suffix == ".yaml" and p.is_file()}
+
+
+def case_path(root: Path, case_id: str) -> Path:
+    path = list_case_paths(root).get(case_id)
+    if path is None:
+        raise NotFound(f"no case {case_id!r} in {root / 'cases'}")
+    return path
+
+
+def revision_of(data: bytes) -> str:
+    # The same hash casewrite checks before replacing the file.
+    from ..casewrite import content_hash
+
+    return content_hash(data)
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    id: str
+    path: Path
+    text: str
+    revision: str
+    case: Case | None
+    problems: tuple[Problem, ...]
+
+
+def load(root: Path, case_id: str) -> LoadedCase:
+    path = case_path(root, case_id)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise NotFound(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return LoadedCase(case_id, path, "", revision_of(data), None,
+                          (Problem(str(path), "", "file is not UTF-8 text"),))
+    # Empty targets are fine while labelling; `run` will still insist on samples.
+    case, problems = load_case(path, allow_empty=True)
+    return LoadedCase(case_id, path, text, revision_of(data), case, tuple(problems))
+
+
+def draft_count(case: Case) -> int:
+    return sum(1 for t in case.targets for b in t.blocks if not b.has_expect and b.ignore is None)
+
+
+def status_of(loaded: LoadedCase) -> dict[str, Any]:
+    if loaded.case is None or loaded.problems:
+        return {"status": "invalid", "drafts": 0, "problems": [_problem_json(p) for p in loaded.problems]}
+    drafts = draft_count(loaded.case)
+    return {"status": "drafts" if drafts else "ready", "drafts": drafts, "problems": []}
+
+
+def _problem_json(problem: Problem) -> dict[str, Any]:
+    return {"text": str(problem), **problem.to_json()}
+
+
+def case_summary(loaded: LoadedCase) -> dict[str, Any]:
+    case = loaded.case
+    return {
+        "id": loaded.id,
+        "file_name": loaded.path.name,
+        "description": case.description if case else None,
+        "target_count": len(case.targets) if case else 0,
+        "sample_count": sum(len(block_times(b)) for t in case.targets for b in t.blocks) if case else 0,
+        **status_of(loaded),
+    }
+
+
+def list_cases(root: Path) -> list[dict[str, Any]]:
+    out = []
+    for case_id in list_case_paths(root):
+        try:
+            out.append(case_summary(load(root, case_id)))
+        except NotFound:
+            continue  # removed between listing and reading
+    return out
+
+
+def video_path(case: Case) -> Path:
+    if not isinstance(case.video, LocalVideo):
+        raise VideoError(f"case {case.name!r} uses cloud video {case.video.describe()}; the review page "
+                         "needs a local copy: place the file next to the case and point `video:` at it")
+    return case.video.path
+
+
+def video_json(case_id: str, case: Case) -> dict[str, Any]:
+    from ..video.probe import probe
+
+    out: dict[str, Any] = {"url": f"/api/cases/{case_id}/video", "error": None}
+    try:
+        path = video_path(case)
+        out.update(display_path=path.name, content_type=content_type(path))
+        info = probe(path)
+    except VideoError as exc:
+        out["error"] = str(exc)
+        return out
+    out.update(
+        width=info.width, height=info.height, frame_count=info.frame_count,
+        duration_s=float(info.end_time), last_frame_s=float(info.last_frame_time),
+        average_rate=float(info.average_rate) if info.average_rate else None,
+        variable_rate=info.variable_rate, codec=info.codec, description=info.describe(),
+    )
+    return out
+
+
+def _raw_block(doc: YamlDocument, target_id: str, index: int) -> Any:
+    try:
+        return doc.value["targets"][target_id]["samples"][index]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def _num(value: Fraction | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def block_json(doc: YamlDocument, block: SampleBlock) -> dict[str, Any]:
+    raw = _raw_block(doc, block.target_id, block.index)
+    mode = block.compare.mode if block.compare else (infer_mode(block.expect) if block.has_expect else None)
+    return {
+        "index": block.index,
+        "kind": "range" if block.range is not None else "at",
+        "raw": raw,
+        "line": doc.lines.get(("targets", block.target_id, "samples", block.index)),
+        "times": [float(t) for t in block_times(block)],
+        "range": [float(block.range[0]), float(block.range[1])] if block.range else None,
+        "every_s": _num(block.every_s),
+        "has_expect": block.has_expect,
+        "expect": block.expect,
+        "field": block.field,
+        "compare": {"mode": block.compare.mode, "tolerance": block.compare.tolerance} if block.compare else None,
+        "effective_mode": mode,
+        "comment": block.comment,
+        "ignore": block.ignore,
+        "draft": not block.has_expect and block.ignore is None,
+        "source": block.source(),
+    }
+
+
+def _defaults_json(doc: YamlDocument, target_id: str) -> dict[str, Any]:
+    root = doc.value if isinstance(doc.value, dict) else {}
+    case_defaults = root.get("sample_defaults") or {}
+    target = (root.get("targets") or {}).get(target_id) or {}
+    own = target.get("sample_defaults") or {} if isinstance(target, dict) else {}
+    merged = dict(case_defaults) if isinstance(case_defaults, dict) else {}
+    merged.update(own if isinstance(own, dict) else {})
+    return {"field": merged.get("field"), "compare": merged.get("compare")}
+
+
+def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        **case_summary(loaded),
+        "revision": loaded.revision,
+        "source": loaded.text,
+        "editable": loaded.case is not None and not loaded.problems,
+        "targets": [],
+        "video": None,
+        "every_s": None,
+        "markers": markers or [],
+    }
+    case = loaded.case
+    if case is None:
+        return out
+    sampling = case.document.value.get("sampling") if isinstance(case.document.value, dict) else None
+    every = sampling.get("every_s") if isinstance(sampling, dict) else None
+    out["every_s"] = every if isinstance(every, (int, float)) and not isinstance(every, bool) else 0.5
+    out["video"] = video_json(loaded.id, case)
+    out["targets"] = [
+        {"id": t.id, "label": t.label, "defaults": _defaults_json(case.document, t.id),
+         "blocks": [block_json(case.document, b) for b in t.blocks]}
+        for t in case.targets
+    ]
+    return out
+
+
+# --- run reports ------------------------------------------------------------------------------
+
+
+def load_report(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per case, the pass/fail/error markers of a ``run --output-json`` report."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read --report {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"--report {path} is not valid JSON: {exc}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("trials"), list):
+        raise UsageError(f"--report {path} is not a run report; write one with "
+                         "`run --output-json results.json`")
+    markers: dict[str, list[dict[str, Any]]] = {}
+    for trial in report["trials"]:
+        if not isinstance(trial, dict):
+            continue
+        for result in trial.get("results") or []:
+            if not isinstance(result, dict) or not isinstance(result.get("case"), str):
+                continue
+            time = result.get("timestamp_s")
+            if not isinstance(time, (int, float)) or isinstance(time, bool) or not math.isfinite(time):
+                continue
+            markers.setdefault(result["case"], []).append({
+                "trial": trial.get("trial"),
+                "target": result.get("target"),
+                "time_s": float(time),
+                "status": result.get("status"),
+                "reason": result.get("reason"),
+                "expected": result.get("expected"),
+                "observed_value": result.get("observed_value"),
+                "frame_index": result.get("frame_index"),
+            })
+    return markers
