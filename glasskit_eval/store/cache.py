@@ -1,0 +1,376 @@
+"""The per-user, content-addressed download cache.
+
+Layout under the cache root (shared by every eval directory of the user)::
+
+    sha256/ab/abcdef...<64 hex>.mp4                  verified video
+    sha256/ab/.abcdef....mp4.verified.json           size and mtime it was verified with
+    sha256/ab/.abcdef....mp4.partial                 download in progress or interrupted
+    sha256/ab/.abcdef....mp4.lock                    held while downloading
+
+A download streams into the ``.partial`` file under an exclusive file lock, is
+hashed as it arrives, and is renamed into place only when the SHA-256 matches.
+An interrupted download is resumed with a Range request (and restarted once
+if the resumed result does not verify); a partial file is never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from . import StoreError
+from .transport import HttpResponse, TransportError
+
+CACHE_ENV = "GLASSKIT_EVAL_CACHE_DIR"
+_CHUNK = 1024 * 1024
+_NAME = re.compile(r"^\.?([0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?(\.partial|\.lock|\.verified\.json)?$")
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None, platform: str | None = None,
+                      home: Path | None = None) -> Path:
+    """The spec's per-user location; ``GLASSKIT_EVAL_CACHE_DIR`` overrides it."""
+    env = os.environ if environ is None else environ
+    plat = sys.platform if platform is None else platform
+    base = Path.home() if home is None else home
+    override = env.get(CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    if plat == "darwin":
+        return base / "Library" / "Caches" / "glasskit" / "eval" / "videos"
+    if plat == "win32":
+        local = env.get("LOCALAPPDATA")
+        root = Path(local) if local else base / "AppData" / "Local"
+        return root / "GlassKit" / "Cache" / "eval" / "videos"
+    xdg = env.get("XDG_CACHE_HOME")
+    # XDG says relative values are invalid and must be ignored.
+    root = Path(xdg) if xdg and os.path.isabs(xdg) else base / ".cache"
+    return root / "glasskit" / "eval" / "videos"
+
+
+class FileLock:
+    """An exclusive advisory lock on a lock file (flock on POSIX, msvcrt on Windows).
+
+    The lock file may be deleted by ``prune-cache``; after locking we check that
+    the path still names the file we locked, and lock again if not.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self, *, blocking: bool = True) -> bool:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            if not _lock_fd(fd, blocking):
+                os.close(fd)
+                return False
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._fd = fd
+                return True
+            os.close(fd)
+
+    def release(self, *, remove: bool = False) -> None:
+        if self._fd is None:
+            return
+        if remove:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        _unlock_fd(self._fd)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _lock_fd(fd: int, blocking: bool) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+        import time
+
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return True
+            except OSError:
+                if not blocking:
+                    return False
+                time.sleep(0.1)
+    else:
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return False
+        return True
+
+
+def _unlock_fd(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        with contextlib.suppress(OSError):
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+#: Opens the object for reading from a byte offset (a Range request when > 0).
+Opener = Callable[[int], HttpResponse]
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    root: Path
+    files: int
+    bytes: int
+    busy: int
+
+
+class VideoCache:
+    def __init__(self, root: Path, *, resume_attempts: int = 5) -> None:
+        self.root = Path(root)
+        self.resume_attempts = resume_attempts
+
+    def path_for(self, sha256: str, key: str) -> Path:
+        suffix = Path(key).suffix.lower()
+        return self.root / "sha256" / sha256[:2] / f"{sha256}{suffix}"
+
+    def _sidecar(self, final: Path, kind: str) -> Path:
+        return final.with_name(f".{final.name}.{kind}")
+
+    def lookup(self, sha256: str, key: str) -> Path | None:
+        """The verified cached file, or None (a tampered file is removed)."""
+        final = self.path_for(sha256, key)
+        if not final.is_file():
+            return None
+        marker = self._sidecar(final, "verified.json")
+        stat = final.stat()
+        try:
+            recorded = json.loads(marker.read_text(encoding="utf-8"))
+            if recorded == {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}:
+                return final
+        except (OSError, ValueError):
+            pass
+        if _hash_file(final) == sha256:
+            self._mark(final, sha256)
+            return final
+        with contextlib.suppress(OSError):
+            final.unlink()
+        return None
+
+    def fetch(self, sha256: str, key: str, opener: Opener, *, describe: str,
+              notify: Callable[[str], None] | None = None) -> Path:
+        """The cached file for ``sha256``, downloading it with ``opener`` when missing."""
+        found = self.lookup(sha256, key)
+        if found is not None:
+            return found
+        final = self.path_for(sha256, key)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            lock = FileLock(self._sidecar(final, "lock"))
+            lock.acquire()
+        except OSError as exc:
+            raise StoreError(f"cannot use the video cache at {self.root}: {exc.strerror or exc}; "
+                             f"set {CACHE_ENV} to a writable directory") from None
+        try:
+            # Another process may have finished the same download while we waited.
+            found = self.lookup(sha256, key)
+            if found is not None:
+                return found
+            if notify is not None:
+                notify(f"Downloading {describe} into the video cache")
+            self._download(final, sha256, opener, describe)
+            return final
+        finally:
+            lock.release()
+
+    def _download(self, final: Path, sha256: str, opener: Opener, describe: str) -> None:
+        partial = self._sidecar(final, "partial")
+        resumed = partial.exists() and partial.stat().st_size > 0
+        try:
+            digest = self._transfer(partial, opener, describe)
+            if digest != sha256 and resumed:
+                # The kept bytes may be from a damaged or older download: start over once.
+                partial.unlink()
+                digest = self._transfer(partial, opener, describe)
+        except BaseException as exc:
+            # Keep bytes worth resuming; an empty partial is just clutter.
+            with contextlib.suppress(OSError):
+                if partial.stat().st_size == 0:
+                    partial.unlink()
+            if isinstance(exc, OSError):
+                raise StoreError(f"cannot write to the video cache at {self.root}: "
+                                 f"{exc.strerror or exc}; free some space or set {CACHE_ENV}") from None
+            raise
+        if digest != sha256:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+            raise StoreError(f"downloaded video {describe} has SHA-256 {digest}, but the case file "
+                             f"declares {sha256}; the download was deleted. Check that the case's "
+                             "video key and sha256 match what `video-store upload` printed")
+        os.chmod(partial, 0o600)
+        os.replace(partial, final)
+        self._mark(final, sha256)
+
+    def _transfer(self, partial: Path, opener: Opener, describe: str) -> str:
+        """Bring ``partial`` to the whole object, resuming where possible; returns its SHA-256."""
+        hasher = hashlib.sha256()
+        with open(partial, "ab+") as out:
+            out.seek(0)
+            for chunk in iter(lambda: out.read(_CHUNK), b""):
+                hasher.update(chunk)
+            failures = 0
+            while True:
+                start = out.tell()
+                response = opener(start)
+                with response:
+                    if response.status == 416:
+                        break  # nothing after ``start``: the partial file holds the whole object
+                    if response.status == 200 or not _range_starts_at(response, start):
+                        # The whole object came back (no Range support), or a range we did not
+                        # ask for: start again from the first byte.
+                        out.seek(0)
+                        out.truncate()
+                        hasher = hashlib.sha256()
+                        if response.status != 200:
+                            failures += 1
+                            if failures >= self.resume_attempts:
+                                raise StoreError(f"download of {describe} got an unexpected "
+                                                 "Content-Range from the store; retry later")
+                            continue
+                    try:
+                        for chunk in response.iter_chunks(_CHUNK):
+                            out.write(chunk)
+                            hasher.update(chunk)
+                        break
+                    except TransportError as exc:
+                        out.flush()
+                        failures += 1
+                        if failures >= self.resume_attempts:
+                            raise StoreError(f"download of {describe} kept failing ({exc}); run the "
+                                             "command again to resume it") from None
+            out.flush()
+            os.fsync(out.fileno())
+        return hasher.hexdigest()
+
+    def _mark(self, final: Path, sha256: str) -> None:
+        stat = final.stat()
+        marker = self._sidecar(final, "verified.json")
+        tmp = marker.with_name(marker.name + ".tmp")
+        tmp.write_text(json.dumps({"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}),
+                       encoding="utf-8")
+        os.replace(tmp, marker)
+
+    def prune(self, *, everything: bool = False) -> PruneResult:
+        """Remove interrupted downloads and stale locks; with ``everything``, videos too.
+
+        Files of a download that another process is running are left alone, and so is
+        anything in the directory that does not follow the cache's own naming.
+        """
+        try:
+            return self._prune(everything)
+        except OSError as exc:
+            raise StoreError(f"cannot prune the video cache at {self.root}: {exc.strerror or exc}") from None
+
+    def _prune(self, everything: bool) -> PruneResult:
+        files = size = busy = 0
+        for directory in self._shard_dirs():
+            groups: dict[str, list[Path]] = {}
+            for entry in directory.iterdir():
+                match = _NAME.match(entry.name)
+                if match and entry.is_file():
+                    groups.setdefault(match.group(1) + (match.group(2) or ""), []).append(entry)
+            for name, entries in sorted(groups.items()):
+                lock = FileLock(directory / f".{name}.lock")
+                try:
+                    if not lock.acquire(blocking=False):
+                        busy += 1
+                        continue
+                except OSError:
+                    busy += 1
+                    continue
+                try:
+                    for entry in entries:
+                        if entry.name.endswith(".lock"):
+                            continue
+                        if everything or entry.name.endswith(".partial"):
+                            size += entry.stat().st_size
+                            entry.unlink()
+                            files += 1
+                    lock.release(remove=True)
+                finally:
+                    lock.release()
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        with contextlib.suppress(OSError):
+            (self.root / "sha256").rmdir()
+        return PruneResult(self.root, files, size, busy)
+
+    def _shard_dirs(self) -> Iterator[Path]:
+        base = self.root / "sha256"
+        if not base.is_dir():
+            return
+        for entry in sorted(base.iterdir()):
+            if entry.is_dir() and re.fullmatch(r"[0-9a-f]{2}", entry.name):
+                yield entry
+
+
+def _range_starts_at(response: HttpResponse, start: int) -> bool:
+    if response.status != 206:
+        return False
+    match = _CONTENT_RANGE.match(response.headers.get("content-range", "").strip())
+    return match is not None and int(match.group(1)) == start
+
+
+def _hash_file(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def hash_stream(stream: Readable) -> tuple[str, int]:
+    hasher = hashlib.sha256()
+    size = 0
+    for chunk in iter(lambda: stream.read(_CHUNK), b""):
+        hasher.update(chunk)
+        size += len(chunk)
+    return hasher.hexdigest(), size
+
+
+def format_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"
