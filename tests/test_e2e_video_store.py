@@ -315,3 +315,24 @@ def test_video_block_quotes_only_what_yaml_would_misread() -> None:
     assert yaml.safe_load(block)["video"] == {"store": "team", "key": "a b/ü: x.mp4", "sha256": digits}
     assert commands.video_block("true", "k.mp4", "ab" * 32) == \
         f'video:\n  store: "true"\n  key: k.mp4\n  sha256: {"ab" * 32}\n'
+
+
+def test_review_and_seed_download_cloud_videos(env: Path, s3_server: S3Server, tmp_path: Path) -> None:
+    from glasskit_eval.evaldir import load_cases, open_eval_dir
+    from glasskit_eval.review import casedata
+
+    eval_dir = make_eval(tmp_path, s3_server)
+    video = unique_video(tmp_path)
+    code, block, _ = upload(eval_dir, video, "--store", "team")
+    assert code == 0
+    draft = block + "targets:\n  frame:\n    samples:\n    - at: [0, 1.0]\n      field: index\n"
+    (eval_dir / "cases" / "task-01.yaml").write_text(draft)
+    # seed fetches the video into the cache and writes the labels.
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    assert code == 0, out + err
+    assert "expect: 0" in (eval_dir / "cases" / "task-01.yaml").read_text()
+    # The review page resolves the same cached file.
+    ed = open_eval_dir(eval_dir)
+    case = load_cases(ed, ed.case_paths, allow_empty=True)[0]
+    sha = hashlib.sha256(video.read_bytes()).hexdigest()
+    assert casedata.video_path(case) == env / "sha256" / sha[:2] / f"{sha}.mp4"

@@ -112,10 +112,17 @@ def list_cases(root: Path) -> list[dict[str, Any]]:
 
 
 def video_path(case: Case) -> Path:
-    if not isinstance(case.video, LocalVideo):
-        raise VideoError(f"case {case.name!r} uses cloud video {case.video.describe()}; the review page "
-                         "needs a local copy: place the file next to the case and point `video:` at it")
-    return case.video.path
+    if isinstance(case.video, LocalVideo):
+        return case.video.path
+    # Cloud videos come from the per-user cache, downloaded on first use like `run` does.
+    from ..evaldir import load_eval_config
+    from ..planning import resolve_video
+
+    eval_root = case.path.parent.parent
+    config, problems = load_eval_config(eval_root / "config.yaml")
+    if problems:
+        raise VideoError("; ".join(str(p) for p in problems))
+    return resolve_video(case, config)
 
 
 def video_json(case_id: str, case: Case) -> dict[str, Any]:
