@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .casefile import Case, Checker, Thresholds, load_case, parse_thresholds
+from .casefile import Case, Thresholds, load_case, parse_thresholds
 from .errors import Problem, UsageError, ValidationError
 from .jsonvalues import json_problem
+from .yamlchecks import Checker
 from .yamlsource import load_yaml_file
 
 _CONFIG_KEYS = {"thresholds", "video_stores"}
@@ -50,14 +51,17 @@ class EvalDir:
     def select_case_paths(self, case: str | None) -> tuple[Path, ...]:
         if case is None:
             return self.case_paths
+        # ValidationError rather than UsageError: like upstream, `validate --case nosuch`
+        # reports "Validation failed" (exit 1) while run and list-samples exit 2.
         if "/" in case or "\\" in case:
-            raise UsageError(f"--case takes a case filename or stem, not a path: {case!r}")
+            raise ValidationError([Problem(str(self.cases_dir), "", f"--case takes a case filename or "
+                                           f"stem under cases/, not a path: {case!r}")])
         stem = case[:-5] if case.endswith(".yaml") else case
         for path in self.case_paths:
             if path.stem == stem:
                 return (path,)
         known = ", ".join(p.stem for p in self.case_paths) or "(none)"
-        raise UsageError(f"unknown case {case!r} in {self.cases_dir}; cases: {known}")
+        raise ValidationError([Problem(str(self.cases_dir), "", f"unknown case {case!r}; cases: {known}")])
 
 
 def open_eval_dir(path: str | Path) -> EvalDir:
@@ -73,10 +77,14 @@ def open_eval_dir(path: str | Path) -> EvalDir:
     problems: list[Problem] = []
     case_paths: list[Path] = []
     for entry in sorted(cases_dir.iterdir()):
-        if entry.suffix.lower() == ".yml" and entry.is_file():
-            problems.append(Problem(str(entry), "", "case files must use the .yaml suffix; rename it"))
-        elif entry.suffix == ".yaml" and entry.is_file():
+        if not entry.is_file() or entry.suffix.lower() not in (".yaml", ".yml"):
+            continue  # subdirectories, videos and notes are not case files
+        if entry.suffix == ".yaml":
             case_paths.append(entry)
+        else:
+            # Refused rather than skipped: a silently ignored case would let CI pass untested.
+            problems.append(Problem(str(entry), "", "case files must use the lowercase .yaml suffix; "
+                                    f"rename it to {entry.stem}.yaml"))
     config, config_problems = load_eval_config(root / "config.yaml")
     problems.extend(config_problems)
     if problems:
@@ -106,6 +114,7 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
             store = _parse_store(c, str(name), raw)
             if store is not None:
                 stores[str(name)] = store
+    c.problems.sort(key=lambda problem: problem.line or 0)
     return EvalConfig(thresholds=thresholds, video_stores=stores), c.problems
 
 
@@ -117,14 +126,14 @@ def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:
     before = len(c.problems)
     c.unknown_keys(mapping, _STORE_KEYS, path)
     values: dict[str, str] = {}
-    for key in _STORE_KEYS:
-        if key in mapping and mapping[key] is not None:
-            text = c.text(mapping[key], (*path, key), key, nonempty=True)
+    for key, raw in mapping.items():
+        if key in _STORE_KEYS and raw is not None:
+            text = c.text(raw, (*path, key), key, nonempty=True)
             if text is not None:
                 values[key] = text
     if values.get("type", "s3") != "s3":
         c.add((*path, "type"), f"unsupported store type {values['type']!r}; only s3 is supported")
-    if "bucket" not in values:
+    if mapping.get("bucket") is None:
         c.add((*path, "bucket"), "a video store needs `bucket`")
     if ("access_key_id_env" in values) != ("secret_access_key_env" in values):
         c.add(path, "access_key_id_env and secret_access_key_env must be set together")

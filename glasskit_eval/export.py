@@ -39,7 +39,7 @@ def export_frames(eval_dir: str | Path, case_name: str, times: Sequence[Fraction
     paths = ed.select_case_paths(case_name)
     # Drafts and ignored samples do not matter here: only the video is needed.
     case = load_cases(ed, paths, allow_empty=True)[0]
-    video_path = resolve_video(case)
+    video_path = resolve_video(case, ed.config)
     info = probe(video_path)
     for t in times:
         info.check_time(t, "--at")

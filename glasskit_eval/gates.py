@@ -33,14 +33,14 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def _rate_gate(name: str, results: Sequence[SampleResult], minimum: float, prefix: str = "") -> Gate:
+def _rate_gate(name: str, results: Sequence[SampleResult], minimum: float) -> Gate:
     counts = count(results)
-    rate = counts.pass_rate
-    if rate is None:
-        return Gate(name, True, f"{prefix}no evaluated samples (gate: >= {_pct(minimum)})")
+    # Upstream reports a pass rate of 0.0 when nothing was evaluated, so a pass-rate
+    # gate over only ignored samples fails unless its minimum is 0.
+    rate = counts.pass_rate or 0.0
     # Compare counts, not floats, so 50% of 6 against a 0.5 gate is a pass.
-    passed = counts.passed >= minimum * counts.evaluated - 1e-9
-    return Gate(name, passed, f"{prefix}{_pct(rate)} pass rate (gate: >= {_pct(minimum)})")
+    passed = counts.passed >= minimum * counts.evaluated - 1e-9 if counts.evaluated else minimum <= 0
+    return Gate(name, passed, f"{_pct(rate)} pass rate (gate: >= {_pct(minimum)})")
 
 
 def _failures_gate(name: str, results: Sequence[SampleResult], maximum: int, prefix: str = "") -> Gate:
@@ -50,6 +50,13 @@ def _failures_gate(name: str, results: Sequence[SampleResult], maximum: int, pre
 
 def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
                    eval_thresholds: Thresholds | None, cases: Sequence[CaseThresholds]) -> list[Gate]:
+    """The gates of one trial, in upstream's order.
+
+    ``results`` are all results of the trial, ignored ones included: a target
+    counts as present for YAML ``per_target`` gates when it has any selected
+    result, but ``--min-target-pass-rate`` only gates targets with evaluated ones
+    (both as upstream does). Ignored results never count towards a rate.
+    """
     evaluated = [r for r in results if r.evaluated]
     errors = sum(1 for r in evaluated if r.status == "error")
     gates = [Gate("adapter_errors", errors == 0,
@@ -63,15 +70,15 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
     if max_failures is not None:
         gates.append(_failures_gate("eval_max_failures", evaluated, max_failures))
 
-    present = sorted({r.target for r in evaluated})
     if options.min_target_pass_rate is not None:
-        for target in present:
+        for target in sorted({r.target for r in evaluated}):
             subset = [r for r in evaluated if r.target == target]
             gates.append(_rate_gate(f"all_targets_{target}_min_pass_rate", subset, options.min_target_pass_rate))
     else:
+        present = {r.target for r in results}
         for target, minimum in (eval_t.per_target or {}).items():
-            subset = [r for r in evaluated if r.target == target]
-            if subset:
+            if target in present:
+                subset = [r for r in evaluated if r.target == target]
                 gates.append(_rate_gate(f"eval_{target}_min_pass_rate", subset, minimum))
 
     if options.min_pass_rate is None and options.max_failures is None:
@@ -85,9 +92,10 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
             if t.max_failures is not None:
                 gates.append(_failures_gate(f"{entry.case}_max_failures", in_case, t.max_failures,
                                             prefix=f"{entry.case}: "))
+            present_in_case = {r.target for r in results if r.case == entry.case}
             for target, minimum in (t.per_target or {}).items():
-                subset = [r for r in in_case if r.target == target]
-                if subset:
+                if target in present_in_case:
+                    subset = [r for r in in_case if r.target == target]
                     gates.append(_rate_gate(f"{entry.case}_{target}_min_pass_rate", subset, minimum))
     return gates
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from .casefile import Case, CloudVideo
 from .errors import Problem, ValidationError, VideoError
-from .evaldir import EvalDir, load_cases, open_eval_dir
-from .schedule import Filters, ScheduledSample, select
+from .evaldir import EvalConfig, EvalDir, load_cases, open_eval_dir
+from .schedule import Filters, ScheduledSample, select_cases
 from .timevalues import format_time
 from .video.probe import END_TOLERANCE_S, VideoInfo, probe
 
@@ -35,11 +35,14 @@ class Plan:
         return sum(len(c.samples) for c in self.cases)
 
 
-def resolve_video(case: Case) -> Path:
+def resolve_video(case: Case, config: EvalConfig) -> Path:
+    """The local file of a case's video; cloud videos come from (and into) the per-user cache."""
     if isinstance(case.video, CloudVideo):
-        raise VideoError(f"case {case.name!r} uses cloud video {case.video.describe()}; downloading "
-                         "from video stores is not available in this version, so place the file "
-                         "locally and point `video:` at it")
+        import sys
+
+        from .store.commands import download_video
+
+        return download_video(case.video, config, notify=lambda message: print(message, file=sys.stderr))
     return case.video.path
 
 
@@ -49,15 +52,15 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
     eval_dir = open_eval_dir(eval_dir_path)
     paths = eval_dir.select_case_paths(filters.case)
     cases = load_cases(eval_dir, paths, allow_empty=allow_empty)
-    selected = select(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)
+    selected = select_cases(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)
     plans: list[CasePlan] = []
     problems: list[Problem] = []
-    for case, samples in zip(cases, selected):
+    for case, samples in selected:
         if not check_videos:
             plans.append(CasePlan(case, tuple(samples), Path(), None))
             continue
         try:
-            video_path = resolve_video(case)
+            video_path = resolve_video(case, eval_dir.config)
             info = probe(video_path)
         except VideoError as exc:
             problems.append(case.document.problem(("video",), str(exc)))

@@ -15,7 +15,7 @@ from typing import Any
 from .casefile import Case, SampleBlock, TargetSpec, block_times
 from .compare import CompareConfig, infer_mode
 from .errors import Problem, UsageError, ValidationError
-from .timevalues import format_time
+from .timevalues import format_time, same_time_key
 
 
 @dataclass(frozen=True)
@@ -95,46 +95,79 @@ def expand_case(case: Case) -> list[ScheduledSample]:
     return samples
 
 
-def select(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
-           allow_drafts: bool = False) -> list[list[ScheduledSample]]:
-    """Apply the filters to each case; returns the selected samples per case, in order.
+def select_cases(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
+                 allow_drafts: bool = False) -> list[tuple[Case, list[ScheduledSample]]]:
+    """Apply the filters; returns each case the selection touches with its samples, in order.
 
-    Raises UsageError for filters naming nothing, ValidationError for drafts or
-    empty scopes inside the selection.
+    A case that has none of the ``--target`` ids is left out (upstream drops it
+    from the run). Raises ValidationError for targets no selected case has, for
+    drafts inside the selection and for empty cases without ``allow_empty``;
+    UsageError when a time filter selects nothing (``--allow-empty`` does not
+    excuse that: the times asked for are not in the schedule).
     """
     known_targets = {t.id for case in cases for t in case.targets}
     missing = [t for t in filters.targets if t not in known_targets]
     if missing:
-        scope = f"case {cases[0].name!r}" if filters.case and cases else "the selected cases"
-        raise UsageError(f"unknown target {missing[0]!r} in {scope}; targets: "
-                         + (", ".join(sorted(known_targets)) or "(none)"))
-    per_case: list[list[ScheduledSample]] = []
+        where = str(cases[0].path.parent) if cases else None
+        scope = f"case {cases[0].name!r}" if len(cases) == 1 else "the selected cases"
+        raise ValidationError([Problem(where, "", f"unknown target {missing[0]!r} in {scope}; targets: "
+                                       + (", ".join(sorted(known_targets)) or "(none)"))])
+    selected: list[tuple[Case, list[ScheduledSample]]] = []
     problems: list[Problem] = []
     for case in cases:
+        if filters.targets and not any(case.target(t) is not None for t in filters.targets):
+            continue
         chosen = [s for s in expand_case(case) if not filters.targets or s.target.id in filters.targets]
-        if filters.at:
-            present = {s.time for s in chosen}
-            absent = [t for t in filters.at if t not in present]
-            if absent:
-                times = ", ".join(format_time(t) for t in absent)
-                raise UsageError(f"--at {times} is not a scheduled sample time in case {case.name!r}"
-                                 " for the selected targets; see list-samples for the schedule")
-            wanted = set(filters.at)
-            chosen = [s for s in chosen if s.time in wanted]
-        if filters.from_s is not None:
-            chosen = [s for s in chosen if s.time >= filters.from_s]
-        if filters.until_s is not None:
-            chosen = [s for s in chosen if s.time < filters.until_s]
+        chosen = _filter_times(case, chosen, filters)
         if not allow_drafts:
             problems.extend(_draft_problems(case, chosen))
         if not chosen and not allow_empty:
-            what = "the filters select no samples" if filters.targets or filters.narrows_time else "it has no samples"
-            problems.append(Problem(str(case.path), "", f"case {case.name!r} is empty: {what}; "
-                                    "pass --allow-empty to accept that"))
-        per_case.append(chosen)
+            problems.append(Problem(str(case.path), "", f"case {case.name!r} has no samples in the "
+                                    "selection; pass --allow-empty to accept that"))
+        selected.append((case, chosen))
     if problems:
         raise ValidationError(problems)
-    return per_case
+    return selected
+
+
+def select(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
+           allow_drafts: bool = False) -> list[list[ScheduledSample]]:
+    """Like :func:`select_cases`, aligned with ``cases``: a case left out gets ``[]``."""
+    by_case = {id(case): samples for case, samples in
+               select_cases(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)}
+    return [by_case.get(id(case), []) for case in cases]
+
+
+def _filter_times(case: Case, chosen: list[ScheduledSample], filters: Filters) -> list[ScheduledSample]:
+    if filters.at:
+        # Matched to 9 decimals like declared duplicates, so --at 0.30000000000000004 finds 0.3.
+        present = {same_time_key(s.time) for s in chosen}
+        absent = [t for t in dict.fromkeys(filters.at) if same_time_key(t) not in present]
+        if absent:
+            times = ", ".join(format_time(t) for t in absent)
+            nearest = sorted({s.time for s in chosen}, key=lambda t: (abs(t - absent[0]), t))[:3]
+            hint = ("; nearest scheduled times: " + ", ".join(format_time(t) for t in nearest)
+                    if nearest else "")
+            raise UsageError(f"--at {times} is not a scheduled sample time in case {case.name!r} "
+                             f"for the selected targets{hint}; see list-samples for the schedule")
+        wanted = {same_time_key(t) for t in filters.at}
+        return [s for s in chosen if same_time_key(s.time) in wanted]
+    if filters.from_s is None and filters.until_s is None:
+        return chosen
+    window = [s for s in chosen
+              if (filters.from_s is None or s.time >= filters.from_s)
+              and (filters.until_s is None or s.time < filters.until_s)]
+    if not window and chosen:
+        if filters.until_s is None:
+            assert filters.from_s is not None
+            what = f"at or after {format_time(filters.from_s)}s"
+        elif filters.from_s is None:
+            what = f"before {format_time(filters.until_s)}s"
+        else:
+            what = f"in [{format_time(filters.from_s)}s, {format_time(filters.until_s)}s)"
+        raise UsageError(f"no samples are scheduled {what} in case {case.name!r} for the selected "
+                         "targets; see list-samples for the schedule")
+    return window
 
 
 def _draft_problems(case: Case, samples: list[ScheduledSample]) -> list[Problem]:

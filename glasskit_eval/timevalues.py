@@ -39,13 +39,37 @@ def parse_cli_time(text: str) -> Fraction:
         if not math.isfinite(as_float):
             raise ValueError(f"{text!r} is not a finite number of seconds") from None
         value = Fraction(repr(as_float))
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:
+        finite = False
+    if not finite:
+        # Fraction("1e400") parses, but no video is that long and floats cannot hold it.
+        raise ValueError(f"{text!r} is not a finite number of seconds")
     return value
 
 
 def format_time(value: Fraction) -> str:
     """Render a time the way a user would write it (``0.3``, ``2.0``, ``7.25``)."""
-    as_float = float(value)
+    try:
+        as_float = float(value)
+    except OverflowError:
+        return str(value)
     if Fraction(repr(as_float)) == value:
         return repr(as_float)
     # Times that are not short decimals (e.g. 1/3 from a CLI fraction) fall back to 6 places.
     return f"{as_float:.6f}"
+
+
+def same_time_key(value: Fraction) -> Fraction:
+    """Times equal to 9 decimal places are the same sample time.
+
+    Declared duplicates and ``--at`` lookups use this, so ``--at 0.30000000000000004``
+    (what ``0.1 + 0.2`` prints) finds the sample at 0.3, as upstream does.
+    """
+    if _NANO % value.denominator == 0:
+        return value  # already exact to 9 decimals: skip the costly general rounding
+    return round(value, 9)
+
+
+_NANO = 10**9

@@ -20,6 +20,8 @@ PathKey = tuple[str | int, ...]
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null"))
 
 
 def format_path(path: PathKey) -> str:
@@ -67,8 +69,31 @@ class _TooLarge(Exception):
     pass
 
 
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting while composing.
+
+    PyYAML composes collections recursively; without this a few thousand ``[``
+    would end in a slow RecursionError instead of a located problem.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise yaml.composer.ComposerError(
+                    None, None, f"collections are nested more than {MAX_NESTING} levels deep",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
 class _Walker:
-    def __init__(self, loader: yaml.SafeLoader, doc: YamlDocument) -> None:
+    def __init__(self, loader: _Loader, doc: YamlDocument) -> None:
         self.loader = loader
         self.doc = doc
         self.problems: list[Problem] = []
@@ -90,7 +115,7 @@ class _Walker:
         if not isinstance(node, yaml.CollectionNode) or node.tag not in (_MAP_TAG, _SEQ_TAG):
             # Scalars and explicitly tagged nodes (!!set, !!timestamp, ...) use PyYAML's
             # safe constructors; non-JSON results are rejected later by the validators.
-            return self.loader.construct_object(node, deep=True)
+            return self.scalar(node)
         if id(node) in self.open:
             self.problem(path, "an alias refers to a collection that contains it; "
                          "YAML values here must not be recursive", node)
@@ -100,33 +125,58 @@ class _Walker:
             return None
         self.open.add(id(node))
         try:
-            if isinstance(node, yaml.SequenceNode):
-                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-            return self.build_mapping(node, path)
+            if isinstance(node, yaml.MappingNode):
+                return self.build_mapping(node, path)
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         finally:
             self.open.discard(id(node))
 
     def build_mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
-        self.loader.flatten_mapping(node)
-        result: dict[str, Any] = {}
+        # `<<: *alias` merges are resolved here rather than by PyYAML's flatten_mapping,
+        # whose precedence changed between releases: keys written in this mapping win,
+        # then earlier merge sources over later ones (the YAML merge-key rule).
+        sources: list[yaml.Node] = []
+        own: list[tuple[yaml.Node, yaml.Node]] = []
         for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                sources.extend(value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node])
+            else:
+                own.append((key_node, value_node))
+        result: dict[str, Any] = {}
+        here = self.doc.lines.get(path)
+        for source in reversed(sources):  # the earliest source is applied last and wins
+            merged = self.build(source, path, here)
+            if isinstance(merged, dict):
+                result.update(merged)
+            elif merged is not None or isinstance(source, yaml.ScalarNode):
+                self.problem(path, "a merge key (<<) needs a mapping or a list of mappings", source)
+        written: set[str] = set()
+        for key_node, value_node in own:
             key = self.key(key_node, path)
             if key is None:
                 continue
             child_path = (*path, key)
-            if key in result:
+            if key in written:
                 self.problem(child_path, "duplicate key; YAML would silently keep only the last value",
                              key_node)
                 continue
+            written.add(key)
             result[key] = self.build(value_node, child_path, key_node.start_mark.line + 1)
         return result
+
+    def scalar(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode) and node.tag in _PLAIN_TAGS:
+            # The safe constructor itself, without construct_object's bookkeeping:
+            # this is most of the time spent on a 10,000-sample case file.
+            return self.loader.yaml_constructors[node.tag](self.loader, node)
+        return self.loader.construct_object(node, deep=True)
 
     def key(self, node: yaml.Node, path: PathKey) -> str | None:
         """The key as a string, or None (with a problem) for keys JSON cannot hold."""
         if not isinstance(node, yaml.ScalarNode):
             self.problem(path, "mapping keys must be strings, not lists or mappings", node)
             return None
-        key = self.loader.construct_object(node, deep=True)
+        key = self.scalar(node)
         if isinstance(key, str):
             return key
         # YAML 1.1 reads unquoted on/off/yes/no as booleans, ~ as null, 1 as a number...
@@ -148,7 +198,7 @@ def _describe(value: Any) -> str:
 def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
     """Parse ``text``; syntax errors come back as problems, never as exceptions."""
     doc = YamlDocument(file=file, value=None)
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:

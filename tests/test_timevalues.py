@@ -1,0 +1,94 @@
+"""Exact sample times (glasskit_eval.timevalues)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+import pytest
+
+from glasskit_eval.timevalues import format_time, parse_cli_time, same_time_key, to_fraction
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (0, Fraction(0)),
+    (3, Fraction(3)),
+    (0.1, Fraction(1, 10)),
+    (2.9, Fraction(29, 10)),
+    (7.25, Fraction(29, 4)),
+    (0.30000000000000004, Fraction("0.30000000000000004")),
+    (1e-9, Fraction(1, 10**9)),
+    (1.0e9, Fraction(10**9)),
+    (Fraction(1, 3), Fraction(1, 3)),
+    (-0.5, Fraction(-1, 2)),
+])
+def test_to_fraction_is_the_decimal_as_written(value: object, expected: Fraction) -> None:
+    assert to_fraction(value) == expected
+
+
+@pytest.mark.parametrize("value", [True, False, None, "1.5", float("nan"), float("inf"), float("-inf"), [1]])
+def test_to_fraction_refuses_what_is_not_a_finite_number(value: object) -> None:
+    assert to_fraction(value) is None
+
+
+def test_to_fraction_differs_from_the_binary_value() -> None:
+    # Fraction(0.1) would be 3602879701896397/36028797018963968.
+    assert to_fraction(0.1) != Fraction(0.1)
+    tenth = to_fraction(0.1)
+    assert tenth is not None and 3 * tenth == to_fraction(0.3)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0.3", Fraction(3, 10)),
+    (" 1 ", Fraction(1)),
+    ("2.90", Fraction(29, 10)),
+    ("1e-3", Fraction(1, 1000)),
+    ("1E3", Fraction(1000)),
+    ("-1", Fraction(-1)),
+    ("1/4", Fraction(1, 4)),
+    ("0.30000000000000004", Fraction("0.30000000000000004")),
+])
+def test_parse_cli_time(text: str, expected: Fraction) -> None:
+    assert parse_cli_time(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("abc", "'abc' is not a number of seconds"),
+    ("", "'' is not a number of seconds"),
+    ("nan", "'nan' is not a finite number of seconds"),
+    ("inf", "'inf' is not a finite number of seconds"),
+    ("-inf", "'-inf' is not a finite number of seconds"),
+    ("1/0", "'1/0' is not a number of seconds"),
+])
+def test_parse_cli_time_errors_are_readable(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        parse_cli_time(text)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (Fraction(0), "0.0"),
+    (Fraction(3, 10), "0.3"),
+    (Fraction(2), "2.0"),
+    (Fraction(29, 4), "7.25"),
+    (Fraction(29, 10), "2.9"),
+    (Fraction(1, 3), "0.333333"),
+    (Fraction(123456789, 10**9), "0.123456789"),
+])
+def test_format_time_is_how_a_user_writes_it(value: Fraction, text: str) -> None:
+    assert format_time(value) == text
+
+
+def test_same_time_key_treats_times_equal_to_nine_decimals_as_one() -> None:
+    assert same_time_key(Fraction("0.30000000000000004")) == same_time_key(Fraction(3, 10))
+    assert same_time_key(Fraction("0.3000000004")) == same_time_key(Fraction(3, 10))
+    assert same_time_key(Fraction("0.3000000006")) != same_time_key(Fraction(3, 10))
+    assert same_time_key(Fraction("0.2999999991")) != same_time_key(Fraction(3, 10))
+    assert same_time_key(Fraction(1, 3)) == Fraction(333333333, 10**9)
+
+
+def test_times_beyond_float_range() -> None:
+    with pytest.raises(ValueError, match="is not a finite number of seconds"):
+        parse_cli_time("1e400")
+    assert parse_cli_time("1e300") == Fraction(10**300)
+    # Messages never crash on a value floats cannot hold.
+    assert format_time(Fraction(10**400)) == "1" + "0" * 400
