@@ -11,19 +11,56 @@ import argparse
 import contextlib
 import math
 import sys
-from collections.abc import Callable, Sequence
-from fractions import Fraction
-from pathlib import Path
-from typing import Any, TextIO
 
 from . import __version__
 from .errors import EvalError, ExitCode, UsageError, ValidationError, exit_code_for
 
+# Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from fractions import Fraction
+    from pathlib import Path
+    from typing import Any, TextIO
+
 PROG = "python -m glasskit_eval"
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, sized to the terminal without importing shutil.
+
+    argparse builds a formatter for every ``add_argument`` and asks shutil for the
+    terminal width; shutil drags in zlib, bz2 and lzma, a tenth of a bare start.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
+
+
+def _terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` returns: $COLUMNS, the terminal, or 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so ``main`` stays in control."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}\nRun `{self.prog} --help` for usage.")
@@ -173,45 +210,55 @@ def add_run(sub: Any) -> None:
                    help="base directory for artifacts (default: <eval-dir>/runs/)")
     p.add_argument("--save-failures", action="store_true",
                    help="save a JPEG frame and a JSON record for every failed or errored sample")
+    p.add_argument("--resume", metavar="PATH",
+                   help="resume an incomplete run checkpoint by its printed path or id; restores the "
+                   "original adapter and options, so it cannot be combined with other options")
     _allow_empty(p)
     p.set_defaults(handler=run_run)
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .resume import RunRequest, time_text
+    from .session import execute_run
+
+    if args.resume is not None:
+        return _resume_run(args, out, err)
     if args.max_flaky_samples is not None and args.repeat < 2:
         raise UsageError("--max-flaky-samples needs --repeat of at least 2")
-    import asyncio
+    if args.adapter and args.adapter_command:
+        raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
+    _filters(args).check()
+    request = RunRequest(
+        eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
+        adapter_config_path=args.adapter_config, case=args.case, targets=list(args.target),
+        at=[str(t) for t in args.at], from_s=time_text(args.from_s), until_s=time_text(args.until_s),
+        concurrency=args.concurrency, repeat=args.repeat, min_pass_rate=args.min_pass_rate,
+        min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
+        max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
+        output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
+        allow_empty=args.allow_empty)
+    return execute_run(request, out, err)
 
-    from .evaldir import load_adapter_config
-    from .failures import FailureSaver
-    from .gates import GateOptions
-    from .planning import build_plan
-    from .reports.console import ConsoleListener, print_summary
-    from .reports.json_report import build_report, write_report
-    from .runner import RunAborted, RunOptions, run_trials
 
-    filters = _filters(args)
-    plan = build_plan(args.eval_dir, filters, allow_empty=args.allow_empty)
-    spec = _adapter_spec(args, plan.eval_dir.root, default=True)
-    artifacts = Path(args.artifacts_dir).expanduser().resolve() if args.artifacts_dir else None
-    options = RunOptions(
-        concurrency=args.concurrency, repeat=args.repeat, keep_going=args.keep_going, verbose=args.verbose,
-        gates=GateOptions(args.min_pass_rate, args.min_target_pass_rate, args.max_failures),
-        max_flaky_samples=args.max_flaky_samples,
-        adapter_config=load_adapter_config(plan.eval_dir.root, args.adapter_config),
-        artifacts_dir=artifacts, save_failures=args.save_failures)
-    saver = FailureSaver(artifacts or plan.eval_dir.root / "runs") if args.save_failures else None
-    listener = ConsoleListener(out, verbose=args.verbose)
-    try:
-        outcome = asyncio.run(run_trials(plan, spec, options, listener,
-                                         save_failures=saver.save_case if saver else None))
-    except RunAborted as exc:
-        print(f"Eval aborted: {exc}", file=err)
-        return ExitCode.ERROR
-    print_summary(outcome, out)
-    if args.output_json:
-        write_report(Path(args.output_json), build_report(outcome))
-    return ExitCode.OK if outcome.success else ExitCode.FAILED
+#: Options that --resume may be given with: --eval-dir only says where to look up an id.
+_RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command"}
+
+
+def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .checkpoints import resolve
+    from .session import execute_run
+
+    defaults = vars(build_parser().parse_args(["run"]))
+    names = {"from_s": "--from", "until_s": "--until"}
+    overrides = [names.get(k, "--" + k.replace("_", "-")) for k, v in vars(args).items()
+                 if k not in _RESUME_COMPATIBLE and v != defaults.get(k)]
+    if overrides:
+        raise UsageError(f"--resume restores the original adapter and run options and cannot be combined "
+                         f"with overrides ({', '.join(overrides)}); run `{PROG} run --resume {args.resume}` "
+                         "on its own, or start a new run without --resume")
+    from pathlib import Path
+
+    return execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir)))
 
 
 # --- validate -------------------------------------------------------------------------
@@ -341,9 +388,156 @@ def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     return ExitCode.OK
 
 
+# --- build-zipapp ----------------------------------------------------------------------
+
+
+def add_build_zipapp(sub: Any) -> None:
+    p = sub.add_parser("build-zipapp", help="build a single-file, reproducible zipapp of glasskit_eval",
+                       description="Build OUTPUT.pyz, run with `python OUTPUT.pyz <command> ...`. The "
+                       "same sources give the same bytes. A plain archive needs pyyaml, pillow and av "
+                       "in the Python that runs it; --include-deps also packs this environment's "
+                       "copies, so the archive runs on its own on the same Python version and platform.")
+    p.add_argument("output", metavar="OUTPUT.pyz", help="archive to write (replaced atomically)")
+    p.add_argument("--include-deps", action="store_true",
+                   help="also pack the installed pyyaml, pillow and av (platform-specific)")
+    p.add_argument("--python", default="/usr/bin/env python3", metavar="INTERPRETER",
+                   help="interpreter for the archive's #! line (default: /usr/bin/env python3)")
+    p.set_defaults(handler=run_build_zipapp)
+
+
+def run_build_zipapp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .zipapp import build_zipapp
+
+    result = build_zipapp(args.output, include_deps=args.include_deps, interpreter=args.python)
+    print(result.describe(), file=out)
+    return ExitCode.OK
+
+
+# --- video-store ----------------------------------------------------------------------
+
+
+def add_video_store(sub: Any) -> None:
+    p = sub.add_parser("video-store", help="pull, upload, and prune cached videos in cloud object storage",
+                       description="Manage case videos stored in AWS S3, Cloudflare R2, or another "
+                       "S3-compatible store (video_stores in <eval-dir>/config.yaml). Downloads are "
+                       "content-addressed and used only after their declared SHA-256 verifies; set "
+                       "GLASSKIT_EVAL_CACHE_DIR to move the per-user cache.")
+    commands = p.add_subparsers(dest="store_command", metavar="<command>", parser_class=_Parser)
+    pull = commands.add_parser("pull", help="download and verify the selected cases' cloud videos",
+                               description="Download every cloud video referenced by the selected cases "
+                               "into the cache, verify its SHA-256 and print each distinct cached path.")
+    _eval_dir(pull)
+    _case(pull, "only download one case's video, by filename or stem")
+    upload = commands.add_parser("upload", help="upload a local video and print its case-file block",
+                                 description="Upload a local video through the named store's S3 API and "
+                                 "print the `video:` block for a case file. An existing object is reused "
+                                 "only when its size and SHA-256 match, and never overwritten.")
+    upload.add_argument("file", metavar="FILE", help="local video file (.mp4, .mov, .m4v, .webm, .mkv)")
+    upload.add_argument("--store", required=True, metavar="NAME", help="video store from config.yaml")
+    upload.add_argument("--key", metavar="TEXT", help="object key (default: <sha256><extension>)")
+    _eval_dir(upload)
+    prune = commands.add_parser("prune-cache", help="remove stale incomplete downloads (--all: everything)",
+                                description="Remove interrupted downloads and stale locks from the "
+                                "per-user video cache; --all also removes verified videos.")
+    prune.add_argument("--all", action="store_true", help="also remove downloaded videos")
+    p.set_defaults(handler=run_video_store, store_parser=p)
+
+
+def run_video_store(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .store import commands
+
+    if args.store_command == "pull":
+        commands.pull(args.eval_dir, args.case, out, err)
+    elif args.store_command == "upload":
+        commands.upload(args.file, args.store, args.key, args.eval_dir, out)
+    elif args.store_command == "prune-cache":
+        commands.prune_cache(args.all, out)
+    else:
+        args.store_parser.print_help(out)
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+# --- review -----------------------------------------------------------------------------
+
+
+def add_review(sub: Any) -> None:
+    p = sub.add_parser("review", help="open the local browser UI to check and correct timed expectations",
+                       description="Serve a local page (127.0.0.1 only, behind a per-launch secret URL) "
+                       "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
+                       "file at once, keeping its comments and formatting outside the edited blocks.")
+    _eval_dir(p)
+    p.add_argument("--case", metavar="TEXT",
+                   help="initially open this case, by filename or stem (default: the first case)")
+    p.add_argument("--target", metavar="TEXT", help="initially focus this target of --case")
+    p.add_argument("--time", type=_time, metavar="FLOAT", help="initially seek to this time in --case")
+    p.add_argument("--port", type=_nonnegative_int, default=0, metavar="INTEGER",
+                   help="loopback port (default: 0, any free port)")
+    p.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
+    p.add_argument("--report", metavar="PATH",
+                   help="overlay a run's pass/fail/error markers from its --output-json report")
+    p.set_defaults(handler=run_review)
+
+
+def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .review import ReviewOptions, start_review
+    from .review.server import run
+
+    server = start_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target,
+                                        time=args.time, port=args.port, report=args.report))
+    run(server, out, open_browser=not args.no_open)
+    return ExitCode.OK
+
+
+# --- seed -----------------------------------------------------------------------------
+
+
+def add_seed(sub: Any) -> None:
+    p = sub.add_parser("seed", help="propose expectations for draft samples with an adapter",
+                       description="Run a labeling adapter and write proposed expectations into the "
+                       "selected draft samples (all selected samples with --replace). Case files keep "
+                       "their comments and formatting outside the edited sample blocks.")
+    _adapter(p, "default: <eval-dir>/adapter.py:create_evaluator")
+    _eval_dir(p)
+    _case(p, "only seed one case, by filename or stem")
+    _targets(p)
+    p.add_argument("--concurrency", type=_positive_int, default=1, metavar="INTEGER",
+                   help="maximum concurrent evaluate calls (default: 1)")
+    p.add_argument("--replace", action="store_true",
+                   help="also replace existing expectations in the selected scope")
+    p.add_argument("--keep-going", action="store_true",
+                   help="checkpoint per-sample errors and continue; case files stay unchanged unless "
+                   "every selected expectation succeeds")
+    p.add_argument("--resume", metavar="PATH",
+                   help="resume an incomplete seed checkpoint by its printed path or id")
+    p.add_argument("--verbose", action="store_true", help="print every proposed expectation")
+    p.set_defaults(handler=run_seed)
+
+
+def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .seedrun import SeedRequest, execute_seed
+
+    if args.adapter and args.adapter_command:
+        raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
+    if args.resume is not None:
+        defaults = vars(build_parser().parse_args(["seed"]))
+        overrides = ["--" + k.replace("_", "-") for k, v in vars(args).items()
+                     if k not in _RESUME_COMPATIBLE and v != defaults.get(k)]
+        if overrides:
+            raise UsageError(f"--resume restores the original adapter and seed options and cannot be "
+                             f"combined with overrides ({', '.join(overrides)})")
+        return execute_seed(SeedRequest(eval_dir=args.eval_dir), out, err, resume=args.resume)
+    request = SeedRequest(eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
+                          case=args.case, targets=tuple(args.target), adapter_config=args.adapter_config,
+                          concurrency=args.concurrency, replace=args.replace, keep_going=args.keep_going,
+                          verbose=args.verbose)
+    return execute_seed(request, out, err)
+
+
 # --- entry points ----------------------------------------------------------------------
 
-COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_validate, add_list_samples, add_export_frames)
+COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
+                                               add_build_zipapp, add_video_store, add_review)
 
 
 def build_parser() -> argparse.ArgumentParser:

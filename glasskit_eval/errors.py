@@ -17,7 +17,6 @@ message says what went wrong and, where we can tell, what to do next.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 
 class ExitCode(enum.IntEnum):
@@ -29,14 +28,47 @@ class ExitCode(enum.IntEnum):
     ERROR = 2
 
 
-@dataclass(frozen=True)
 class Problem:
-    """One validation finding, located as precisely as the input allows."""
+    """One validation finding, located as precisely as the input allows.
+
+    Immutable and compared by value. A plain class, not a dataclass, because the CLI
+    imports this module on every start and ``dataclasses`` costs more than ``--help``.
+    """
+
+    __slots__ = ("file", "line", "message", "path")
 
     file: str | None
     path: str
     message: str
-    line: int | None = None
+    line: int | None
+
+    def __init__(self, file: str | None, path: str, message: str, line: int | None = None) -> None:
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "line", line)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Problem is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Problem is immutable; cannot delete {name!r}")
+
+    def _key(self) -> tuple[str | None, str, str, int | None]:
+        return (self.file, self.path, self.message, self.line)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Problem) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[type[Problem], tuple[str | None, str, str, int | None]]:
+        return (Problem, self._key())
+
+    def __repr__(self) -> str:
+        return (f"Problem(file={self.file!r}, path={self.path!r}, message={self.message!r}, "
+                f"line={self.line!r})")
 
     def __str__(self) -> str:
         where = self.file or "<input>"

@@ -1,8 +1,9 @@
 """Evaluate one case's selected samples with one evaluator.
 
-Decoding runs on a worker thread, one frame ahead of the adapter calls, and in
-presentation order; each decoded frame is handed to every selected sample that
-wants it, so a case is decoded once for all of its targets. At most
+Decoding runs on worker threads, a few frames ahead of the adapter calls through a
+bounded queue, and frames arrive in presentation order; each decoded frame is handed
+to every selected sample that wants it, so a case is decoded once for all of its
+targets. At most
 ``concurrency`` individual calls are in flight. Results come back in
 declaration order whatever order the calls finish in.
 """
@@ -10,9 +11,11 @@ declaration order whatever order the calls finish in.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -78,7 +81,8 @@ def base_result(sample: ScheduledSample, status: str, reason: str) -> SampleResu
 def source_text(sample: ScheduledSample) -> str:
     block = sample.block
     if block.range is not None:
-        return f"range [{format_time(block.range[0])}, {format_time(block.range[1])})"
+        # Upstream's spelling (`%g`), so reports compare equal across the two tools.
+        return f"range [{float(block.range[0]):g}, {float(block.range[1]):g})"
     return "at"
 
 
@@ -145,32 +149,77 @@ def exception_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+#: Frames decoded ahead of the adapter calls: enough to keep the decoder busy while
+#: calls run, few enough that memory stays O(concurrency) frames.
+FRAME_QUEUE_DEPTH = 2
+
+
+class _DecodeFailed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
 async def _frames(path: Path, times: Sequence[Fraction]) -> AsyncIterator[tuple[Fraction, DecodedFrame]]:
-    """Iterate ``decode_at`` on a worker thread, always one frame ahead of the consumer."""
-    gen: Generator[tuple[Fraction, DecodedFrame], None, None] = decode_at(path, times)
+    """Run ``decode_at`` on a worker thread, feeding a small bounded queue.
+
+    Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
+    when ``FRAME_QUEUE_DEPTH`` frames are waiting. Frames left when the consumer stops
+    are closed.
+    """
+    loop = asyncio.get_running_loop()
+    items: asyncio.Queue[Any] = asyncio.Queue(maxsize=FRAME_QUEUE_DEPTH)
+    stop = threading.Event()
     done = object()
 
-    def step(it: Iterator[Any]) -> Any:
-        return next(it, done)
-
-    pending: asyncio.Future[Any] | None = asyncio.ensure_future(asyncio.to_thread(step, gen))
-    try:
-        while pending is not None:
-            item = await pending
-            pending = None
-            if item is done:
-                break
-            pending = asyncio.ensure_future(asyncio.to_thread(step, gen))
-            yield item
-    finally:
-        if pending is not None:
+    def put(item: Any) -> bool:
+        if stop.is_set():
+            return False
+        future = asyncio.run_coroutine_threadsafe(items.put(item), loop)
+        while True:
             try:
-                item = await asyncio.shield(pending)
-            except BaseException:
-                item = None
+                future.result(timeout=0.05)
+                return True
+            except concurrent.futures.TimeoutError:
+                if stop.is_set():
+                    future.cancel()
+                    return False
+
+    def produce() -> None:
+        gen = decode_at(path, times)
+        try:
+            for item in gen:
+                if not put(item):
+                    item[1].image.close()
+                    return
+            put(done)
+        except BaseException as exc:
+            put(_DecodeFailed(exc))
+        finally:
+            gen.close()
+
+    def drain() -> None:
+        while not items.empty():
+            item = items.get_nowait()
             if isinstance(item, tuple):
                 item[1].image.close()
-        await asyncio.to_thread(gen.close)
+
+    producer = loop.run_in_executor(None, produce)
+    try:
+        while True:
+            item = await items.get()
+            if item is done:
+                break
+            if isinstance(item, _DecodeFailed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        while not producer.done():
+            drain()
+            await asyncio.wait({producer}, timeout=0.05)
+        drain()
+        if not producer.cancelled():
+            producer.exception()
 
 
 def _make_sample(sample: ScheduledSample, frame: DecodedFrame, image: Any, video_path: Path) -> Sample:
@@ -237,7 +286,8 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
             slots.release()
         result = (work.judge or judge)(sample, observation, frame, time.perf_counter() - started,
                                        "individual")
-        if result.status == ERROR and result.error_kind == ADAPTER_ERROR and not keep_going:
+        # Non-JSON observations and comparator crashes abort a fail-fast run like adapter errors.
+        if result.status == ERROR and not keep_going:
             if not failure:
                 failure.append(SampleFailure(result.reason.removeprefix("adapter_error: "), completed))
             return
@@ -248,11 +298,16 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
         async for want, frame in _frames(work.video_path, sorted(by_time)):
             samples = sorted(by_time[want], key=lambda s: s.sample_index)
             for i, sample in enumerate(samples):
-                image = frame.image if i == 0 else frame.image.copy()
+                # The original goes to the last sample: an earlier call may finish (and
+                # close its image) while this loop waits for a slot.
+                last = i == len(samples) - 1
+                image = frame.image if last else frame.image.copy()
                 await slots.acquire()
                 if failure:
                     slots.release()
                     image.close()
+                    if not last:
+                        frame.image.close()
                     break
                 task = asyncio.create_task(call(sample, frame, image))
                 tasks.add(task)
@@ -321,6 +376,6 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
     duration = (time.perf_counter() - started) / len(items)
     for (sample, frame, _image), observation in zip(items, observations):
         result = (work.judge or judge)(sample, observation, frame, duration, "batch")
-        if result.status == ERROR and result.error_kind == ADAPTER_ERROR and not keep_going:
+        if result.status == ERROR and not keep_going:
             raise SampleFailure(result.reason.removeprefix("adapter_error: "), 0)
         record(result)

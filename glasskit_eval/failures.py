@@ -40,14 +40,12 @@ class FailureSaver:
                 frame.image.close()
             images[want] = buffer.getvalue()
         for r in failed:
-            stem = f"{_safe(r.case)}__{_safe(r.target)}__{r.sample_index:05d}__{r.timestamp_s:.3f}s"
+            stem = f"{_safe(r.case)}_{_safe(r.target)}_{r.sample_index:05d}_{r.timestamp_s:.3f}s"
             image_path = folder / f"{stem}.jpg"
             json_path = folder / f"{stem}.json"
             write_bytes_atomic(image_path, images[Fraction(repr(r.timestamp_s))])
+            # The result as reported, plus its one-based trial (upstream's artifact format).
+            record = r.to_json()
+            record.update(artifact_image=None, artifact_json=None, trial=trial)
+            write_text_atomic(json_path, json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
             r.artifact_image, r.artifact_json = str(image_path), str(json_path)
-            record = {"case": r.case, "target": r.target, "sample_index": r.sample_index,
-                      "timestamp_s": r.timestamp_s, "trial": trial, "expected": r.expected,
-                      "observed": r.observed, "observed_value": r.observed_value, "reason": r.reason,
-                      "status": r.status, "frame_index": r.frame_index,
-                      "media_timestamp_s": r.media_timestamp_s}
-            write_text_atomic(json_path, json.dumps(record, indent=2, sort_keys=True) + "\n")

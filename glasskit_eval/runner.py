@@ -7,16 +7,26 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from .adapters.base import AdapterSpec, FactoryConfig
 from .errors import AdapterError, EvalError
-from .execution import CaseWork, SampleFailure, run_case
+from .execution import CaseWork, ResultSink, SampleFailure, ignored_result, run_case
 from .gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
 from .planning import CasePlan, Plan
-from .results import ADAPTER_ERROR, ERROR, Gate, SampleResult, Stability, TrialResult, stability
+from .results import (
+    ADAPTER_ERROR,
+    ERROR,
+    FAILED,
+    Gate,
+    SampleResult,
+    Stability,
+    TrialResult,
+    stability,
+)
+from .schedule import ScheduledSample
 
 
 @dataclass(frozen=True)
@@ -72,8 +82,44 @@ async def _close_quietly(evaluator: Any) -> None:
         await evaluator.close()
 
 
+class ResultStore(Protocol):
+    """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
+
+    def reusable(self, trial: int, sample: ScheduledSample) -> SampleResult | None: ...
+
+    def sink(self, trial: int) -> ResultSink: ...
+
+
+@dataclass
+class _CaseWork:
+    plan: CasePlan
+    reused: dict[int, SampleResult]
+    pending: list[ScheduledSample]
+
+
+def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseWork]:
+    work = []
+    for case_plan in plan.cases:
+        reused: dict[int, SampleResult] = {}
+        pending: list[ScheduledSample] = []
+        for sample in case_plan.samples:
+            result = store.reusable(trial, sample) if store is not None else None
+            if result is None:
+                pending.append(sample)
+            else:
+                reused[sample.sample_index] = result
+        work.append(_CaseWork(case_plan, reused, pending))
+    return work
+
+
 async def run_trials(plan: Plan, spec: AdapterSpec, options: RunOptions, listener: RunListener,
-                     save_failures: Callable[[Sequence[SampleResult], int, Path], None] | None = None) -> RunOutcome:
+                     save_failures: Callable[[Sequence[SampleResult], int, Path], None] | None = None,
+                     *, store: ResultStore | None = None) -> RunOutcome:
+    """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
+
+    A trial with nothing left to evaluate creates no evaluator. Cases with nothing
+    pending are not announced to the listener (a resume shows only the work it does).
+    """
     loop = asyncio.get_running_loop()
     # Sync adapters run on this pool: it must allow `concurrency` blocking calls at once
     # plus the decoder thread and PNG/JPEG encoders.
@@ -87,34 +133,59 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: RunOptions, listene
                                    artifacts_dir=options.artifacts_dir, verbose=options.verbose)
     case_thresholds = [CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases]
     for trial in range(1, options.repeat + 1):
-        if options.repeat > 1:
+        work = _split(plan, trial, store)
+        anything = any(w.pending for w in work) or plan.sample_count == 0
+        if options.repeat > 1 and anything:
             listener.trial_started(trial, options.repeat)
         trial_started = time.perf_counter()
-        evaluator = await spec.create(factory_config)
+        needs_adapter = any(not s.ignored for w in work for s in w.pending)
+        evaluator = await spec.create(factory_config) if needs_adapter else None
+        sink = store.sink(trial) if store is not None else None
         results: list[SampleResult] = []
-        timing_mode = "batch" if evaluator.batch else "individual"
         try:
-            for case_plan in plan.cases:
-                listener.case_started(case_plan, trial, options.repeat)
-                try:
-                    case_results = await run_case(CaseWork(case_plan.samples, case_plan.video_path),
-                                                  evaluator, concurrency=options.concurrency,
-                                                  keep_going=options.keep_going)
-                except SampleFailure as failure:
-                    raise RunAborted(str(failure), completed + len(results) + failure.completed) from None
-                if save_failures is not None:
-                    await asyncio.to_thread(save_failures, case_results, trial, case_plan.video_path)
-                listener.case_finished(case_plan, case_results, trial, options.repeat)
-                results.extend(case_results)
-        except BaseException:
-            await _close_quietly(evaluator)
+            for w in work:
+                new: list[SampleResult] = []
+                if w.pending or not w.reused:
+                    shown = replace(w.plan, samples=tuple(w.pending)) if w.reused else w.plan
+                    listener.case_started(shown, trial, options.repeat)
+                    if evaluator is not None and any(not s.ignored for s in w.pending):
+                        try:
+                            new = await run_case(CaseWork(w.pending, w.plan.video_path), evaluator,
+                                                 concurrency=options.concurrency,
+                                                 keep_going=options.keep_going, sink=sink)
+                        except SampleFailure as failure:
+                            raise RunAborted(str(failure),
+                                             completed + len(results) + failure.completed) from None
+                    else:
+                        new = [ignored_result(s) for s in w.pending]
+                        for result in new:
+                            if sink is not None:
+                                sink(result)
+                await _save_failures(save_failures, w, new, trial, sink)
+                if w.pending or not w.reused:
+                    listener.case_finished(shown, new, trial, options.repeat)
+                merged = {**w.reused, **{r.sample_index: r for r in new}}
+                results.extend(merged[s.sample_index] for s in w.plan.samples)
+        except BaseException as exc:
+            if evaluator is not None:
+                if not isinstance(exc, RunAborted):
+                    # Interrupted: abandon calls still running in the adapter.
+                    with contextlib.suppress(Exception):
+                        await evaluator.cancel_pending()
+                await _close_quietly(evaluator)
             raise
-        try:
-            await evaluator.close()
-        except AdapterError:
-            raise
-        except Exception as exc:
-            raise AdapterError(f"adapter close failed: {exc}") from exc
+        timing_mode = "individual"
+        if evaluator is not None:
+            timing_mode = "batch" if evaluator.batch else "individual"
+            try:
+                await evaluator.close()
+            except AdapterError:
+                raise
+            except Exception as exc:
+                raise AdapterError(f"adapter close failed: {exc}") from exc
+        else:
+            timing_mode = next((r.evaluation_timing_mode for r in results if r.evaluation_timing_mode),
+                               timing_mode)
         completed += len(results)
         record = TrialResult(trial=trial, results=results, duration_seconds=time.perf_counter() - trial_started,
                              timing_mode=timing_mode)
@@ -128,3 +199,21 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: RunOptions, listene
     executor.shutdown(wait=False)
     return RunOutcome(plan=plan, trials=trials, stability=stable, gates=gates,
                       duration_seconds=time.perf_counter() - started, options=options)
+
+
+async def _save_failures(save: Callable[[Sequence[SampleResult], int, Path], None] | None, work: _CaseWork,
+                         new: list[SampleResult], trial: int, sink: ResultSink | None) -> None:
+    """Artifacts for new failures, and for reused ones whose artifacts were never recorded."""
+    if save is None:
+        return
+    todo = list(new) + [r for r in work.reused.values()
+                        if r.status in (FAILED, ERROR) and r.artifact_image is None]
+    todo = [r for r in todo if r.status in (FAILED, ERROR)]
+    if not todo:
+        return
+    await asyncio.to_thread(save, todo, trial, work.plan.video_path)
+    if sink is not None:
+        # Record the artifact paths, so a resume reports them without redoing the work.
+        for result in todo:
+            if result.artifact_image is not None:
+                sink(result)

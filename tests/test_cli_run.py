@@ -45,8 +45,12 @@ UPSTREAM_SUMMARY_KEYS = {"attempt_pass_rate", "average_evaluation_seconds_per_at
                          "passed_attempts", "successful_trials", "throughput_attempts_per_second", "trials"}
 
 
-def test_demo_eval_passes_as_a_subprocess() -> None:
-    proc = subprocess.run([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", "fixtures/demo/eval"],
+def test_demo_eval_passes_as_a_subprocess(tmp_path: Path) -> None:
+    import shutil
+
+    demo = tmp_path / "eval"
+    shutil.copytree(ROOT / "fixtures" / "demo" / "eval", demo, ignore=shutil.ignore_patterns("runs"))
+    proc = subprocess.run([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(demo)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Pass rate: 100.0%" in proc.stdout
@@ -403,3 +407,24 @@ def test_fail_fast_cancels_calls_that_never_answer(tmp_path: Path) -> None:
     assert code == 2
     assert "fast failure" in err
     assert flag.exists()
+
+
+def test_comparator_crash_aborts_unless_keep_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import glasskit_eval.execution as execution
+
+    def broken(expected: object, observed: object, config: object) -> object:
+        raise ZeroDivisionError("comparator bug")
+
+    # A comparator bug cannot be caused through the public API; simulate one.
+    monkeypatch.setattr(execution, "compare_values", broken)
+    case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0]\n      expect: true\n"
+    eval_dir = make_eval(tmp_path, {"c": case}, "def check(image, target_id):\n    return True\n")
+    adapter = f"{eval_dir}/adapter.py:check"
+    code, _, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", adapter)
+    assert code == 2 and "comparison_error: ZeroDivisionError: comparator bug" in err
+    report = tmp_path / "r.json"
+    code, _, _ = run_cli("run", "--eval-dir", eval_dir, "--adapter", adapter, "--keep-going", "--output-json", report)
+    assert code == 1
+    results = read_json(report)["trials"][0]["results"]
+    assert [(r["status"], r["error_kind"]) for r in results] == [("error", "comparison")] * 2
+    assert read_json(report)["checkpoint"]["resumable_adapter_errors"] == 0

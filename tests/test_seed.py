@@ -171,3 +171,45 @@ def test_resume_refuses_overrides_and_changed_inputs(tmp_path: Path, monkeypatch
     path.write_text(CASE.replace("# Door case", "# Changed door case"))
     code, _, err = run_cli("seed", "--resume", checkpoint)
     assert code == 2 and "changed" in err
+
+
+def test_crash_during_the_write_leaves_the_case_file_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_env(monkeypatch, tmp_path)
+    eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    import glasskit_eval.casewrite as casewrite
+
+    real_replace = casewrite.os.replace
+
+    def power_cut(src: str, dst: str) -> None:
+        if str(dst) == str(path):
+            raise OSError(5, "Input/output error")
+        real_replace(src, dst)
+
+    # A fault we cannot cause for real: the rename failing after the temp file was written.
+    monkeypatch.setattr("os.replace", power_cut)
+    code, _, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 2 and "left unchanged" in err
+    assert path.read_text() == CASE
+    assert sorted(p.name for p in path.parent.iterdir()) == ["cfr_h264.mp4", "door.yaml"]
+
+
+def test_batch_adapter_receives_only_the_samples_that_need_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = tmp_path / "batches.json"
+    adapter = f"""
+        import json
+        def create_evaluator(config):
+            return Batch()
+        class Batch:
+            def evaluate_many(self, samples, target):
+                with open({str(seen)!r}, "a") as handle:
+                    handle.write(json.dumps([target.id, [s.timestamp_s for s in samples]]) + "\\n")
+                return [{{"result": {{"open": s.frame_index >= 10, "index": s.frame_index}}}} for s in samples]
+        """
+    eval_dir = make_eval(tmp_path, {"door": CASE}, adapter)
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 0, out + err
+    batches = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert batches == [["door", [0.0, 0.5, 1.0, 1.5]], ["index", [0.2, 0.4, 1.5]]]
+    data = yaml.safe_load((eval_dir / "cases" / "door.yaml").read_text())
+    assert [b.get("expect") for b in data["targets"]["index"]["samples"]] == [2, 4, 15, None]

@@ -12,8 +12,12 @@ from ..runner import RunOutcome
 
 SCHEMA_VERSION = 1
 
+#: ``build_report``'s default: no checkpoint was involved (library use); the CLI passes
+#: the real object, or None when the checkpoint was discarded (reported as null).
+NO_CHECKPOINT: Any = object()
 
-def build_report(outcome: RunOutcome, *, checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+
+def build_report(outcome: RunOutcome, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT) -> dict[str, Any]:
     trials = outcome.trials
     results = [r for t in trials for r in t.results]
     total = count(results)
@@ -46,8 +50,8 @@ def build_report(outcome: RunOutcome, *, checkpoint: dict[str, Any] | None = Non
     }
     return {
         "cases": [c.case.name for c in outcome.plan.cases],
-        "checkpoint": checkpoint or {"path": None, "resumable_adapter_errors": outcome.resumable_adapter_errors,
-                                     "resumed": False},
+        "checkpoint": checkpoint if checkpoint is not NO_CHECKPOINT else {
+            "path": None, "resumable_adapter_errors": outcome.resumable_adapter_errors, "resumed": False},
         "eval_dir": str(outcome.plan.eval_dir.root),
         "gates": [g.to_json() for g in outcome.gates],
         "repeat_count": outcome.options.repeat,
