@@ -90,10 +90,10 @@ def ignored_result(sample: ScheduledSample) -> SampleResult:
     return base_result(sample, IGNORED, sample.block.ignore or "ignored")
 
 
-def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
-          timing_mode: str) -> SampleResult:
-    """Turn an observation into a passed/failed/error result (never raises)."""
-    result = base_result(sample, PASSED, "matched")
+def observed_result(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
+                    timing_mode: str, reason: str) -> SampleResult:
+    """A result carrying the observation, or an adapter error if it is not JSON-like."""
+    result = base_result(sample, PASSED, reason)
     result.frame_index = frame.index
     result.media_timestamp_s = float(frame.media_time)
     result.evaluation_duration_seconds = duration
@@ -103,8 +103,17 @@ def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, durati
         result.status, result.error_kind = ERROR, ADAPTER_ERROR
         result.reason = (f"adapter_error: adapter returned a non-JSON-like observation for "
                          f"{describe(sample)}: {problem}")
+    else:
+        result.observed = to_plain(observation)
+    return result
+
+
+def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
+          timing_mode: str) -> SampleResult:
+    """Turn an observation into a passed/failed/error result (never raises)."""
+    result = observed_result(sample, observation, frame, duration, timing_mode, "matched")
+    if result.status == ERROR:
         return result
-    result.observed = to_plain(observation)
     try:
         value = extract_field(result.observed, sample.field)
     except MissingField as exc:

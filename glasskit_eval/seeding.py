@@ -16,9 +16,9 @@ from typing import Any
 
 from .casefile import Case, SampleBlock
 from .compare import MissingField, extract_field
-from .execution import base_result, describe
-from .jsonvalues import canonical_key, json_problem, to_plain
-from .results import ADAPTER_ERROR, ERROR, PASSED, SampleResult
+from .execution import observed_result
+from .jsonvalues import canonical_key
+from .results import ADAPTER_ERROR, ERROR, SampleResult
 from .schedule import ScheduledSample
 from .video.frames import DecodedFrame
 
@@ -26,18 +26,9 @@ from .video.frames import DecodedFrame
 def extract_judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
                   timing_mode: str) -> SampleResult:
     """Seed's judging step: the proposed expectation is the observation's configured field."""
-    result = base_result(sample, PASSED, "proposed")
-    result.frame_index = frame.index
-    result.media_timestamp_s = float(frame.media_time)
-    result.evaluation_duration_seconds = duration
-    result.evaluation_timing_mode = timing_mode
-    problem = json_problem(observation)
-    if problem is not None:
-        result.status, result.error_kind = ERROR, ADAPTER_ERROR
-        result.reason = (f"adapter_error: adapter returned a non-JSON-like observation for "
-                         f"{describe(sample)}: {problem}")
+    result = observed_result(sample, observation, frame, duration, timing_mode, "proposed")
+    if result.status == ERROR:
         return result
-    result.observed = to_plain(observation)
     try:
         result.observed_value = extract_field(result.observed, sample.field)
     except MissingField as exc:

@@ -106,54 +106,17 @@ def if_range_allows(header: str | None, etag: str) -> bool:
 # --- frame table -----------------------------------------------------------------------------
 
 
-_tables: dict[tuple[str, FileStamp], tuple[Fraction, ...]] = {}
-_tables_lock = threading.Lock()
-
-
 def frame_table(path: Path) -> tuple[Fraction, ...]:
-    """Rebased presentation times of every frame, from packet timestamps (no decoding).
+    """Rebased presentation times of every frame: the frame engine's table, so stepping in the
+    page lands on exactly the frames `run` selects. Untrusted tables (missing timestamps) place
+    frames at ``index / average_rate``, as the decoder does."""
+    from ..video.frametable import frame_table as engine_table
 
-    Frames without timestamps sit at ``index / average_rate``, as the decoder places them.
-    """
-    key = (str(path), FileStamp.of(path))
-    with _tables_lock:
-        cached = _tables.get(key)
-    if cached is not None:
-        return cached
-    table = _read_table(path)
-    with _tables_lock:
-        _tables[key] = table
-    return table
-
-
-def _read_table(path: Path) -> tuple[Fraction, ...]:
-    import av
-
-    try:
-        container = av.open(str(path))
-    except (av.error.FFmpegError, OSError) as exc:
-        raise VideoError(f"cannot open video {path}: {exc}") from None
-    try:
-        if not container.streams.video:
-            raise VideoError(f"{path} has no video stream")
-        stream = container.streams.video[0]
-        time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, 90000)
-        rate = Fraction(stream.average_rate) if stream.average_rate else Fraction(30)
-        pts: list[int | None] = []
-        try:
-            for packet in container.demux(stream):
-                if packet.size:
-                    pts.append(packet.pts)
-        except av.error.FFmpegError as exc:
-            raise VideoError(f"cannot read video {path}: {exc}") from None
-    finally:
-        container.close()
-    if not pts:
-        raise VideoError(f"{path} has no video frames")
-    if any(p is None for p in pts):
-        return tuple(Fraction(i) / rate for i in range(len(pts)))
-    known = sorted(p for p in pts if p is not None)
-    return tuple((p - known[0]) * time_base for p in known)
+    table = engine_table(path)
+    if table.trusted and table.pts:
+        return tuple(table.times)
+    rate = table.average_rate or Fraction(30)
+    return tuple(Fraction(i) / rate for i in range(table.frame_count))
 
 
 # --- exact frames ------------------------------------------------------------------------------
