@@ -46,6 +46,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -272,8 +273,11 @@ def _error_payload(error: BaseException) -> dict:
 
 
 class _Server:
-    def __init__(self, factory: Callable[..., Any], out: IO[bytes]) -> None:
+    def __init__(
+        self, factory: Callable[..., Any], out: IO[bytes], executor: ThreadPoolExecutor
+    ) -> None:
         self._factory = factory
+        self._executor = executor
         self._out = out
         self._evaluator: Any = None
         self._evaluate: Any = None
@@ -322,7 +326,7 @@ class _Server:
                 with self._threads_lock:
                     self._busy_threads -= 1
 
-        return await _resolve(await loop.run_in_executor(None, tracked))
+        return await _resolve(await loop.run_in_executor(self._executor, tracked))
 
     async def initialize(self, request_id: Any, params: dict) -> None:
         try:
@@ -341,16 +345,16 @@ class _Server:
                 verbose=bool(wire.get("verbose", False)),
             )
             evaluator = await _construct(self._factory, config)
-            self._evaluator = evaluator
             evaluate = getattr(evaluator, "evaluate", None)
             evaluate_many = getattr(evaluator, "evaluate_many", None)
-            self._evaluate = evaluate if callable(evaluate) else None
-            self._evaluate_many = evaluate_many if callable(evaluate_many) else None
-            if self._evaluate is None and self._evaluate_many is None:
+            if not callable(evaluate) and not callable(evaluate_many):
                 raise TypeError(
                     f"the adapter factory returned {type(evaluator).__name__}, which has "
                     "neither evaluate(sample, target) nor evaluate_many(samples, target)"
                 )
+            self._evaluator = evaluator
+            self._evaluate = evaluate if callable(evaluate) else None
+            self._evaluate_many = evaluate_many if callable(evaluate_many) else None
         except Exception as error:
             self.fail(request_id, error)
             return
@@ -370,7 +374,15 @@ class _Server:
     def start(self, request_id: Any, method: str, params: dict) -> None:
         task = asyncio.ensure_future(self._evaluation(request_id, method, params))
         self._active[request_id] = task
-        task.add_done_callback(lambda _: self._active.pop(request_id, None))
+
+        def finished(task: asyncio.Future) -> None:
+            self._active.pop(request_id, None)
+            # Also covers a task cancelled before it ever ran, whose own code never
+            # got the chance to answer.
+            if task.cancelled():
+                self.fail(request_id, RuntimeError("cancelled by glasskit_eval"))
+
+        task.add_done_callback(finished)
 
     async def _evaluation(self, request_id: Any, method: str, params: dict) -> None:
         samples: list[Sample] = []
@@ -402,8 +414,7 @@ class _Server:
                 result = list(result)
         except asyncio.CancelledError:
             # A thread may still be using the images, so they are left to the GC.
-            self.fail(request_id, RuntimeError("cancelled by glasskit_eval"))
-            return
+            raise
         except Exception as error:
             self._release(samples)
             self.fail(request_id, error)
@@ -436,7 +447,9 @@ class _Server:
             await self.call(close)
 
 
-async def _serve(factory: Callable[..., Any], inp: IO[bytes], out: IO[bytes]) -> _Server:
+async def _serve(
+    factory: Callable[..., Any], inp: IO[bytes], out: IO[bytes], executor: ThreadPoolExecutor
+) -> _Server:
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
 
@@ -453,7 +466,7 @@ async def _serve(factory: Callable[..., Any], inp: IO[bytes], out: IO[bytes]) ->
                 loop.call_soon_threadsafe(lines.put_nowait, None)
 
     threading.Thread(target=read_lines, name="glasskit-protocol-reader", daemon=True).start()
-    server = _Server(factory, out)
+    server = _Server(factory, out, executor)
     closed = False
     while True:
         line = await lines.get()
@@ -531,7 +544,13 @@ def serve(
         stdin, stdout = _claim_stdio()
     elif stdin is None or stdout is None:
         raise ValueError("pass both stdin and stdout, or neither")
-    server = asyncio.run(_serve(factory, stdin, stdout))
+    # Our own pool rather than the loop's default one, which asyncio.run() would wait
+    # for on the way out, however long a cancelled blocking call still runs.
+    executor = ThreadPoolExecutor(thread_name_prefix="glasskit-adapter")
+    try:
+        server = asyncio.run(_serve(factory, stdin, stdout, executor))
+    finally:
+        executor.shutdown(wait=False)
     if server.threads_busy:
         # A blocking call that was cancelled is still running on a worker thread and
         # would hold up interpreter exit; glasskit_eval expects a prompt exit.

@@ -18,7 +18,6 @@ import asyncio
 import atexit
 import base64
 import contextlib
-import io
 import os
 import shlex
 import signal
@@ -30,6 +29,7 @@ from typing import Any, Final, TextIO
 
 from ..errors import AdapterError, ProtocolError
 from .base import FactoryConfig, Sample, Target
+from .png import encode_png
 from .protocol import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
@@ -45,8 +45,8 @@ from .protocol import (
 __all__ = ["PNG_COMPRESS_LEVEL", "CommandAdapterSpec", "CommandEvaluator", "encode_sample"]
 
 #: zlib level for the PNG frames sent to command adapters. PNG is lossless at every
-#: level; level 1 costs a third of the default level's time for ~15% more bytes on
-#: 1080p video frames (numbers in benchmarks/bench_command_adapter.py).
+#: level; on 1080p video frames level 1 takes a fifth of the default level 6's time
+#: for ~10% more bytes (numbers in benchmarks/bench_command_adapter.py).
 PNG_COMPRESS_LEVEL: Final = 1
 
 _STDERR_TAIL_LINES: Final = 20
@@ -116,17 +116,10 @@ def _live_group_members(pgid: int) -> bool:
     return False
 
 
-def encode_png(image: Any, level: int = PNG_COMPRESS_LEVEL) -> bytes:
-    """Encode a PIL image as a lossless PNG."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=level)
-    return buffer.getvalue()
-
-
 def encode_sample(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> bytes:
     """The protocol's sample object, as JSON bytes, with the frame as base64 PNG.
 
-    Runs on a worker thread: PNG encoding releases the GIL, so frames encode in
+    Runs on a worker thread: compression releases the GIL, so frames encode in
     parallel with each other and with decoding.
     """
     image = sample.image
@@ -273,6 +266,7 @@ class CommandAdapterSpec:
             await evaluator._initialize(factory_config)
         except asyncio.CancelledError:
             evaluator._kill_now()
+            await asyncio.shield(evaluator._stop_tasks())
             raise
         except BaseException as exc:
             try:
@@ -676,6 +670,7 @@ class CommandEvaluator:
         _live_groups.discard(pgid)
 
     async def _stop_tasks(self) -> None:
+        self._closed = True
         if not self._stdin.is_closing():
             with contextlib.suppress(Exception):
                 self._stdin.close()

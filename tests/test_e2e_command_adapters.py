@@ -1,0 +1,253 @@
+"""End to end through ``main([...])``: command adapters give the same results as Python ones.
+
+The same echo adapter runs in-process (``--adapter``), served by protocol_server, and
+as its Node twin built on the JavaScript helper; the reports must agree result for
+result, including the SHA-256 of every frame's pixels, so the exact frames made it
+through the bridge. Misbehaving adapters must end runs with a clear error, quickly.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evalkit import ROOT, make_eval, read_json, run_cli
+
+ADAPTERS = ROOT / "fixtures" / "adapters"
+PY_ECHO = f"{ADAPTERS / 'python' / 'echo_adapter.py'}:create_evaluator"
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+CASE = """
+video: cfr_h264.mp4
+targets:
+  size:
+    label: Frame size
+    config: {detail: high}
+    samples:
+    - range: [0.0, 1.0]
+      every_s: 0.125
+      field: width
+      expect: 128
+    - at: 1.05
+      field: height
+      expect: 99
+  frames:
+    samples:
+    - at: [0.3, 0.7, 1.5]
+      field: frameIndex
+      expect: 3
+    - at: 0.5
+      field: firstPixel
+      expect: [255, 0, 0]
+      compare: {mode: json_subset}
+      ignore: not calibrated
+"""
+
+
+def protocol_server(target: str) -> str:
+    return shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server", target])
+
+
+def node(script: str, *flags: str) -> str:
+    return shlex.join(["node", str(ADAPTERS / "js" / script), *flags])
+
+
+def misbehave(mode: str) -> str:
+    return shlex.join([sys.executable, str(ADAPTERS / "python" / "misbehave.py"), mode])
+
+
+def comparable(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every result, without timings (which legitimately differ between runs)."""
+    return [
+        {key: value for key, value in result.items() if "duration" not in key}
+        for trial in report["trials"]
+        for result in trial["results"]
+    ]
+
+
+@pytest.fixture(autouse=True)
+def importable_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m glasskit_eval.protocol_server`` must work from any directory."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+
+@pytest.fixture
+def eval_dir(tmp_path: Path) -> Path:
+    return make_eval(tmp_path, {"clip": CASE})
+
+
+def run_report(eval_dir: Path, name: str, *adapter: str, extra: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
+    report = eval_dir.parent / f"{name}.json"
+    code, _out, err = run_cli(
+        "run", "--eval-dir", eval_dir, *adapter, "--concurrency", "3",
+        "--artifacts-dir", eval_dir.parent / "artifacts", "--output-json", report, *extra,
+    )
+    assert report.exists(), err
+    return code, read_json(report)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(protocol_server(PY_ECHO), id="python-protocol-server"),
+        pytest.param(node("echo_adapter.mjs"), id="node-helper", marks=needs_node),
+    ],
+)
+def test_evaluate_gives_the_same_results_as_the_python_adapter(eval_dir: Path, command: str) -> None:
+    expected_code, expected = run_report(eval_dir, "python", "--adapter", PY_ECHO)
+    code, report = run_report(eval_dir, "command", "--adapter-command", command)
+    assert code == expected_code
+    results = comparable(report)
+    assert results == comparable(expected)
+    # The run did what the case says, so the comparison above is not vacuous.
+    statuses = [r["status"] for r in results]
+    assert statuses.count("passed") == 9 and statuses.count("failed") == 3
+    assert statuses.count("ignored") == 1
+    observed = [r["observed"] for r in results if r["observed"]]
+    assert len({o["pixelsSha256"] for o in observed}) > 5
+    first = observed[0]
+    assert first["strategy"] == "evaluate"
+    assert first["context"]["config"] == {}
+    assert first["target"] == {"id": "size", "index": 0, "label": "Frame size", "config": {"detail": "high"}}
+    assert report["summary"] == {**report["summary"], "evaluated_samples": 12}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(protocol_server(PY_ECHO), id="python-protocol-server"),
+        pytest.param(node("echo_adapter.mjs", "--many"), id="node-helper", marks=needs_node),
+        pytest.param(node("echo_adapter.mjs", "--both"), id="node-helper-both", marks=needs_node),
+    ],
+)
+def test_evaluate_many_gives_the_same_results_as_the_python_adapter(eval_dir: Path, command: str) -> None:
+    config = eval_dir / "adapter.yaml"
+    config.write_text("many: true\n")
+    expected_code, expected = run_report(eval_dir, "python", "--adapter", PY_ECHO)
+    code, report = run_report(eval_dir, "command", "--adapter-command", command)
+    assert code == expected_code
+    results = comparable(report)
+    assert results == comparable(expected)
+    assert {r["evaluation_timing_mode"] for r in results if r["status"] != "ignored"} == {"batch"}
+    assert {r["observed"]["strategy"] for r in results if r["observed"]} == {"evaluateMany"}
+
+
+def test_demo_eval_served_by_protocol_server_matches_in_process(tmp_path: Path) -> None:
+    demo = tmp_path / "eval"
+    shutil.copytree(ROOT / "fixtures" / "demo" / "eval", demo, ignore=shutil.ignore_patterns("runs"))
+    reports = []
+    for name, adapter in (
+        ("python", ("--adapter", f"{demo / 'adapter.py'}:create_evaluator")),
+        ("command", ("--adapter-command", protocol_server(f"{demo / 'adapter.py'}:create_evaluator"))),
+    ):
+        report = tmp_path / f"{name}.json"
+        code, out, err = run_cli("run", "--eval-dir", demo, *adapter, "--output-json", report)
+        assert code == 0, err
+        assert "Pass rate: 100.0%" in out
+        reports.append(comparable(read_json(report)))
+    assert reports[0] == reports[1]
+
+
+def test_repeated_trials_start_a_fresh_process_each(
+    eval_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = run_report(
+        eval_dir, "repeat", "--adapter-command", protocol_server(PY_ECHO), extra=("--repeat", "3")
+    )
+    assert len(report["trials"]) == 3
+    err = capsys.readouterr().err
+    # The adapter's stderr is mirrored: one start and one close per trial.
+    assert err.count("echo adapter ready") == 3
+    assert err.count("echo adapter closed") == 3
+
+
+def test_validate_constructs_and_closes_the_adapter(eval_dir: Path) -> None:
+    code, _out, err = run_cli("validate", "--eval-dir", eval_dir, "--adapter-command", protocol_server(PY_ECHO))
+    assert code == 0, err
+    code, out, err = run_cli("validate", "--eval-dir", eval_dir, "--adapter-command", misbehave("protocol-v2"))
+    assert code != 0
+    assert "protocol version 2" in out + err
+
+
+# -- failures end to end ------------------------------------------------------------------
+
+FAILING_CASE = """
+video: cfr_h264.mp4
+targets:
+  slow:
+    config: {hang: true}
+    samples:
+    - at: [0.0, 0.1]
+      expect: true
+  broken:
+    config: {fail: backend exploded}
+    samples:
+    - at: 0.2
+      expect: true
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(protocol_server(PY_ECHO), id="python-protocol-server"),
+        pytest.param(node("echo_adapter.mjs"), id="node-helper", marks=needs_node),
+    ],
+)
+def test_fail_fast_error_cancels_hanging_calls_and_closes(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    eval_dir = make_eval(tmp_path, {"clip": FAILING_CASE})
+    started = time.monotonic()
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "4")
+    assert time.monotonic() - started < 10
+    assert code == 2
+    assert "backend exploded" in err
+    mirrored = capsys.readouterr().err
+    # Both hanging calls were told to stop, and the adapter then closed normally.
+    assert mirrored.count("cancelled sample") + mirrored.count("aborted sample") == 2
+    assert "echo adapter closed" in mirrored
+
+
+def test_keep_going_records_adapter_errors(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"clip": FAILING_CASE.replace("hang: true", "k: 1")})
+    report = tmp_path / "report.json"
+    code, _out, err = run_cli(
+        "run", "--eval-dir", eval_dir, "--adapter-command", protocol_server(PY_ECHO),
+        "--keep-going", "--output-json", report,
+    )
+    assert code == 1, err
+    [broken] = [r for r in comparable(read_json(report)) if r["target"] == "broken"]
+    assert broken["status"] == "error"
+    assert "ValueError: backend exploded" in broken["reason"]
+
+
+def test_adapter_crash_mid_run_names_pid_status_and_stderr(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"clip": CASE})
+    started = time.monotonic()
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", misbehave("crash"))
+    assert time.monotonic() - started < 10
+    assert code == 2
+    assert "exited with status 7" in err and "pid" in err
+    assert "model server connection refused" in err
+
+
+def test_stdout_pollution_tells_the_user_to_log_to_stderr(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"clip": CASE})
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", misbehave("stdout-log"))
+    assert code == 2
+    assert "Loading model weights" in err and "write logs to stderr" in err
+
+
+def test_command_that_does_not_exist(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"clip": CASE})
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", "no-such-adapter-xyz")
+    assert code == 2
+    assert "'no-such-adapter-xyz' was not found" in err
