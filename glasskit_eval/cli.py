@@ -166,13 +166,13 @@ def _filters(args: argparse.Namespace) -> Any:
                    from_s=getattr(args, "from_s", None), until_s=getattr(args, "until_s", None))
 
 
-def _adapter_spec(args: argparse.Namespace, eval_dir: Path, *, default: bool) -> Any:
+def _adapter_spec(args: argparse.Namespace, eval_dir: Path, err: TextIO, *, default: bool) -> Any:
     if args.adapter and args.adapter_command:
         raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
     if args.adapter_command is not None:
         from .adapters.process import CommandAdapterSpec
 
-        return CommandAdapterSpec(args.adapter_command)
+        return CommandAdapterSpec(args.adapter_command, stderr=err)
     if args.adapter is None and not default:
         return None
     from .adapters.python import PythonAdapterSpec, default_target
@@ -287,7 +287,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
     try:
         plan = build_plan(args.eval_dir, _filters(args), allow_empty=args.allow_empty)
-        spec = _adapter_spec(args, plan.eval_dir.root, default=False)
+        spec = _adapter_spec(args, plan.eval_dir.root, err, default=False)
         if spec is not None:
             _check_adapter(spec, plan.eval_dir.root, args)
     except (ValidationError, EvalError) as exc:

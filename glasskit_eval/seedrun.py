@@ -52,11 +52,11 @@ class SeedRequest:
             raise CheckpointError(f"{where} does not hold a seed invocation ({exc}); start a new seed") from None
 
 
-def _adapter_spec(request: SeedRequest, eval_dir: Path) -> AdapterSpec:
+def _adapter_spec(request: SeedRequest, eval_dir: Path, err: TextIO) -> AdapterSpec:
     if request.adapter_command is not None:
         from .adapters.process import CommandAdapterSpec
 
-        return CommandAdapterSpec(request.adapter_command)
+        return CommandAdapterSpec(request.adapter_command, stderr=err)
     from .adapters.python import PythonAdapterSpec, default_target
 
     return PythonAdapterSpec(request.adapter or default_target(eval_dir))
@@ -163,7 +163,7 @@ class _Seeder:
             return []
         from .interrupts import interruptible
 
-        spec = _adapter_spec(request, plan.eval_dir.root)
+        spec = _adapter_spec(request, plan.eval_dir.root, self.err)
         config = FactoryConfig(eval_dir=plan.eval_dir.root,
                                config=load_adapter_config(plan.eval_dir.root, request.adapter_config),
                                verbose=request.verbose)

