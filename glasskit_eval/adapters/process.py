@@ -15,14 +15,10 @@ SIGKILL to the whole process group.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import base64
 import contextlib
-import os
 import shlex
 import signal
-import sys
-from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -30,6 +26,15 @@ from typing import Any, Final, TextIO
 from ..errors import AdapterError, ProtocolError
 from .base import FactoryConfig, Sample, Target
 from .png import encode_png
+from .procio import (
+    READ_CHUNK,
+    StderrMirror,
+    describe_returncode,
+    live_group_members,
+    signal_group,
+    track_group,
+    untrack_group,
+)
 from .protocol import (
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
@@ -44,14 +49,13 @@ from .protocol import (
 
 __all__ = ["PNG_COMPRESS_LEVEL", "CommandAdapterSpec", "CommandEvaluator", "encode_sample"]
 
+_live_group_members = live_group_members  # used by the tests
+
 #: zlib level for the PNG frames sent to command adapters. PNG is lossless at every
 #: level; on 1080p video frames level 1 takes a fifth of the default level 6's time
 #: for ~10% more bytes (numbers in benchmarks/bench_command_adapter.py).
 PNG_COMPRESS_LEVEL: Final = 1
 
-_STDERR_TAIL_LINES: Final = 20
-_STDERR_LINE_CHARS: Final = 500
-_READ_CHUNK: Final = 1 << 20
 # After the process exits, how long to let its last stdout/stderr bytes arrive.
 _DRAIN_AFTER_EXIT_S: Final = 0.5
 # After a failed write or a closed stdout, how long to wait for the exit status that
@@ -62,58 +66,6 @@ _POLL_S: Final = 0.02
 # Encoding a batch stops early once its size passes the message limit; frames are
 # encoded this many at a time between checks.
 _BATCH_ENCODE_STEP: Final = 4
-
-
-# Process groups started and not yet swept, killed at interpreter exit as a last
-# resort (for example when the event loop is torn down by a second Ctrl-C).
-_live_groups: set[int] = set()
-_atexit_registered = False
-
-
-def _track_group(pgid: int) -> None:
-    global _atexit_registered
-    if not _atexit_registered:
-        atexit.register(_kill_leftover_groups)
-        _atexit_registered = True
-    _live_groups.add(pgid)
-
-
-def _kill_leftover_groups() -> None:
-    for pgid in list(_live_groups):
-        _signal_group(pgid, signal.SIGKILL)
-    _live_groups.clear()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _live_group_members(pgid: int) -> bool:
-    """Whether any process of the group is still alive (zombies do not count)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    # killpg(pgid, 0) also succeeds for zombies, and orphans stay zombies for as long
-    # as PID 1 neglects to reap them (common in containers), so read states instead.
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rpartition(b")")[2].split()
-        # After the command name: state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 def encode_sample(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> bytes:
@@ -134,63 +86,6 @@ def encode_sample(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> bytes:
         return b"".join((head[:-2], b',"dataBase64":"', base64.b64encode(png), b'"}}'))
     fields["image"]["dataBase64"] = base64.b64encode(png).decode("ascii")
     return encode_params(fields)
-
-
-def _describe_returncode(returncode: int | None) -> str:
-    if returncode is None:
-        return "is still running"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"was killed by {name}"
-    return f"exited with status {returncode}"
-
-
-class _StderrMirror:
-    """Copies the adapter's stderr to ours line by line and keeps its last lines."""
-
-    def __init__(self, sink: TextIO | None) -> None:
-        self._sink = sink
-        self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-
-    async def pump(self, stream: asyncio.StreamReader) -> None:
-        partial = bytearray()
-        while True:
-            try:
-                chunk = await stream.read(_READ_CHUNK)
-            except (ConnectionError, OSError):
-                chunk = b""
-            if not chunk:
-                break
-            partial += chunk
-            lines = partial.split(b"\n")
-            partial = bytearray(lines.pop())
-            # A very long unterminated line is shown rather than held back forever.
-            if len(partial) > 64 * 1024:
-                lines.append(bytearray(partial))
-                partial.clear()
-            for line in lines:
-                self._emit(line)
-        if partial:
-            self._emit(bytes(partial))
-
-    def _emit(self, raw: bytes | bytearray) -> None:
-        text = bytes(raw).decode("utf-8", errors="replace").rstrip("\r")
-        sink = self._sink if self._sink is not None else sys.stderr
-        with contextlib.suppress(Exception):
-            sink.write(text + "\n")
-            sink.flush()
-        if len(text) > _STDERR_LINE_CHARS:
-            text = text[: _STDERR_LINE_CHARS - 1] + "…"
-        self.tail.append(text)
-
-    def render(self) -> str:
-        if not self.tail:
-            return "It wrote nothing to stderr."
-        lines = "\n".join(f"  | {line}" for line in self.tail)
-        return f"Last lines of its stderr:\n{lines}"
 
 
 class CommandAdapterSpec:
@@ -301,9 +196,9 @@ class CommandEvaluator:
         self._stopping = False
         self._closed = False
         self._swept = False
-        _track_group(proc.pid)
+        track_group(proc.pid)
         self._enlarge_stdin_pipe()
-        self._stderr = _StderrMirror(spec.stderr)
+        self._stderr = StderrMirror(spec.stderr)
         self._stderr_task = asyncio.ensure_future(self._stderr.pump(proc.stderr))
         self._stdout_task = asyncio.ensure_future(self._pump_stdout(proc.stdout))
         self._exit_task = asyncio.ensure_future(proc.wait())
@@ -539,7 +434,7 @@ class CommandEvaluator:
     async def _pump_stdout(self, stream: asyncio.StreamReader) -> None:
         while True:
             try:
-                data = await stream.read(_READ_CHUNK)
+                data = await stream.read(READ_CHUNK)
             except (ConnectionError, OSError):
                 data = b""
             if not data:
@@ -560,7 +455,7 @@ class CommandEvaluator:
             # Once close() has started it judges the exit itself.
             return
         pending = [m for m in self._conn.pending.values() if m != "close"]
-        status = _describe_returncode(self._proc.returncode)
+        status = describe_returncode(self._proc.returncode)
         if self._proc.returncode is None:
             status = "closed its stdout"
         if self._conn.state is State.INITIALIZING:
@@ -598,7 +493,7 @@ class CommandEvaluator:
                 await asyncio.wait({close_call})
                 if self._exit_task.done():
                     problems.append(
-                        f"it {_describe_returncode(self._proc.returncode)} "
+                        f"it {describe_returncode(self._proc.returncode)} "
                         f"without answering close.\n{self._stderr.render()}"
                     )
                 else:
@@ -627,32 +522,32 @@ class CommandEvaluator:
         returncode = self._proc.returncode
         if returncode not in (0, None) and self._conn.state is State.CLOSED:
             problems.append(
-                f"it {_describe_returncode(returncode)} after close.\n{self._stderr.render()}"
+                f"it {describe_returncode(returncode)} after close.\n{self._stderr.render()}"
             )
         return problems
 
     async def _terminate(self) -> None:
         """SIGTERM, then SIGKILL, the process group until none of it is left."""
         pgid = self._proc.pid
-        if self._exit_task.done() and not _live_group_members(pgid):
+        if self._exit_task.done() and not live_group_members(pgid):
             self._swept = True
-            _live_groups.discard(pgid)
+            untrack_group(pgid)
             return
         for sig, wait_s in (
             (signal.SIGTERM, self._spec.terminate_grace_s),
             (signal.SIGKILL, _KILL_WAIT_S),
         ):
-            _signal_group(pgid, sig)
+            signal_group(pgid, sig)
             if await self._wait_group_gone(pgid, wait_s):
                 self._swept = True
-                _live_groups.discard(pgid)
+                untrack_group(pgid)
                 return
 
     async def _wait_group_gone(self, pgid: int, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            if self._exit_task.done() and not _live_group_members(pgid):
+            if self._exit_task.done() and not live_group_members(pgid):
                 return True
             if loop.time() >= deadline:
                 return False
@@ -663,11 +558,11 @@ class CommandEvaluator:
         if self._swept:
             return
         pgid = self._proc.pid
-        if self._proc.returncode is not None and not _live_group_members(pgid):
+        if self._proc.returncode is not None and not live_group_members(pgid):
             self._swept = True
         else:
-            _signal_group(pgid, signal.SIGKILL)
-        _live_groups.discard(pgid)
+            signal_group(pgid, signal.SIGKILL)
+        untrack_group(pgid)
 
     async def _stop_tasks(self) -> None:
         self._closed = True
