@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .compare import CompareConfig
+from .comparemodes import CompareConfig
 from .errors import Problem
+from .records import Frozen
 from .timevalues import format_time, same_time_key
 from .yamlchecks import UNSET, Checker, type_name
 from .yamlsource import PathKey, YamlDocument, load_yaml_file
@@ -31,19 +31,25 @@ _CLOUD_VIDEO_KEYS = {"store", "key", "sha256"}
 _THRESHOLD_KEYS = {"min_pass_rate", "max_failures", "per_target"}
 
 
-@dataclass(frozen=True)
-class LocalVideo:
+class LocalVideo(Frozen):
+    _fields = ("path",)
     path: Path
+
+    def __init__(self, path: Path) -> None:
+        self.__dict__["path"] = path
 
     def describe(self) -> str:
         return str(self.path)
 
 
-@dataclass(frozen=True)
-class CloudVideo:
+class CloudVideo(Frozen):
+    _fields = ("store", "key", "sha256")
     store: str
     key: str
     sha256: str
+
+    def __init__(self, store: str, key: str, sha256: str) -> None:
+        self.__dict__.update(store=store, key=key, sha256=sha256)
 
     def describe(self) -> str:
         return f"{self.store}:{self.key}"
@@ -52,21 +58,26 @@ class CloudVideo:
 VideoRef = LocalVideo | CloudVideo
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    min_pass_rate: float | None = None
-    max_failures: int | None = None
-    per_target: Mapping[str, float] | None = None
+class Thresholds(Frozen):
+    _fields = ("min_pass_rate", "max_failures", "per_target")
+    min_pass_rate: float | None
+    max_failures: int | None
+    per_target: Mapping[str, float] | None
+
+    def __init__(self, min_pass_rate: float | None = None, max_failures: int | None = None,
+                 per_target: Mapping[str, float] | None = None) -> None:
+        self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target)
 
     @property
     def empty(self) -> bool:
         return self.min_pass_rate is None and self.max_failures is None and not self.per_target
 
 
-@dataclass(frozen=True)
-class SampleBlock:
+class SampleBlock(Frozen):
     """One entry of a target's ``samples`` list, with inherited settings resolved."""
 
+    _fields = ("target_id", "index", "times", "range", "every_s", "has_expect", "expect", "field",
+               "compare", "comment", "ignore")
     target_id: str
     index: int
     times: tuple[Fraction, ...]
@@ -79,6 +90,14 @@ class SampleBlock:
     comment: str | None
     ignore: str | None
 
+    def __init__(self, target_id: str, index: int, times: tuple[Fraction, ...],
+                 range: tuple[Fraction, Fraction] | None, every_s: Fraction | None, has_expect: bool,
+                 expect: Any, field: str | None, compare: CompareConfig | None, comment: str | None,
+                 ignore: str | None) -> None:
+        self.__dict__.update(target_id=target_id, index=index, times=times, range=range, every_s=every_s,
+                             has_expect=has_expect, expect=expect, field=field, compare=compare,
+                             comment=comment, ignore=ignore)
+
     def source(self) -> str:
         if self.range is not None:
             start, end = self.range
@@ -89,17 +108,21 @@ class SampleBlock:
         return "at list"
 
 
-@dataclass(frozen=True)
-class TargetSpec:
+class TargetSpec(Frozen):
+    _fields = ("id", "index", "label", "config", "blocks")
     id: str
     index: int
     label: str | None
     config: Mapping[str, Any]
     blocks: tuple[SampleBlock, ...]
 
+    def __init__(self, id: str, index: int, label: str | None, config: Mapping[str, Any],
+                 blocks: tuple[SampleBlock, ...]) -> None:
+        self.__dict__.update(id=id, index=index, label=label, config=config, blocks=blocks)
 
-@dataclass(frozen=True)
-class Case:
+
+class Case(Frozen):
+    _fields = ("name", "path", "video", "description", "targets", "thresholds", "document")
     name: str
     path: Path
     video: VideoRef
@@ -107,6 +130,12 @@ class Case:
     targets: tuple[TargetSpec, ...]
     thresholds: Thresholds | None
     document: YamlDocument
+
+    def __init__(self, name: str, path: Path, video: VideoRef, description: str | None,
+                 targets: tuple[TargetSpec, ...], thresholds: Thresholds | None,
+                 document: YamlDocument) -> None:
+        self.__dict__.update(name=name, path=path, video=video, description=description, targets=targets,
+                             thresholds=thresholds, document=document)
 
     def target(self, target_id: str) -> TargetSpec | None:
         for target in self.targets:

@@ -21,6 +21,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TypeGuard
 
+from .comparemodes import MODES, CompareConfig, infer_mode
 from .jsonvalues import JsonPath, canonical_key, format_path, json_equal, render_json
 
 __all__ = [
@@ -33,30 +34,8 @@ __all__ = [
     "infer_mode",
 ]
 
-MODES = ("exact", "numeric", "json_subset", "set_equals", "set_contains_any", "set_contains_all")
-
 # No list is this long, and a longer digit string would trip int()'s digit limit.
 _MAX_INDEX_DIGITS = 18
-
-
-@dataclass(frozen=True)
-class CompareConfig:
-    """How one sample is compared; ``tolerance`` only matters to ``numeric``."""
-
-    mode: str
-    tolerance: float = 0.0
-
-    def to_json(self) -> dict[str, object]:
-        return {"mode": self.mode, "tolerance": self.tolerance}
-
-
-def infer_mode(expect: object) -> str:
-    """The mode used when no ``compare`` is configured: ``numeric`` for numbers only."""
-    if isinstance(expect, bool):
-        return "exact"
-    if isinstance(expect, (int, float)):
-        return "numeric"
-    return "exact"
 
 
 class MissingField(Exception):

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .casefile import Case, Thresholds, load_case, parse_thresholds
 from .errors import Problem, UsageError, ValidationError
 from .jsonvalues import json_problem
+from .records import Frozen
 from .yamlchecks import Checker
 from .yamlsource import load_yaml_file
 
@@ -19,30 +18,46 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
                "access_key_id_env", "secret_access_key_env", "session_token_env"}
 
 
-@dataclass(frozen=True)
-class VideoStoreConfig:
+class VideoStoreConfig(Frozen):
+    _fields = ("name", "bucket", "type", "region", "endpoint_url", "public_base_url",
+               "access_key_id_env", "secret_access_key_env", "session_token_env")
     name: str
     bucket: str
-    type: str = "s3"
-    region: str = "us-east-1"
-    endpoint_url: str | None = None
-    public_base_url: str | None = None
-    access_key_id_env: str | None = None
-    secret_access_key_env: str | None = None
-    session_token_env: str | None = None
+    type: str
+    region: str
+    endpoint_url: str | None
+    public_base_url: str | None
+    access_key_id_env: str | None
+    secret_access_key_env: str | None
+    session_token_env: str | None
+
+    def __init__(self, name: str, bucket: str, type: str = "s3", region: str = "us-east-1",
+                 endpoint_url: str | None = None, public_base_url: str | None = None,
+                 access_key_id_env: str | None = None, secret_access_key_env: str | None = None,
+                 session_token_env: str | None = None) -> None:
+        self.__dict__.update(name=name, bucket=bucket, type=type, region=region, endpoint_url=endpoint_url,
+                             public_base_url=public_base_url, access_key_id_env=access_key_id_env,
+                             secret_access_key_env=secret_access_key_env, session_token_env=session_token_env)
 
 
-@dataclass(frozen=True)
-class EvalConfig:
-    thresholds: Thresholds | None = None
-    video_stores: Mapping[str, VideoStoreConfig] = field(default_factory=dict)
+class EvalConfig(Frozen):
+    _fields = ("thresholds", "video_stores")
+    thresholds: Thresholds | None
+    video_stores: Mapping[str, VideoStoreConfig]
+
+    def __init__(self, thresholds: Thresholds | None = None,
+                 video_stores: Mapping[str, VideoStoreConfig] | None = None) -> None:
+        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores)
 
 
-@dataclass(frozen=True)
-class EvalDir:
+class EvalDir(Frozen):
+    _fields = ("root", "config", "case_paths")
     root: Path
     config: EvalConfig
     case_paths: tuple[Path, ...]
+
+    def __init__(self, root: Path, config: EvalConfig, case_paths: tuple[Path, ...]) -> None:
+        self.__dict__.update(root=root, config=config, case_paths=case_paths)
 
     @property
     def cases_dir(self) -> Path:
@@ -179,6 +194,8 @@ def load_adapter_config(eval_dir: Path, explicit: str | None) -> dict[str, Any]:
     if not path.is_file():
         raise UsageError(f"adapter config {path} does not exist; check --adapter-config")
     if path.suffix.lower() == ".json":
+        import json
+
         try:
             value = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -14,7 +14,6 @@ objects compare by key regardless of insertion order.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Hashable
 from typing import Any, TypeAlias
@@ -130,6 +129,8 @@ def format_path(path: JsonPath | None) -> str:
         elif step.isidentifier():
             parts.append(f".{step}" if parts else step)
         else:
+            import json  # only for odd keys: json costs a millisecond at start-up
+
             parts.append(f"[{json.dumps(step, ensure_ascii=False)}]")
     text = "".join(parts)
     if len(text) > _PATH_DISPLAY_LIMIT:
@@ -210,6 +211,8 @@ def canonical_key(value: object) -> Hashable:
 
 def render_json(value: object, limit: int = 200) -> str:
     """Compact JSON for a failure reason, cut to ``limit`` characters."""
+    import json
+
     try:
         text = json.dumps(to_plain(value), ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):

@@ -6,29 +6,36 @@ directory, the case files, the filters, the videos and the sample times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from .casefile import Case, CloudVideo
 from .errors import Problem, ValidationError, VideoError
 from .evaldir import EvalConfig, EvalDir, load_cases, open_eval_dir
+from .records import Frozen
 from .schedule import Filters, ScheduledSample, select_cases
 from .timevalues import format_time
 from .video.probe import END_TOLERANCE_S, VideoInfo, probe
 
 
-@dataclass(frozen=True)
-class CasePlan:
+class CasePlan(Frozen):
+    _fields = ("case", "samples", "video_path", "video")
     case: Case
     samples: tuple[ScheduledSample, ...]
     video_path: Path
     video: VideoInfo | None
 
+    def __init__(self, case: Case, samples: tuple[ScheduledSample, ...], video_path: Path,
+                 video: VideoInfo | None) -> None:
+        self.__dict__.update(case=case, samples=samples, video_path=video_path, video=video)
 
-@dataclass(frozen=True)
-class Plan:
+
+class Plan(Frozen):
+    _fields = ("eval_dir", "cases")
     eval_dir: EvalDir
     cases: tuple[CasePlan, ...]
+
+    def __init__(self, eval_dir: EvalDir, cases: tuple[CasePlan, ...]) -> None:
+        self.__dict__.update(eval_dir=eval_dir, cases=cases)
 
     @property
     def sample_count(self) -> int:

@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -146,7 +146,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: RunOptions, listene
             for w in work:
                 new: list[SampleResult] = []
                 if w.pending or not w.reused:
-                    shown = replace(w.plan, samples=tuple(w.pending)) if w.reused else w.plan
+                    shown = (CasePlan(w.plan.case, tuple(w.pending), w.plan.video_path, w.plan.video)
+                             if w.reused else w.plan)
                     listener.case_started(shown, trial, options.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
                         try:

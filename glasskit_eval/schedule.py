@@ -8,23 +8,27 @@ command selects all of a case or one timestamp of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from .casefile import Case, SampleBlock, TargetSpec, block_times
-from .compare import CompareConfig, infer_mode
+from .comparemodes import CompareConfig, infer_mode
 from .errors import Problem, UsageError, ValidationError
+from .records import Frozen
 from .timevalues import format_time, same_time_key
 
 
-@dataclass(frozen=True)
-class ScheduledSample:
+class ScheduledSample(Frozen):
+    _fields = ("case", "target", "block", "sample_index", "time")
     case: Case
     target: TargetSpec
     block: SampleBlock
     sample_index: int
     time: Fraction
+
+    def __init__(self, case: Case, target: TargetSpec, block: SampleBlock, sample_index: int,
+                 time: Fraction) -> None:
+        self.__dict__.update(case=case, target=target, block=block, sample_index=sample_index, time=time)
 
     @property
     def timestamp_s(self) -> float:
@@ -59,13 +63,17 @@ class ScheduledSample:
         return f"{self.case.name} / {self.target.id} @ {format_time(self.time)}s"
 
 
-@dataclass(frozen=True)
-class Filters:
-    case: str | None = None
-    targets: tuple[str, ...] = ()
-    at: tuple[Fraction, ...] = ()
-    from_s: Fraction | None = None
-    until_s: Fraction | None = None
+class Filters(Frozen):
+    _fields = ("case", "targets", "at", "from_s", "until_s")
+    case: str | None
+    targets: tuple[str, ...]
+    at: tuple[Fraction, ...]
+    from_s: Fraction | None
+    until_s: Fraction | None
+
+    def __init__(self, case: str | None = None, targets: tuple[str, ...] = (), at: tuple[Fraction, ...] = (),
+                 from_s: Fraction | None = None, until_s: Fraction | None = None) -> None:
+        self.__dict__.update(case=case, targets=targets, at=at, from_s=from_s, until_s=until_s)
 
     def check(self) -> None:
         """Option rules that do not need the eval directory."""

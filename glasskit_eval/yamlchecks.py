@@ -11,7 +11,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from .compare import MODES, CompareConfig
+from .comparemodes import MODES, CompareConfig
 from .errors import Problem
 from .jsonvalues import json_problem
 from .timevalues import to_fraction

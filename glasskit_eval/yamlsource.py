@@ -8,13 +8,13 @@ PyYAML would otherwise silently overwrite.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from .errors import Problem
+from .records import Record
 
 PathKey = tuple[str | int, ...]
 
@@ -35,13 +35,18 @@ def format_path(path: PathKey) -> str:
     return out
 
 
-@dataclass
-class YamlDocument:
+class YamlDocument(Record):
     """A loaded YAML document: its value and the line (1-based) of every node."""
 
+    _fields = ("file", "value", "lines")
     file: str
     value: Any
-    lines: dict[PathKey, int] = field(default_factory=dict)
+    lines: dict[PathKey, int]
+
+    def __init__(self, file: str, value: Any, lines: dict[PathKey, int] | None = None) -> None:
+        self.file = file
+        self.value = value
+        self.lines = {} if lines is None else lines
 
     def line(self, path: PathKey) -> int | None:
         # Fall back to the closest enclosing node that we know the line of.

@@ -6,6 +6,8 @@ need them. Checked in fresh interpreters, since this test process has them all l
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -79,3 +81,27 @@ def test_help_is_laid_out_exactly_as_argparse_would(monkeypatch: pytest.MonkeyPa
     stock_sub = next(a for a in stock._actions if isinstance(a, argparse._SubParsersAction))
     for name, parser in sub.choices.items():
         assert parser.format_help() == stock_sub.choices[name].format_help(), name
+
+
+def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
+    # main() builds only the command named first; nothing the user sees may change.
+    import argparse
+
+    from glasskit_eval import cli
+
+    def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    full = cli.build_parser()
+    assert tuple(subparsers(full)) == cli.COMMAND_NAMES
+    for name in cli.COMMAND_NAMES:
+        one = cli.build_parser(name)
+        assert list(subparsers(one)) == [name]
+        assert subparsers(one)[name].format_help() == subparsers(full)[name].format_help()
+        argv = [name, "--help"] if name != "video-store" else [name, "pull", "--help"]
+        with pytest.raises(cli._Exit), contextlib.redirect_stdout(io.StringIO()) as one_out:
+            one.parse_args(argv)
+        with pytest.raises(cli._Exit), contextlib.redirect_stdout(io.StringIO()) as full_out:
+            full.parse_args(argv)
+        assert one_out.getvalue() == full_out.getvalue()
+    assert vars(cli.build_parser("run").parse_args(["run"])) == vars(full.parse_args(["run"]))

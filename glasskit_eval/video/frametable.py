@@ -20,12 +20,12 @@ import itertools
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import VideoError
+from ..records import Record
 from .orientation import UPRIGHT, Orientation, orientation_from_side_data
 
 #: Demuxers whose index we seek with. Others (MPEG-TS, raw streams, AVI...) are decoded
@@ -41,8 +41,11 @@ class PacketInfo(NamedTuple):
     keyframe: bool
 
 
-@dataclass
-class FrameTable:
+class FrameTable(Record):
+    _fields = ("path", "codec", "format_name", "width", "height", "time_base", "average_rate", "pts",
+               "keyframes", "seek_points", "orientation", "has_b_frames", "packets_without_pts",
+               "packet_count", "first_time", "trusted", "reason", "index_of_pts")
+    _hidden = ("index_of_pts",)
     path: Path
     codec: str
     format_name: str
@@ -62,8 +65,32 @@ class FrameTable:
     packet_count: int
     first_time: Fraction
     trusted: bool
-    reason: str = ""
-    index_of_pts: dict[int, int] = field(default_factory=dict, repr=False)
+    reason: str
+    index_of_pts: dict[int, int]
+
+    def __init__(self, path: Path, codec: str, format_name: str, width: int, height: int,
+                 time_base: Fraction, average_rate: Fraction | None, pts: tuple[int, ...],
+                 keyframes: tuple[int, ...], seek_points: tuple[int, ...], orientation: Orientation,
+                 has_b_frames: bool, packets_without_pts: int, packet_count: int, first_time: Fraction,
+                 trusted: bool, reason: str = "", index_of_pts: dict[int, int] | None = None) -> None:
+        self.path = path
+        self.codec = codec
+        self.format_name = format_name
+        self.width = width
+        self.height = height
+        self.time_base = time_base
+        self.average_rate = average_rate
+        self.pts = pts
+        self.keyframes = keyframes
+        self.seek_points = seek_points
+        self.orientation = orientation
+        self.has_b_frames = has_b_frames
+        self.packets_without_pts = packets_without_pts
+        self.packet_count = packet_count
+        self.first_time = first_time
+        self.trusted = trusted
+        self.reason = reason
+        self.index_of_pts = {} if index_of_pts is None else index_of_pts
 
     @property
     def frame_count(self) -> int:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..records import Frozen
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -25,13 +26,16 @@ _TRANSPOSE = "TRANSPOSE"
 _TRANSVERSE = "TRANSVERSE"
 
 
-@dataclass(frozen=True)
-class Orientation:
+class Orientation(Frozen):
     """How to turn decoded pixels into what a player shows."""
 
-    operations: tuple[str, ...] = ()
-    rotation: int = 0  # clockwise degrees a player turns the picture: 0, 90, 180 or 270
-    mirrored: bool = False
+    _fields = ("operations", "rotation", "mirrored")
+    operations: tuple[str, ...]
+    rotation: int  # clockwise degrees a player turns the picture: 0, 90, 180 or 270
+    mirrored: bool
+
+    def __init__(self, operations: tuple[str, ...] = (), rotation: int = 0, mirrored: bool = False) -> None:
+        self.__dict__.update(operations=operations, rotation=rotation, mirrored=mirrored)
 
     @property
     def swaps_dimensions(self) -> bool:
