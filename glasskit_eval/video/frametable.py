@@ -208,7 +208,8 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
         except av.error.FFmpegError as exc:
             raise VideoError(f"cannot read video {path}: {exc}") from None
         if from_index is not None and first_offset is not None:
-            packets = [PacketInfo(dts + first_offset, dts, key) for dts, key in from_index]
+            return _table_from_index(path, container, stream, time_base, average_rate, from_index,
+                                     first_offset, head_pts, head_orientation)
         if not packets:
             raise VideoError(f"{path} has no video frames")
         return _table(path, container, stream, time_base, average_rate, packets,
@@ -234,6 +235,51 @@ def _index_packets(container: Any, stream: Any) -> list[tuple[int, bool]] | None
     if not out or any(b[0] <= a[0] for a, b in itertools.pairwise(out)):
         return None
     return out
+
+
+def _table_from_index(path: Path, container: Any, stream: Any, time_base: Fraction,
+                      average_rate: Fraction | None, entries: Sequence[tuple[int, bool]], offset: int,
+                      head_pts: int | None, head_orientation: Orientation | None) -> FrameTable:
+    """The table of an MP4/MOV without frame reordering, straight from its index.
+
+    ``_index_packets`` guarantees strictly increasing timestamps, so the frames are
+    already in presentation order and unique: this is ``_table`` without the general
+    case's sorting and per-packet records, which matters for hour-long recordings.
+    """
+    ctx = stream.codec_context
+    dts = [d for d, _key in entries]
+    pts = [d + offset for d in dts]
+    keyframes = [i for i, (_d, key) in enumerate(entries) if key]
+    seek_points = [min(pts[i], dts[i]) for i in keyframes]
+    if not keyframes or keyframes[0] != 0:
+        keyframes.insert(0, 0)
+        seek_points.insert(0, pts[0])
+    reason = ""
+    if head_pts is None:
+        reason = "the first decoded frame has no timestamp"
+    elif head_pts != pts[0]:
+        reason = "the decoder drops leading frames"
+    trusted = not reason
+    return FrameTable(
+        path=path,
+        codec=ctx.name,
+        format_name=container.format.name,
+        width=ctx.width,
+        height=ctx.height,
+        time_base=time_base,
+        average_rate=average_rate,
+        pts=tuple(pts),
+        keyframes=tuple(keyframes) if trusted else (),
+        seek_points=tuple(seek_points) if trusted else (),
+        orientation=head_orientation or UPRIGHT,
+        has_b_frames=bool(getattr(ctx, "has_b_frames", 0)),
+        packets_without_pts=0,
+        packet_count=len(pts),
+        first_time=pts[0] * time_base,
+        trusted=trusted,
+        reason=reason,
+        index_of_pts=dict(zip(pts, range(len(pts)))) if trusted else {},
+    )
 
 
 def _head(decoder: Any, packet: Any) -> tuple[bool, int | None, Orientation | None]:
