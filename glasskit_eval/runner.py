@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import threads
 from .adapters.base import AdapterSpec, FactoryConfig
 from .errors import AdapterError, EvalError
 from .execution import CaseWork, ResultSink, SampleFailure, ignored_result, run_case
@@ -120,12 +120,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: RunOptions, listene
     A trial with nothing left to evaluate creates no evaluator. Cases with nothing
     pending are not announced to the listener (a resume shows only the work it does).
     """
-    loop = asyncio.get_running_loop()
-    # Sync adapters run on this pool: it must allow `concurrency` blocking calls at once
-    # plus the decoder thread and PNG/JPEG encoders.
-    executor = ThreadPoolExecutor(max_workers=max(options.concurrency, 4) + 4,
-                                  thread_name_prefix="glasskit")
-    loop.set_default_executor(executor)
+    # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
+    # so an interrupted run can exit even if an adapter call never returns.
+    threads.install()
     started = time.perf_counter()
     trials: list[TrialResult] = []
     completed = 0
@@ -197,7 +194,6 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: RunOptions, listene
     gates: list[Gate] = []
     if options.max_flaky_samples is not None:
         gates.append(flaky_gate(sum(1 for s in stable if s.flaky), options.max_flaky_samples))
-    executor.shutdown(wait=False)
     return RunOutcome(plan=plan, trials=trials, stability=stable, gates=gates,
                       duration_seconds=time.perf_counter() - started, options=options)
 

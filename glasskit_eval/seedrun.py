@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import threads
 from .adapters.base import AdapterSpec, FactoryConfig
 from .casefile import parse_case
 from .checkpoints import COMPLETE, Checkpoint, CheckpointError, resolve
@@ -179,6 +180,7 @@ class _Seeder:
                          f"-> {compact(result.observed_value)}")
 
         async def work() -> None:
+            threads.install()
             evaluator = await spec.create(config)
             try:
                 for case_plan in plan.cases:

@@ -428,3 +428,32 @@ def test_comparator_crash_aborts_unless_keep_going(tmp_path: Path, monkeypatch: 
     results = read_json(report)["trials"][0]["results"]
     assert [(r["status"], r["error_kind"]) for r in results] == [("error", "comparison")] * 2
     assert read_json(report)["checkpoint"]["resumable_adapter_errors"] == 0
+
+
+def test_sigint_ends_a_run_even_when_a_sync_adapter_call_never_returns(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    mark = tmp_path / "blocked"
+    case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0]\n      expect: true\n"
+    eval_dir = make_eval(tmp_path, {"c": case}, f"""
+        import time
+        def check(image, target_id):
+            open({str(mark)!r}, "w").close()
+            time.sleep(600)  # a hung backend call that ignores everything
+            return True
+        """)
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir),
+                             "--adapter", f"{eval_dir}/adapter.py:check"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not mark.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2
+    assert "interrupted by SIGINT" in err

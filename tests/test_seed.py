@@ -213,3 +213,63 @@ def test_batch_adapter_receives_only_the_samples_that_need_work(tmp_path: Path, 
     assert batches == [["door", [0.0, 0.5, 1.0, 1.5]], ["index", [0.2, 0.4, 1.5]]]
     data = yaml.safe_load((eval_dir / "cases" / "door.yaml").read_text())
     assert [b.get("expect") for b in data["targets"]["index"]["samples"]] == [2, 4, 15, None]
+
+
+def test_seed_with_a_command_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+    import sys
+
+    log = seed_env(monkeypatch, tmp_path)
+    eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
+    command = shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server",
+                          f"{eval_dir}/adapter.py:create_evaluator"])
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "2")
+    assert code == 0, out + err
+    data = yaml.safe_load((eval_dir / "cases" / "door.yaml").read_text())
+    assert [b.get("expect") for b in data["targets"]["door"]["samples"]] == [False, True, True]
+    assert len(calls(log)) == 7
+
+
+INTERRUPTIBLE = LABELER.replace(
+    "        index = read_frame_index(sample.image)",
+    "        if sample.timestamp_s == 1.5 and not os.environ.get('SEED_TEST_NO_HANG'):\n"
+    "            open(os.environ['SEED_TEST_HANG_MARK'], 'w').close()\n"
+    "            import time\n"
+    "            time.sleep(600)\n"
+    "        index = read_frame_index(sample.image)")
+
+
+def test_sigint_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from evalkit import ROOT
+
+    log = seed_env(monkeypatch, tmp_path)
+    mark = tmp_path / "hanging"
+    monkeypatch.setenv("SEED_TEST_HANG_MARK", str(mark))
+    eval_dir = make_eval(tmp_path, {"door": CASE}, INTERRUPTIBLE)
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "seed", "--eval-dir", str(eval_dir)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not mark.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, err
+    assert (eval_dir / "cases" / "door.yaml").read_text() == CASE
+    checkpoint = err.split("--resume ", 1)[1].split("`")[0]
+    before = len(calls(log))
+    monkeypatch.setenv("SEED_TEST_NO_HANG", "1")
+    code, out, err = run_cli("seed", "--resume", checkpoint)
+    assert code == 0, out + err
+    # Only the interrupted sample and the ones never started were evaluated again.
+    assert len(calls(log)) - before == 7 - (before - 1)
+    assert yaml.safe_load((eval_dir / "cases" / "door.yaml").read_text())["targets"]["door"]["samples"][1][
+        "expect"] is True
