@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomicio import replace_file
 from .errors import OutputError, Problem, ValidationError
 from .yamledit import Edit, EditResult, apply_edits
 
@@ -132,44 +132,4 @@ def _locked(path: Path) -> Iterator[bytes | None]:
 
 
 def _write_replace(path: Path, data: bytes) -> None:
-    try:
-        st: os.stat_result | None = path.stat()
-    except FileNotFoundError:
-        st = None
-    fd, tmp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if st is not None:
-            os.chmod(tmp, st.st_mode & 0o7777)
-            with contextlib.suppress(OSError, AttributeError):
-                os.chown(tmp, st.st_uid, st.st_gid)  # only works where we may; best effort
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _create_temp(path: Path) -> tuple[int, str]:
-    # Not mkstemp: its 0o600 would stick to a new file; 0o666 lets the umask decide.
-    for _attempt in range(100):
-        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"cannot create a temporary file next to {path}")
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; not possible on every platform or filesystem.
-    with contextlib.suppress(OSError, AttributeError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    replace_file(path, data)

@@ -190,3 +190,17 @@ def test_version_and_module_entry_point() -> None:
 def test_unknown_command_is_a_usage_error() -> None:
     code, _, err = run_cli("frobnicate")
     assert code == 2 and "invalid choice" in err
+
+
+def test_written_files_get_the_umask_permissions_not_a_temp_files(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    eval_dir = make_eval(tmp_path, {"a": CASE})
+    old = os.umask(0o022)
+    try:
+        code, out, _ = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "0")
+    finally:
+        os.umask(old)
+    assert code == 0
+    assert stat.S_IMODE(Path(out.strip()).stat().st_mode) == 0o644
