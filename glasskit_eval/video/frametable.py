@@ -246,20 +246,36 @@ def _table_from_index(path: Path, container: Any, stream: Any, time_base: Fracti
     already in presentation order and unique: this is ``_table`` without the general
     case's sorting and per-packet records, which matters for hour-long recordings.
     """
-    ctx = stream.codec_context
     dts = [d for d, _key in entries]
     pts = [d + offset for d in dts]
     keyframes = [i for i, (_d, key) in enumerate(entries) if key]
     seek_points = [min(pts[i], dts[i]) for i in keyframes]
-    if not keyframes or keyframes[0] != 0:
+    reason = _head_problem(head_pts, pts[0])
+    index_of = dict(zip(pts, range(len(pts)))) if not reason else {}
+    return _assemble(path, container, stream, time_base, average_rate, pts, keyframes, seek_points,
+                     index_of, reason, head_orientation, has_b_frames=False, missing=0,
+                     packet_count=len(pts))
+
+
+def _head_problem(head_pts: int | None, first_pts: int) -> str:
+    """Why the decoder's first frame makes the table untrustworthy ('' when it does not)."""
+    if head_pts is None:
+        return "the first decoded frame has no timestamp"
+    if head_pts != first_pts:
+        return "the decoder drops leading frames"
+    return ""
+
+
+def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, average_rate: Fraction | None,
+              pts: Sequence[int], keyframes: list[int], seek_points: list[int], index_of: dict[int, int],
+              reason: str, head_orientation: Orientation | None, *, has_b_frames: bool, missing: int,
+              packet_count: int) -> FrameTable:
+    ctx = stream.codec_context
+    trusted = not reason
+    if trusted and (not keyframes or keyframes[0] != 0):
+        # Frames before the first keyframe can only be reached from the start.
         keyframes.insert(0, 0)
         seek_points.insert(0, pts[0])
-    reason = ""
-    if head_pts is None:
-        reason = "the first decoded frame has no timestamp"
-    elif head_pts != pts[0]:
-        reason = "the decoder drops leading frames"
-    trusted = not reason
     return FrameTable(
         path=path,
         codec=ctx.name,
@@ -272,13 +288,13 @@ def _table_from_index(path: Path, container: Any, stream: Any, time_base: Fracti
         keyframes=tuple(keyframes) if trusted else (),
         seek_points=tuple(seek_points) if trusted else (),
         orientation=head_orientation or UPRIGHT,
-        has_b_frames=bool(getattr(ctx, "has_b_frames", 0)),
-        packets_without_pts=0,
-        packet_count=len(pts),
-        first_time=pts[0] * time_base,
+        has_b_frames=has_b_frames or bool(getattr(ctx, "has_b_frames", 0)),
+        packets_without_pts=missing,
+        packet_count=packet_count,
+        first_time=pts[0] * time_base if pts and not missing else Fraction(0),
         trusted=trusted,
         reason=reason,
-        index_of_pts=dict(zip(pts, range(len(pts)))) if trusted else {},
+        index_of_pts=index_of if trusted else {},
     )
 
 
@@ -297,55 +313,27 @@ def _head(decoder: Any, packet: Any) -> tuple[bool, int | None, Orientation | No
 def _table(path: Path, container: Any, stream: Any, time_base: Fraction,
            average_rate: Fraction | None, packets: Sequence[PacketInfo],
            head_pts: int | None, head_orientation: Orientation | None) -> FrameTable:
-    ctx = stream.codec_context
     missing = sum(1 for p in packets if p.pts is None)
     pts_sorted = sorted(p.pts for p in packets if p.pts is not None)
-    reason = ""
     if missing:
         reason = f"{missing} packets have no timestamp"
     elif len(set(pts_sorted)) != len(pts_sorted):
         reason = "duplicate packet timestamps"
-    elif head_pts is None:
-        reason = "the first decoded frame has no timestamp"
-    elif head_pts != pts_sorted[0]:
-        reason = "the decoder drops leading frames"
-    trusted = not reason
-    index_of = {p: i for i, p in enumerate(pts_sorted)} if trusted else {}
+    else:
+        reason = _head_problem(head_pts, pts_sorted[0])
+    index_of = {p: i for i, p in enumerate(pts_sorted)} if not reason else {}
     keyframes: list[int] = []
     seek_points: list[int] = []
-    if trusted:
+    if not reason:
         marks = sorted((index_of[p.pts], _seek_point(p)) for p in packets
                        if p.keyframe and p.pts is not None)
-        for index, seek_ts in marks:
-            keyframes.append(index)
-            seek_points.append(seek_ts)
-        if not keyframes or keyframes[0] != 0:
-            # Frames before the first keyframe can only be reached from the start.
-            keyframes.insert(0, 0)
-            seek_points.insert(0, pts_sorted[0])
-    first = pts_sorted[0] * time_base if pts_sorted else Fraction(0)
+        keyframes = [index for index, _ts in marks]
+        seek_points = [seek_ts for _index, seek_ts in marks]
     out_of_order = any(a.pts is not None and b.pts is not None and b.pts < a.pts
                        for a, b in itertools.pairwise(packets))
-    return FrameTable(
-        path=path,
-        codec=ctx.name,
-        format_name=container.format.name,
-        width=ctx.width,
-        height=ctx.height,
-        time_base=time_base,
-        average_rate=average_rate,
-        pts=tuple(pts_sorted),
-        keyframes=tuple(keyframes),
-        seek_points=tuple(seek_points),
-        orientation=head_orientation or UPRIGHT,
-        has_b_frames=out_of_order or bool(getattr(ctx, "has_b_frames", 0)),
-        packets_without_pts=missing,
-        packet_count=len(packets),
-        first_time=first if not missing else Fraction(0),
-        trusted=trusted,
-        reason=reason,
-        index_of_pts=index_of,
-    )
+    return _assemble(path, container, stream, time_base, average_rate, pts_sorted, keyframes, seek_points,
+                     index_of, reason, head_orientation, has_b_frames=out_of_order, missing=missing,
+                     packet_count=len(packets))
 
 
 def _seek_point(packet: PacketInfo) -> int:
