@@ -55,3 +55,24 @@ class Reader:
         return {{"index": read_frame_index(sample.image), "frame_index": sample.frame_index,
                  "size": list(sample.image.size)}}
 """
+
+
+def interrupt_when_marked(argv: list[str], mark: Path) -> tuple[int, str]:
+    """Run ``python -m glasskit_eval *argv``, send SIGINT once ``mark`` exists; returns (code, stderr)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", *argv], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not mark.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err

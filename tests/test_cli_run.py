@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from evalkit import FRAMECODE_ADAPTER, ROOT, make_eval, read_json, run_cli
+from evalkit import FRAMECODE_ADAPTER, ROOT, interrupt_when_marked, make_eval, read_json, run_cli
 
 TWO_TARGETS = """
 video: cfr_h264.mp4
@@ -431,9 +431,6 @@ def test_comparator_crash_aborts_unless_keep_going(tmp_path: Path, monkeypatch: 
 
 
 def test_sigint_ends_a_run_even_when_a_sync_adapter_call_never_returns(tmp_path: Path) -> None:
-    import signal
-    import time
-
     mark = tmp_path / "blocked"
     case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0]\n      expect: true\n"
     eval_dir = make_eval(tmp_path, {"c": case}, f"""
@@ -443,17 +440,7 @@ def test_sigint_ends_a_run_even_when_a_sync_adapter_call_never_returns(tmp_path:
             time.sleep(600)  # a hung backend call that ignores everything
             return True
         """)
-    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir),
-                             "--adapter", f"{eval_dir}/adapter.py:check"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while not mark.exists() and proc.poll() is None:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 2
+    code, err = interrupt_when_marked(["run", "--eval-dir", str(eval_dir),
+                                       "--adapter", f"{eval_dir}/adapter.py:check"], mark)
+    assert code == 2
     assert "interrupted by SIGINT" in err

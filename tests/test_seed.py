@@ -240,29 +240,14 @@ INTERRUPTIBLE = LABELER.replace(
 
 
 def test_sigint_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from evalkit import ROOT
+    from evalkit import interrupt_when_marked
 
     log = seed_env(monkeypatch, tmp_path)
     mark = tmp_path / "hanging"
     monkeypatch.setenv("SEED_TEST_HANG_MARK", str(mark))
     eval_dir = make_eval(tmp_path, {"door": CASE}, INTERRUPTIBLE)
-    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "seed", "--eval-dir", str(eval_dir)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while not mark.exists() and proc.poll() is None:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 2, err
+    code, err = interrupt_when_marked(["seed", "--eval-dir", str(eval_dir)], mark)
+    assert code == 2, err
     assert (eval_dir / "cases" / "door.yaml").read_text() == CASE
     checkpoint = err.split("--resume ", 1)[1].split("`")[0]
     before = len(calls(log))
