@@ -244,14 +244,19 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 _RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command"}
 
 
+def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
+    """Options given beside --resume (compared with the command's defaults), as the user spelled them."""
+    defaults = vars(build_parser(command).parse_args([command]))
+    names = {"from_s": "--from", "until_s": "--until"}
+    return [names.get(k, "--" + k.replace("_", "-")) for k, v in vars(args).items()
+            if k not in _RESUME_COMPATIBLE and v != defaults.get(k)]
+
+
 def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .checkpoints import resolve
     from .session import execute_run
 
-    defaults = vars(build_parser().parse_args(["run"]))
-    names = {"from_s": "--from", "until_s": "--until"}
-    overrides = [names.get(k, "--" + k.replace("_", "-")) for k, v in vars(args).items()
-                 if k not in _RESUME_COMPATIBLE and v != defaults.get(k)]
+    overrides = _resume_overrides(args, "run")
     if overrides:
         raise UsageError(f"--resume restores the original adapter and run options and cannot be combined "
                          f"with overrides ({', '.join(overrides)}); run `{PROG} run --resume {args.resume}` "
@@ -520,9 +525,7 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.adapter and args.adapter_command:
         raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
     if args.resume is not None:
-        defaults = vars(build_parser().parse_args(["seed"]))
-        overrides = ["--" + k.replace("_", "-") for k, v in vars(args).items()
-                     if k not in _RESUME_COMPATIBLE and v != defaults.get(k)]
+        overrides = _resume_overrides(args, "seed")
         if overrides:
             raise UsageError(f"--resume restores the original adapter and seed options and cannot be "
                              f"combined with overrides ({', '.join(overrides)})")
