@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VideoError
 from .frametable import frame_table, open_container, video_stream
 from .orientation import Orientation, orientation_from_side_data
+from .pixels import rgb_image
 from .segments import TableMismatch, decode_pieces
 from .strategy import AUTO, plan
 
@@ -192,7 +193,7 @@ def _emit(settled: list[tuple[Fraction, str]], prev: tuple[int, Fraction, Any] |
         index, media_time, frame = chosen
         image = images.get(index)
         if image is None:
-            image = orientation.apply(frame.to_image())
+            image = orientation.apply(rgb_image(frame))
             images[index] = image
             yield want, DecodedFrame(index, media_time, image)
         else:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
 from .frametable import FrameTable, open_container, video_stream
+from .pixels import rgb_image
 from .strategy import Piece
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class TableMismatch(Exception):
 
 #: Turns a decoded PyAV frame into the display-oriented RGB image (tests count these).
 def to_display_image(frame: Any, table: FrameTable) -> Image.Image:
-    return table.orientation.apply(frame.to_image())
+    return table.orientation.apply(rgb_image(frame))
 
 
 class PieceDecoder:
