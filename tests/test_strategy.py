@@ -48,6 +48,19 @@ def test_sparse_requests_seek_to_the_keyframe_before_each() -> None:
         + 4 * SEEK_COST_FRAMES
 
 
+def test_sparse_seek_pieces_go_to_parallel_decoders_when_there_are_cores() -> None:
+    needed = [17710, 17770, 17830, 17890, 17950]
+    p = plan(KEYS, needed, cores=2)
+    # Frame threading cannot help a decoder that restarts at every seek; two decoders can.
+    assert p.kind == "segments" and p.workers == 2
+    assert p.pieces == plan(KEYS, needed, cores=1).pieces
+    # Too little work to pay for opening a second decoder.
+    tiny = plan(KEYS, [17700, 17760], cores=2)
+    assert tiny.kind == "seek" and tiny.workers == 1
+    # One long span is left to frame threading unless it is worth cutting.
+    assert plan(KEYS, [0, 40], cores=2).kind == "sequential"
+
+
 def test_a_gap_cheaper_than_a_seek_is_decoded_through() -> None:
     p = plan(KEYS, [58, 61], cores=1)  # frame 58 (GOP 0) and 61 (GOP 1): 1 frame apart
     assert p.pieces == (Piece(0, (58, 61)),)

@@ -18,8 +18,11 @@ from dataclasses import dataclass
 SEEK_COST_FRAMES = 8
 #: Pieces handed to parallel decoders are at least this long (frames), so seeks stay rare.
 MIN_PARALLEL_PIECE = 48
-#: Less total work than this is not worth a second decoder.
+#: A single span shorter than this is not worth cutting for a second decoder.
 MIN_PARALLEL_WORK = 96
+#: Seek pieces with less total work than this stay on one decoder: opening a second
+#: container costs about as much as a seek.
+MIN_PARALLEL_SEEK_WORK = 2 * SEEK_COST_FRAMES
 MAX_WORKERS = 4
 
 AUTO = "auto"
@@ -115,13 +118,15 @@ def plan(keyframes: Sequence[int], needed: Sequence[int], *, mode: str = AUTO,
         return DecodePlan(tuple(pieces), 1)
     merged = merge_pieces(pieces)
     if mode == SEGMENTS:
-        parts = [p for m in merged for p in split_piece(m, keyframes, 1)]
-        return DecodePlan(tuple(parts), max(2, min(cores, MAX_WORKERS)))
+        cut = [p for m in merged for p in split_piece(m, keyframes, 1)]
+        return DecodePlan(tuple(cut), max(2, min(cores, MAX_WORKERS)))
     work = sum(p.cost for p in merged)
     workers = min(cores, MAX_WORKERS)
-    if workers < 2 or work < MIN_PARALLEL_WORK:
-        return DecodePlan(tuple(merged), 1)
-    parts = [p for m in merged for p in split_piece(m, keyframes, MIN_PARALLEL_PIECE)]
+    parts: list[Piece] = []
+    if workers >= 2 and work >= MIN_PARALLEL_WORK:
+        parts = [p for m in merged for p in split_piece(m, keyframes, MIN_PARALLEL_PIECE)]
+    elif workers >= 2 and work >= MIN_PARALLEL_SEEK_WORK:
+        parts = merged
     if len(parts) < 2:
         return DecodePlan(tuple(merged), 1)
     return DecodePlan(tuple(parts), min(workers, len(parts)))
