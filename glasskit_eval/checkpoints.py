@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as _dt
-import hashlib
 import json
 import os
 import secrets
@@ -30,7 +29,7 @@ import shutil
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,11 +51,6 @@ Key = tuple[int, str, str, int]
 #: most this much finished work; nothing is reported as saved before its fsync returns.
 GROUP_WINDOW_S = 0.005
 
-#: Videos up to this size are hashed whole; larger ones by size plus head and tail.
-_FULL_HASH_LIMIT = 8 << 20
-_EDGE_BYTES = 1 << 20
-
-
 class CheckpointError(EvalError):
     """A checkpoint that cannot be read, resumed or written."""
 
@@ -72,79 +66,6 @@ def new_id(kind: str) -> str:
 
 def checkpoints_root(eval_dir: Path) -> Path:
     return eval_dir / "runs" / "checkpoints"
-
-
-# --- fingerprints ----------------------------------------------------------------------
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _video_digest(path: Path, size: int) -> str:
-    if size <= _FULL_HASH_LIMIT:
-        return _sha256_file(path)
-    # Container headers and indexes sit at the ends; a re-encode changes them and
-    # usually the size. Hashing gigabytes on every run would cost more than it buys.
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        digest.update(handle.read(_EDGE_BYTES))
-        handle.seek(size - _EDGE_BYTES)
-        digest.update(handle.read(_EDGE_BYTES))
-    return "edges:" + digest.hexdigest()
-
-
-def fingerprint(root: Path, files: Iterable[Path], videos: Iterable[Path]) -> dict[str, Any]:
-    """Content fingerprints of input files (full SHA-256) and videos (size and hash).
-
-    Paths are recorded relative to ``root`` when they are inside it, so a moved or
-    copied eval directory still matches.
-    """
-
-    def name(path: Path) -> str:
-        resolved = path.resolve()
-        try:
-            return resolved.relative_to(root.resolve()).as_posix()
-        except ValueError:
-            return str(resolved)
-
-    result: dict[str, Any] = {"files": {}, "videos": {}}
-    for path in files:
-        result["files"][name(path)] = _sha256_file(path) if path.is_file() else None
-    for path in videos:
-        if not path.is_file():
-            result["videos"][name(path)] = None
-            continue
-        size = path.stat().st_size
-        result["videos"][name(path)] = {"size": size, "sha256": _video_digest(path, size)}
-    return result
-
-
-def describe_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """What differs between two fingerprints, one human sentence per input."""
-    changes: list[str] = []
-    for section, noun in (("files", "file"), ("videos", "video")):
-        before: Mapping[str, Any] = old.get(section) or {}
-        after: Mapping[str, Any] = new.get(section) or {}
-        for path in sorted(set(before) | set(after)):
-            if path not in after:
-                changes.append(f"{noun} {path} is no longer selected")
-            elif path not in before or (before[path] is None and after[path] is not None):
-                changes.append(f"{noun} {path} was added")
-            elif after[path] is None and before[path] is not None:
-                changes.append(f"{noun} {path} was removed")
-            elif before[path] != after[path]:
-                detail = ""
-                old_size = before[path].get("size") if isinstance(before[path], dict) else None
-                new_size = after[path].get("size") if isinstance(after[path], dict) else None
-                if section == "videos" and old_size != new_size:
-                    detail = f" (size {old_size} -> {new_size} bytes)"
-                changes.append(f"{noun} {path} changed{detail}")
-    return changes
 
 
 # --- manifest ---------------------------------------------------------------------------

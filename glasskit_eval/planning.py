@@ -6,6 +6,7 @@ directory, the case files, the filters, the videos and the sample times.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .casefile import Case, CloudVideo
@@ -54,7 +55,9 @@ def resolve_video(case: Case, config: EvalConfig) -> Path:
 
 
 def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool,
-               check_videos: bool = True, allow_drafts: bool = False) -> Plan:
+               check_videos: bool = True, allow_drafts: bool = False,
+               on_video: Callable[[Path], None] | None = None) -> Plan:
+    """Load, select and check the cases; ``on_video`` hears of each video before it is probed."""
     filters.check()
     eval_dir = open_eval_dir(eval_dir_path)
     paths = eval_dir.select_case_paths(filters.case)
@@ -68,6 +71,8 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
             continue
         try:
             video_path = resolve_video(case, eval_dir.config)
+            if on_video is not None:
+                on_video(video_path)
             info = probe(video_path)
         except VideoError as exc:
             problems.append(case.document.problem(("video",), str(exc)))

@@ -15,8 +15,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import Checkpoint, CheckpointError, describe_changes, fingerprint
+from .checkpoints import Checkpoint, CheckpointError
 from .execution import ResultSink
+from .fingerprints import VideoDigests, describe_changes, fingerprint
 from .planning import Plan
 from .results import COMPARISON_ERROR, ERROR, FAILED, PASSED, SampleResult
 from .schedule import Filters, ScheduledSample
@@ -89,28 +90,29 @@ def time_text(value: Fraction | None) -> str | None:
     return None if value is None else str(value)
 
 
-def plan_fingerprints(plan: Plan, case_filter: str | None) -> dict[str, Any]:
+def plan_fingerprints(plan: Plan, case_filter: str | None, digests: VideoDigests | None = None) -> dict[str, Any]:
     """Every selected case file, config.yaml (its thresholds gate the run) and every video."""
     root = plan.eval_dir.root
     files = list(plan.eval_dir.select_case_paths(case_filter))
     files.append(root / "config.yaml")
     videos = sorted({c.video_path for c in plan.cases if c.video_path.name})
-    return fingerprint(root, files, videos)
+    return fingerprint(root, files, videos, digests)
 
 
-def check_recorded_unchanged(checkpoint: Checkpoint) -> None:
+def check_recorded_unchanged(checkpoint: Checkpoint, digests: VideoDigests | None = None) -> None:
     """Before planning: the recorded inputs are as they were (an edited case may not even load)."""
     old = checkpoint.manifest.fingerprints
     root = Path(checkpoint.manifest.eval_dir)
     files = [root / name for name in old.get("files") or {}]
     videos = [root / name for name in old.get("videos") or {}]
-    _refuse_changes(checkpoint, describe_changes(old, fingerprint(root, files, videos)))
+    _refuse_changes(checkpoint, describe_changes(old, fingerprint(root, files, videos, digests)))
 
 
-def check_unchanged(checkpoint: Checkpoint, plan: Plan, case_filter: str | None) -> None:
+def check_unchanged(checkpoint: Checkpoint, plan: Plan, case_filter: str | None,
+                    digests: VideoDigests | None = None) -> None:
     """After planning: also catches case files that the same filters now select in addition."""
     _refuse_changes(checkpoint, describe_changes(checkpoint.manifest.fingerprints,
-                                                 plan_fingerprints(plan, case_filter)))
+                                                 plan_fingerprints(plan, case_filter, digests)))
 
 
 def _refuse_changes(checkpoint: Checkpoint, changes: list[str]) -> None:

@@ -15,6 +15,7 @@ from .checkpoints import COMPLETE, Checkpoint, CheckpointError, resolve
 from .errors import EvalError, ExitCode, UsageError, ValidationError
 from .evaldir import load_adapter_config
 from .execution import CaseWork, SampleFailure, run_case
+from .fingerprints import VideoDigests, describe_changes
 from .planning import Plan, build_plan
 from .reports.console import compact
 from .results import ERROR, SampleResult
@@ -107,11 +108,12 @@ class _Seeder:
             request = SeedRequest.from_json(self.checkpoint.manifest.invocation, path)
         assert request is not None
         filters = Filters(case=request.case, targets=request.targets)
-        plan = build_plan(request.eval_dir, filters, allow_empty=True, allow_drafts=True)
+        digests = VideoDigests()  # hashed on a thread while planning reads frame tables
+        plan = build_plan(request.eval_dir, filters, allow_empty=True, allow_drafts=True,
+                          on_video=digests.start)
         if self.checkpoint is not None:
-            from .checkpoints import describe_changes
-
-            changes = describe_changes(self.checkpoint.manifest.fingerprints, plan_fingerprints(plan, request.case))
+            changes = describe_changes(self.checkpoint.manifest.fingerprints,
+                                       plan_fingerprints(plan, request.case, digests))
             if changes:
                 raise CheckpointError("cannot resume: inputs changed since the checkpoint was written:\n"
                                       + "\n".join(f"  - {c}" for c in changes))
@@ -142,7 +144,7 @@ class _Seeder:
                              adapter_config=(str(Path(request.adapter_config).expanduser().resolve())
                                              if request.adapter_config else None))
             self.checkpoint = Checkpoint.create(plan.eval_dir.root, "seed", stored.to_json(),
-                                                plan_fingerprints(plan, request.case), total)
+                                                plan_fingerprints(plan, request.case, digests), total)
         errors = asyncio.run(self._evaluate(plan, request, pending, proposals))
         if errors:
             for r in errors:

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from .checkpoints import COMPLETE, MANIFEST_NAME, Checkpoint
 from .errors import EvalError, ExitCode, UsageError, exit_code_for
+from .fingerprints import VideoDigests
 from .interrupts import Interrupted, interruptible, reinstall_sigterm, sigterm_as_keyboard_interrupt
 from .resume import (
     RUN_KIND,
@@ -51,13 +52,16 @@ class _Session:
         from .reports.json_report import build_report, write_report
         from .runner import RunOptions, run_trials
 
+        # Videos are hashed on a thread while planning reads their frame tables.
+        digests = VideoDigests()
         if resume is not None:
             self.checkpoint = Checkpoint.open(resume, RUN_KIND)
             self.store = RunStore(self.checkpoint)
             request = RunRequest.from_json(self.checkpoint.manifest.invocation, resume / MANIFEST_NAME)
-            check_recorded_unchanged(self.checkpoint)
+            check_recorded_unchanged(self.checkpoint, digests)
         assert request is not None
-        plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty)
+        plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
+                          on_video=digests.start)
         root = plan.eval_dir.root
         spec: AdapterSpec
         if request.adapter_command is not None:
@@ -77,11 +81,11 @@ class _Session:
             request.output_json = _absolute(request.output_json)
             request.artifacts_dir = _absolute(request.artifacts_dir)
             self.checkpoint = Checkpoint.create(root, RUN_KIND, request.to_json(),
-                                                plan_fingerprints(plan, request.case),
+                                                plan_fingerprints(plan, request.case, digests),
                                                 total=plan.sample_count * request.repeat)
             self.store = RunStore(self.checkpoint)
         else:
-            check_unchanged(self.checkpoint, plan, request.case)
+            check_unchanged(self.checkpoint, plan, request.case, digests)
         assert self.store is not None
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         options = RunOptions(

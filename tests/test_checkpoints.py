@@ -18,9 +18,7 @@ from glasskit_eval.checkpoints import (
     Checkpoint,
     CheckpointError,
     decode_records,
-    describe_changes,
     encode_record,
-    fingerprint,
     read_manifest,
     resolve,
 )
@@ -186,34 +184,6 @@ def test_record_framing_is_crc_then_compact_json() -> None:
     assert len(crc) == 8 and json.loads(body) == {"key": [1, "c", "t", 0], "payload": {"x": "é"}}
     decoded = decode_records(encode_record({"format": "h"}) + line + line[:5], Path("x"))
     assert decoded.header == {"format": "h"} and len(decoded.records) == 1 and decoded.torn
-
-
-def test_fingerprints_say_what_changed(tmp_path: Path) -> None:
-    (tmp_path / "cases").mkdir()
-    case, other, video = tmp_path / "cases" / "a.yaml", tmp_path / "cases" / "b.yaml", tmp_path / "cases" / "v.mp4"
-    case.write_text("one")
-    video.write_bytes(b"0" * 100)
-    before = fingerprint(tmp_path, [case], [video])
-    assert describe_changes(before, fingerprint(tmp_path, [case], [video])) == []
-    case.write_text("two")
-    video.write_bytes(b"0" * 120)
-    other.write_text("new")
-    after = fingerprint(tmp_path, [case, other], [video])
-    assert describe_changes(before, after) == [
-        "file cases/a.yaml changed", "file cases/b.yaml was added",
-        "video cases/v.mp4 changed (size 100 -> 120 bytes)"]
-    video.unlink()
-    assert "video cases/v.mp4 was removed" in describe_changes(before, fingerprint(tmp_path, [case], [video]))
-
-
-def test_large_videos_are_fingerprinted_by_size_and_edges(tmp_path: Path) -> None:
-    video = tmp_path / "big.mp4"
-    video.write_bytes(b"a" * (9 << 20))
-    first = fingerprint(tmp_path, [], [video])["videos"]["big.mp4"]
-    assert first["sha256"].startswith("edges:") and first["size"] == 9 << 20
-    with open(video, "r+b") as handle:
-        handle.write(b"b")  # header byte changed, same size
-    assert fingerprint(tmp_path, [], [video])["videos"]["big.mp4"] != first
 
 
 def test_resume_value_is_a_path_or_an_id(tmp_path: Path) -> None:
