@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from array import array
 from fractions import Fraction
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def test_a_table_that_disagrees_with_the_decoder_falls_back_to_sequential(tmp_pa
     shutil.copy(VIDEOS / "bframes_h264.mp4", video)
     table = frame_table(video)
     # Simulate an index that lies: frame timestamps the decoder will never produce.
-    table.index_of_pts = {pts + 1: i for pts, i in table.index_of_pts.items()}
+    table.pts = array("q", [pts + 1 for pts in table.pts])
     times = [Fraction(i, 25) for i in range(0, 50, 7)]
     got = list(decode_at(video, times, mode="seek"))
     assert not table.trusted and "frame table" in table.reason

@@ -19,6 +19,7 @@ import bisect
 import itertools
 import os
 import threading
+from array import array
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -44,8 +45,7 @@ class PacketInfo(NamedTuple):
 class FrameTable(Record):
     _fields = ("path", "codec", "format_name", "width", "height", "time_base", "average_rate", "pts",
                "keyframes", "seek_points", "orientation", "has_b_frames", "packets_without_pts",
-               "packet_count", "first_time", "trusted", "reason", "index_of_pts")
-    _hidden = ("index_of_pts",)
+               "packet_count", "first_time", "trusted", "reason")
     path: Path
     codec: str
     format_name: str
@@ -53,8 +53,9 @@ class FrameTable(Record):
     height: int
     time_base: Fraction
     average_rate: Fraction | None
-    #: Raw presentation timestamps, ascending; position = frame index.
-    pts: tuple[int, ...]
+    #: Raw presentation timestamps, ascending; position = frame index. A compact array:
+    #: an hour of video is 108,000 frames, and boxed ints in a tuple cost five times more.
+    pts: Sequence[int]
     #: Frame indices of keyframes, ascending (always starts with 0 when trusted).
     keyframes: tuple[int, ...]
     #: Per keyframe (same order), the timestamp to seek to (stream time base).
@@ -66,13 +67,12 @@ class FrameTable(Record):
     first_time: Fraction
     trusted: bool
     reason: str
-    index_of_pts: dict[int, int]
 
     def __init__(self, path: Path, codec: str, format_name: str, width: int, height: int,
-                 time_base: Fraction, average_rate: Fraction | None, pts: tuple[int, ...],
+                 time_base: Fraction, average_rate: Fraction | None, pts: Sequence[int],
                  keyframes: tuple[int, ...], seek_points: tuple[int, ...], orientation: Orientation,
                  has_b_frames: bool, packets_without_pts: int, packet_count: int, first_time: Fraction,
-                 trusted: bool, reason: str = "", index_of_pts: dict[int, int] | None = None) -> None:
+                 trusted: bool, reason: str = "") -> None:
         self.path = path
         self.codec = codec
         self.format_name = format_name
@@ -90,7 +90,6 @@ class FrameTable(Record):
         self.first_time = first_time
         self.trusted = trusted
         self.reason = reason
-        self.index_of_pts = {} if index_of_pts is None else index_of_pts
 
     @property
     def frame_count(self) -> int:
@@ -124,6 +123,11 @@ class FrameTable(Record):
         if i == 0:
             return 0
         return i - 1 if target - pts[i - 1] <= pts[i] - target else i
+
+    def index_of(self, pts: int) -> int | None:
+        """Frame index of the frame with this timestamp (None: not in a trusted table)."""
+        i = bisect.bisect_left(self.pts, pts)
+        return i if self.trusted and i < len(self.pts) and self.pts[i] == pts else None
 
     def keyframe_at_or_before(self, index: int) -> int:
         """Position in ``keyframes`` of the last keyframe at or before frame ``index``."""
@@ -218,8 +222,13 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
         container.close()
 
 
-def _index_packets(container: Any, stream: Any) -> list[tuple[int, bool]] | None:
-    """(dts, keyframe) per frame from an MP4/MOV index, when that is all the table needs.
+class IndexPackets(NamedTuple):
+    dts: array[int]
+    keyframes: list[int]
+
+
+def _index_packets(container: Any, stream: Any) -> IndexPackets | None:
+    """Each frame's dts, and which frames are keyframes, from an MP4/MOV index.
 
     Without frame reordering a frame's pts is its dts plus the container's constant
     offset, so the index (already in memory) replaces a demux of the whole file. Any
@@ -227,18 +236,27 @@ def _index_packets(container: Any, stream: Any) -> list[tuple[int, bool]] | None
     """
     if "mov" not in container.format.name.split(",") or stream.codec_context.has_b_frames:
         return None
+    dts: array[int] = array("q")
+    keyframes: list[int] = []
+    last: int | None = None
     try:
-        entries = stream.index_entries
-        out = [(e.timestamp, e.is_keyframe) for e in entries if e.size and not e.is_discard]
+        for entry in stream.index_entries:
+            if not entry.size or entry.is_discard:
+                continue
+            timestamp = entry.timestamp
+            if last is not None and timestamp <= last:
+                return None
+            if entry.is_keyframe:
+                keyframes.append(len(dts))
+            dts.append(timestamp)
+            last = timestamp
     except (AttributeError, TypeError):
         return None
-    if not out or any(b[0] <= a[0] for a, b in itertools.pairwise(out)):
-        return None
-    return out
+    return IndexPackets(dts, keyframes) if dts else None
 
 
 def _table_from_index(path: Path, container: Any, stream: Any, time_base: Fraction,
-                      average_rate: Fraction | None, entries: Sequence[tuple[int, bool]], offset: int,
+                      average_rate: Fraction | None, entries: IndexPackets, offset: int,
                       head_pts: int | None, head_orientation: Orientation | None) -> FrameTable:
     """The table of an MP4/MOV without frame reordering, straight from its index.
 
@@ -246,15 +264,13 @@ def _table_from_index(path: Path, container: Any, stream: Any, time_base: Fracti
     already in presentation order and unique: this is ``_table`` without the general
     case's sorting and per-packet records, which matters for hour-long recordings.
     """
-    dts = [d for d, _key in entries]
-    pts = [d + offset for d in dts]
-    keyframes = [i for i, (_d, key) in enumerate(entries) if key]
+    dts = entries.dts
+    pts = array("q", [d + offset for d in dts]) if offset else dts
+    keyframes = list(entries.keyframes)
     seek_points = [min(pts[i], dts[i]) for i in keyframes]
     reason = _head_problem(head_pts, pts[0])
-    index_of = dict(zip(pts, range(len(pts)))) if not reason else {}
     return _assemble(path, container, stream, time_base, average_rate, pts, keyframes, seek_points,
-                     index_of, reason, head_orientation, has_b_frames=False, missing=0,
-                     packet_count=len(pts))
+                     reason, head_orientation, has_b_frames=False, missing=0, packet_count=len(pts))
 
 
 def _head_problem(head_pts: int | None, first_pts: int) -> str:
@@ -267,8 +283,7 @@ def _head_problem(head_pts: int | None, first_pts: int) -> str:
 
 
 def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, average_rate: Fraction | None,
-              pts: Sequence[int], keyframes: list[int], seek_points: list[int], index_of: dict[int, int],
-              reason: str, head_orientation: Orientation | None, *, has_b_frames: bool, missing: int,
+              pts: array[int], keyframes: list[int], seek_points: list[int], reason: str, head_orientation: Orientation | None, *, has_b_frames: bool, missing: int,
               packet_count: int) -> FrameTable:
     ctx = stream.codec_context
     trusted = not reason
@@ -284,7 +299,7 @@ def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, aver
         height=ctx.height,
         time_base=time_base,
         average_rate=average_rate,
-        pts=tuple(pts),
+        pts=pts,
         keyframes=tuple(keyframes) if trusted else (),
         seek_points=tuple(seek_points) if trusted else (),
         orientation=head_orientation or UPRIGHT,
@@ -294,7 +309,6 @@ def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, aver
         first_time=pts[0] * time_base if pts and not missing else Fraction(0),
         trusted=trusted,
         reason=reason,
-        index_of_pts=index_of if trusted else {},
     )
 
 
@@ -314,25 +328,25 @@ def _table(path: Path, container: Any, stream: Any, time_base: Fraction,
            average_rate: Fraction | None, packets: Sequence[PacketInfo],
            head_pts: int | None, head_orientation: Orientation | None) -> FrameTable:
     missing = sum(1 for p in packets if p.pts is None)
-    pts_sorted = sorted(p.pts for p in packets if p.pts is not None)
+    pts_sorted = array("q", sorted(p.pts for p in packets if p.pts is not None))
     if missing:
         reason = f"{missing} packets have no timestamp"
     elif len(set(pts_sorted)) != len(pts_sorted):
         reason = "duplicate packet timestamps"
     else:
         reason = _head_problem(head_pts, pts_sorted[0])
-    index_of = {p: i for i, p in enumerate(pts_sorted)} if not reason else {}
     keyframes: list[int] = []
     seek_points: list[int] = []
     if not reason:
-        marks = sorted((index_of[p.pts], _seek_point(p)) for p in packets
+        # Timestamps are unique here, so a keyframe's index is its rank.
+        marks = sorted((bisect.bisect_left(pts_sorted, p.pts), _seek_point(p)) for p in packets
                        if p.keyframe and p.pts is not None)
         keyframes = [index for index, _ts in marks]
         seek_points = [seek_ts for _index, seek_ts in marks]
     out_of_order = any(a.pts is not None and b.pts is not None and b.pts < a.pts
                        for a, b in itertools.pairwise(packets))
     return _assemble(path, container, stream, time_base, average_rate, pts_sorted, keyframes, seek_points,
-                     index_of, reason, head_orientation, has_b_frames=out_of_order, missing=missing,
+                     reason, head_orientation, has_b_frames=out_of_order, missing=missing,
                      packet_count=len(packets))
 
 

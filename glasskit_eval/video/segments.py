@@ -109,7 +109,7 @@ class PieceDecoder:
                 if self.skip_nonref:
                     ctx.skip_frame = "DEFAULT" if packet.pts in needed_pts else "NONREF"
                 for frame in ctx.decode(packet):
-                    index = table.index_of_pts.get(frame.pts) if frame.pts is not None else None
+                    index = table.index_of(frame.pts) if frame.pts is not None else None
                     if index is None:
                         raise TableMismatch(f"{table.path}: decoded a frame (pts {frame.pts}) "
                                             "that the frame table does not have")
