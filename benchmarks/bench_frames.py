@@ -347,13 +347,13 @@ def main() -> int:
             for scenario, kind, video, secs in runs:
                 elapsed, rss = run_child(kind, video, secs)
                 samples.setdefault((scenario, kind), []).append((elapsed, rss))
-                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.2f}s {rss:7.0f} MB",
+                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.3f}s {rss:7.0f} MB",
                       flush=True)
     med = {key: (statistics.median(e for e, _ in vals), max(r for _, r in vals))
            for key, vals in samples.items()}
     print(f"\nmedians of {args.rounds} rounds (peak RSS is the max over rounds)")
     for (scenario, kind), (elapsed, rss) in med.items():
-        print(f"  {scenario:12s} {kind:16s} {elapsed:7.2f}s  peak RSS {rss:6.0f} MB")
+        print(f"  {scenario:12s} {kind:16s} {elapsed:7.3f}s  peak RSS {rss:6.0f} MB")
     dense_e = med[("dense", "engine-dense")][0]
     dense2_e = med[("dense-2x", "engine-dense")][0]
     print("\nratios (engine / baseline)")
