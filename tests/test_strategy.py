@@ -104,6 +104,18 @@ def test_every_fixture_gives_identical_frames_whichever_way_it_is_decoded(name: 
         frame.image.close()
 
 
+def test_sparse_seeks_on_two_decoders_deliver_the_sequential_frames() -> None:
+    from glasskit_eval.video.frametable import frame_table
+
+    video = VIDEOS / "bframes_h264.mp4"  # 25 fps, a keyframe every 10 frames
+    wanted = [Fraction(i, 25) for i in (7, 27, 47)]
+    table = frame_table(video)
+    assert plan(table.keyframes, [7, 27, 47], cores=2).kind == "segments"
+    got = [(w, f.index, f.image.tobytes()) for w, f in decode_at(video, wanted, workers=2)]
+    assert got == [(w, f.index, f.image.tobytes()) for w, f in decode_sequential(video, wanted)]
+    assert [index for _w, index, _image in got] == [7, 27, 47]
+
+
 def test_only_needed_frames_are_converted_and_nonref_skipping_is_on_for_h264(monkeypatch: pytest.MonkeyPatch) -> None:
     decoded: list[int] = []
     original = segments.to_display_image
