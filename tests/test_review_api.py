@@ -207,7 +207,9 @@ def test_writes_need_the_csrf_token(served: tuple[Client, Path]) -> None:
     client, root = served
     before = (root / "cases" / "clip.yaml").read_bytes()
     body = _save_body(client, [{"at": 0.2, "expect": "x"}])
-    for token in ("", "nonsense", "abc.def", (client.csrf or "")[:-1] + "0"):
+    real = client.csrf or ""
+    tampered = real[:-1] + ("1" if real.endswith("0") else "0")  # one character off, never the real one
+    for token in ("", "nonsense", "abc.def", tampered):
         status, error = client.put_json(SAVE, body, csrf=token)
         assert status == 403 and error["code"] == "bad_csrf"
     status, error = client.put_json(SAVE, body, csrf=client.csrf, content_type="text/plain")
