@@ -8,8 +8,9 @@ PyYAML would otherwise silently overwrite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -74,16 +75,15 @@ class _TooLarge(Exception):
     pass
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses deep nesting while composing.
+class _NestingLimit(yaml.composer.Composer):
+    """A composer that refuses deep nesting.
 
     PyYAML composes collections recursively; without this a few thousand ``[``
     would end in a slow RecursionError instead of a located problem.
     """
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
+    depth = 0
+    peek_event: Callable[[], Any]  # from the parser it is mixed with
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self.depth += 1
@@ -97,8 +97,38 @@ class _Loader(yaml.SafeLoader):
             self.depth -= 1
 
 
+class _PythonLoader(_NestingLimit, yaml.SafeLoader):
+    """PyYAML's pure-Python safe loader with the nesting limit."""
+
+
+def _loader_class() -> type[_PythonLoader]:
+    """libyaml's parser under our composer when PyYAML has it; pure Python otherwise.
+
+    libyaml scans and parses five to eight times faster, as a state machine (no
+    recursion), and the Python composer above still builds the nodes, so the nesting
+    limit holds (``CSafeLoader`` would compose in C, recursively). Values and lines are
+    the same either way; only the wording of syntax errors differs.
+    """
+    try:
+        from yaml._yaml import CParser
+    except ImportError:
+        return _PythonLoader
+
+    class _LibyamlLoader(_NestingLimit, CParser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            _NestingLimit.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    return cast("type[_PythonLoader]", _LibyamlLoader)  # the same interface
+
+
+_Loader = _loader_class()
+
+
 class _Walker:
-    def __init__(self, loader: _Loader, doc: YamlDocument) -> None:
+    def __init__(self, loader: _PythonLoader, doc: YamlDocument) -> None:
         self.loader = loader
         self.doc = doc
         self.problems: list[Problem] = []

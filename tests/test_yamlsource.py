@@ -12,6 +12,15 @@ from glasskit_eval import yamlsource
 from glasskit_eval.errors import Problem
 from glasskit_eval.yamlsource import YamlDocument, format_path, load_yaml_file, load_yaml_text
 
+LOADERS = sorted({yamlsource._Loader, yamlsource._PythonLoader}, key=lambda cls: cls.__name__)
+
+
+@pytest.fixture(autouse=True, params=LOADERS, ids=lambda cls: cls.__name__)
+def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
+    """Every test runs on libyaml's parser (when PyYAML has it) and on the pure-Python fallback."""
+    monkeypatch.setattr(yamlsource, "_Loader", request.param)
+    return request.param  # type: ignore[no-any-return]
+
 
 def load(text: str) -> tuple[YamlDocument, list[Problem]]:
     return load_yaml_text(textwrap.dedent(text).lstrip("\n"), "case.yaml")
@@ -338,3 +347,34 @@ def test_load_yaml_file_reports_unreadable_files(tmp_path: Path) -> None:
     assert len(problems) == 1 and problems[0].message.startswith("cannot read file: ")
     _, problems = load_yaml_file(tmp_path)
     assert len(problems) == 1 and problems[0].message.startswith("cannot read file: ")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _corpus() -> list[tuple[str, str]]:
+    files = sorted(ROOT.glob("fixtures/**/*.yaml")) + sorted(ROOT.glob("tests/data/**/*.yaml"))
+    texts = [(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")) for path in files]
+    many = "targets:\n" + "".join(
+        f"  t{i}:\n    samples:\n" + "".join(
+            f"      - at: [{j}.5, '{j}']\n        expect: {{a: {j}, b: [1, 2.5, null, yes], c: \"\\u00e9\"}}\n"
+            for j in range(30))
+        for i in range(5))
+    texts.append(("generated", many))
+    texts.append(("anchors", "a: &x {k: 1}\nb:\n  <<: *x\n  j: |\n    two\n    lines\n"))
+    return texts
+
+
+@pytest.mark.parametrize("name,text", _corpus(), ids=[name for name, _ in _corpus()])
+def test_both_parsers_give_the_same_values_and_lines(name: str, text: str, loader: type) -> None:
+    got = load_yaml_text(text, name)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(yamlsource, "_Loader", yamlsource._PythonLoader)
+        want = load_yaml_text(text, name)
+    assert got == want
+
+
+def test_libyaml_parses_when_pyyaml_has_it() -> None:
+    import yaml
+
+    assert (yamlsource._loader_class() is not yamlsource._PythonLoader) == bool(yaml.__with_libyaml__)
