@@ -283,7 +283,8 @@ def _head_problem(head_pts: int | None, first_pts: int) -> str:
 
 
 def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, average_rate: Fraction | None,
-              pts: array[int], keyframes: list[int], seek_points: list[int], reason: str, head_orientation: Orientation | None, *, has_b_frames: bool, missing: int,
+              pts: array[int], keyframes: list[int], seek_points: list[int], reason: str,
+              head_orientation: Orientation | None, *, has_b_frames: bool, missing: int,
               packet_count: int) -> FrameTable:
     ctx = stream.codec_context
     trusted = not reason
