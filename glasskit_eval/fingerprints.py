@@ -13,13 +13,14 @@ while planning itself reads frame tables.
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
+
+from .video.frametable import FileKey, file_key
 
 #: Videos up to this size are hashed whole; larger ones by size plus head and tail.
 FULL_HASH_LIMIT = 8 << 20
@@ -45,17 +46,6 @@ def video_digest(path: Path, size: int) -> str:
     return "edges:" + digest.hexdigest()
 
 
-_StatKey = tuple[str, int, int]
-
-
-def _stat_key(path: Path) -> _StatKey | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return str(path), st.st_size, st.st_mtime_ns
-
-
 class VideoDigests:
     """Video digests computed ahead on one background thread.
 
@@ -66,14 +56,14 @@ class VideoDigests:
     """
 
     def __init__(self) -> None:
-        self._futures: dict[_StatKey, Future[str]] = {}
+        self._futures: dict[FileKey, Future[str]] = {}
         self._queue: queue.SimpleQueue[tuple[Path, int, Future[str]]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
 
     def start(self, path: Path) -> None:
-        key = _stat_key(path)
-        if key is None:
+        key = file_key(path)
+        if key[1] < 0:
             return  # missing: the fingerprint records that, planning reports it
         with self._lock:
             if key in self._futures:
@@ -100,8 +90,8 @@ class VideoDigests:
 
     def digest(self, path: Path, size: int) -> str:
         """The digest of ``path`` as it is now (``size`` just read), computed once."""
-        key = _stat_key(path)
-        if key is None or key[1] != size:
+        key = file_key(path)
+        if key[1] != size:
             return video_digest(path, size)  # changing under us: no caching
         with self._lock:
             future = self._futures.get(key)

@@ -252,17 +252,20 @@ class Morph:
             self.replace(at, at, text)
         return True
 
+    def morph_in_place(self, node: yaml.Node, old: Any, new: Any, path: tuple[Any, ...]) -> bool:
+        """Edit a block collection or a non-empty flow one where it stands (False: replace it)."""
+        if is_block_map(node):
+            return self.morph_block_map(node, old, new, path)
+        if is_block_seq(node):
+            return self.morph_block_seq(node, old, new, path)
+        return is_flow(node) and bool(node.value) and self.morph_flow(node, old, new, path)
+
     def morph_entry(self, k: yaml.Node, v: yaml.Node, old: Any, new: Any,
                     path: tuple[Any, ...], key_col: int) -> None:
-        if is_block_map(v) and self.morph_block_map(v, old, new, path):
-            return
-        if is_block_seq(v) and self.morph_block_seq(v, old, new, path):
-            return
-        empty_flow = is_flow(v) and not v.value
-        if is_flow(v) and not empty_flow and self.morph_flow(v, old, new, path):
+        if self.morph_in_place(v, old, new, path):
             return
         # A flow value keeps flow style; an empty one (``samples: []``) sets no style.
-        if _inline_node(v) and ((is_flow(v) and not empty_flow) or inline_ok(new, self.style)):
+        if _inline_node(v) and ((is_flow(v) and bool(v.value)) or inline_ok(new, self.style)):
             self.splice(v, new, path)
             return
         self.rebuild_entry(k, v, new, path, key_col)
@@ -452,15 +455,10 @@ class Morph:
 
     def morph_item(self, item: yaml.Node, dash: int, dash_col: int, old: Any, new: Any,
                    path: tuple[Any, ...], style: Style) -> None:
-        if is_block_map(item) and self.morph_block_map(item, old, new, path):
-            return
-        if is_block_seq(item) and self.morph_block_seq(item, old, new, path):
-            return
-        empty_flow = is_flow(item) and not item.value
-        if is_flow(item) and not empty_flow and self.morph_flow(item, old, new, path):
+        if self.morph_in_place(item, old, new, path):
             return
         if _inline_node(item) and (
-            (is_flow(item) and not empty_flow)
+            (is_flow(item) and bool(item.value))
             or (not isinstance(new, dict) and inline_ok(new, style))
             or (isinstance(new, dict) and not new)
         ):

@@ -123,6 +123,17 @@ def converse(
     return Result(proc)
 
 
+def spawn_server(target: str) -> subprocess.Popen[bytes]:
+    """The protocol server on ``target``'s create_evaluator, all three pipes open."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "glasskit_eval.protocol_server", f"{target}:create_evaluator"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+
+
 def write_adapter(tmp_path: Path, source: str, name: str = "adapter.py") -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(source))
@@ -451,14 +462,7 @@ def test_cancel_aborts_an_async_call_and_close_waits_for_running_calls(tmp_path:
             return E()
         """,
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "glasskit_eval.protocol_server", f"{target}:create_evaluator"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+    proc = spawn_server(target)
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(message: dict[str, Any]) -> None:
@@ -502,14 +506,7 @@ def test_blocking_call_still_running_does_not_delay_exit(tmp_path: Path, ending:
             time.sleep(30)
         """,
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "glasskit_eval.protocol_server", f"{target}:create_evaluator"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+    proc = spawn_server(target)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         requests = [initialize(), evaluate(2, make_sample(0))]

@@ -27,10 +27,10 @@ from ..errors import AdapterError, ProtocolError
 from .base import FactoryConfig, Sample, Target
 from .png import encode_png
 from .procio import (
-    READ_CHUNK,
     StderrMirror,
     describe_returncode,
     live_group_members,
+    read_chunks,
     signal_group,
     track_group,
     untrack_group,
@@ -432,13 +432,7 @@ class CommandEvaluator:
     # -- watching the process -----------------------------------------------
 
     async def _pump_stdout(self, stream: asyncio.StreamReader) -> None:
-        while True:
-            try:
-                data = await stream.read(READ_CHUNK)
-            except (ConnectionError, OSError):
-                data = b""
-            if not data:
-                break
+        async for data in read_chunks(stream):
             self._dispatch(self._conn.feed(data))
         self._dispatch(self._conn.feed_eof())
 

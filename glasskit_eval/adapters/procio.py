@@ -14,12 +14,25 @@ import os
 import signal
 import sys
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final, TextIO
 
 _STDERR_TAIL_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
 READ_CHUNK: Final = 1 << 20
+
+
+async def read_chunks(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """A pipe's data as it arrives, until end of file (a broken pipe counts as the end)."""
+    while True:
+        try:
+            chunk = await stream.read(READ_CHUNK)
+        except (ConnectionError, OSError):
+            return
+        if not chunk:
+            return
+        yield chunk
 
 
 # Process groups started and not yet swept, killed at interpreter exit as a last
@@ -99,13 +112,7 @@ class StderrMirror:
 
     async def pump(self, stream: asyncio.StreamReader) -> None:
         partial = bytearray()
-        while True:
-            try:
-                chunk = await stream.read(READ_CHUNK)
-            except (ConnectionError, OSError):
-                chunk = b""
-            if not chunk:
-                break
+        async for chunk in read_chunks(stream):
             partial += chunk
             lines = partial.split(b"\n")
             partial = bytearray(lines.pop())

@@ -134,17 +134,26 @@ class FrameTable(Record):
         return max(bisect.bisect_right(self.keyframes, index) - 1, 0)
 
 
-_cache: dict[tuple[str, int, int], FrameTable] = {}
+FileKey = tuple[str, int, int]
+
+
+def file_key(path: Path) -> FileKey:
+    """What per-process caches of a file are keyed by: path, size and modification time
+    (size and time are -1 for a file that cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return str(path), -1, -1
+    return str(path), st.st_size, st.st_mtime_ns
+
+
+_cache: dict[FileKey, FrameTable] = {}
 _lock = threading.Lock()
 
 
 def frame_table(path: Path) -> FrameTable:
-    """The table of ``path``, built once per process (keyed by path, size and mtime)."""
-    try:
-        st = os.stat(path)
-        key = (str(path), st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = (str(path), -1, -1)
+    """The table of ``path``, built once per process (keyed by :func:`file_key`)."""
+    key = file_key(path)
     with _lock:
         cached = _cache.get(key)
     if cached is not None:

@@ -7,14 +7,13 @@ non-zero container start time never counts as playable time.
 from __future__ import annotations
 
 import itertools
-import os
 from fractions import Fraction
 from pathlib import Path
 
 from ..errors import VideoError
 from ..records import Frozen
 from ..timevalues import format_time
-from .frametable import FrameTable, frame_table, open_container, video_stream
+from .frametable import FileKey, FrameTable, file_key, frame_table, open_container, video_stream
 from .orientation import UPRIGHT, Orientation
 
 __all__ = ["END_TOLERANCE_S", "VideoInfo", "open_container", "probe", "video_stream"]
@@ -82,16 +81,12 @@ class VideoInfo(Frozen):
                              f"(clip length {format_time(self.end_time)}s from its first frame)")
 
 
-_cache: dict[tuple[str, int, int], VideoInfo] = {}
+_cache: dict[FileKey, VideoInfo] = {}
 
 
 def probe(path: Path) -> VideoInfo:
-    """Probe a video once per process (keyed by path, size and mtime)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        st = None
-    key = (str(path), st.st_size if st else -1, st.st_mtime_ns if st else -1)
+    """Probe a video once per process (keyed like its frame table)."""
+    key = file_key(path)
     cached = _cache.get(key)
     if cached is not None:
         return cached
