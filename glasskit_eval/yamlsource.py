@@ -107,7 +107,7 @@ def _loader_class() -> type[_PythonLoader]:
     libyaml scans and parses five to eight times faster, as a state machine (no
     recursion), and the Python composer above still builds the nodes, so the nesting
     limit holds (``CSafeLoader`` would compose in C, recursively). Values and lines are
-    the same either way; only the wording of syntax errors differs.
+    the same either way, and syntax errors are reported by the pure-Python parser.
     """
     try:
         from yaml._yaml import CParser
@@ -230,12 +230,27 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def _compose(text: str) -> tuple[_PythonLoader, yaml.Node | None]:
+    """The document's node graph, and the loader that built it (the walker uses its constructors)."""
+    try:
+        loader = _Loader(text)  # the pure-Python reader already checks characters here
+        return loader, loader.get_single_node()
+    except yaml.YAMLError:
+        if _Loader is _PythonLoader:
+            raise
+        # libyaml words errors its own way and, in newer releases, stops deep nesting
+        # itself: the pure-Python parser finds and describes the problem instead, so a
+        # broken file reads the same whatever PyYAML build is installed.
+        loader = _PythonLoader(text)
+        return loader, loader.get_single_node()
+
+
 def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
     """Parse ``text``; syntax errors come back as problems, never as exceptions."""
     doc = YamlDocument(file=file, value=None)
-    loader = _Loader(text)
+    loader: _PythonLoader | None = None
     try:
-        node = loader.get_single_node()
+        loader, node = _compose(text)
         if node is None:
             return doc, []
         walker = _Walker(loader, doc)
@@ -255,7 +270,8 @@ def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
         # PyYAML composes nested collections recursively, before our own depth check.
         return doc, [Problem(file, "", "invalid YAML: collections are nested too deeply")]
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml_file(path: Path) -> tuple[YamlDocument, list[Problem]]:

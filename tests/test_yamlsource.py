@@ -362,6 +362,13 @@ def _corpus() -> list[tuple[str, str]]:
         for i in range(5))
     texts.append(("generated", many))
     texts.append(("anchors", "a: &x {k: 1}\nb:\n  <<: *x\n  j: |\n    two\n    lines\n"))
+    # Broken files: the problems must read the same whichever parser found them.
+    texts.append(("unclosed", "a: [1, 2\nb: 3\n"))
+    texts.append(("bad-indent", "a:\n  b: 1\n c: 2\n"))
+    texts.append(("tab", "a:\n\tb: 1\n"))
+    texts.append(("control-char", "a: \x01\n"))
+    texts.append(("deep", "a: 1\nb: " + "[" * 300 + "]" * 300 + "\n"))
+    texts.append(("duplicate", "a: 1\na: 2\n"))
     return texts
 
 
@@ -378,3 +385,9 @@ def test_libyaml_parses_when_pyyaml_has_it() -> None:
     import yaml
 
     assert (yamlsource._loader_class() is not yamlsource._PythonLoader) == bool(yaml.__with_libyaml__)
+
+
+def test_control_characters_are_a_problem_not_an_exception() -> None:
+    doc, problems = load("video: a.mp4\nlabel: \x01\n")
+    assert doc.value is None and len(problems) == 1
+    assert problems[0].message.startswith("invalid YAML: ") and "#x0001" in problems[0].message
