@@ -28,12 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from glasskit_eval.adapters.python import PythonAdapterSpec  # noqa: E402
-from glasskit_eval.checkpoints import Checkpoint  # noqa: E402
-from glasskit_eval.planning import CasePlan, build_plan  # noqa: E402
+from glasskit_eval.checkpoints.store import Checkpoint  # noqa: E402
+from glasskit_eval.plan.planning import CasePlan, build_plan  # noqa: E402
 from glasskit_eval.results import SampleResult  # noqa: E402
-from glasskit_eval.resume import RUN_KIND, RunStore, plan_fingerprints  # noqa: E402
-from glasskit_eval.runner import RunOptions, run_trials  # noqa: E402
-from glasskit_eval.schedule import Filters  # noqa: E402
+from glasskit_eval.run.reuse import RUN_KIND, RunStore, plan_fingerprints  # noqa: E402
+from glasskit_eval.run.trials import RunOptions, run_trials  # noqa: E402
+from glasskit_eval.plan.schedule import Filters  # noqa: E402
 
 VIDEO = ROOT / "fixtures" / "videos" / "cfr_h264.mp4"  # 20 frames, 2 s
 TARGET = 1.10

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import av
 from PIL import Image, ImageChops, ImageDraw
 
-from glasskit_eval.adapters.png import encode_png
+from glasskit_eval.video.png import encode_png
 from glasskit_eval.adapters.process import PNG_COMPRESS_LEVEL
 from glasskit_eval.cli import main as cli_main
 
@@ -267,7 +267,7 @@ def make_eval(root: Path, video: Path, count: int, seconds: int) -> Path:
         "      expect: true\n"
     )
     (eval_dir / "adapter.py").write_text(TRIVIAL_ADAPTER)
-    from glasskit_eval.resources import as_file
+    from glasskit_eval.support.resources import as_file
 
     with as_file("assets", "glasskit_adapter.mjs") as helper:
         copied = eval_dir / "glasskit_adapter.mjs"

@@ -81,7 +81,7 @@ class _Exit(Exception):
 
 
 def _time(text: str) -> Fraction:
-    from .timevalues import parse_cli_time
+    from .support.timevalues import parse_cli_time
 
     try:
         value = parse_cli_time(text)
@@ -160,7 +160,7 @@ def _allow_empty(p: argparse.ArgumentParser) -> None:
 
 
 def _filters(args: argparse.Namespace) -> Any:
-    from .schedule import Filters
+    from .plan.schedule import Filters
 
     return Filters(case=args.case, targets=tuple(args.target), at=tuple(getattr(args, "at", []) or ()),
                    from_s=getattr(args, "from_s", None), until_s=getattr(args, "until_s", None))
@@ -218,8 +218,8 @@ def add_run(sub: Any) -> None:
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .resume import RunRequest, time_text
-    from .session import execute_run
+    from .run.command import execute_run
+    from .run.reuse import RunRequest, time_text
 
     if args.resume is not None:
         return _resume_run(args, out, err)
@@ -253,8 +253,8 @@ def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
 
 
 def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .checkpoints import resolve
-    from .session import execute_run
+    from .checkpoints.store import resolve
+    from .run.command import execute_run
 
     overrides = _resume_overrides(args, "run")
     if overrides:
@@ -286,7 +286,7 @@ def add_validate(sub: Any) -> None:
 
 
 def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .planning import build_plan
+    from .plan.planning import build_plan
 
     if args.adapter and args.adapter_command:
         raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
@@ -321,8 +321,8 @@ def _check_adapter(spec: Any, eval_dir: Path, args: argparse.Namespace) -> None:
     import asyncio
 
     from .adapters.base import FactoryConfig
+    from .cases.evaldir import load_adapter_config
     from .errors import AdapterError
-    from .evaldir import load_adapter_config
 
     config = FactoryConfig(eval_dir=eval_dir, config=load_adapter_config(eval_dir, args.adapter_config))
 
@@ -351,9 +351,9 @@ def add_list_samples(sub: Any) -> None:
 
 
 def run_list_samples(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .planning import build_plan
+    from .plan.planning import build_plan
     from .reports.console import compact, format_list_samples
-    from .timevalues import format_time
+    from .support.timevalues import format_time
 
     plan = build_plan(args.eval_dir, _filters(args), allow_empty=args.allow_empty, check_videos=False)
     rows = []
@@ -386,7 +386,7 @@ def add_export_frames(sub: Any) -> None:
 
 
 def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .export import export_frames
+    from .plan.export import export_frames
 
     for path in export_frames(args.eval_dir, args.case, args.at, args.output_dir):
         print(path, file=out)
@@ -411,7 +411,7 @@ def add_build_zipapp(sub: Any) -> None:
 
 
 def run_build_zipapp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .zipapp import build_zipapp
+    from .dist.zipapp import build_zipapp
 
     result = build_zipapp(args.output, include_deps=args.include_deps, interpreter=args.python)
     print(result.describe(), file=out)
@@ -520,7 +520,7 @@ def add_seed(sub: Any) -> None:
 
 
 def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .seedrun import SeedRequest, execute_seed
+    from .seed.command import SeedRequest, execute_seed
 
     if args.adapter and args.adapter_command:
         raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")

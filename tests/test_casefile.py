@@ -1,4 +1,4 @@
-"""Case files: every rule of the spec's "Case file reference" (glasskit_eval.casefile)."""
+"""Case files: every rule of the spec's "Case file reference" (glasskit_eval.cases.model)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.casefile import (
+from glasskit_eval.cases.model import (
     MAX_SAMPLES_PER_CASE,
     VIDEO_SUFFIXES,
     Case,
@@ -22,9 +22,9 @@ from glasskit_eval.casefile import (
     parse_case,
     range_count,
 )
-from glasskit_eval.compare import CompareConfig
+from glasskit_eval.compare.values import CompareConfig
 from glasskit_eval.errors import Problem
-from glasskit_eval.yamlsource import YamlDocument
+from glasskit_eval.yamltext.source import YamlDocument
 
 Found = list[tuple[str, "int | None", str]]
 

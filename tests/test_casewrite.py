@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.casefile import load_case
-from glasskit_eval.casewrite import (
+from glasskit_eval.cases.model import load_case
+from glasskit_eval.cases.write import (
     CaseConflictError,
     content_hash,
     edit_case_file,
@@ -21,7 +21,7 @@ from glasskit_eval.casewrite import (
     replace_text,
 )
 from glasskit_eval.errors import OutputError, ValidationError
-from glasskit_eval.yamledit import DeleteBlockKey, SetBlockKey
+from glasskit_eval.yamltext.edit import DeleteBlockKey, SetBlockKey
 
 DATA = Path(__file__).parent / "data" / "yamledit"
 
@@ -88,7 +88,7 @@ def test_new_file_gets_umask_permissions_not_private_temp_ones(tmp_path: Path) -
     # Run in a child so changing the umask cannot race other tests.
     target = tmp_path / "new.yaml"
     code = ("import os, sys; from pathlib import Path; os.umask(0o022); "
-            "from glasskit_eval.casewrite import replace_text; replace_text(Path(sys.argv[1]), 'a: 1\\n')")
+            "from glasskit_eval.cases.write import replace_text; replace_text(Path(sys.argv[1]), 'a: 1\\n')")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
     subprocess.run([sys.executable, "-c", code, str(target)], check=True, env=env, timeout=60)
     assert stat.S_IMODE(target.stat().st_mode) == 0o644

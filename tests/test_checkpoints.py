@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.checkpoints import (
+from glasskit_eval.checkpoints.store import (
     COMPLETE,
     FORMAT_VERSION,
     MANIFEST_NAME,

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from glasskit_eval.compare import (
+from glasskit_eval.compare.values import (
     MODES,
     CompareConfig,
     MissingField,

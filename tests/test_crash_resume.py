@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from evalkit import ROOT, VIDEOS
 
-from glasskit_eval.checkpoints import MANIFEST_NAME, RECORDS_NAME, decode_records
+from glasskit_eval.checkpoints.store import MANIFEST_NAME, RECORDS_NAME, decode_records
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

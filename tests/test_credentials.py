@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.evaldir import VideoStoreConfig
+from glasskit_eval.cases.evaldir import VideoStoreConfig
 from glasskit_eval.store import StoreError
 from glasskit_eval.store.credentials import require_credentials, resolve_credentials
 

@@ -318,7 +318,7 @@ def test_video_block_quotes_only_what_yaml_would_misread() -> None:
 
 
 def test_review_and_seed_download_cloud_videos(env: Path, s3_server: S3Server, tmp_path: Path) -> None:
-    from glasskit_eval.evaldir import load_cases, open_eval_dir
+    from glasskit_eval.cases.evaldir import load_cases, open_eval_dir
     from glasskit_eval.review import casedata
 
     eval_dir = make_eval(tmp_path, s3_server)

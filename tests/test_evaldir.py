@@ -1,4 +1,4 @@
-"""Eval directories: cases/, config.yaml, video stores, adapter.yaml (glasskit_eval.evaldir)."""
+"""Eval directories: cases/, config.yaml, video stores, adapter.yaml (glasskit_eval.cases.evaldir)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.casefile import CloudVideo, Thresholds
-from glasskit_eval.errors import UsageError, ValidationError
-from glasskit_eval.evaldir import (
+from glasskit_eval.cases.evaldir import (
     EvalConfig,
     VideoStoreConfig,
     load_adapter_config,
@@ -18,6 +16,8 @@ from glasskit_eval.evaldir import (
     load_eval_config,
     open_eval_dir,
 )
+from glasskit_eval.cases.model import CloudVideo, Thresholds
+from glasskit_eval.errors import UsageError, ValidationError
 
 CASE = "video: v.mp4\ntargets:\n  t:\n    samples:\n    - at: 1\n      expect: true\n"
 SHA = "ab" * 32

@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from glasskit_eval.fingerprints import VideoDigests, describe_changes, fingerprint
+from glasskit_eval.checkpoints.fingerprints import VideoDigests, describe_changes, fingerprint
 
 
 def test_fingerprints_say_what_changed(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_a_video_changed_after_it_was_queued_is_hashed_again(tmp_path: Path) -> 
 
 
 def test_each_video_is_read_once_per_run(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import glasskit_eval.fingerprints as module
+    import glasskit_eval.checkpoints.fingerprints as module
 
     video = _video(tmp_path, b"c" * 4000)
     reads: list[Path] = []

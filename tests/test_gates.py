@@ -1,4 +1,4 @@
-"""Quality gates and their precedence (glasskit_eval.gates).
+"""Quality gates and their precedence (glasskit_eval.run.gates).
 
 Names and messages follow what upstream reports; the scenario below is the one
 recorded from the upstream tool (cases alpha and beta, config.yaml thresholds).
@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from glasskit_eval.casefile import Thresholds
-from glasskit_eval.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from glasskit_eval.cases.model import Thresholds
 from glasskit_eval.results import ERROR, FAILED, IGNORED, PASSED, Gate, SampleResult
+from glasskit_eval.run.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
 
 
 def result(case: str, target: str, status: str, index: int = 0) -> SampleResult:

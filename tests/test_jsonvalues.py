@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from glasskit_eval.jsonvalues import (
+from glasskit_eval.support.jsonvalues import (
     MAX_DEPTH,
     JsonPath,
     canonical_key,

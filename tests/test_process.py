@@ -26,7 +26,6 @@ import pytest
 from PIL import Image
 
 from glasskit_eval.adapters.base import FactoryConfig, Sample, Target
-from glasskit_eval.adapters.png import encode_png
 from glasskit_eval.adapters.process import (
     CommandAdapterSpec,
     CommandEvaluator,
@@ -34,6 +33,7 @@ from glasskit_eval.adapters.process import (
     encode_sample,
 )
 from glasskit_eval.errors import AdapterError, ProtocolError
+from glasskit_eval.video.png import encode_png
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS = ROOT / "fixtures" / "adapters"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from evalkit import VIDEOS, make_eval, read_json, run_cli
 
-from glasskit_eval.checkpoints import FORMAT_VERSION, MANIFEST_NAME, RECORDS_NAME, Checkpoint
+from glasskit_eval.checkpoints.store import FORMAT_VERSION, MANIFEST_NAME, RECORDS_NAME, Checkpoint
 
 CASE = """
 video: cfr_h264.mp4

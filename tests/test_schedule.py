@@ -1,4 +1,4 @@
-"""The expanded schedule and the command filters (glasskit_eval.schedule)."""
+"""The expanded schedule and the command filters (glasskit_eval.plan.schedule)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.casefile import Case, load_case
-from glasskit_eval.compare import CompareConfig
+from glasskit_eval.cases.model import Case, load_case
+from glasskit_eval.compare.values import CompareConfig
 from glasskit_eval.errors import UsageError, ValidationError
-from glasskit_eval.schedule import Filters, ScheduledSample, expand_case, select, select_cases
-from glasskit_eval.timevalues import parse_cli_time
+from glasskit_eval.plan.schedule import Filters, ScheduledSample, expand_case, select, select_cases
+from glasskit_eval.support.timevalues import parse_cli_time
 
 
 def make_case(tmp_path: Path, text: str, name: str = "c", *, allow_empty: bool = False) -> Case:

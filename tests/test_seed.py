@@ -177,7 +177,7 @@ def test_crash_during_the_write_leaves_the_case_file_intact(tmp_path: Path, monk
     seed_env(monkeypatch, tmp_path)
     eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)
     path = eval_dir / "cases" / "door.yaml"
-    import glasskit_eval.casewrite as casewrite
+    import glasskit_eval.cases.write as casewrite
 
     real_replace = casewrite.os.replace
 

@@ -31,7 +31,7 @@ def heavy(modules: set[str]) -> list[str]:
 
 
 def test_importing_the_cli_loads_no_heavy_module(tmp_path: Path) -> None:
-    proc = python("-c", "import sys, json, glasskit_eval.cli, glasskit_eval.zipapp, glasskit_eval.errors\n"
+    proc = python("-c", "import sys, json, glasskit_eval.cli, glasskit_eval.dist.zipapp, glasskit_eval.errors\n"
                   "print(json.dumps(sorted(sys.modules)))", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert heavy(set(json.loads(proc.stdout))) == []

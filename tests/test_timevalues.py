@@ -1,4 +1,4 @@
-"""Exact sample times (glasskit_eval.timevalues)."""
+"""Exact sample times (glasskit_eval.support.timevalues)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from glasskit_eval.timevalues import format_time, parse_cli_time, same_time_key, to_fraction
+from glasskit_eval.support.timevalues import format_time, parse_cli_time, same_time_key, to_fraction
 
 
 @pytest.mark.parametrize(("value", "expected"), [

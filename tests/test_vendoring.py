@@ -53,7 +53,7 @@ def test_imports_inside_the_package_are_relative(path: Path) -> None:
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_package_files_are_not_located_through_dunder_file(path: Path) -> None:
-    # Inside a zipapp there is no directory to join with; glasskit_eval.resources reads
+    # Inside a zipapp there is no directory to join with; glasskit_eval.support.resources reads
     # package data through importlib.resources instead.
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     assert not [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "__file__"]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from glasskit_eval.casefile import parse_case
+from glasskit_eval.cases.model import parse_case
 from glasskit_eval.errors import ExitCode, UsageError
-from glasskit_eval.yamledit import (
+from glasskit_eval.yamltext.edit import (
     CaseEditError,
     DeleteBlockKey,
     Edit,
@@ -27,9 +27,9 @@ from glasskit_eval.yamledit import (
     rewrite,
     set_block_key,
 )
-from glasskit_eval.yamlnodes import same
-from glasskit_eval.yamlrender import Style, block_lines, render_flow
-from glasskit_eval.yamlsource import load_yaml_text
+from glasskit_eval.yamltext.nodes import same
+from glasskit_eval.yamltext.render import Style, block_lines, render_flow
+from glasskit_eval.yamltext.source import load_yaml_text
 
 DATA = Path(__file__).parent / "data" / "yamledit"
 DEMO_CASE = Path(__file__).parent.parent / "fixtures" / "demo" / "eval" / "cases" / "kitchen.yaml"

@@ -1,4 +1,4 @@
-"""YAML loading with line numbers, duplicate keys and safe limits (glasskit_eval.yamlsource)."""
+"""YAML loading with line numbers, duplicate keys and safe limits (glasskit_eval.yamltext.source)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval import yamlsource
+from glasskit_eval.yamltext import source as yamlsource
 from glasskit_eval.errors import Problem
-from glasskit_eval.yamlsource import YamlDocument, format_path, load_yaml_file, load_yaml_text
+from glasskit_eval.yamltext.source import YamlDocument, format_path, load_yaml_file, load_yaml_text
 
 LOADERS = sorted({yamlsource._Loader, yamlsource._PythonLoader}, key=lambda cls: cls.__name__)
 

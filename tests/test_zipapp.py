@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval import zipapp
+from glasskit_eval.dist import zipapp
 from glasskit_eval.cli import main
-from glasskit_eval.resources import walk
-from glasskit_eval.zipapp import BootError, Entry, build_zipapp, check_platform, content_hash
+from glasskit_eval.dist.zipapp import BootError, Entry, build_zipapp, check_platform, content_hash
+from glasskit_eval.support.resources import walk
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "eval"
@@ -113,7 +113,7 @@ def test_plain_archive_runs_the_demo_eval(tmp_path: Path, plain: Path) -> None:
 
 def test_plain_archive_reads_package_data_from_inside_the_zip(tmp_path: Path, plain: Path) -> None:
     code = ("import sys, json; sys.path.insert(0, sys.argv[1])\n"
-            "import glasskit_eval; from glasskit_eval import resources\n"
+            "import glasskit_eval; from glasskit_eval.support import resources\n"
             "files = {n: resources.read_bytes(*n.split('/')).hex() for n, _ in resources.walk()}\n"
             "print(json.dumps({'file': glasskit_eval.__file__, 'files': files}))\n")
     proc = run(sys.executable, "-I", "-c", code, plain, cwd=tmp_path)

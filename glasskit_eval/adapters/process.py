@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from ..errors import AdapterError, ProtocolError
+from ..video.png import encode_png
 from .base import FactoryConfig, Sample, Target
-from .png import encode_png
 from .procio import (
     StderrMirror,
     describe_returncode,

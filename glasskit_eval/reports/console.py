@@ -12,10 +12,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ..planning import CasePlan
+from ..plan.planning import CasePlan
 from ..results import ERROR, FAILED, IGNORED, PASSED, SampleResult, count
-from ..runner import RunOutcome
-from ..timevalues import format_time
+from ..run.trials import RunOutcome
+from ..support.timevalues import format_time
 
 _COLOURS = {PASSED: "32", FAILED: "31", ERROR: "35", IGNORED: "33"}
 

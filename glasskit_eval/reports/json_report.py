@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..atomicio import write_text_atomic
 from ..results import count
-from ..runner import RunOutcome
+from ..run.trials import RunOutcome
+from ..support.fsio import write_text_atomic
 
 SCHEMA_VERSION = 1
 

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import EvalError, VideoError
-from ..timevalues import format_time, parse_cli_time
+from ..support.timevalues import format_time, parse_cli_time
 from . import casedata, media
 from .edits import save_blocks
 from .security import Denied, Secrets, check_host, check_session, check_write

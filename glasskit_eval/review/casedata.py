@@ -14,10 +14,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..casefile import Case, LocalVideo, SampleBlock, block_times, load_case
-from ..compare import infer_mode
+from ..cases.model import Case, LocalVideo, SampleBlock, block_times, load_case
+from ..compare.values import infer_mode
 from ..errors import Problem, UsageError, VideoError
-from ..yamlsource import YamlDocument
+from ..yamltext.source import YamlDocument
 from .media import content_type
 
 
@@ -43,7 +43,7 @@ def case_path(root: Path, case_id: str) -> Path:
 
 def revision_of(data: bytes) -> str:
     # The same hash casewrite checks before replacing the file.
-    from ..casewrite import content_hash
+    from ..cases.write import content_hash
 
     return content_hash(data)
 
@@ -115,8 +115,8 @@ def video_path(case: Case) -> Path:
     if isinstance(case.video, LocalVideo):
         return case.video.path
     # Cloud videos come from the per-user cache, downloaded on first use like `run` does.
-    from ..evaldir import load_eval_config
-    from ..planning import resolve_video
+    from ..cases.evaldir import load_eval_config
+    from ..plan.planning import resolve_video
 
     eval_root = case.path.parent.parent
     config, problems = load_eval_config(eval_root / "config.yaml")

@@ -14,10 +14,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..casefile import block_times, parse_case
+from ..cases.model import block_times, parse_case
 from ..errors import Problem, VideoError
-from ..timevalues import format_time
-from ..yamlsource import load_yaml_text
+from ..support.timevalues import format_time
+from ..yamltext.source import load_yaml_text
 from . import casedata
 
 MAX_BLOCKS = 10_000
@@ -64,8 +64,8 @@ def save_blocks(root: Path, case_id: str, target_id: str, body: Any,
 
 
 def _save(root: Path, case_id: str, target_id: str, body: Any) -> dict[str, Any]:
-    from ..casewrite import CaseConflictError, replace_text
-    from ..yamledit import CaseEditError, edit_samples
+    from ..cases.write import CaseConflictError, replace_text
+    from ..yamltext.edit import CaseEditError, edit_samples
 
     revision, blocks = _check_body(body)
     loaded = casedata.load(root, case_id)

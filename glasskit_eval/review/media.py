@@ -153,7 +153,7 @@ class FrameCache:
         self._decoders = threading.BoundedSemaphore(max_decoders)
 
     def frame(self, path: Path, time: Fraction) -> FrameImage:
-        from ..export import png_bytes
+        from ..plan.export import png_bytes
         from ..video.frames import decode_at
 
         key = (str(path), FileStamp.of(path), time)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from ..casefile import VIDEO_SUFFIXES, CloudVideo
+from ..cases.evaldir import EvalConfig, VideoStoreConfig, load_cases, open_eval_dir
+from ..cases.model import VIDEO_SUFFIXES, CloudVideo
 from ..errors import UsageError
-from ..evaldir import EvalConfig, VideoStoreConfig, load_cases, open_eval_dir
 from . import StoreError
 from .cache import VideoCache, default_cache_dir, format_size, hash_stream
 from .credentials import require_credentials, resolve_credentials

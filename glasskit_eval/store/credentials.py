@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..evaldir import VideoStoreConfig
+from ..cases.evaldir import VideoStoreConfig
 from . import StoreError
 from .sigv4 import Credentials
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
-from ..evaldir import VideoStoreConfig
+from ..cases.evaldir import VideoStoreConfig
 from . import StoreError
 from .sigv4 import EMPTY_SHA256, Credentials, SigningRequest, canonical_query, sign, uri_encode
 from .transport import HttpRequest, HttpResponse, Stream, Transport, TransportError, UrllibTransport

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import VideoError
-from ..records import Record
+from ..support.records import Record
 from .orientation import UPRIGHT, Orientation, orientation_from_side_data
 
 #: Demuxers whose index we seek with. Others (MPEG-TS, raw streams, AVI...) are decoded

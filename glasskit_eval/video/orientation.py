@@ -12,7 +12,7 @@ import math
 import struct
 from typing import TYPE_CHECKING
 
-from ..records import Frozen
+from ..support.records import Frozen
 
 if TYPE_CHECKING:
     from PIL import Image

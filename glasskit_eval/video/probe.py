@@ -11,8 +11,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..errors import VideoError
-from ..records import Frozen
-from ..timevalues import format_time
+from ..support.records import Frozen
+from ..support.timevalues import format_time
 from .frametable import FileKey, FrameTable, file_key, frame_table, open_container, video_stream
 from .orientation import UPRIGHT, Orientation
 

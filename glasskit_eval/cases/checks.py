@@ -1,0 +1,191 @@
+"""Typed checks on loaded YAML values that record located problems.
+
+Case files and config.yaml share these: each check either returns the parsed
+value or adds a :class:`Problem` naming the YAML path (and so the line) and
+returns None, so one pass over a file collects every problem it has.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+from ..compare.modes import MODES, CompareConfig
+from ..errors import Problem
+from ..support.jsonvalues import json_problem
+from ..support.timevalues import to_fraction
+from ..yamltext.source import PathKey, YamlDocument
+
+_DEFAULTS_KEYS = {"field", "compare"}
+_COMPARE_KEYS = {"mode", "tolerance"}
+
+
+class _Unset:
+    """Marks a key that was not written, as opposed to an explicit ``null``."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+class Checker:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.problems: list[Problem] = []
+
+    def add(self, path: PathKey, message: str) -> None:
+        self.problems.append(self.doc.problem(path, message))
+
+    def mapping(self, value: Any, path: PathKey, what: str) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            self.add(path, f"{what} must be a mapping, got {type_name(value)}")
+            return None
+        return value
+
+    def unknown_keys(self, value: dict[str, Any], allowed: set[str], path: PathKey) -> None:
+        for key in value:
+            if key not in allowed:
+                hint = _suggest(str(key), allowed)
+                self.add((*path, key), f"unknown key {key!r}{hint}; allowed keys: "
+                         + ", ".join(sorted(allowed)))
+
+    def time(self, value: Any, path: PathKey, what: str) -> Fraction | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.add(path, f"{what} must be a number of seconds, got {type_name(value)}"
+                     + _numeric_text_hint(value))
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            self.add(path, f"{what} must be finite, got {value}")
+            return None
+        if isinstance(value, int) and _beyond_float(value):
+            # Such a time could never be reported or handed to an adapter as seconds.
+            self.add(path, f"{what} must be finite, got an integer of {len(str(value))} digits")
+            return None
+        exact = to_fraction(value)
+        assert exact is not None
+        if exact < 0:
+            self.add(path, f"{what} must be nonnegative, got {value}")
+            return None
+        return exact
+
+    def positive_interval(self, value: Any, path: PathKey) -> Fraction | None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            self.add(path, f"every_s must be greater than 0, got {value}")
+            return None
+        return self.time(value, path, "every_s")
+
+    def text(self, value: Any, path: PathKey, what: str, *, nonempty: bool = False) -> str | None:
+        if not isinstance(value, str):
+            self.add(path, f"{what} must be a string, got {type_name(value)}")
+            return None
+        if nonempty and not value.strip():
+            self.add(path, f"{what} must not be empty")
+            return None
+        return value
+
+    def json_like(self, value: Any, path: PathKey, what: str) -> bool:
+        problem = json_problem(value)
+        if problem is not None:
+            self.add(path, f"{what} must be JSON-like (null, boolean, finite number, string, "
+                     f"array, or object with string keys): {problem}")
+            return False
+        return True
+
+    def field_path(self, value: Any, path: PathKey) -> str | None:
+        if value is None:
+            return None
+        text = self.text(value, path, "field", nonempty=True)
+        if text is not None and any(part == "" for part in text.split(".")):
+            self.add(path, f"field {text!r} has an empty path part; use dot-separated names "
+                     "like result.matches or detections.0.label")
+            return None
+        return text
+
+    def compare(self, value: Any, path: PathKey) -> CompareConfig | None:
+        if value is None:
+            return None
+        mapping = self.mapping(value, path, "compare")
+        if mapping is None:
+            return None
+        self.unknown_keys(mapping, _COMPARE_KEYS, path)
+        mode = mapping.get("mode", UNSET)
+        if mode is UNSET:
+            self.add(path, "compare needs a mode: one of " + ", ".join(MODES))
+            return None
+        if mode not in MODES:
+            self.add((*path, "mode"), f"unknown comparison mode {mode!r}{_suggest(str(mode), set(MODES))}; "
+                     "use one of " + ", ".join(MODES))
+            return None
+        tolerance: float = 0.0
+        if mapping.get("tolerance") is not None:
+            raw = mapping["tolerance"]
+            if (isinstance(raw, bool) or not isinstance(raw, (int, float))
+                    or (isinstance(raw, int) and _beyond_float(raw)) or not math.isfinite(raw)):
+                shown = raw if isinstance(raw, float) else type_name(raw)
+                self.add((*path, "tolerance"), f"tolerance must be a finite number, got {shown}")
+                return None
+            if raw < 0:
+                self.add((*path, "tolerance"), f"tolerance must be nonnegative, got {raw}")
+                return None
+            tolerance = float(raw)
+        return CompareConfig(mode=str(mode), tolerance=tolerance)
+
+    def defaults(self, value: Any, path: PathKey) -> dict[str, Any]:
+        """Parse a ``sample_defaults`` mapping into {'field': ..., 'compare': ...} (keys only if set)."""
+        if value is None:
+            return {}
+        mapping = self.mapping(value, path, "sample_defaults")
+        if mapping is None:
+            return {}
+        self.unknown_keys(mapping, _DEFAULTS_KEYS, path)
+        out: dict[str, Any] = {}
+        if "field" in mapping:
+            out["field"] = self.field_path(mapping["field"], (*path, "field"))
+        if "compare" in mapping:
+            out["compare"] = self.compare(mapping["compare"], (*path, "compare"))
+        return out
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _beyond_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
+def _numeric_text_hint(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        # YAML 1.1 reads 1e9 (no dot, unsigned exponent) as text, not as a number.
+        return f" ({value!r} is text in YAML; write it as a plain number such as 1.5 or 1.0e+9)"
+    return ""
+
+
+def _suggest(word: str, choices: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -1,0 +1,215 @@
+"""The eval directory: ``cases/``, ``config.yaml`` and ``adapter.yaml``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem, UsageError, ValidationError
+from ..support.jsonvalues import json_problem
+from ..support.records import Frozen
+from ..yamltext.source import load_yaml_file
+from .checks import Checker
+from .model import Case, Thresholds, load_case, parse_thresholds
+
+_CONFIG_KEYS = {"thresholds", "video_stores"}
+_STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
+               "access_key_id_env", "secret_access_key_env", "session_token_env"}
+
+
+class VideoStoreConfig(Frozen):
+    _fields = ("name", "bucket", "type", "region", "endpoint_url", "public_base_url",
+               "access_key_id_env", "secret_access_key_env", "session_token_env")
+    name: str
+    bucket: str
+    type: str
+    region: str
+    endpoint_url: str | None
+    public_base_url: str | None
+    access_key_id_env: str | None
+    secret_access_key_env: str | None
+    session_token_env: str | None
+
+    def __init__(self, name: str, bucket: str, type: str = "s3", region: str = "us-east-1",
+                 endpoint_url: str | None = None, public_base_url: str | None = None,
+                 access_key_id_env: str | None = None, secret_access_key_env: str | None = None,
+                 session_token_env: str | None = None) -> None:
+        self.__dict__.update(name=name, bucket=bucket, type=type, region=region, endpoint_url=endpoint_url,
+                             public_base_url=public_base_url, access_key_id_env=access_key_id_env,
+                             secret_access_key_env=secret_access_key_env, session_token_env=session_token_env)
+
+
+class EvalConfig(Frozen):
+    _fields = ("thresholds", "video_stores")
+    thresholds: Thresholds | None
+    video_stores: Mapping[str, VideoStoreConfig]
+
+    def __init__(self, thresholds: Thresholds | None = None,
+                 video_stores: Mapping[str, VideoStoreConfig] | None = None) -> None:
+        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores)
+
+
+class EvalDir(Frozen):
+    _fields = ("root", "config", "case_paths")
+    root: Path
+    config: EvalConfig
+    case_paths: tuple[Path, ...]
+
+    def __init__(self, root: Path, config: EvalConfig, case_paths: tuple[Path, ...]) -> None:
+        self.__dict__.update(root=root, config=config, case_paths=case_paths)
+
+    @property
+    def cases_dir(self) -> Path:
+        return self.root / "cases"
+
+    def select_case_paths(self, case: str | None) -> tuple[Path, ...]:
+        if case is None:
+            return self.case_paths
+        # ValidationError rather than UsageError: like upstream, `validate --case nosuch`
+        # reports "Validation failed" (exit 1) while run and list-samples exit 2.
+        if "/" in case or "\\" in case:
+            raise ValidationError([Problem(str(self.cases_dir), "", f"--case takes a case filename or "
+                                           f"stem under cases/, not a path: {case!r}")])
+        stem = case[:-5] if case.endswith(".yaml") else case
+        for path in self.case_paths:
+            if path.stem == stem:
+                return (path,)
+        known = ", ".join(p.stem for p in self.case_paths) or "(none)"
+        raise ValidationError([Problem(str(self.cases_dir), "", f"unknown case {case!r}; cases: {known}")])
+
+
+def open_eval_dir(path: str | Path) -> EvalDir:
+    """Locate cases and load ``config.yaml``; raises ValidationError listing every problem."""
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        raise ValidationError([Problem(str(root), "", "eval directory does not exist")],
+                              hint="Pass --eval-dir pointing at the directory that holds cases/.")
+    cases_dir = root / "cases"
+    if not cases_dir.is_dir():
+        raise ValidationError([Problem(str(cases_dir), "", "cases/ directory is missing")],
+                              hint="Create <eval-dir>/cases/ and put one .yaml case file per video in it.")
+    problems: list[Problem] = []
+    case_paths: list[Path] = []
+    for entry in sorted(cases_dir.iterdir()):
+        if not entry.is_file() or entry.suffix.lower() not in (".yaml", ".yml"):
+            continue  # subdirectories, videos and notes are not case files
+        if entry.suffix == ".yaml":
+            case_paths.append(entry)
+        else:
+            # Refused rather than skipped: a silently ignored case would let CI pass untested.
+            problems.append(Problem(str(entry), "", "case files must use the lowercase .yaml suffix; "
+                                    f"rename it to {entry.stem}.yaml"))
+    config, config_problems = load_eval_config(root / "config.yaml")
+    problems.extend(config_problems)
+    if problems:
+        raise ValidationError(problems)
+    return EvalDir(root=root, config=config, case_paths=tuple(case_paths))
+
+
+def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
+    if not path.exists():
+        return EvalConfig(), []
+    doc, problems = load_yaml_file(path)
+    if problems:
+        return EvalConfig(), problems
+    if doc.value is None:
+        return EvalConfig(), []
+    c = Checker(doc)
+    root = c.mapping(doc.value, (), "config.yaml")
+    if root is None:
+        return EvalConfig(), c.problems
+    c.unknown_keys(root, _CONFIG_KEYS, ())
+    thresholds = parse_thresholds(c, root.get("thresholds"), ("thresholds",), None)
+    stores: dict[str, VideoStoreConfig] = {}
+    raw_stores = root.get("video_stores")
+    if raw_stores is not None:
+        mapping = c.mapping(raw_stores, ("video_stores",), "video_stores")
+        for name, raw in (mapping or {}).items():
+            store = _parse_store(c, str(name), raw)
+            if store is not None:
+                stores[str(name)] = store
+    c.problems.sort(key=lambda problem: problem.line or 0)
+    return EvalConfig(thresholds=thresholds, video_stores=stores), c.problems
+
+
+def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:
+    path = ("video_stores", name)
+    mapping = c.mapping(raw, path, f"video store {name!r}")
+    if mapping is None:
+        return None
+    before = len(c.problems)
+    c.unknown_keys(mapping, _STORE_KEYS, path)
+    values: dict[str, str] = {}
+    for key, raw in mapping.items():
+        if key in _STORE_KEYS and raw is not None:
+            text = c.text(raw, (*path, key), key, nonempty=True)
+            if text is not None:
+                values[key] = text
+    if values.get("type", "s3") != "s3":
+        c.add((*path, "type"), f"unsupported store type {values['type']!r}; only s3 is supported")
+    if mapping.get("bucket") is None:
+        c.add((*path, "bucket"), "a video store needs `bucket`")
+    if ("access_key_id_env" in values) != ("secret_access_key_env" in values):
+        c.add(path, "access_key_id_env and secret_access_key_env must be set together")
+    if len(c.problems) > before:
+        return None
+    return VideoStoreConfig(name=name, **values)
+
+
+def load_cases(eval_dir: EvalDir, paths: tuple[Path, ...], *, allow_empty: bool) -> list[Case]:
+    """Load the given case files, raising one ValidationError with every problem found."""
+    cases: list[Case] = []
+    problems: list[Problem] = []
+    for path in paths:
+        case, case_problems = load_case(path, allow_empty=allow_empty)
+        problems.extend(case_problems)
+        if case is not None:
+            problems.extend(_check_store_reference(case, eval_dir.config))
+            cases.append(case)
+    if not paths and not allow_empty:
+        problems.append(Problem(str(eval_dir.cases_dir), "", "no case files (*.yaml) found; add one "
+                                "or pass --allow-empty"))
+    if problems:
+        raise ValidationError(problems)
+    return cases
+
+
+def _check_store_reference(case: Case, config: EvalConfig) -> list[Problem]:
+    from .model import CloudVideo
+
+    if isinstance(case.video, CloudVideo) and case.video.store not in config.video_stores:
+        known = ", ".join(sorted(config.video_stores)) or "none are configured"
+        return [case.document.problem(("video", "store"),
+                                      f"unknown video store {case.video.store!r} ({known}); define it "
+                                      "under video_stores in <eval-dir>/config.yaml")]
+    return []
+
+
+def load_adapter_config(eval_dir: Path, explicit: str | None) -> dict[str, Any]:
+    """``--adapter-config`` (YAML or JSON object) or the discovered ``adapter.yaml``, else {}."""
+    path = Path(explicit).expanduser() if explicit else eval_dir / "adapter.yaml"
+    if explicit is None and not path.exists():
+        return {}
+    if not path.is_file():
+        raise UsageError(f"adapter config {path} does not exist; check --adapter-config")
+    if path.suffix.lower() == ".json":
+        import json
+
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValidationError([Problem(str(path), "", f"invalid JSON: {exc}")]) from None
+    else:
+        doc, problems = load_yaml_file(path)
+        if problems:
+            raise ValidationError(problems)
+        value = doc.value
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError([Problem(str(path), "", "adapter config must be a mapping (YAML or JSON object)")])
+    problem = json_problem(value)
+    if problem is not None:
+        raise ValidationError([Problem(str(path), "", f"adapter config must be JSON-like: {problem}")])
+    return value

@@ -1,0 +1,135 @@
+"""Write case files safely: atomic replace, kept permissions, optimistic concurrency.
+
+A case file is replaced by writing a temporary file in the same directory,
+fsyncing it and renaming it over the original, so a crash leaves either the old
+or the new file, never half of one, and never a stray temporary file when we
+get to clean up. Writers that read a file, let a person or an adapter think,
+and then write it back (``review``, ``seed``) pass the hash of what they read:
+if the file changed on disk in the meantime, the write is refused with
+``CaseConflictError`` instead of silently overwriting someone's edit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OutputError, Problem, ValidationError
+from ..support.fsio import replace_file
+from ..yamltext.edit import Edit, EditResult, apply_edits
+
+try:  # POSIX only; elsewhere the hash check alone guards against lost updates
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+class CaseConflictError(OutputError):
+    """The file changed on disk since it was read; nothing was written."""
+
+    def __init__(self, path: Path, expected: str, actual: str | None) -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        state = "was deleted" if actual is None else "changed on disk"
+        super().__init__(f"{path} {state} since it was read; nothing was written. "
+                         "Reload it and apply the edit again.")
+
+
+@dataclass(frozen=True)
+class CaseText:
+    """A case file's text exactly as stored (line endings untouched) and its content hash."""
+
+    path: Path
+    text: str
+    hash: str
+
+
+def content_hash(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_case_text(path: Path) -> CaseText:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValidationError([Problem(str(path), "", f"cannot read file: {exc.strerror or exc}")]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError([Problem(str(path), "", "file is not UTF-8 text")]) from None
+    return CaseText(path, text, content_hash(data))
+
+
+def replace_text(path: Path, text: str, *, expected_hash: str | None = None) -> str:
+    """Atomically replace ``path`` with ``text``; returns the new content hash.
+
+    With ``expected_hash``, the current content is checked under an advisory lock
+    right before the rename and the write is refused if it differs.
+    """
+    path = Path(path)
+    data = text.encode("utf-8")
+    try:
+        with _locked(path) as current:
+            if expected_hash is not None and (current is None or content_hash(current) != expected_hash):
+                raise CaseConflictError(path, expected_hash, None if current is None else content_hash(current))
+            _write_replace(path, data)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}; the file was left unchanged") from None
+    return content_hash(data)
+
+
+def edit_case_file(path: Path, edits: Sequence[Edit], *,
+                   expected_hash: str | None = None) -> tuple[EditResult, str]:
+    """Read, edit with the minimal-diff writer, and write back if anything changed.
+
+    Without ``expected_hash`` the hash of what we read here guards the write, so
+    a change made between our read and our write is still never overwritten.
+    Returns the edit result and the file's content hash afterwards.
+    """
+    case = read_case_text(path)
+    if expected_hash is not None and case.hash != expected_hash:
+        raise CaseConflictError(case.path, expected_hash, case.hash)
+    result = apply_edits(case.text, edits)
+    if not result.changed:
+        return result, case.hash
+    return result, replace_text(case.path, result.text, expected_hash=case.hash)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[bytes | None]:
+    """Yield the file's current bytes while holding an exclusive flock on it.
+
+    After a rename the lock sits on the old inode, so we re-open until the file
+    we locked is still the one at ``path``.
+    """
+    for _attempt in range(100):
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed in finally below
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                same_file = os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+            except FileNotFoundError:
+                same_file = False
+            if same_file:
+                yield handle.read()
+                return
+        finally:
+            handle.close()  # closing releases the lock
+    raise OutputError(f"cannot lock {path}: it keeps being replaced by another writer")
+
+
+def _write_replace(path: Path, data: bytes) -> None:
+    replace_file(path, data)

@@ -1,0 +1,447 @@
+"""Durable, append-only checkpoints shared by long commands (``run`` now, ``seed`` later).
+
+A checkpoint is a directory ``<eval-dir>/runs/checkpoints/<id>/`` (0700) holding
+
+* ``manifest.json`` (0600, replaced atomically): format version, ``kind``, the
+  invocation to restore on resume, fingerprints of the inputs and a status;
+* ``records.jsonl`` (0600, append-only): a header line, then one line per
+  finished sample, ``<crc32 hex> <json>``, keyed by (trial, case, target,
+  sample index). A later record for the same key supersedes an earlier one.
+
+The manifest is written last when a checkpoint is created, so a directory
+without one was never usable. Records are written and fsynced by a writer
+thread in groups (everything that finished within a few milliseconds, or while
+the previous fsync ran, goes into the next one), so durability costs one fsync
+per burst instead of one per sample; :meth:`Checkpoint.flush` waits until everything appended so far is on
+disk. A torn tail (power loss or SIGKILL mid-write) fails its CRC or has no
+newline; it is ignored and cut off before new records are appended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import json
+import os
+import secrets
+import shutil
+import threading
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalError, OutputError
+from ..support.fsio import write_text_atomic
+
+FORMAT_NAME = "glasskit_eval-checkpoint"
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+RECORDS_NAME = "records.jsonl"
+IN_PROGRESS = "in_progress"
+COMPLETE = "complete"
+
+#: (trial, case, target, sample_index): one attempt of one sample.
+Key = tuple[int, str, str, int]
+
+#: How long the writer lets results accumulate before one write and fsync. A crash loses at
+#: most this much finished work; nothing is reported as saved before its fsync returns.
+GROUP_WINDOW_S = 0.005
+
+class CheckpointError(EvalError):
+    """A checkpoint that cannot be read, resumed or written."""
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_id(kind: str) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{kind}-{stamp}-{secrets.token_hex(4)}"
+
+
+def checkpoints_root(eval_dir: Path) -> Path:
+    return eval_dir / "runs" / "checkpoints"
+
+
+# --- manifest ---------------------------------------------------------------------------
+
+
+@dataclass
+class Manifest:
+    id: str
+    kind: str
+    eval_dir: str
+    invocation: dict[str, Any]
+    fingerprints: dict[str, Any]
+    total: int
+    status: str = IN_PROGRESS
+    created_at: str = field(default_factory=utc_now)
+    updated_at: str = field(default_factory=utc_now)
+    resumes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "id": self.id, "kind": self.kind,
+                "eval_dir": self.eval_dir, "invocation": self.invocation, "fingerprints": self.fingerprints,
+                "total": self.total, "status": self.status, "created_at": self.created_at,
+                "updated_at": self.updated_at, "resumes": self.resumes}
+
+    @classmethod
+    def from_json(cls, data: Any, where: Path) -> Manifest:
+        if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
+            raise CheckpointError(f"{where} is not a glasskit_eval checkpoint manifest; pass the directory "
+                                  "printed after `Checkpoint:`")
+        version = data.get("format_version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise CheckpointError(f"{where}: format_version is missing or not an integer")
+        if version > FORMAT_VERSION:
+            raise CheckpointError(f"{where} was written by a newer glasskit_eval (checkpoint format "
+                                  f"{version}; this version reads up to {FORMAT_VERSION}); upgrade "
+                                  "glasskit_eval to resume it, or start a new run")
+        try:
+            return cls(id=str(data["id"]), kind=str(data["kind"]), eval_dir=str(data["eval_dir"]),
+                       invocation=dict(data["invocation"]), fingerprints=dict(data["fingerprints"]),
+                       total=int(data["total"]), status=str(data["status"]),
+                       created_at=str(data["created_at"]), updated_at=str(data["updated_at"]),
+                       resumes=int(data.get("resumes", 0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{where} is incomplete or damaged ({type(exc).__name__}: {exc}); "
+                                  "start a new run") from None
+
+
+# --- record framing (pure) --------------------------------------------------------------
+
+
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    body = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def _decode_line(line: bytes) -> dict[str, Any] | None:
+    crc, sep, body = line.partition(b" ")
+    if not sep or len(crc) != 8:
+        return None
+    try:
+        if int(crc, 16) != zlib.crc32(body):
+            return None
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass
+class Decoded:
+    header: dict[str, Any] | None
+    records: list[dict[str, Any]]
+    #: Byte length of the intact prefix; anything after it is a torn tail.
+    good_bytes: int
+    torn: bool
+
+
+def decode_records(data: bytes, where: Path) -> Decoded:
+    """Split a records file into intact records, ignoring a torn tail.
+
+    A bad line followed only by bad lines is a torn tail (an interrupted write);
+    a bad line followed by a good one is damage we refuse to guess around.
+    """
+    records: list[dict[str, Any]] = []
+    header: dict[str, Any] | None = None
+    offset = 0
+    first_bad: int | None = None
+    while offset < len(data):
+        end = data.find(b"\n", offset)
+        if end < 0:
+            first_bad = offset if first_bad is None else first_bad
+            break
+        record = _decode_line(data[offset:end])
+        if record is None:
+            if first_bad is None:
+                first_bad = offset
+        elif first_bad is not None:
+            line = data.count(b"\n", 0, first_bad) + 1
+            raise CheckpointError(f"{where} is damaged at line {line} (a record failed its checksum but "
+                                  "later ones are intact); it cannot be resumed safely, start a new run")
+        elif header is None:
+            header = record
+        else:
+            records.append(record)
+        offset = end + 1
+    good = first_bad if first_bad is not None else len(data)
+    return Decoded(header, records, good, good < len(data))
+
+
+# --- the writer -------------------------------------------------------------------------
+
+
+def _sync(fd: int) -> None:
+    sync = getattr(os, "fdatasync", os.fsync)
+    sync(fd)
+
+
+class _GroupWriter:
+    """Appends encoded records on a thread; one write and one fsync per group."""
+
+    def __init__(self, fd: int, where: Path, window_s: float) -> None:
+        self._fd = fd
+        self._where = where
+        self._window = window_s
+        self._waiters = 0
+        self._cond = threading.Condition()
+        self._queue: list[bytes] = []
+        self._queued_completed = 0
+        self.appended = 0
+        self.durable = 0
+        self.durable_completed = 0
+        self._closing = False
+        self._idle = False
+        self._error: OutputError | None = None
+        self._thread = threading.Thread(target=self._loop, name="glasskit-checkpoint", daemon=True)
+        self._thread.start()
+
+    def append(self, line: bytes, completed: bool) -> None:
+        with self._cond:
+            if self._error is not None:
+                raise self._error
+            self._queue.append(line)
+            self._queued_completed += completed
+            self.appended += 1
+            if self._idle:  # a busy writer takes the whole queue when its fsync returns
+                self._cond.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._idle = True
+                    self._cond.wait()
+                self._idle = False
+                if not self._queue:
+                    return
+                # Results finishing within the window share this fsync, unless someone waits.
+                deadline = time.monotonic() + self._window
+                while not self._closing and not self._waiters:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                batch, self._queue = self._queue, []
+                completed, self._queued_completed = self._queued_completed, 0
+            try:
+                view = memoryview(b"".join(batch))
+                while view:
+                    view = view[os.write(self._fd, view):]
+                _sync(self._fd)
+            except OSError as exc:
+                with self._cond:
+                    self._error = OutputError(f"cannot write checkpoint {self._where}: {exc.strerror or exc}; "
+                                              "free disk space or check permissions")
+                    self._closing = True
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self.durable += len(batch)
+                self.durable_completed += completed
+                self._cond.notify_all()
+
+    def wait(self, target: int) -> None:
+        with self._cond:
+            self._waiters += 1
+            self._cond.notify_all()
+            try:
+                while self.durable < target and self._error is None:
+                    self._cond.wait()
+            finally:
+                self._waiters -= 1
+            if self._error is not None:
+                raise self._error
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join()
+
+
+# --- the checkpoint ---------------------------------------------------------------------
+
+
+def _lock(fd: int, where: Path) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; concurrent resumes are the user's call
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise CheckpointError(f"checkpoint {where} is in use by another glasskit_eval process; wait for it "
+                              "to finish") from None
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class Checkpoint:
+    """An open checkpoint: previous records, and an appender for new ones."""
+
+    def __init__(self, path: Path, manifest: Manifest, fd: int, previous: dict[Key, dict[str, Any]],
+                 resumed: bool) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.previous = previous
+        self.resumed = resumed
+        self._fd = fd
+        self._closed_completed = 0
+        self._writer: _GroupWriter | None = _GroupWriter(fd, path / RECORDS_NAME, GROUP_WINDOW_S)
+
+    @property
+    def id(self) -> str:
+        return self.manifest.id
+
+    # -- creating and opening
+
+    @classmethod
+    def create(cls, eval_dir: Path, kind: str, invocation: dict[str, Any], fingerprints: dict[str, Any],
+               total: int) -> Checkpoint:
+        root = checkpoints_root(eval_dir)
+        manifest = Manifest(id=new_id(kind), kind=kind, eval_dir=str(eval_dir), invocation=invocation,
+                            fingerprints=fingerprints, total=total)
+        path = root / manifest.id
+        try:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path.mkdir(mode=0o700)
+            os.chmod(path, 0o700)
+            fd = os.open(path / RECORDS_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        except OSError as exc:
+            raise OutputError(f"cannot create checkpoint under {root}: {exc.strerror or exc}") from None
+        try:
+            _lock(fd, path)
+            os.write(fd, encode_record({"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                                        "id": manifest.id, "kind": kind}))
+            _sync(fd)
+            write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
+            _fsync_dir(path)
+            _fsync_dir(root)
+        except BaseException:
+            os.close(fd)
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        return cls(path, manifest, fd, {}, resumed=False)
+
+    @classmethod
+    def open(cls, path: Path, kind: str) -> Checkpoint:
+        manifest = read_manifest(path)
+        if manifest.kind != kind:
+            raise CheckpointError(f"{path} is a {manifest.kind!r} checkpoint, not a {kind!r} one; resume it "
+                                  f"with `{manifest.kind} --resume`")
+        if manifest.status == COMPLETE:
+            raise CheckpointError(f"checkpoint is already complete: {path}")
+        records_path = path / RECORDS_NAME
+        try:
+            fd = os.open(records_path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            raise CheckpointError(f"cannot open {records_path}: {exc.strerror or exc}") from None
+        try:
+            _lock(fd, path)
+            with open(records_path, "rb") as handle:
+                decoded = decode_records(handle.read(), records_path)
+            header = decoded.header or {}
+            if header.get("format") != FORMAT_NAME or header.get("id") != manifest.id:
+                raise CheckpointError(f"{records_path} does not belong to checkpoint {manifest.id}; "
+                                      "start a new run")
+            if decoded.torn:
+                # Cut the torn tail so new records start on a line of their own.
+                os.ftruncate(fd, decoded.good_bytes)
+                _sync(fd)
+            previous: dict[Key, dict[str, Any]] = {}
+            for record in decoded.records:
+                key = record.get("key")
+                if (isinstance(key, list) and len(key) == 4 and isinstance(record.get("payload"), dict)):
+                    previous[(int(key[0]), str(key[1]), str(key[2]), int(key[3]))] = record["payload"]
+            manifest.resumes += 1
+            manifest.updated_at = utc_now()
+            write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, manifest, fd, previous, resumed=True)
+
+    # -- appending
+
+    def append(self, key: Key, payload: Mapping[str, Any], *, completed: bool) -> None:
+        """Queue a record; it is durable once :meth:`flush` (or :meth:`wait`) returns.
+
+        ``completed`` marks work that a resume reuses (counted in :attr:`durable_completed`).
+        """
+        assert self._writer is not None, "checkpoint is closed"
+        self._writer.append(encode_record({"key": list(key), "payload": payload}), completed)
+
+    def wait(self) -> None:
+        if self._writer is not None:
+            self._writer.wait(self._writer.appended)
+
+    async def flush(self) -> None:
+        if self._writer is not None and self._writer.durable < self._writer.appended:
+            await asyncio.to_thread(self.wait)
+
+    @property
+    def durable_completed(self) -> int:
+        """Completed records made durable by this process."""
+        return self._writer.durable_completed if self._writer is not None else self._closed_completed
+
+    # -- finishing
+
+    def set_status(self, status: str) -> None:
+        self.manifest.status = status
+        self.manifest.updated_at = utc_now()
+        write_text_atomic(self.path / MANIFEST_NAME, _manifest_text(self.manifest), mode=0o600)
+
+    def close(self) -> None:
+        """Write everything queued, stop the writer and release the lock."""
+        if self._writer is None:
+            return
+        writer, self._writer = self._writer, None
+        try:
+            writer.close()
+        finally:
+            self._closed_completed = writer.durable_completed
+            os.close(self._fd)
+
+    def discard(self) -> None:
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _manifest_text(manifest: Manifest) -> str:
+    return json.dumps(manifest.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def read_manifest(path: Path) -> Manifest:
+    where = path / MANIFEST_NAME
+    try:
+        text = where.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CheckpointError(f"could not read checkpoint manifest {where}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint manifest {where} is not valid JSON ({exc}); start a new run") from None
+    return Manifest.from_json(data, where)
+
+
+def resolve(value: str, eval_dir: Path) -> Path:
+    """A ``--resume`` value: a checkpoint directory, or an id under ``<eval-dir>/runs/checkpoints/``."""
+    candidate = Path(value).expanduser()
+    if candidate.is_dir() or os.sep in value or (os.altsep and os.altsep in value):
+        return candidate.resolve()
+    return (checkpoints_root(eval_dir) / value).resolve()

@@ -1,0 +1,58 @@
+"""``export-frames``: write the exact frames an adapter would get, as lossless PNGs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+
+from ..cases.evaldir import load_cases, open_eval_dir
+from ..errors import OutputError, UsageError
+from ..support.fsio import write_bytes_atomic
+from ..support.timevalues import format_time
+from ..video.frames import decode_at
+from ..video.probe import probe
+from .planning import resolve_video
+
+
+def frame_filename(time: Fraction) -> str:
+    return f"at-{format_time(time)}s.png"
+
+
+def png_bytes(image: object, compress_level: int = 6) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=compress_level)  # type: ignore[attr-defined]
+    return buffer.getvalue()
+
+
+def export_frames(eval_dir: str | Path, case_name: str, times: Sequence[Fraction],
+                  output_dir: str | Path | None = None) -> list[Path]:
+    """Export one PNG per distinct time (one decode); returns paths in requested order."""
+    if not times:
+        raise UsageError("export-frames needs at least one --at time")
+    for t in times:
+        if t < 0:
+            raise UsageError(f"--at must be a nonnegative time in seconds, got {format_time(t)}")
+    ed = open_eval_dir(eval_dir)
+    paths = ed.select_case_paths(case_name)
+    # Drafts and ignored samples do not matter here: only the video is needed.
+    case = load_cases(ed, paths, allow_empty=True)[0]
+    video_path = resolve_video(case, ed.config)
+    info = probe(video_path)
+    for t in times:
+        info.check_time(t, "--at")
+    out = Path(output_dir) if output_dir is not None else ed.root / "runs" / "frames" / case.name
+    out = out.expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"output path {out} exists and is not a directory; choose another --output-dir")
+    written: dict[Fraction, Path] = {}
+    for want, frame in decode_at(video_path, times):
+        target = out / frame_filename(want)
+        try:
+            write_bytes_atomic(target, png_bytes(frame.image))
+        finally:
+            frame.image.close()
+        written[want] = target
+    return [written[t] for t in times]

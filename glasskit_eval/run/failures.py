@@ -1,0 +1,51 @@
+"""``--save-failures``: a JPEG of the exact frame and a JSON record per failed attempt."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+
+from ..results import SampleResult
+from ..support.fsio import write_bytes_atomic, write_text_atomic
+from ..video.frames import decode_at
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe(text: str) -> str:
+    return _UNSAFE.sub("_", text).strip("._") or "x"
+
+
+class FailureSaver:
+    def __init__(self, base: Path) -> None:
+        self.base = base / "failures"
+
+    def save_case(self, results: Sequence[SampleResult], trial: int, video_path: Path) -> None:
+        """Write artifacts for the failed and errored results of one case (one extra decode)."""
+        failed = [r for r in results if r.status in ("failed", "error")]
+        if not failed:
+            return
+        folder = self.base / f"trial-{trial:03d}"
+        times = sorted({Fraction(repr(r.timestamp_s)) for r in failed})
+        images: dict[Fraction, bytes] = {}
+        for want, frame in decode_at(video_path, times):
+            buffer = io.BytesIO()
+            try:
+                frame.image.save(buffer, format="JPEG", quality=90)
+            finally:
+                frame.image.close()
+            images[want] = buffer.getvalue()
+        for r in failed:
+            stem = f"{_safe(r.case)}_{_safe(r.target)}_{r.sample_index:05d}_{r.timestamp_s:.3f}s"
+            image_path = folder / f"{stem}.jpg"
+            json_path = folder / f"{stem}.json"
+            write_bytes_atomic(image_path, images[Fraction(repr(r.timestamp_s))])
+            # The result as reported, plus its one-based trial (upstream's artifact format).
+            record = r.to_json()
+            record.update(artifact_image=None, artifact_json=None, trial=trial)
+            write_text_atomic(json_path, json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            r.artifact_image, r.artifact_json = str(image_path), str(json_path)

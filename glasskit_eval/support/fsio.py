@@ -1,0 +1,79 @@
+"""Atomic file replacement: a reader sees the old file or the new one, never half of one.
+
+Every file we write (case files, reports, checkpoints' manifests, exported frames,
+failure artifacts) goes through :func:`replace_file`: a temporary file next to the
+target, fsynced, renamed over it, and the directory fsynced so the rename survives a
+power cut. An existing file keeps its permissions (and owner, where we may set it);
+a new one gets the umask's permissions, not a temp file's 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from ..errors import OutputError
+
+
+def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Atomically replace ``path`` with ``data``; raises OSError (nothing changed) on failure."""
+    path = Path(path)
+    try:
+        st: os.stat_result | None = path.stat()
+    except FileNotFoundError:
+        st = None
+    fd, tmp = _create_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif st is not None:
+            os.chmod(tmp, st.st_mode & 0o7777)
+        if st is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                os.chown(tmp, st.st_uid, st.st_gid)  # only works where we may; best effort
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    # Not mkstemp: its 0o600 would stick to a new file; 0o666 lets the umask decide.
+    for _attempt in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot create a temporary file next to {path}")
+
+
+def fsync_dir(directory: Path) -> None:
+    # Makes a rename durable; not possible on every platform or filesystem.
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, data, mode=mode)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_text_atomic(path: Path, text: str, *, mode: int | None = None) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
