@@ -30,7 +30,7 @@ from typing import Any
 from .. import __version__
 
 #: (import name, distribution name, requirement) of every runtime dependency, in the
-#: order messages list them. ``tests/test_zipapp.py`` keeps them equal to pyproject.toml.
+#: order messages list them. ``tests/test_dist_zipapp.py`` keeps them equal to pyproject.toml.
 REQUIREMENTS: tuple[tuple[str, str, str], ...] = (
     ("yaml", "pyyaml", "pyyaml>=6.0"),
     ("PIL", "pillow", "pillow>=10.0"),
