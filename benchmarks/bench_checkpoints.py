@@ -28,12 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from glasskit_eval.adapters.python import PythonAdapterSpec  # noqa: E402
-from glasskit_eval.checkpoints.store import Checkpoint  # noqa: E402
+from glasskit_eval.checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints  # noqa: E402
 from glasskit_eval.plan.planning import CasePlan, build_plan  # noqa: E402
-from glasskit_eval.results import SampleResult  # noqa: E402
-from glasskit_eval.run.reuse import RUN_KIND, RunStore, plan_fingerprints  # noqa: E402
-from glasskit_eval.run.trials import RunOptions, run_trials  # noqa: E402
 from glasskit_eval.plan.schedule import Filters  # noqa: E402
+from glasskit_eval.results import SampleResult, Status  # noqa: E402
+from glasskit_eval.run.request import KIND, RunRequest  # noqa: E402
+from glasskit_eval.run.reuse import RunStore  # noqa: E402
+from glasskit_eval.run.trials import run_trials  # noqa: E402
 
 VIDEO = ROOT / "fixtures" / "videos" / "cfr_h264.mp4"  # 20 frames, 2 s
 TARGET = 1.10
@@ -76,14 +77,16 @@ def one_run(eval_dir: Path, checkpointed: bool) -> tuple[float, float, int]:
     store = None
     checkpoint = None
     if checkpointed:
-        checkpoint = Checkpoint.create(plan.eval_dir.root, RUN_KIND, {"bench": True},
-                                       plan_fingerprints(plan, None), total=plan.sample_count)
-        store = RunStore(checkpoint)
-    outcome = asyncio.run(run_trials(plan, spec, RunOptions(), Quiet(), store=store))
+        life = CheckpointedCommand(KIND, "Eval")
+        checkpoint = life.create(plan.eval_dir.root, {"bench": True}, plan_fingerprints(plan, None),
+                                 total=plan.sample_count)
+        store = RunStore(life)
+    request = RunRequest(eval_dir=str(eval_dir))
+    outcome = asyncio.run(run_trials(plan, spec, request, Quiet(), store=store))
     if checkpoint is not None:
         checkpoint.close()
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    evaluated = sum(1 for t in outcome.trials for r in t.results if r.status == "passed")
+    evaluated = sum(1 for t in outcome.trials for r in t.results if r.status is Status.PASSED)
     if checkpoint is not None:
         shutil.rmtree(checkpoint.path)
     return elapsed, cpu, evaluated

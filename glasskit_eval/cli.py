@@ -13,14 +13,13 @@ import math
 import sys
 
 from . import __version__
-from .errors import EvalError, ExitCode, UsageError, ValidationError, exit_code_for
+from .errors import CommandStopped, EvalError, ExitCode, UsageError, ValidationError, exit_code_for
 
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from fractions import Fraction
-    from pathlib import Path
     from typing import Any, TextIO
 
 PROG = "python -m glasskit_eval"
@@ -166,18 +165,10 @@ def _filters(args: argparse.Namespace) -> Any:
                    from_s=getattr(args, "from_s", None), until_s=getattr(args, "until_s", None))
 
 
-def _adapter_spec(args: argparse.Namespace, eval_dir: Path, err: TextIO, *, default: bool) -> Any:
-    if args.adapter and args.adapter_command:
-        raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
-    if args.adapter_command is not None:
-        from .adapters.process import CommandAdapterSpec
+def _check_adapter_options(args: argparse.Namespace) -> None:
+    from .adapters.choose import check_exclusive
 
-        return CommandAdapterSpec(args.adapter_command, stderr=err)
-    if args.adapter is None and not default:
-        return None
-    from .adapters.python import PythonAdapterSpec, default_target
-
-    return PythonAdapterSpec(args.adapter or default_target(eval_dir))
+    check_exclusive(args.adapter, args.adapter_command)
 
 
 # --- run -----------------------------------------------------------------------------
@@ -219,25 +210,24 @@ def add_run(sub: Any) -> None:
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .run.command import execute_run
-    from .run.reuse import RunRequest, time_text
+    from .run.request import RunRequest, time_text
 
     if args.resume is not None:
         return _resume_run(args, out, err)
     if args.max_flaky_samples is not None and args.repeat < 2:
         raise UsageError("--max-flaky-samples needs --repeat of at least 2")
-    if args.adapter and args.adapter_command:
-        raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
+    _check_adapter_options(args)
     _filters(args).check()
     request = RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
-        adapter_config_path=args.adapter_config, case=args.case, targets=list(args.target),
-        at=[str(t) for t in args.at], from_s=time_text(args.from_s), until_s=time_text(args.until_s),
+        adapter_config_path=args.adapter_config, case=args.case, targets=tuple(args.target),
+        at=tuple(str(t) for t in args.at), from_s=time_text(args.from_s), until_s=time_text(args.until_s),
         concurrency=args.concurrency, repeat=args.repeat, min_pass_rate=args.min_pass_rate,
         min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
         allow_empty=args.allow_empty)
-    return execute_run(request, out, err)
+    return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
 #: Options that --resume may be given with: --eval-dir only says where to look up an id.
@@ -263,7 +253,8 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                          "on its own, or start a new run without --resume")
     from pathlib import Path
 
-    return execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir)))
+    passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir)))
+    return ExitCode.OK if passed else ExitCode.FAILED
 
 
 # --- validate -------------------------------------------------------------------------
@@ -286,54 +277,15 @@ def add_validate(sub: Any) -> None:
 
 
 def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .plan.planning import build_plan
+    from .plan.validate import validate
 
-    if args.adapter and args.adapter_command:
-        raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
-    try:
-        plan = build_plan(args.eval_dir, _filters(args), allow_empty=args.allow_empty)
-        spec = _adapter_spec(args, plan.eval_dir.root, err, default=False)
-        if spec is not None:
-            _check_adapter(spec, plan.eval_dir.root, args)
-    except (ValidationError, EvalError) as exc:
-        if isinstance(exc, UsageError):
-            raise
-        print("Validation failed", file=out)
-        problems = exc.problems if isinstance(exc, ValidationError) else None
-        for line in ([str(p) for p in problems] if problems else [str(exc)]):
-            print(f"- {line}", file=out)
-        if isinstance(exc, ValidationError) and exc.hint:
-            print(exc.hint, file=out)
-        return ExitCode.FAILED
-    print(f"Validation passed: {plan.eval_dir.root} ({plan.sample_count} samples)", file=out)
-    if args.verbose:
-        for case_plan in plan.cases:
-            if case_plan.video is not None:
-                from .video.frames import stream_orientation
-
-                orientation = stream_orientation(case_plan.video_path)
-                print(f"  {case_plan.case.name}: {case_plan.video.describe()}, {orientation.describe()}",
-                      file=out)
-    return ExitCode.OK
-
-
-def _check_adapter(spec: Any, eval_dir: Path, args: argparse.Namespace) -> None:
-    import asyncio
-
-    from .adapters.base import FactoryConfig
-    from .cases.evaldir import load_adapter_config
-    from .errors import AdapterError
-
-    config = FactoryConfig(eval_dir=eval_dir, config=load_adapter_config(eval_dir, args.adapter_config))
-
-    async def check() -> None:
-        evaluator = await spec.create(config)
-        await evaluator.close()
-
-    try:
-        asyncio.run(check())
-    except AdapterError as exc:
-        raise AdapterError(f"adapter validation failed: {exc}") from None
+    _check_adapter_options(args)
+    report = validate(args.eval_dir, _filters(args), allow_empty=args.allow_empty, adapter=args.adapter,
+                      adapter_command=args.adapter_command, adapter_config=args.adapter_config,
+                      describe_videos=args.verbose, stderr=err)
+    for line in report.lines():
+        print(line, file=out)
+    return ExitCode.OK if report.passed else ExitCode.FAILED
 
 
 # --- list-samples ---------------------------------------------------------------------
@@ -351,22 +303,9 @@ def add_list_samples(sub: Any) -> None:
 
 
 def run_list_samples(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .plan.planning import build_plan
-    from .reports.console import compact, format_list_samples
-    from .support.timevalues import format_time
+    from .plan.listing import list_samples
 
-    plan = build_plan(args.eval_dir, _filters(args), allow_empty=args.allow_empty, check_videos=False)
-    rows = []
-    for case_plan in plan.cases:
-        for s in case_plan.samples:
-            declared = s.block.compare
-            mode = ""
-            if declared is not None:
-                mode = declared.mode + (f" ±{declared.tolerance:g}" if declared.tolerance else "")
-            rows.append([s.case.name, s.target.id, f"{format_time(s.time)}s",
-                         compact(s.expect) if s.block.has_expect else "(draft)", mode, s.field or "",
-                         s.block.ignore or "", s.block.source()])
-    print(format_list_samples(str(plan.eval_dir.root), rows), file=out)
+    print(list_samples(args.eval_dir, _filters(args), allow_empty=args.allow_empty), file=out)
     return ExitCode.OK
 
 
@@ -387,8 +326,10 @@ def add_export_frames(sub: Any) -> None:
 
 def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .plan.export import export_frames
+    from .store.videos import video_resolver
 
-    for path in export_frames(args.eval_dir, args.case, args.at, args.output_dir):
+    resolve = video_resolver(lambda message: print(message, file=err))
+    for path in export_frames(args.eval_dir, args.case, args.at, args.output_dir, resolve_video=resolve):
         print(path, file=out)
     return ExitCode.OK
 
@@ -522,19 +463,21 @@ def add_seed(sub: Any) -> None:
 def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .seed.command import SeedRequest, execute_seed
 
-    if args.adapter and args.adapter_command:
-        raise UsageError("--adapter and --adapter-command are mutually exclusive; pick one")
+    _check_adapter_options(args)
     if args.resume is not None:
         overrides = _resume_overrides(args, "seed")
         if overrides:
             raise UsageError(f"--resume restores the original adapter and seed options and cannot be "
                              f"combined with overrides ({', '.join(overrides)})")
-        return execute_seed(SeedRequest(eval_dir=args.eval_dir), out, err, resume=args.resume)
-    request = SeedRequest(eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
-                          case=args.case, targets=tuple(args.target), adapter_config=args.adapter_config,
-                          concurrency=args.concurrency, replace=args.replace, keep_going=args.keep_going,
-                          verbose=args.verbose)
-    return execute_seed(request, out, err)
+        done = execute_seed(SeedRequest(eval_dir=args.eval_dir), out, err, resume=args.resume)
+    else:
+        request = SeedRequest(eval_dir=args.eval_dir, adapter=args.adapter,
+                              adapter_command=args.adapter_command, case=args.case,
+                              targets=tuple(args.target), adapter_config=args.adapter_config,
+                              concurrency=args.concurrency, replace=args.replace,
+                              keep_going=args.keep_going, verbose=args.verbose)
+        done = execute_seed(request, out, err)
+    return ExitCode.OK if done else ExitCode.FAILED
 
 
 # --- entry points ----------------------------------------------------------------------
@@ -574,6 +517,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         return int(args.handler(args, out, err))
     except _Exit as exc:
         return exc.status
+    except CommandStopped as exc:
+        for line in exc.lines:
+            print(line, file=err)
+        return int(exit_code_for(exc))
     except EvalError as exc:
         label = "error" if not isinstance(exc, ValidationError) else "invalid eval"
         print(f"{label}: {exc}", file=err)

@@ -1,17 +1,25 @@
-"""Errors and exit codes.
+"""Errors and exit codes: every error a user can see, in one tree.
 
 The tree::
 
-    EvalError                 anything we report to the user without a traceback
-    ├── UsageError            bad option combinations or values (exit 2)
-    ├── ValidationError       the eval directory or a case file is invalid; carries Problems
-    ├── VideoError            a video is missing, unreadable or too short (exit 2)
-    ├── AdapterError          loading, constructing, calling or closing the adapter failed
-    │   └── ProtocolError     a command adapter broke the NDJSON protocol
-    └── OutputError           a report, frame or artifact could not be written
+    EvalError                   anything we report to the user without a traceback (exit 2)
+    ├── UsageError              bad option combinations or values
+    │   └── CaseEditError       an edit names a target, block or key the case file lacks
+    ├── ValidationError         the eval directory or a case file is invalid; carries Problems
+    ├── VideoError              a video is missing, unreadable or too short
+    │   └── StoreError          a video store's config, credentials, transfer or verification
+    │       └── PreconditionFailed  an upload found an object already at its key
+    ├── AdapterError            loading, constructing, calling or closing the adapter failed
+    │   ├── ProtocolError       a command adapter broke the NDJSON protocol
+    │   └── SampleFailure       a fail-fast adapter error, naming its sample
+    ├── OutputError             a report, frame, artifact or case file could not be written
+    │   └── CaseConflictError   a case file changed on disk since it was read
+    ├── CheckpointError         a checkpoint cannot be read, resumed or written
+    ├── Interrupted             SIGINT or SIGTERM asked a command to stop
+    └── CommandStopped          a long command stopped after reporting what it kept
 
-`exit_code_for` is the one place that maps them to process exit codes. Every
-message says what went wrong and, where we can tell, what to do next.
+``cli.main`` is the one place that turns them into exit codes (``exit_code_for``). Every
+message says what went wrong and, where we can tell, what to do next; none contains a secret.
 """
 
 from __future__ import annotations
@@ -116,8 +124,70 @@ class ProtocolError(AdapterError):
     """A command adapter sent something protocol version 1 does not allow."""
 
 
+class SampleFailure(AdapterError):
+    """A fail-fast adapter error, naming the sample it happened on."""
+
+    def __init__(self, message: str, completed: int) -> None:
+        super().__init__(message)
+        #: Samples of the case judged before the failure.
+        self.completed = completed
+
+
+class StoreError(VideoError):
+    """A video store operation failed: config, credentials, transfer or verification.
+
+    Messages name the store and key and say what to do next; they never contain
+    credential values.
+    """
+
+
+class PreconditionFailed(StoreError):
+    """``If-None-Match: *`` found an object already at the key."""
+
+
 class OutputError(EvalError):
-    """A report, exported frame or artifact could not be written."""
+    """A report, exported frame, artifact or case file could not be written."""
+
+
+class CaseEditError(UsageError):
+    """An edit names a target, block or key that the case file does not have."""
+
+
+class CaseConflictError(OutputError):
+    """The file changed on disk since it was read; nothing was written."""
+
+    def __init__(self, path: object, expected: str, actual: str | None) -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        state = "was deleted" if actual is None else "changed on disk"
+        super().__init__(f"{path} {state} since it was read; nothing was written. "
+                         "Reload it and apply the edit again.")
+
+
+class CheckpointError(EvalError):
+    """A checkpoint that cannot be read, resumed or written."""
+
+
+class Interrupted(EvalError):
+    """The user (or a supervisor) asked the command to stop."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.signal_name = signal_name
+
+
+class CommandStopped(EvalError):
+    """A checkpointed command stopped early and has already said why and how to resume.
+
+    ``lines`` are printed as they are (no ``error:`` label); the exit code is the cause's.
+    """
+
+    def __init__(self, lines: list[str], cause: EvalError) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+        self.cause = cause
+        self.exit_code = cause.exit_code
 
 
 def exit_code_for(error: BaseException) -> ExitCode:

@@ -1,26 +1,60 @@
-"""Results as data: one record per sample attempt, shared by reports, checkpoints and the UI.
+"""Results as data: one frozen record per sample attempt, made once and shared by every consumer.
 
-Keys follow the upstream JSON report (``schema_version`` 1) so existing tooling
-keeps working; ``frame_index``, ``media_timestamp_s`` and ``error_kind`` are ours.
+The runner makes each :class:`SampleResult` once; checkpoints, resume, the reporters and the
+review page's report overlay read the same record. Control data lives in enums
+(:class:`Status`, :class:`ErrorKind`, :class:`TimingMode`); ``reason`` is text for people and is
+never parsed back. Keys and values follow the upstream JSON report (``schema_version`` 1) so
+existing tooling keeps working; ``frame_index``, ``media_timestamp_s`` and ``error_kind`` are ours.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
-PASSED = "passed"
-FAILED = "failed"
-ERROR = "error"
-IGNORED = "ignored"
 
-#: ``error_kind`` values: an adapter error is retried on resume, a comparison error is not.
-ADAPTER_ERROR = "adapter"
-COMPARISON_ERROR = "comparison"
+class Status(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    IGNORED = "ignored"
+
+    def __str__(self) -> str:
+        return self.value
 
 
-@dataclass
+class ErrorKind(str, enum.Enum):
+    """Why a result is an error; an adapter error is retried on resume, a comparison error is not."""
+
+    ADAPTER = "adapter"
+    COMPARISON = "comparison"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class TimingMode(str, enum.Enum):
+    """How ``evaluation_duration_seconds`` was measured."""
+
+    INDIVIDUAL = "individual"
+    #: One ``evaluate_many`` call's duration divided among its samples.
+    BATCH = "batch"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: object) -> TimingMode | None:
+        return None if value is None else cls(value)
+
+
+class ResultFormatError(ValueError):
+    """A stored result (checkpoint record, report) that is not a SampleResult."""
+
+
+@dataclass(frozen=True, slots=True)
 class SampleResult:
     case: str
     target: str
@@ -28,7 +62,7 @@ class SampleResult:
     sample_index: int
     timestamp_s: float
     source: str
-    status: str
+    status: Status
     expected: Any
     field: str | None
     compare_mode: str | None
@@ -36,71 +70,74 @@ class SampleResult:
     observed: Any = None
     observed_value: Any = None
     evaluation_duration_seconds: float | None = None
-    evaluation_timing_mode: str | None = None
+    evaluation_timing_mode: TimingMode | None = None
     frame_index: int | None = None
     media_timestamp_s: float | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     artifact_image: str | None = None
     artifact_json: str | None = None
 
     @property
     def evaluated(self) -> bool:
-        return self.status != IGNORED
+        return self.status is not Status.IGNORED
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.case, self.target, self.sample_index)
 
+    @property
+    def resumable_error(self) -> bool:
+        """An adapter error: a resume calls the adapter for this sample again."""
+        return self.status is Status.ERROR and self.error_kind is not ErrorKind.COMPARISON
+
+    @property
+    def judged(self) -> bool:
+        """Adapter work a resume reuses: an observation that was judged."""
+        return self.status in (Status.PASSED, Status.FAILED) or (
+            self.status is Status.ERROR and self.error_kind is ErrorKind.COMPARISON)
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = {name: getattr(self, name) for name in _FIELD_NAMES}
+        for name in ("status", "evaluation_timing_mode", "error_kind"):
+            value = data[name]
+            if value is not None:
+                data[name] = value.value
+        return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SampleResult:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def from_json(cls, data: Mapping[str, Any]) -> SampleResult:
+        """Read a stored result; raises :class:`ResultFormatError` for anything else."""
+        if not isinstance(data, Mapping):
+            raise ResultFormatError("a result must be a JSON object")
+        missing = [name for name in _REQUIRED if name not in data]
+        if missing:
+            raise ResultFormatError(f"a result lacks {', '.join(missing)}")
+        values = {name: data[name] for name in _FIELD_NAMES if name in data}
+        try:
+            values["status"] = Status(values["status"])
+            values["evaluation_timing_mode"] = TimingMode.parse(values.get("evaluation_timing_mode"))
+            kind = values.get("error_kind")
+            values["error_kind"] = None if kind is None else ErrorKind(kind)
+        except ValueError as exc:
+            raise ResultFormatError(str(exc)) from None
+        for name, kinds in _TYPES.items():
+            value = values.get(name)
+            if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+                raise ResultFormatError(f"a result's {name} is {type(value).__name__}")
+        return cls(**values)
 
 
-@dataclass
-class Counts:
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    ignored: int = 0
-    duration_total: float = 0.0
-
-    @property
-    def evaluated(self) -> int:
-        return self.passed + self.failed + self.errors
-
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.evaluated if self.evaluated else None
-
-    def add(self, result: SampleResult) -> None:
-        if result.status == PASSED:
-            self.passed += 1
-        elif result.status == FAILED:
-            self.failed += 1
-        elif result.status == ERROR:
-            self.errors += 1
-        else:
-            self.ignored += 1
-        if result.evaluation_duration_seconds:
-            self.duration_total += result.evaluation_duration_seconds
-
-    @property
-    def average_latency(self) -> float | None:
-        return self.duration_total / self.evaluated if self.evaluated else None
+_FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
+_REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "case": str, "target": str, "target_label": str, "sample_index": int,
+    "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
+    "evaluation_duration_seconds": (int, float), "frame_index": int,
+    "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str,
+}
 
 
-def count(results: Iterable[SampleResult]) -> Counts:
-    counts = Counts()
-    for result in results:
-        counts.add(result)
-    return counts
-
-
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Gate:
     name: str
     passed: bool
@@ -110,91 +147,80 @@ class Gate:
         return {"message": self.message, "name": self.name, "passed": self.passed}
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class TrialResult:
     trial: int
-    results: list[SampleResult]
-    gates: list[Gate] = field(default_factory=list)
-    duration_seconds: float = 0.0
-    timing_mode: str = "individual"
+    results: tuple[SampleResult, ...]
+    gates: tuple[Gate, ...]
+    duration_seconds: float
+    #: None when nothing in the trial was evaluated.
+    timing_mode: TimingMode | None
 
     @property
     def success(self) -> bool:
         return all(g.passed for g in self.gates)
 
-    def summary(self) -> dict[str, Any]:
-        counts = count(self.results)
-        evaluated = counts.evaluated
-        return {
-            "average_evaluation_seconds_per_sample": counts.average_latency,
-            "duration_seconds": self.duration_seconds,
-            "errors": counts.errors,
-            "evaluated": evaluated,
-            "evaluation_timing_mode": self.timing_mode,
-            "failed": counts.failed,
-            "ignored": counts.ignored,
-            "pass_rate": counts.pass_rate,
-            "passed": counts.passed,
-            "throughput_samples_per_second": (evaluated / self.duration_seconds
-                                              if self.duration_seconds > 0 else None),
-        }
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "gates": [g.to_json() for g in self.gates],
-            "results": [r.to_json() for r in self.results],
-            "success": self.success,
-            "summary": self.summary(),
-            "trial": self.trial,
-        }
-
-
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Stability:
     """One logical sample across all trials."""
 
     first: SampleResult
-    statuses: list[str]
+    statuses: tuple[Status, ...]
 
     @property
     def evaluated(self) -> int:
-        return sum(1 for s in self.statuses if s != IGNORED)
+        return sum(1 for s in self.statuses if s is not Status.IGNORED)
 
     @property
     def flaky(self) -> bool:
-        return len({s for s in self.statuses if s != IGNORED}) > 1
+        return len({s for s in self.statuses if s is not Status.IGNORED}) > 1
+
+    @property
+    def consistently_passed(self) -> bool:
+        return self.evaluated > 0 and all(s is Status.PASSED for s in self.statuses)
+
+    @property
+    def consistently_failed(self) -> bool:
+        return self.evaluated > 0 and all(s is Status.FAILED for s in self.statuses)
+
+    @property
+    def has_errors(self) -> bool:
+        return Status.ERROR in self.statuses
 
     def to_json(self) -> dict[str, Any]:
-        passed = self.statuses.count(PASSED)
+        passed = self.statuses.count(Status.PASSED)
         evaluated = self.evaluated
         return {
             "case": self.first.case,
-            "consistently_failed": evaluated > 0 and all(s == FAILED for s in self.statuses),
-            "consistently_passed": evaluated > 0 and all(s == PASSED for s in self.statuses),
-            "errors": self.statuses.count(ERROR),
+            "consistently_failed": self.consistently_failed,
+            "consistently_passed": self.consistently_passed,
+            "errors": self.statuses.count(Status.ERROR),
             "evaluated": evaluated,
             "expected": self.first.expected,
-            "failed": self.statuses.count(FAILED),
+            "failed": self.statuses.count(Status.FAILED),
             "flaky": self.flaky,
-            "ignored": self.first.status == IGNORED,
+            "ignored": self.first.status is Status.IGNORED,
             "pass_rate": passed / evaluated if evaluated else None,
             "passed": passed,
             "sample_index": self.first.sample_index,
             "source": self.first.source,
-            "statuses": list(self.statuses),
+            "statuses": [s.value for s in self.statuses],
             "target": self.first.target,
             "target_label": self.first.target_label,
             "timestamp_s": self.first.timestamp_s,
         }
 
 
-def stability(trials: Sequence[TrialResult]) -> list[Stability]:
-    by_key: dict[tuple[str, str, int], Stability] = {}
+def stability(trials: Iterable[TrialResult]) -> tuple[Stability, ...]:
+    """Each logical sample's statuses across trials, in first-seen order."""
+    firsts: dict[tuple[str, str, int], SampleResult] = {}
+    statuses: dict[tuple[str, str, int], list[Status]] = {}
     for trial in trials:
         for result in trial.results:
-            entry = by_key.get(result.key)
-            if entry is None:
-                by_key[result.key] = Stability(result, [result.status])
-            else:
-                entry.statuses.append(result.status)
-    return list(by_key.values())
+            key = result.key
+            if key not in firsts:
+                firsts[key] = result
+                statuses[key] = []
+            statuses[key].append(result.status)
+    return tuple(Stability(firsts[k], tuple(statuses[k])) for k in firsts)

@@ -11,18 +11,19 @@ from collections.abc import Sequence
 import pytest
 
 from glasskit_eval.cases.model import Thresholds
-from glasskit_eval.results import ERROR, FAILED, IGNORED, PASSED, Gate, SampleResult
+from glasskit_eval.results import Gate, SampleResult, Status
 from glasskit_eval.run.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
 
 
-def result(case: str, target: str, status: str, index: int = 0) -> SampleResult:
+def result(case: str, target: str, status: Status, index: int = 0) -> SampleResult:
     return SampleResult(case=case, target=target, target_label=None, sample_index=index, timestamp_s=0.0,
                         source="at", status=status, expected=True, field=None, compare_mode=None, reason="")
 
 
 def results(case: str, target: str, passed: int = 0, failed: int = 0, errors: int = 0,
             ignored: int = 0) -> list[SampleResult]:
-    statuses = [PASSED] * passed + [FAILED] * failed + [ERROR] * errors + [IGNORED] * ignored
+    statuses = ([Status.PASSED] * passed + [Status.FAILED] * failed + [Status.ERROR] * errors
+                + [Status.IGNORED] * ignored)
     return [result(case, target, status, i) for i, status in enumerate(statuses)]
 
 

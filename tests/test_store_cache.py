@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.store import StoreError
+from glasskit_eval.errors import StoreError
 from glasskit_eval.store.cache import FileLock, VideoCache, default_cache_dir, format_size
 from glasskit_eval.store.transport import HttpResponse, TransportError
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OutputError, Problem, ValidationError
+from ..errors import CaseConflictError, OutputError, Problem, ValidationError
 from ..support.fsio import replace_file
 from ..yamltext.edit import Edit, EditResult, apply_edits
 
@@ -26,18 +26,6 @@ try:  # POSIX only; elsewhere the hash check alone guards against lost updates
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-
-
-class CaseConflictError(OutputError):
-    """The file changed on disk since it was read; nothing was written."""
-
-    def __init__(self, path: Path, expected: str, actual: str | None) -> None:
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-        state = "was deleted" if actual is None else "changed on disk"
-        super().__init__(f"{path} {state} since it was read; nothing was written. "
-                         "Reload it and apply the edit again.")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalError, OutputError
+from ..errors import CheckpointError, OutputError
 from ..support.fsio import write_text_atomic
 
 FORMAT_NAME = "glasskit_eval-checkpoint"
@@ -50,10 +50,6 @@ Key = tuple[int, str, str, int]
 #: How long the writer lets results accumulate before one write and fsync. A crash loses at
 #: most this much finished work; nothing is reported as saved before its fsync returns.
 GROUP_WINDOW_S = 0.005
-
-class CheckpointError(EvalError):
-    """A checkpoint that cannot be read, resumed or written."""
-
 
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -11,24 +11,18 @@ from ..errors import OutputError, UsageError
 from ..support.fsio import write_bytes_atomic
 from ..support.timevalues import format_time
 from ..video.frames import decode_at
+from ..video.png import encode_png
 from ..video.probe import probe
-from .planning import resolve_video
+from .planning import VideoResolver, local_video
 
 
 def frame_filename(time: Fraction) -> str:
     return f"at-{format_time(time)}s.png"
 
 
-def png_bytes(image: object, compress_level: int = 6) -> bytes:
-    import io
-
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=compress_level)  # type: ignore[attr-defined]
-    return buffer.getvalue()
-
-
 def export_frames(eval_dir: str | Path, case_name: str, times: Sequence[Fraction],
-                  output_dir: str | Path | None = None) -> list[Path]:
+                  output_dir: str | Path | None = None, *,
+                  resolve_video: VideoResolver = local_video) -> list[Path]:
     """Export one PNG per distinct time (one decode); returns paths in requested order."""
     if not times:
         raise UsageError("export-frames needs at least one --at time")
@@ -51,7 +45,7 @@ def export_frames(eval_dir: str | Path, case_name: str, times: Sequence[Fraction
     for want, frame in decode_at(video_path, times):
         target = out / frame_filename(want)
         try:
-            write_bytes_atomic(target, png_bytes(frame.image))
+            write_bytes_atomic(target, encode_png(frame.image, level=6))
         finally:
             frame.image.close()
         written[want] = target

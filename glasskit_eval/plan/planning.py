@@ -6,7 +6,8 @@ directory, the case files, the filters, the videos and the sample times.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from fractions import Fraction
 from pathlib import Path
 
 from ..cases.evaldir import EvalConfig, EvalDir, load_cases, open_eval_dir
@@ -43,20 +44,42 @@ class Plan(Frozen):
         return sum(len(c.samples) for c in self.cases)
 
 
-def resolve_video(case: Case, config: EvalConfig) -> Path:
-    """The local file of a case's video; cloud videos come from (and into) the per-user cache."""
+#: The local file of a case's video: a local path as written, a cloud video from the cache.
+VideoResolver = Callable[[Case, EvalConfig], Path]
+
+
+def local_video(case: Case, config: EvalConfig) -> Path:
+    """A resolver for commands that never download: a cloud video is an error naming its store."""
     if isinstance(case.video, CloudVideo):
-        import sys
-
-        from ..store.commands import download_video
-
-        return download_video(case.video, config, notify=lambda message: print(message, file=sys.stderr))
+        raise VideoError(f"{case.video.describe()} is stored in video store {case.video.store!r}; "
+                         "run `python -m glasskit_eval video-store pull` first")
     return case.video.path
 
 
+def past_end_problems(case: Case, blocks: Iterable[tuple[str, int, Fraction]], info: VideoInfo,
+                      video_name: str) -> list[Problem]:
+    """One problem per sample block whose time (the block's last selected one) is past the clip's end.
+
+    ``blocks`` are (target id, block index, time); a time within ``END_TOLERANCE_S`` of the last
+    frame is fine, as everywhere else.
+    """
+    limit = info.end_time + END_TOLERANCE_S
+    reported: set[tuple[str, int]] = set()
+    problems = []
+    for target_id, block_index, time in blocks:
+        if time > limit and (target_id, block_index) not in reported:
+            reported.add((target_id, block_index))
+            problems.append(case.document.problem(
+                ("targets", target_id, "samples", block_index),
+                f"sample time {format_time(time)}s is past the end of the video "
+                f"{video_name} ({format_time(info.end_time)}s from its first frame); "
+                "shorten the range or fix the time"))
+    return problems
+
+
 def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool,
-               check_videos: bool = True, allow_drafts: bool = False,
-               on_video: Callable[[Path], None] | None = None) -> Plan:
+               resolve_video: VideoResolver = local_video, check_videos: bool = True,
+               allow_drafts: bool = False, on_video: Callable[[Path], None] | None = None) -> Plan:
     """Load, select and check the cases; ``on_video`` hears of each video before it is probed."""
     filters.check()
     eval_dir = open_eval_dir(eval_dir_path)
@@ -77,17 +100,8 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
         except VideoError as exc:
             problems.append(case.document.problem(("video",), str(exc)))
             continue
-        limit = info.end_time + END_TOLERANCE_S
-        reported: set[tuple[str, int]] = set()
-        for sample in samples:
-            block_key = (sample.target.id, sample.block.index)
-            if sample.time > limit and block_key not in reported:
-                reported.add(block_key)
-                problems.append(case.document.problem(
-                    ("targets", sample.target.id, "samples", sample.block.index),
-                    f"sample time {format_time(sample.time)}s is past the end of the video "
-                    f"{video_path.name} ({format_time(info.end_time)}s from its first frame); "
-                    "shorten the range or fix the time"))
+        problems += past_end_problems(case, ((s.target.id, s.block.index, s.time) for s in samples), info,
+                                      video_path.name)
         plans.append(CasePlan(case, tuple(samples), video_path, info))
     if problems:
         raise ValidationError(problems)

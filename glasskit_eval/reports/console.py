@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..plan.planning import CasePlan
-from ..results import ERROR, FAILED, IGNORED, PASSED, SampleResult, count
-from ..run.trials import RunOutcome
+from ..results import SampleResult, Status
+from ..summary import Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.timevalues import format_time
 
-_COLOURS = {PASSED: "32", FAILED: "31", ERROR: "35", IGNORED: "33"}
+_COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -65,10 +65,6 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
     return "\n".join(lines)
 
 
-def target_display(result: SampleResult) -> str:
-    return f"{result.target_label} ({result.target})" if result.target_label else result.target
-
-
 class ConsoleListener:
     """Prints progress as cases finish (a RunListener)."""
 
@@ -80,8 +76,8 @@ class ConsoleListener:
     def _print(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
-    def _status(self, status: str) -> str:
-        word = status.upper()
+    def _status(self, status: Status) -> str:
+        word = status.value.upper()
         if self.colour:
             return f"\033[{_COLOURS.get(status, '0')}m{word}\033[0m"
         return word
@@ -101,73 +97,68 @@ class ConsoleListener:
             if not mine:
                 continue
             display = f"{target.label} ({target.id})" if target.label else target.id
-            counts = count(mine)
+            counts = Counts.of(mine)
             self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
                         f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
-            shown = [r for r in mine if r.status in (FAILED, ERROR)] if not self.verbose else [
-                r for r in mine if r.status != IGNORED]
-            shown += [r for r in mine if r.status == IGNORED]
+            bad = (Status.FAILED, Status.ERROR)
+            shown = [r for r in mine if (r.status in bad if not self.verbose else r.evaluated)]
+            shown += [r for r in mine if not r.evaluated]
             for r in shown:
                 self._print(self.result_line(r, prefix))
 
     def result_line(self, r: SampleResult, prefix: str = "") -> str:
         frame = f" frame={r.frame_index}" if r.frame_index is not None else ""
-        observed = "" if r.status == IGNORED else f" observed={compact(r.observed_value)}"
+        observed = "" if not r.evaluated else f" observed={compact(r.observed_value)}"
         return (f"    {prefix}{self._status(r.status)} {target_display(r)} @{time_label(r.timestamp_s)}s"
                 f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}")
 
 
-def print_summary(outcome: RunOutcome, out: TextIO, *, resume_hint: str | None = None) -> None:
+def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None) -> None:
     def p(text: str = "") -> None:
         print(text, file=out)
 
-    trials = outcome.trials
-    all_results = [r for t in trials for r in t.results]
+    run = summary.run
+    total = summary.total
+    many = len(run.trials) > 1
     p()
-    p(f"Eval: {outcome.plan.eval_dir.root}")
-    p(f"Cases: {len(outcome.plan.cases)}")
-    total = count(all_results)
-    if len(trials) <= 1:
+    p(f"Eval: {run.eval_dir}")
+    p(f"Cases: {len(run.cases)}")
+    if not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
         p(f"Pass rate: {pct(total.pass_rate)}")
     else:
-        ok = sum(1 for t in trials if t.success)
-        first = count(trials[0].results)
-        rates = [count(t.results).pass_rate for t in trials]
-        known = [r for r in rates if r is not None]
-        p(f"Trials: {len(trials)} total, {ok} passed gates, {len(trials) - ok} failed gates")
+        ok = sum(1 for t in run.trials if t.success)
+        first = summary.first
+        p(f"Trials: {len(run.trials)} total, {ok} passed gates, {len(run.trials) - ok} failed gates")
         p(f"Samples: {first.evaluated} evaluated per trial, {first.ignored} ignored")
         p(f"Attempts: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors")
-        if known:
-            p(f"Trial pass rate (min / mean / max): {pct(min(known))} / {pct(sum(known) / len(known))} / "
-              f"{pct(max(known))}")
-        stable = outcome.stability
-        cp = sum(1 for s in stable if s.to_json()["consistently_passed"])
-        cf = sum(1 for s in stable if s.to_json()["consistently_failed"])
-        flaky = sum(1 for s in stable if s.flaky)
-        errs = sum(1 for s in stable if ERROR in s.statuses)
-        p(f"Stability: {cp} consistently passed, {cf} consistently failed, {flaky} flaky, {errs} with errors")
-    p(f"Duration: {seconds(outcome.duration_seconds)}")
-    unit = "attempt" if len(trials) > 1 else "sample"
+        rates = summary.trial_rates
+        if rates:
+            p(f"Trial pass rate (min / mean / max): {pct(min(rates))} / {pct(mean(rates))} / "
+              f"{pct(max(rates))}")
+        sc = summary.stability_counts()
+        p(f"Stability: {sc.consistently_passed} consistently passed, {sc.consistently_failed} consistently "
+          f"failed, {sc.flaky} flaky, {sc.with_errors} with errors")
+    p(f"Duration: {seconds(run.duration_seconds)}")
+    unit = "attempt" if many else "sample"
     if total.average_latency is not None:
         p(f"Avg evaluation latency: {total.average_latency * 1000:.2f}ms/{unit}")
-    if outcome.duration_seconds > 0:
-        p(f"Throughput: {total.evaluated / outcome.duration_seconds:.2f} {unit}s/s")
+    if run.duration_seconds > 0:
+        p(f"Throughput: {total.evaluated / run.duration_seconds:.2f} {unit}s/s")
 
-    if len(trials) > 1:
-        rows = [[str(t.trial), pct(count(t.results).pass_rate), str(count(t.results).passed),
-                 str(count(t.results).failed), str(count(t.results).errors),
-                 "passed" if t.success else "failed", seconds(t.duration_seconds)] for t in trials]
+    if many:
+        rows = [[str(t.trial.trial), pct(t.counts.pass_rate), str(t.counts.passed), str(t.counts.failed),
+                 str(t.counts.errors), "passed" if t.trial.success else "failed",
+                 seconds(t.trial.duration_seconds)] for t in summary.trials]
         p()
         p(table("By trial", ["Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"], rows))
 
-    failed_gates = [(f"Trial {t.trial}", g) for t in trials for g in t.gates if not g.passed]
-    failed_gates += [("Stability", g) for g in outcome.gates if not g.passed]
+    failed_gates = summary.failed_gates()
     if failed_gates:
         p()
-        if len(trials) > 1:
+        if many:
             p(table("Failed gates", ["Scope", "Gate", "Detail"],
                     [[scope, g.name, g.message] for scope, g in failed_gates], [False, False, False]))
         else:
@@ -175,15 +166,15 @@ def print_summary(outcome: RunOutcome, out: TextIO, *, resume_hint: str | None =
                     [False, False]))
 
     p()
-    p(_target_table(outcome))
-    if len(trials) > 1:
-        unstable = [s for s in outcome.stability if s.flaky or s.to_json()["consistently_failed"]]
+    p(_target_table(summary))
+    if many:
+        unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:
             rows = []
             for s in unstable:
-                letters = "/".join({"passed": "P", "failed": "F", "error": "E"}.get(x, "-") for x in s.statuses)
+                letters = "/".join(_LETTERS.get(x, "-") for x in s.statuses)
                 finding = "flaky" if s.flaky else "failed every trial"
-                if ERROR in s.statuses:
+                if s.has_errors:
                     finding += ", adapter/comparison errors"
                 rows.append([s.first.case, target_display(s.first), f"{time_label(s.first.timestamp_s)}s",
                              letters, finding])
@@ -195,33 +186,27 @@ def print_summary(outcome: RunOutcome, out: TextIO, *, resume_hint: str | None =
         p(resume_hint)
 
 
-def _target_table(outcome: RunOutcome) -> str:
-    trials = outcome.trials
-    all_results = [r for t in trials for r in t.results]
-    displays: dict[str, str] = {}
-    for r in all_results:
-        displays.setdefault(r.target, target_display(r))
-    order = sorted(displays, key=lambda t: displays[t].lower())
-    if len(trials) <= 1:
+_LETTERS = {Status.PASSED: "P", Status.FAILED: "F", Status.ERROR: "E"}
+
+
+def _target_table(summary: RunSummary) -> str:
+    if len(summary.run.trials) <= 1:
         rows = []
-        for target in order:
-            c = count(r for r in all_results if r.target == target)
+        for g in summary.targets:
+            c = g.counts
             latency = "-" if c.average_latency is None else f"{c.average_latency * 1000:.2f}ms"
-            rows.append([displays[target], pct(c.pass_rate), str(c.passed), str(c.failed), str(c.errors),
+            rows.append([g.display, pct(c.pass_rate), str(c.passed), str(c.failed), str(c.errors),
                          str(c.ignored), latency])
         return table("By target", ["Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored",
                                    "Avg latency"], rows, [False, True, True, True, True, True, True])
     rows = []
-    for target in order:
-        rates = [count(r for r in t.results if r.target == target).pass_rate for t in trials]
-        known = [x * 100 for x in rates if x is not None]
+    for g in summary.targets:
+        known = [x * 100 for x in g.trial_rates]
         span = "-" if not known else f"{min(known):.1f}/{sum(known) / len(known):.1f}/{max(known):.1f}%"
-        mine = [s for s in outcome.stability if s.first.target == target and s.evaluated]
-        rows.append([displays[target], span, str(len(mine)),
-                     str(sum(1 for s in mine if s.to_json()["consistently_passed"])),
-                     str(sum(1 for s in mine if s.to_json()["consistently_failed"])),
-                     str(sum(1 for s in mine if s.flaky)),
-                     str(sum(1 for s in mine if ERROR in s.statuses))])
+        mine = [s for s in g.stability if s.evaluated]
+        s = StabilityCounts.of(mine)
+        rows.append([g.display, span, str(len(mine)), str(s.consistently_passed), str(s.consistently_failed),
+                     str(s.flaky), str(s.with_errors)])
     return table("By target", ["Target", "Pass min/mean/max", "Samples", "Pass all", "Fail all", "Flaky",
                                "Errors"], rows, [False, True, True, True, True, True, True])
 

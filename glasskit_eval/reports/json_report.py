@@ -1,4 +1,4 @@
-"""The machine-readable run report (upstream ``eval_run`` schema version 1)."""
+"""The machine-readable run report (upstream ``eval_run`` schema version 1), rendered from a RunSummary."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..results import count
-from ..run.trials import RunOutcome
+from ..summary import RunSummary, TrialSummary, mean
 from ..support.fsio import write_text_atomic
 
 SCHEMA_VERSION = 1
@@ -17,50 +16,71 @@ SCHEMA_VERSION = 1
 NO_CHECKPOINT: Any = object()
 
 
-def build_report(outcome: RunOutcome, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT) -> dict[str, Any]:
-    trials = outcome.trials
-    results = [r for t in trials for r in t.results]
-    total = count(results)
-    rates = [count(t.results).pass_rate for t in trials]
-    known = [r for r in rates if r is not None]
-    stable = [s.to_json() for s in outcome.stability]
-    first = count(trials[0].results) if trials else total
-    duration = outcome.duration_seconds
-    summary = {
-        "attempt_pass_rate": total.pass_rate,
-        "average_evaluation_seconds_per_attempt": total.average_latency,
-        "consistently_failed_samples": sum(1 for s in stable if s["consistently_failed"]),
-        "consistently_passed_samples": sum(1 for s in stable if s["consistently_passed"]),
-        "duration_seconds": duration,
-        "error_attempts": total.errors,
-        "error_samples": sum(1 for s in stable if s["errors"]),
-        "evaluated_attempts": total.evaluated,
-        "evaluated_samples": first.evaluated,
-        "evaluation_timing_mode": trials[0].timing_mode if trials else "individual",
-        "failed_attempts": total.failed,
-        "flaky_samples": sum(1 for s in stable if s["flaky"]),
-        "ignored_samples": first.ignored,
-        "maximum_trial_pass_rate": max(known) if known else None,
-        "mean_trial_pass_rate": sum(known) / len(known) if known else None,
-        "minimum_trial_pass_rate": min(known) if known else None,
-        "passed_attempts": total.passed,
-        "successful_trials": sum(1 for t in trials if t.success),
-        "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,
-        "trials": len(trials),
-    }
+def _trial_json(t: TrialSummary) -> dict[str, Any]:
+    c = t.counts
+    trial = t.trial
     return {
-        "cases": [c.case.name for c in outcome.plan.cases],
+        "gates": [g.to_json() for g in trial.gates],
+        "results": [r.to_json() for r in trial.results],
+        "success": trial.success,
+        "summary": {
+            "average_evaluation_seconds_per_sample": c.average_latency,
+            "duration_seconds": trial.duration_seconds,
+            "errors": c.errors,
+            "evaluated": c.evaluated,
+            "evaluation_timing_mode": trial.timing_mode.value if trial.timing_mode is not None else None,
+            "failed": c.failed,
+            "ignored": c.ignored,
+            "pass_rate": c.pass_rate,
+            "passed": c.passed,
+            "throughput_samples_per_second": t.throughput,
+        },
+        "trial": trial.trial,
+    }
+
+
+def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT) -> dict[str, Any]:
+    run = summary.run
+    total = summary.total
+    first = summary.first
+    rates = summary.trial_rates
+    stable = summary.stability_counts()
+    duration = run.duration_seconds
+    timing = summary.timing_mode
+    return {
+        "cases": list(run.cases),
         "checkpoint": checkpoint if checkpoint is not NO_CHECKPOINT else {
-            "path": None, "resumable_adapter_errors": outcome.resumable_adapter_errors, "resumed": False},
-        "eval_dir": str(outcome.plan.eval_dir.root),
-        "gates": [g.to_json() for g in outcome.gates],
-        "repeat_count": outcome.options.repeat,
+            "path": None, "resumable_adapter_errors": summary.resumable_adapter_errors, "resumed": False},
+        "eval_dir": run.eval_dir,
+        "gates": [g.to_json() for g in run.gates],
+        "repeat_count": run.repeat,
         "report_type": "eval_run",
         "schema_version": SCHEMA_VERSION,
-        "stability": stable,
-        "success": outcome.success,
-        "summary": summary,
-        "trials": [t.to_json() for t in trials],
+        "stability": [s.to_json() for s in summary.stability],
+        "success": summary.success,
+        "summary": {
+            "attempt_pass_rate": total.pass_rate,
+            "average_evaluation_seconds_per_attempt": total.average_latency,
+            "consistently_failed_samples": stable.consistently_failed,
+            "consistently_passed_samples": stable.consistently_passed,
+            "duration_seconds": duration,
+            "error_attempts": total.errors,
+            "error_samples": stable.with_errors,
+            "evaluated_attempts": total.evaluated,
+            "evaluated_samples": first.evaluated,
+            "evaluation_timing_mode": timing.value if timing is not None else "individual",
+            "failed_attempts": total.failed,
+            "flaky_samples": stable.flaky,
+            "ignored_samples": first.ignored,
+            "maximum_trial_pass_rate": max(rates) if rates else None,
+            "mean_trial_pass_rate": mean(rates),
+            "minimum_trial_pass_rate": min(rates) if rates else None,
+            "passed_attempts": total.passed,
+            "successful_trials": sum(1 for t in run.trials if t.success),
+            "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,
+            "trials": len(run.trials),
+        },
+        "trials": [_trial_json(t) for t in summary.trials],
     }
 
 

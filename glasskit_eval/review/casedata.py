@@ -116,13 +116,15 @@ def video_path(case: Case) -> Path:
         return case.video.path
     # Cloud videos come from the per-user cache, downloaded on first use like `run` does.
     from ..cases.evaldir import load_eval_config
-    from ..plan.planning import resolve_video
+    from ..store.videos import video_resolver
 
     eval_root = case.path.parent.parent
     config, problems = load_eval_config(eval_root / "config.yaml")
     if problems:
         raise VideoError("; ".join(str(p) for p in problems))
-    return resolve_video(case, config)
+    import sys
+
+    return video_resolver(lambda message: print(message, file=sys.stderr))(case, config)
 
 
 def video_json(case_id: str, case: Case) -> dict[str, Any]:

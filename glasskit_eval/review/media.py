@@ -153,8 +153,8 @@ class FrameCache:
         self._decoders = threading.BoundedSemaphore(max_decoders)
 
     def frame(self, path: Path, time: Fraction) -> FrameImage:
-        from ..plan.export import png_bytes
         from ..video.frames import decode_at
+        from ..video.png import encode_png
 
         key = (str(path), FileStamp.of(path), time)
         with self._lock:
@@ -167,7 +167,7 @@ class FrameCache:
                 image = decoded.image
                 try:
                     result = FrameImage(time, decoded.index, decoded.media_time, pixel_hash(image),
-                                        image.width, image.height, png_bytes(image, compress_level=1))
+                                        image.width, image.height, encode_png(image, level=1))
                 finally:
                     image.close()
                 break

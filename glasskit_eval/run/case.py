@@ -22,13 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..adapters.base import Evaluator, Sample, Target
-from ..compare.values import MissingField, compare_values, extract_field
-from ..errors import AdapterError
+from ..errors import AdapterError, SampleFailure
 from ..plan.schedule import ScheduledSample
-from ..results import ADAPTER_ERROR, COMPARISON_ERROR, ERROR, FAILED, IGNORED, PASSED, SampleResult
-from ..support.jsonvalues import json_problem, to_plain
-from ..support.timevalues import format_time
+from ..results import ErrorKind, SampleResult, TimingMode
 from ..video.frames import DecodedFrame, decode_at
+from .judge import Judge, Misjudged, describe, error_result, exception_text, ignored_result, judge
 
 T = TypeVar("T")
 
@@ -36,126 +34,16 @@ T = TypeVar("T")
 ResultSink = Callable[[SampleResult], None]
 
 
-#: Turns (sample, observation, frame, duration, timing mode) into a result; ``run`` compares,
-#: ``seed`` only extracts the configured field.
-Judge = Callable[["ScheduledSample", Any, "DecodedFrame", float, str], "SampleResult"]
-
-
 @dataclass(frozen=True)
 class CaseWork:
     samples: Sequence[ScheduledSample]
     video_path: Path
-    judge: Judge | None = None
-
-
-class SampleFailure(AdapterError):
-    """A fail-fast adapter error, naming the sample it happened on."""
-
-    def __init__(self, message: str, completed: int) -> None:
-        super().__init__(message)
-        self.completed = completed
+    judge: Judge = judge
 
 
 def target_of(sample: ScheduledSample) -> Target:
     t = sample.target
     return Target(id=t.id, index=t.index, label=t.label, config=t.config)
-
-
-def base_result(sample: ScheduledSample, status: str, reason: str) -> SampleResult:
-    declared = sample.block.compare
-    return SampleResult(
-        case=sample.case.name,
-        target=sample.target.id,
-        target_label=sample.target.label,
-        sample_index=sample.sample_index,
-        timestamp_s=sample.timestamp_s,
-        source=source_text(sample),
-        status=status,
-        expected=to_plain(sample.expect) if sample.block.has_expect else None,
-        field=sample.field,
-        compare_mode=declared.mode if declared is not None else None,
-        reason=reason,
-    )
-
-
-def source_text(sample: ScheduledSample) -> str:
-    block = sample.block
-    if block.range is not None:
-        # Upstream's spelling (`%g`), so reports compare equal across the two tools.
-        return f"range [{float(block.range[0]):g}, {float(block.range[1]):g})"
-    return "at"
-
-
-def ignored_result(sample: ScheduledSample) -> SampleResult:
-    return base_result(sample, IGNORED, sample.block.ignore or "ignored")
-
-
-def observed_result(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
-                    timing_mode: str, reason: str) -> SampleResult:
-    """A result carrying the observation, or an adapter error if it is not JSON-like."""
-    result = base_result(sample, PASSED, reason)
-    result.frame_index = frame.index
-    result.media_timestamp_s = float(frame.media_time)
-    result.evaluation_duration_seconds = duration
-    result.evaluation_timing_mode = timing_mode
-    problem = json_problem(observation)
-    if problem is not None:
-        result.status, result.error_kind = ERROR, ADAPTER_ERROR
-        result.reason = (f"adapter_error: adapter returned a non-JSON-like observation for "
-                         f"{describe(sample)}: {problem}")
-    else:
-        result.observed = to_plain(observation)
-    return result
-
-
-def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
-          timing_mode: str) -> SampleResult:
-    """Turn an observation into a passed/failed/error result (never raises)."""
-    result = observed_result(sample, observation, frame, duration, timing_mode, "matched")
-    if result.status == ERROR:
-        return result
-    try:
-        value = extract_field(result.observed, sample.field)
-    except MissingField as exc:
-        result.status, result.reason = FAILED, str(exc)
-        return result
-    result.observed_value = value
-    config = sample.compare
-    assert config is not None
-    try:
-        outcome = compare_values(sample.expect, value, config)
-    except Exception as exc:  # a comparator bug must not lose the run's other results
-        result.status, result.error_kind = ERROR, COMPARISON_ERROR
-        result.reason = f"comparison_error: {type(exc).__name__}: {exc}"
-        return result
-    if not outcome.passed:
-        result.status = FAILED
-        result.reason = outcome.reason or "did not match"
-    return result
-
-
-def error_result(sample: ScheduledSample, frame: DecodedFrame | None, message: str,
-                 duration: float | None, timing_mode: str) -> SampleResult:
-    result = base_result(sample, ERROR, f"adapter_error: {message}")
-    result.error_kind = ADAPTER_ERROR
-    result.evaluation_duration_seconds = duration
-    result.evaluation_timing_mode = timing_mode
-    if frame is not None:
-        result.frame_index = frame.index
-        result.media_timestamp_s = float(frame.media_time)
-    return result
-
-
-def describe(sample: ScheduledSample) -> str:
-    return (f"{sample.case.name}/{sample.target.id} sample {sample.sample_index} "
-            f"at {format_time(sample.time)}s")
-
-
-def exception_text(exc: BaseException) -> str:
-    text = str(exc)
-    if isinstance(exc, AdapterError):
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 #: Frames decoded ahead of the adapter calls: enough to keep the decoder busy while
@@ -287,19 +175,23 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
             duration = time.perf_counter() - started
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
             if keep_going:
-                record(error_result(sample, frame, message, duration, "individual"))
+                record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
+                                    timing_mode=TimingMode.INDIVIDUAL))
             elif not failure:
                 failure.append(SampleFailure(message, completed))
             return
         finally:
             slots.release()
-        result = (work.judge or judge)(sample, observation, frame, time.perf_counter() - started,
-                                       "individual")
-        # Non-JSON observations and comparator crashes abort a fail-fast run like adapter errors.
-        if result.status == ERROR and not keep_going:
-            if not failure:
-                failure.append(SampleFailure(result.reason.removeprefix("adapter_error: "), completed))
-            return
+        duration = time.perf_counter() - started
+        try:
+            result = work.judge(sample, observation, frame, duration, TimingMode.INDIVIDUAL)
+        except Misjudged as exc:
+            # Non-JSON observations and comparator crashes abort a fail-fast run like adapter errors.
+            if not keep_going:
+                if not failure:
+                    failure.append(SampleFailure(exc.stop_message(), completed))
+                return
+            result = exc.as_result(sample, frame, duration, TimingMode.INDIVIDUAL)
         completed += 1
         record(result)
 
@@ -380,11 +272,15 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
         if not keep_going:
             raise SampleFailure(message, 0) from exc
         for sample, frame, _image in items:
-            record(error_result(sample, frame, message, duration / len(items), "batch"))
+            record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
+                                duration=duration / len(items), timing_mode=TimingMode.BATCH))
         return
     duration = (time.perf_counter() - started) / len(items)
     for (sample, frame, _image), observation in zip(items, observations):
-        result = (work.judge or judge)(sample, observation, frame, duration, "batch")
-        if result.status == ERROR and not keep_going:
-            raise SampleFailure(result.reason.removeprefix("adapter_error: "), 0)
+        try:
+            result = work.judge(sample, observation, frame, duration, TimingMode.BATCH)
+        except Misjudged as exc:
+            if not keep_going:
+                raise SampleFailure(exc.stop_message(), 0) from None
+            result = exc.as_result(sample, frame, duration, TimingMode.BATCH)
         record(result)

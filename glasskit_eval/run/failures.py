@@ -6,10 +6,11 @@ import io
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
-from ..results import SampleResult
+from ..results import SampleResult, Status
 from ..support.fsio import write_bytes_atomic, write_text_atomic
 from ..video.frames import decode_at
 
@@ -24,11 +25,14 @@ class FailureSaver:
     def __init__(self, base: Path) -> None:
         self.base = base / "failures"
 
-    def save_case(self, results: Sequence[SampleResult], trial: int, video_path: Path) -> None:
-        """Write artifacts for the failed and errored results of one case (one extra decode)."""
-        failed = [r for r in results if r.status in ("failed", "error")]
+    def save_case(self, results: Sequence[SampleResult], trial: int, video_path: Path) -> list[SampleResult]:
+        """Write artifacts for the failed and errored results of one case (one extra decode).
+
+        Returns those results with their artifact paths.
+        """
+        failed = [r for r in results if r.status in (Status.FAILED, Status.ERROR)]
         if not failed:
-            return
+            return []
         folder = self.base / f"trial-{trial:03d}"
         times = sorted({Fraction(repr(r.timestamp_s)) for r in failed})
         images: dict[Fraction, bytes] = {}
@@ -39,6 +43,7 @@ class FailureSaver:
             finally:
                 frame.image.close()
             images[want] = buffer.getvalue()
+        saved = []
         for r in failed:
             stem = f"{_safe(r.case)}_{_safe(r.target)}_{r.sample_index:05d}_{r.timestamp_s:.3f}s"
             image_path = folder / f"{stem}.jpg"
@@ -48,4 +53,5 @@ class FailureSaver:
             record = r.to_json()
             record.update(artifact_image=None, artifact_json=None, trial=trial)
             write_text_atomic(json_path, json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-            r.artifact_image, r.artifact_json = str(image_path), str(json_path)
+            saved.append(replace(r, artifact_image=str(image_path), artifact_json=str(json_path)))
+        return saved

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cases.model import Thresholds
-from ..results import Gate, SampleResult, count
+from ..results import Gate, SampleResult, Status
+from ..summary import Counts
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def _pct(value: float) -> str:
 
 
 def _rate_gate(name: str, results: Sequence[SampleResult], minimum: float) -> Gate:
-    counts = count(results)
+    counts = Counts.of(results)
     # Upstream reports a pass rate of 0.0 when nothing was evaluated, so a pass-rate
     # gate over only ignored samples fails unless its minimum is 0.
     rate = counts.pass_rate or 0.0
@@ -44,7 +45,7 @@ def _rate_gate(name: str, results: Sequence[SampleResult], minimum: float) -> Ga
 
 
 def _failures_gate(name: str, results: Sequence[SampleResult], maximum: int, prefix: str = "") -> Gate:
-    failures = count(results).failed
+    failures = Counts.of(results).failed
     return Gate(name, failures <= maximum, f"{prefix}{failures} failures (gate: <= {maximum})")
 
 
@@ -58,7 +59,7 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
     (both as upstream does). Ignored results never count towards a rate.
     """
     evaluated = [r for r in results if r.evaluated]
-    errors = sum(1 for r in evaluated if r.status == "error")
+    errors = sum(1 for r in evaluated if r.status is Status.ERROR)
     gates = [Gate("adapter_errors", errors == 0,
                   "no adapter/comparison errors" if errors == 0 else f"{errors} adapter/comparison errors")]
 

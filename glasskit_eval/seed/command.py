@@ -1,4 +1,8 @@
-"""The ``seed`` command: checkpointed adapter calls, then one minimal-diff write per case."""
+"""The ``seed`` command: checkpointed adapter calls, then one minimal-diff write per case.
+
+It drives the same checkpoint lifecycle as ``run`` (resume, unchanged inputs, early stops,
+SIGINT/SIGTERM); case files are written only when every selected expectation was proposed.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +12,32 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..adapters.base import AdapterSpec, FactoryConfig
+from ..adapters.base import FactoryConfig
 from ..cases.evaldir import load_adapter_config
 from ..cases.model import parse_case
-from ..checkpoints.fingerprints import VideoDigests, describe_changes
-from ..checkpoints.store import COMPLETE, Checkpoint, CheckpointError, resolve
-from ..errors import EvalError, ExitCode, UsageError, ValidationError
+from ..checkpoints.fingerprints import VideoDigests
+from ..checkpoints.lifecycle import (
+    CheckpointedCommand,
+    is_bool,
+    is_str,
+    opt_str,
+    plan_fingerprints,
+    positive_int,
+    restore_fields,
+    str_list,
+)
+from ..checkpoints.store import MANIFEST_NAME, resolve
+from ..errors import EvalError, ValidationError
 from ..plan.planning import Plan, build_plan
-from ..plan.schedule import Filters
+from ..plan.schedule import Filters, ScheduledSample
 from ..reports.console import compact
-from ..results import ERROR, SampleResult
-from ..run.case import CaseWork, SampleFailure, run_case
-from ..run.reuse import plan_fingerprints
+from ..results import SampleResult, Status
+from ..run.case import CaseWork, run_case
+from ..store.videos import video_resolver
 from ..support import threads
 from .proposals import CaseEdits, extract_judge, needs_seed, plan_edits
 
-RESUME_COMMAND = "python -m glasskit_eval seed --resume"
+KIND = "seed"
 
 
 @dataclass(frozen=True)
@@ -45,90 +59,53 @@ class SeedRequest:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, where: Path) -> SeedRequest:
-        try:
-            values = dict(data)
-            values["targets"] = tuple(values.get("targets") or ())
-            return cls(**values)
-        except (TypeError, ValueError) as exc:
-            raise CheckpointError(f"{where} does not hold a seed invocation ({exc}); start a new seed") from None
+    def from_json(cls, data: object, where: Path) -> SeedRequest:
+        values = restore_fields(data, _CHECKS, where, KIND)
+        values["targets"] = tuple(values.get("targets") or ())
+        return cls(**values)
 
 
-def _adapter_spec(request: SeedRequest, eval_dir: Path, err: TextIO) -> AdapterSpec:
-    if request.adapter_command is not None:
-        from ..adapters.process import CommandAdapterSpec
-
-        return CommandAdapterSpec(request.adapter_command, stderr=err)
-    from ..adapters.python import PythonAdapterSpec, default_target
-
-    return PythonAdapterSpec(request.adapter or default_target(eval_dir))
-
-
-def _absolute_adapter(target: str | None) -> str | None:
-    if target is None:
-        return None
-    module, sep, attr = target.rpartition(":")
-    if sep and (module.endswith(".py") or "/" in module):
-        return f"{Path(module).expanduser().resolve()}:{attr}"
-    return target
+_CHECKS = {
+    "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "case": opt_str,
+    "targets": str_list, "adapter_config": opt_str, "concurrency": positive_int, "replace": is_bool,
+    "keep_going": is_bool, "verbose": is_bool,
+}
 
 
 class _Seeder:
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out = out
         self.err = err
-        self.checkpoint: Checkpoint | None = None
+        self.life = CheckpointedCommand(KIND, "Seed")
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def resume_hint(self) -> str | None:
-        cp = self.checkpoint
-        if cp is None:
-            return None
-        reusable = any(p.get("status") != ERROR for p in cp.previous.values()) or cp.durable_completed > 0
-        if not reusable:
-            return None
-        return f"Checkpoint: {cp.path}\nResume with `{RESUME_COMMAND} {cp.path}`."
-
-    def finish_checkpoint(self, complete: bool) -> None:
-        cp = self.checkpoint
-        if cp is None:
-            return
-        cp.close()
-        if complete:
-            cp.set_status(COMPLETE)
-        elif self.resume_hint() is None:
-            cp.discard()
-
-    def run(self, request: SeedRequest | None, resume: str | None) -> int:
+    def run(self, request: SeedRequest | None, resume: str | None) -> bool:
+        life = self.life
         if resume is not None:
             path = resolve(resume, Path(request.eval_dir if request else "eval").expanduser().resolve())
-            self.checkpoint = Checkpoint.open(path, "seed")
-            request = SeedRequest.from_json(self.checkpoint.manifest.invocation, path)
+            request = SeedRequest.from_json(life.open(path), path / MANIFEST_NAME)
+            life.check_recorded_unchanged()
         assert request is not None
         filters = Filters(case=request.case, targets=request.targets)
         digests = VideoDigests()  # hashed on a thread while planning reads frame tables
         plan = build_plan(request.eval_dir, filters, allow_empty=True, allow_drafts=True,
+                          resolve_video=video_resolver(lambda message: print(message, file=self.err)),
                           on_video=digests.start)
-        if self.checkpoint is not None:
-            changes = describe_changes(self.checkpoint.manifest.fingerprints,
-                                       plan_fingerprints(plan, request.case, digests))
-            if changes:
-                raise CheckpointError("cannot resume: inputs changed since the checkpoint was written:\n"
-                                      + "\n".join(f"  - {c}" for c in changes))
-        previous = self.checkpoint.previous if self.checkpoint else {}
+        if life.checkpoint is not None:
+            life.check_unchanged(plan, request.case, digests)
         proposals: dict[str, dict[int, Any]] = {}
-        pending: dict[str, list[Any]] = {}
+        pending: dict[str, list[ScheduledSample]] = {}
         for case_plan in plan.cases:
             mine: dict[int, Any] = {}
             todo = []
             for s in case_plan.samples:
                 if not needs_seed(s, request.replace):
                     continue
-                payload = previous.get((1, s.case.name, s.target.id, s.sample_index))
-                if payload is not None and payload.get("status") != ERROR:
-                    mine[s.sample_index] = payload.get("observed_value")
+                previous = life.previous.get((1, s.case.name, s.target.id, s.sample_index))
+                if previous is not None and previous.status is not Status.ERROR:
+                    mine[s.sample_index] = previous.observed_value
                 else:
                     todo.append(s)
             proposals[case_plan.case.name] = mine
@@ -137,47 +114,51 @@ class _Seeder:
         if total == 0:
             self.say(f"Nothing to seed in {plan.eval_dir.root}: every selected expectation is present "
                      "(use --replace to propose new values for them).")
-            return ExitCode.OK
-        if self.checkpoint is None and any(pending.values()):
+            return True
+        if life.checkpoint is None and any(pending.values()):
+            from ..adapters.choose import python_target
+
             # Stored with absolute paths so `seed --resume` works from any directory.
-            stored = replace(request, eval_dir=str(plan.eval_dir.root), adapter=_absolute_adapter(request.adapter),
+            stored = replace(request, eval_dir=str(plan.eval_dir.root),
+                             adapter=(python_target(request.adapter, plan.eval_dir.root)
+                                      if request.adapter_command is None else None),
                              adapter_config=(str(Path(request.adapter_config).expanduser().resolve())
                                              if request.adapter_config else None))
-            self.checkpoint = Checkpoint.create(plan.eval_dir.root, "seed", stored.to_json(),
-                                                plan_fingerprints(plan, request.case, digests), total)
+            life.create(plan.eval_dir.root, stored.to_json(), plan_fingerprints(plan, request.case, digests),
+                        total)
         errors = asyncio.run(self._evaluate(plan, request, pending, proposals))
         if errors:
             for r in errors:
                 self.say(f"  ERROR {r.case}/{r.target} @{format_time_float(r.timestamp_s)}s {r.reason}")
             self.say(f"Seed incomplete: {len(errors)} expectations could not be proposed; case files "
                      "were left unchanged.")
-            hint = self.resume_hint()
-            if hint:
-                self.say(hint)
-            self.finish_checkpoint(complete=False)
-            return ExitCode.FAILED
-        self._write(plan, proposals, request)
-        self.finish_checkpoint(complete=True)
-        return ExitCode.OK
+            if life.has_completed_work:
+                self.say("\n".join(life.resume_lines()))
+            life.finish(complete=False)
+            return False
+        self._write(plan, proposals)
+        life.finish(complete=True)
+        return True
 
-    async def _evaluate(self, plan: Plan, request: SeedRequest, pending: dict[str, list[Any]],
+    async def _evaluate(self, plan: Plan, request: SeedRequest, pending: dict[str, list[ScheduledSample]],
                         proposals: dict[str, dict[int, Any]]) -> list[SampleResult]:
         if not any(pending.values()):
             return []
+        from ..adapters.choose import adapter_spec
         from ..support.interrupts import interruptible
 
-        spec = _adapter_spec(request, plan.eval_dir.root, self.err)
+        spec = adapter_spec(request.adapter, request.adapter_command, plan.eval_dir.root, self.err)
         config = FactoryConfig(eval_dir=plan.eval_dir.root,
                                config=load_adapter_config(plan.eval_dir.root, request.adapter_config),
                                verbose=request.verbose)
-        checkpoint = self.checkpoint
+        life = self.life
+        checkpoint = life.checkpoint
         assert checkpoint is not None
         errors: list[SampleResult] = []
 
         def sink(result: SampleResult) -> None:
-            checkpoint.append((1, result.case, result.target, result.sample_index), result.to_json(),
-                              completed=result.status != ERROR)
-            if request.verbose and result.status != ERROR:
+            life.record(1, result)
+            if request.verbose and result.status is not Status.ERROR:
                 self.say(f"  {result.case}/{result.target} @{format_time_float(result.timestamp_s)}s "
                          f"-> {compact(result.observed_value)}")
 
@@ -194,11 +175,10 @@ class _Seeder:
                                              evaluator, concurrency=request.concurrency,
                                              keep_going=request.keep_going, sink=sink)
                     for r in results:
-                        if r.status == ERROR:
+                        if r.status is Status.ERROR:
                             errors.append(r)
                         else:
                             proposals[case_plan.case.name][r.sample_index] = r.observed_value
-                await checkpoint.flush()
             finally:
                 await checkpoint.flush()
                 try:
@@ -209,7 +189,7 @@ class _Seeder:
         await interruptible(work())
         return errors
 
-    def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]], request: SeedRequest) -> None:
+    def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> None:
         from ..cases.write import read_case_text, replace_text
         from ..yamltext.edit import rewrite
 
@@ -256,24 +236,15 @@ def _check_candidate(text: str, path: Path) -> None:
                               "please report this as a bug")
 
 
-def execute_seed(request: SeedRequest | None, out: TextIO, err: TextIO, *, resume: str | None = None) -> int:
+def execute_seed(request: SeedRequest | None, out: TextIO, err: TextIO, *, resume: str | None = None) -> bool:
+    """Seed (or resume a seed); True when every selected expectation was proposed and written.
+
+    Errors are raised: before the checkpoint exists as they are, after it as
+    :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
+    """
     seeder = _Seeder(out, err)
-    try:
+    with seeder.life.guard():
         return seeder.run(request, resume)
-    except SampleFailure as exc:
-        print(f"Seed aborted: {exc}", file=err)
-    except EvalError as exc:
-        if isinstance(exc, UsageError):
-            seeder.finish_checkpoint(complete=False)
-            raise
-        print(f"Seed aborted: {exc}", file=err)
-    except KeyboardInterrupt:
-        print("Seed interrupted.", file=err)
-    hint = seeder.resume_hint()
-    if hint:
-        print(hint, file=err)
-    seeder.finish_checkpoint(complete=False)
-    return ExitCode.ERROR
 
 
 __all__ = ["SeedRequest", "execute_seed"]

@@ -17,24 +17,27 @@ from typing import Any
 from ..cases.model import Case, SampleBlock
 from ..compare.values import MissingField, extract_field
 from ..plan.schedule import ScheduledSample
-from ..results import ADAPTER_ERROR, ERROR, SampleResult
-from ..run.case import observed_result
+from ..results import ErrorKind, SampleResult, Status, TimingMode
+from ..run.judge import make_result, plain_observation
 from ..support.jsonvalues import canonical_key
 from ..video.frames import DecodedFrame
 
 
 def extract_judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
-                  timing_mode: str) -> SampleResult:
-    """Seed's judging step: the proposed expectation is the observation's configured field."""
-    result = observed_result(sample, observation, frame, duration, timing_mode, "proposed")
-    if result.status == ERROR:
-        return result
+                  timing_mode: TimingMode) -> SampleResult:
+    """Seed's judging step: the proposed expectation is the observation's configured field.
+
+    An observation without that field is an adapter error (``field_error: ...``): there is
+    nothing to propose, and a resume asks the adapter again.
+    """
+    observed = plain_observation(sample, observation)
     try:
-        result.observed_value = extract_field(result.observed, sample.field)
+        value = extract_field(observed, sample.field)
     except MissingField as exc:
-        result.status, result.error_kind = ERROR, ADAPTER_ERROR
-        result.reason = f"field_error: {exc}"
-    return result
+        return make_result(sample, Status.ERROR, f"field_error: {exc}", frame=frame, duration=duration,
+                           timing_mode=timing_mode, observed=observed, error_kind=ErrorKind.ADAPTER)
+    return make_result(sample, Status.PASSED, "proposed", frame=frame, duration=duration,
+                       timing_mode=timing_mode, observed=observed, observed_value=value)
 
 
 def needs_seed(sample: ScheduledSample, replace: bool) -> bool:
@@ -130,16 +133,3 @@ def plan_edits(case: Case, samples: Sequence[ScheduledSample],
         edits.edits.append(BlockEdit(target_id, block_index, blocks, split=len(blocks) > 1))
     edits.edits.sort(key=lambda e: (e.target_id, e.block_index))
     return edits
-
-
-@dataclass
-class SeedOutcome:
-    """What a seed invocation did, per case."""
-
-    written: list[CaseEdits] = field(default_factory=list)
-    results: list[SampleResult] = field(default_factory=list)
-    fallbacks: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def errors(self) -> list[SampleResult]:
-        return [r for r in self.results if r.status == ERROR]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from . import StoreError
+from ..errors import StoreError
 from .transport import HttpResponse, TransportError
 
 CACHE_ENV = "GLASSKIT_EVAL_CACHE_DIR"

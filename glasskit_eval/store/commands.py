@@ -12,11 +12,10 @@ from typing import BinaryIO, TextIO
 
 from ..cases.evaldir import EvalConfig, VideoStoreConfig, load_cases, open_eval_dir
 from ..cases.model import VIDEO_SUFFIXES, CloudVideo
-from ..errors import UsageError
-from . import StoreError
+from ..errors import PreconditionFailed, StoreError, UsageError
 from .cache import VideoCache, default_cache_dir, format_size, hash_stream
 from .credentials import require_credentials, resolve_credentials
-from .s3 import ObjectInfo, Part, PreconditionFailed, S3Client
+from .s3 import ObjectInfo, Part, S3Client
 from .transport import Transport
 
 MIB = 1024 * 1024

@@ -17,8 +17,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..cases.evaldir import VideoStoreConfig
-from . import StoreError
+from ..errors import StoreError
+from .config import VideoStoreConfig
 from .sigv4 import Credentials
 
 _UNSUPPORTED_PROFILE_KEYS = ("credential_process", "sso_session", "sso_start_url", "role_arn",

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
-from ..cases.evaldir import VideoStoreConfig
-from . import StoreError
+from ..errors import PreconditionFailed, StoreError
+from .config import VideoStoreConfig
 from .sigv4 import EMPTY_SHA256, Credentials, SigningRequest, canonical_query, sign, uri_encode
 from .transport import HttpRequest, HttpResponse, Stream, Transport, TransportError, UrllibTransport
 
@@ -33,10 +33,6 @@ _RETRY_CODES = frozenset({"SlowDown", "Throttling", "ThrottlingException", "Requ
                           "InternalError", "ServiceUnavailable", "RequestLimitExceeded",
                           "ConditionalRequestConflict", "OperationAborted"})
 _ERROR_BODY_LIMIT = 64 * 1024
-
-
-class PreconditionFailed(StoreError):
-    """``If-None-Match: *`` found an object already at the key."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,7 @@ class Part:
 
 
 @dataclass(frozen=True)
-class S3Error:
+class S3ErrorReply:
     status: int
     code: str
     message: str
@@ -203,7 +199,7 @@ class S3Client:
 
     # --- error mapping --------------------------------------------------------------
 
-    def error_for(self, error: S3Error, *, op: str, key: str, public: bool = False) -> StoreError:
+    def error_for(self, error: S3ErrorReply, *, op: str, key: str, public: bool = False) -> StoreError:
         code, status = error.code, error.status
         obj = f"{key!r} in {self.where()}"
         creds = self.credentials.source if self.credentials else "no credentials"
@@ -319,14 +315,14 @@ class S3Client:
         # S3 may report a failed completion inside a 200 response.
         root = _xml(body)
         if root is not None and _local(root.tag) == "Error":
-            error = S3Error(200, _child_text(root, "Code") or "", _child_text(root, "Message") or "")
+            error = S3ErrorReply(200, _child_text(root, "Code") or "", _child_text(root, "Message") or "")
             raise self.error_for(error, op="upload", key=key)
 
     def abort_multipart(self, key: str, upload_id: str) -> None:
         self._send("DELETE", key, op="upload", query=[("uploadId", upload_id)], ok=(200, 204, 404)).close()
 
 
-def read_error(response: HttpResponse) -> S3Error:
+def read_error(response: HttpResponse) -> S3ErrorReply:
     with response:
         try:
             body = response.read(_ERROR_BODY_LIMIT)
@@ -340,10 +336,10 @@ def read_error(response: HttpResponse) -> S3Error:
     # HEAD responses have no body; some stores put the code in a header instead.
     code = code or response.headers.get("x-amz-error-code", "")
     message = message or response.headers.get("x-amz-error-message", "")
-    return S3Error(response.status, code, " ".join(message.split())[:300])
+    return S3ErrorReply(response.status, code, " ".join(message.split())[:300])
 
 
-def _retryable(error: S3Error) -> bool:
+def _retryable(error: S3ErrorReply) -> bool:
     return error.status in _RETRY_STATUSES or error.code in _RETRY_CODES
 
 

@@ -16,20 +16,12 @@ from collections.abc import Awaitable, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
-from ..errors import EvalError
+from ..errors import Interrupted
 
 T = TypeVar("T")
 
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None))
                  if s is not None)
-
-
-class Interrupted(EvalError):
-    """The user (or a supervisor) asked the command to stop."""
-
-    def __init__(self, signal_name: str) -> None:
-        super().__init__(f"interrupted by {signal_name}")
-        self.signal_name = signal_name
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -21,14 +21,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import UsageError
+from ..errors import CaseEditError
 from .morph import CannotEdit, Morph
 from .nodes import compose, detect_style, same
 from .render import Style, render_document
-
-
-class CaseEditError(UsageError):
-    """An edit names a target, block or key that the case file does not have."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,248 @@
+"""The one lifecycle of a checkpointed command, driven by both ``run`` and ``seed``.
+
+A command opens a checkpoint (``--resume``) or creates one once its plan is known, checks that
+the recorded inputs are unchanged, appends every finished result, and ends in one of three ways:
+
+* complete: the checkpoint is marked complete (kept for the record);
+* stopped early (fail-fast error, adapter setup or close error, SIGINT/SIGTERM): when the
+  checkpoint holds at least one judged adapter observation, the exact resume command is
+  printed; otherwise a new checkpoint is deleted, because rerunning the command loses nothing;
+* finished with retryable errors: kept, with the resume command, when it holds work.
+
+While :meth:`CheckpointedCommand.guard` is active SIGTERM takes the same path as SIGINT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CheckpointError, CommandStopped, EvalError, Interrupted
+from ..results import ResultFormatError, SampleResult
+from ..support.interrupts import sigterm_as_keyboard_interrupt
+from .fingerprints import VideoDigests, describe_changes, fingerprint
+from .store import COMPLETE, Checkpoint, Key
+
+if TYPE_CHECKING:
+    from ..plan.planning import Plan
+
+
+def resume_command(kind: str, path: Path) -> str:
+    return f"python -m glasskit_eval {kind} --resume {shlex.quote(str(path))}"
+
+
+def plan_fingerprints(plan: Plan, case_filter: str | None, digests: VideoDigests | None = None) -> dict[str, Any]:
+    """Every selected case file, config.yaml (its thresholds gate the run) and every video."""
+    root = plan.eval_dir.root
+    files = list(plan.eval_dir.select_case_paths(case_filter))
+    files.append(root / "config.yaml")
+    videos = sorted({c.video_path for c in plan.cases if c.video_path.name})
+    return fingerprint(root, files, videos, digests)
+
+
+class CheckpointedCommand:
+    """One invocation of a checkpointed command (``kind`` is ``run`` or ``seed``)."""
+
+    def __init__(self, kind: str, title: str) -> None:
+        self.kind = kind
+        #: How messages name the command: "Eval", "Seed".
+        self.title = title
+        self.checkpoint: Checkpoint | None = None
+        #: Results an earlier attempt recorded, by key (empty for a new checkpoint).
+        self.previous: dict[Key, SampleResult] = {}
+        self._prior_completed = False
+
+    # -- opening and creating
+
+    def open(self, path: Path) -> Mapping[str, Any]:
+        """Open ``path`` to resume it; returns the recorded invocation."""
+        checkpoint = self.checkpoint = Checkpoint.open(path, self.kind)
+        for key, payload in checkpoint.previous.items():
+            try:
+                self.previous[key] = SampleResult.from_json(payload)
+            except ResultFormatError as exc:
+                raise CheckpointError(f"{path}: a record for {key[1]}/{key[2]} sample {key[3]} is damaged "
+                                      f"({exc}); start a new {self.kind}") from None
+        self._prior_completed = any(r.judged for r in self.previous.values())
+        return checkpoint.manifest.invocation
+
+    def create(self, eval_dir: Path, invocation: dict[str, Any], fingerprints: dict[str, Any],
+               total: int) -> Checkpoint:
+        self.checkpoint = Checkpoint.create(eval_dir, self.kind, invocation, fingerprints, total)
+        return self.checkpoint
+
+    @property
+    def resumed(self) -> bool:
+        return self.checkpoint is not None and self.checkpoint.resumed
+
+    # -- inputs
+
+    def check_recorded_unchanged(self, digests: VideoDigests | None = None) -> None:
+        """Before planning: the recorded inputs are as they were (an edited case may not even load)."""
+        checkpoint = self._open_checkpoint()
+        old = checkpoint.manifest.fingerprints
+        root = Path(checkpoint.manifest.eval_dir)
+        files = [root / name for name in old.get("files") or {}]
+        videos = [root / name for name in old.get("videos") or {}]
+        self._refuse(describe_changes(old, fingerprint(root, files, videos, digests)))
+
+    def check_unchanged(self, plan: Plan, case_filter: str | None, digests: VideoDigests | None = None) -> None:
+        """After planning: also catches case files that the same filters now select in addition."""
+        checkpoint = self._open_checkpoint()
+        self._refuse(describe_changes(checkpoint.manifest.fingerprints,
+                                      plan_fingerprints(plan, case_filter, digests)))
+
+    def _refuse(self, changes: list[str]) -> None:
+        if changes:
+            lines = "\n".join(f"  - {c}" for c in changes)
+            raise CheckpointError(f"cannot resume {self._open_checkpoint().path}: its inputs changed since "
+                                  f"it was written:\n{lines}\nResults from different inputs cannot be mixed; "
+                                  f"restore the original files, or start a new {self.kind} without --resume.")
+
+    def _open_checkpoint(self) -> Checkpoint:
+        if self.checkpoint is None:
+            raise RuntimeError("no checkpoint is open")
+        return self.checkpoint
+
+    # -- results
+
+    def record(self, trial: int, result: SampleResult) -> None:
+        self._open_checkpoint().append((trial, result.case, result.target, result.sample_index),
+                                       result.to_json(), completed=result.judged)
+
+    def recorder(self, trial: int) -> Callable[[SampleResult], None]:
+        def record(result: SampleResult) -> None:
+            self.record(trial, result)
+
+        return record
+
+    @property
+    def has_completed_work(self) -> bool:
+        """At least one judged adapter observation is durable in the checkpoint."""
+        return self._prior_completed or (self.checkpoint is not None and self.checkpoint.durable_completed > 0)
+
+    @property
+    def keeps(self) -> bool:
+        """Whether an unfinished checkpoint is kept: it holds work, or the user resumed it."""
+        return self.has_completed_work or self.resumed
+
+    def resume_lines(self, adapter_errors: int | None = None) -> list[str]:
+        path = self._open_checkpoint().path
+        lines = []
+        if adapter_errors:
+            noun = "adapter error" if adapter_errors == 1 else "adapter errors"
+            lines.append(f"{adapter_errors} {noun} can be retried without rerunning completed samples.")
+        lines.append(f"Checkpoint: {path}")
+        lines.append(f"Resume with `{resume_command(self.kind, path)}`.")
+        return lines
+
+    # -- ending
+
+    def finish(self, *, complete: bool) -> None:
+        """Close; mark complete, or keep an unfinished checkpoint only if it is worth resuming."""
+        checkpoint = self.checkpoint
+        if checkpoint is None:
+            return
+        checkpoint.close()
+        if complete:
+            checkpoint.set_status(COMPLETE)
+        elif not self.keeps:
+            checkpoint.discard()
+
+    def stopped(self, cause: EvalError) -> CommandStopped:
+        """What an early stop reports; keeps the checkpoint only if it holds work."""
+        checkpoint = self._open_checkpoint()
+        checkpoint.close()  # whatever finished before the stop is now on disk
+        if isinstance(cause, Interrupted):
+            lines = [f"{self.title} {cause}."]
+        else:
+            lines = [f"{self.title} failed: {cause}"]
+        if self.has_completed_work:
+            lines.extend(self.resume_lines())
+        elif not checkpoint.resumed:
+            checkpoint.discard()
+        return CommandStopped(lines, cause)
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Turn errors and interrupts after the checkpoint exists into :class:`CommandStopped`.
+
+        Before a checkpoint exists, an error is an ordinary command error (rerunning loses nothing).
+        """
+        with sigterm_as_keyboard_interrupt():
+            try:
+                yield
+            except KeyboardInterrupt:
+                if self.checkpoint is None:
+                    raise
+                raise self.stopped(Interrupted("SIGINT or SIGTERM")) from None
+            except CommandStopped:
+                raise
+            except EvalError as exc:
+                if self.checkpoint is None:
+                    raise
+                raise self.stopped(exc) from None
+            finally:
+                if self.checkpoint is not None:
+                    self.checkpoint.close()
+
+
+# --- strict requests -------------------------------------------------------------------
+
+
+Check = Callable[[Any], bool]
+
+
+def restore_fields(data: object, checks: Mapping[str, Check], where: Path, kind: str) -> dict[str, Any]:
+    """A recorded invocation's fields, each checked; refuses unknown, missing-required or bad ones.
+
+    A hand-edited manifest with ``concurrency: 0`` or ``repeat: -3`` must fail here, not hang or
+    report success later.
+    """
+    if not isinstance(data, Mapping) or not isinstance(data.get("eval_dir"), str):
+        raise CheckpointError(f"{where}: the manifest's invocation is missing or damaged; start a new {kind}")
+    unknown = sorted(set(data) - set(checks))
+    if unknown:
+        raise CheckpointError(f"{where}: the manifest records options this version does not know "
+                              f"({', '.join(unknown)}); resume it with the glasskit_eval that wrote it")
+    bad = sorted(name for name, value in data.items() if not checks[name](value))
+    if bad:
+        raise CheckpointError(f"{where}: the manifest's invocation has invalid values for "
+                              f"{', '.join(bad)}; start a new {kind}")
+    return dict(data)
+
+
+def is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def opt_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def opt_count(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def opt_rate(value: object) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and 0.0 <= value <= 1.0)
+
+
+def str_list(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def opt_object(value: object) -> bool:
+    return value is None or isinstance(value, dict)

@@ -1,0 +1,26 @@
+"""``list-samples``: the expanded schedule as a table (no video is opened)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..support.timevalues import format_time
+from .planning import build_plan
+from .schedule import Filters
+
+
+def list_samples(eval_dir: str | Path, filters: Filters, *, allow_empty: bool) -> str:
+    from ..reports.console import compact, format_list_samples
+
+    plan = build_plan(eval_dir, filters, allow_empty=allow_empty, check_videos=False)
+    rows = []
+    for case_plan in plan.cases:
+        for s in case_plan.samples:
+            declared = s.block.compare
+            mode = ""
+            if declared is not None:
+                mode = declared.mode + (f" ±{declared.tolerance:g}" if declared.tolerance else "")
+            rows.append([s.case.name, s.target.id, f"{format_time(s.time)}s",
+                         compact(s.expect) if s.block.has_expect else "(draft)", mode, s.field or "",
+                         s.block.ignore or "", s.block.source()])
+    return format_list_samples(str(plan.eval_dir.root), rows)

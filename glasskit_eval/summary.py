@@ -1,0 +1,196 @@
+"""One summary of a run, computed once from its results and rendered by every reporter.
+
+:class:`RunResult` is what a run produced (trials, run-level gates, duration); :class:`RunSummary`
+is every number a reporter shows about it: counts overall, per trial, per target and per case,
+trial pass rates, stability and success. The console, JSON (and later JUnit, HTML and merged-shard)
+reporters read these fields and never count results themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .results import Gate, SampleResult, Stability, Status, TimingMode, TrialResult, stability
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    ignored: int = 0
+    #: Sum of evaluation durations (seconds) of the evaluated results that have one.
+    duration_total: float = 0.0
+
+    @classmethod
+    def of(cls, results: Iterable[SampleResult]) -> Counts:
+        passed = failed = errors = ignored = 0
+        duration = 0.0
+        for r in results:
+            status = r.status
+            if status is Status.PASSED:
+                passed += 1
+            elif status is Status.FAILED:
+                failed += 1
+            elif status is Status.ERROR:
+                errors += 1
+            else:
+                ignored += 1
+            if r.evaluation_duration_seconds:
+                duration += r.evaluation_duration_seconds
+        return cls(passed, failed, errors, ignored, duration)
+
+    @property
+    def evaluated(self) -> int:
+        return self.passed + self.failed + self.errors
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.evaluated if self.evaluated else None
+
+    @property
+    def average_latency(self) -> float | None:
+        return self.duration_total / self.evaluated if self.evaluated else None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one run (or a resumed one) produced."""
+
+    eval_dir: str
+    #: Selected case names, in run order.
+    cases: tuple[str, ...]
+    repeat: int
+    trials: tuple[TrialResult, ...]
+    #: Run-level gates (today: the flaky-sample gate), evaluated after every trial.
+    gates: tuple[Gate, ...]
+    duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrialSummary:
+    trial: TrialResult
+    counts: Counts
+
+    @property
+    def throughput(self) -> float | None:
+        duration = self.trial.duration_seconds
+        return self.counts.evaluated / duration if duration > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One target (or one case) across the run."""
+
+    name: str
+    #: ``Label (id)`` for targets that have a label, else the id (cases: the name).
+    display: str
+    counts: Counts
+    #: Pass rate of each trial that evaluated something in this group.
+    trial_rates: tuple[float, ...]
+    stability: tuple[Stability, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    run: RunResult
+    total: Counts
+    trials: tuple[TrialSummary, ...]
+    stability: tuple[Stability, ...]
+    #: Pass rates of the trials that evaluated anything.
+    trial_rates: tuple[float, ...]
+    #: Targets sorted by display name, case-insensitively.
+    targets: tuple[GroupSummary, ...]
+    #: Cases in run order.
+    cases: tuple[GroupSummary, ...]
+
+    @classmethod
+    def of(cls, run: RunResult) -> RunSummary:
+        trials = tuple(TrialSummary(t, Counts.of(t.results)) for t in run.trials)
+        stable = stability(run.trials)
+        everything = [r for t in run.trials for r in t.results]
+        displays: dict[str, str] = {}
+        for r in everything:
+            displays.setdefault(r.target, target_display(r))
+        targets = tuple(_group(name, displays[name], run.trials, stable, _target_of)
+                        for name in sorted(displays, key=lambda t: displays[t].lower()))
+        cases = tuple(_group(name, name, run.trials, stable, _case_of) for name in run.cases)
+        return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
+                   trial_rates=tuple(t.counts.pass_rate for t in trials if t.counts.pass_rate is not None),
+                   targets=targets, cases=cases)
+
+    @property
+    def success(self) -> bool:
+        return all(t.success for t in self.run.trials) and all(g.passed for g in self.run.gates)
+
+    @property
+    def first(self) -> Counts:
+        """The first trial's counts: per-sample figures (every trial selects the same samples)."""
+        return self.trials[0].counts if self.trials else self.total
+
+    @property
+    def timing_mode(self) -> TimingMode | None:
+        return self.run.trials[0].timing_mode if self.run.trials else None
+
+    @property
+    def resumable_adapter_errors(self) -> int:
+        return sum(1 for t in self.run.trials for r in t.results if r.resumable_error)
+
+    def failed_gates(self) -> list[tuple[str, Gate]]:
+        """(scope, gate) for every failed gate: ``Trial N`` or ``Stability``."""
+        out = [(f"Trial {t.trial}", g) for t in self.run.trials for g in t.gates if not g.passed]
+        out += [("Stability", g) for g in self.run.gates if not g.passed]
+        return out
+
+    def stability_counts(self) -> StabilityCounts:
+        return StabilityCounts.of(self.stability)
+
+
+@dataclass(frozen=True, slots=True)
+class StabilityCounts:
+    consistently_passed: int
+    consistently_failed: int
+    flaky: int
+    #: Samples with an error in at least one trial.
+    with_errors: int
+
+    @classmethod
+    def of(cls, items: Iterable[Stability]) -> StabilityCounts:
+        cp = cf = flaky = errors = 0
+        for s in items:
+            cp += s.consistently_passed
+            cf += s.consistently_failed
+            flaky += s.flaky
+            errors += s.has_errors
+        return cls(cp, cf, flaky, errors)
+
+
+def target_display(result: SampleResult) -> str:
+    return f"{result.target_label} ({result.target})" if result.target_label else result.target
+
+
+def mean(values: tuple[float, ...]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _target_of(result: SampleResult) -> str:
+    return result.target
+
+
+def _case_of(result: SampleResult) -> str:
+    return result.case
+
+
+def _group(name: str, display: str, trials: tuple[TrialResult, ...], stable: tuple[Stability, ...],
+           key: Callable[[SampleResult], str]) -> GroupSummary:
+    rates = []
+    mine: list[SampleResult] = []
+    for t in trials:
+        in_trial = [r for r in t.results if key(r) == name]
+        mine.extend(in_trial)
+        rate = Counts.of(in_trial).pass_rate
+        if rate is not None:
+            rates.append(rate)
+    return GroupSummary(name, display, Counts.of(mine), tuple(rates),
+                        tuple(s for s in stable if key(s.first) == name))
