@@ -9,166 +9,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 
 from . import __version__
+from . import options as opts
 from .errors import CommandStopped, EvalError, ExitCode, UsageError, ValidationError, exit_code_for
 
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from fractions import Fraction
     from typing import Any, TextIO
 
 PROG = "python -m glasskit_eval"
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter, sized to the terminal without importing shutil.
-
-    argparse builds a formatter for every ``add_argument`` and asks shutil for the
-    terminal width; shutil drags in zlib, bz2 and lzma, a tenth of a bare start.
-    """
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         _terminal_columns() - 2 if width is None else width)
-
-
-def _terminal_columns() -> int:
-    """What ``shutil.get_terminal_size().columns`` returns: $COLUMNS, the terminal, or 80."""
-    import os
-
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so ``main`` stays in control."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}\nRun `{self.prog} --help` for usage.")
-
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
-        if message:
-            print(message, file=sys.stderr, end="")
-        raise _Exit(status)
-
-
-class _Exit(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-# --- option value parsers --------------------------------------------------------
-
-
-def _time(text: str) -> Fraction:
-    from .support.timevalues import parse_cli_time
-
-    try:
-        value = parse_cli_time(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a nonnegative time in seconds, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be greater than zero, got {value}")
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be nonnegative, got {value}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be from 0.0 to 1.0, got {text}")
-    return value
-
-
-# --- shared option groups --------------------------------------------------------
-
-
-def _eval_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--eval-dir", default="eval", metavar="PATH", help="eval directory (default: eval)")
-
-
-def _case(p: argparse.ArgumentParser, help_text: str = "only this case, by filename or stem") -> None:
-    p.add_argument("--case", metavar="TEXT", help=help_text)
-
-
-def _targets(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", action="append", default=[], metavar="TEXT",
-                   help="only this target id (repeat for several); must exist in the selected cases")
-
-
-def _times(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--at", action="append", type=_time, default=[], metavar="FLOAT",
-                   help="only samples scheduled at this time in seconds (repeatable; needs --case)")
-    p.add_argument("--from", dest="from_s", type=_time, metavar="FLOAT",
-                   help="only samples at or after this time (needs --case)")
-    p.add_argument("--until", dest="until_s", type=_time, metavar="FLOAT",
-                   help="only samples before this time (needs --case)")
-
-
-def _adapter(p: argparse.ArgumentParser, default_help: str) -> None:
-    p.add_argument("--adapter", metavar="TEXT", help=f"Python adapter <module-or-file>:<callable> ({default_help})")
-    p.add_argument("--adapter-command", metavar="TEXT",
-                   help="NDJSON process adapter command, e.g. \"node eval/adapter.mjs\" (no shell)")
-    p.add_argument("--adapter-config", metavar="PATH",
-                   help="YAML or JSON object passed to the adapter (default: <eval-dir>/adapter.yaml when present)")
-
-
-def _allow_empty(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--allow-empty", action="store_true", help="allow evals or cases with no samples")
-
-
-def _filters(args: argparse.Namespace) -> Any:
-    from .plan.schedule import Filters
-
-    return Filters(case=args.case, targets=tuple(args.target), at=tuple(getattr(args, "at", []) or ()),
-                   from_s=getattr(args, "from_s", None), until_s=getattr(args, "until_s", None))
-
-
-def _check_adapter_options(args: argparse.Namespace) -> None:
-    from .adapters.choose import check_exclusive
-
-    check_exclusive(args.adapter, args.adapter_command)
 
 
 # --- run -----------------------------------------------------------------------------
@@ -178,20 +31,20 @@ def add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="decode frames, call the adapter, compare, apply gates and report",
                        description="Decode selected frames, call the adapter, compare observations, "
                        "apply quality gates, and report results.")
-    _adapter(p, "default: <eval-dir>/adapter.py:create_evaluator")
-    _eval_dir(p)
-    _case(p, "only run one case, by filename or stem")
-    _targets(p)
-    _times(p)
-    p.add_argument("--concurrency", type=_positive_int, default=1, metavar="INTEGER",
+    opts.adapter_options(p, "default: <eval-dir>/adapter.py:create_evaluator")
+    opts.eval_dir_option(p)
+    opts.case_option(p, "only run one case, by filename or stem")
+    opts.target_options(p)
+    opts.time_options(p)
+    p.add_argument("--concurrency", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="maximum concurrent evaluate calls (default: 1)")
-    p.add_argument("--repeat", type=_positive_int, default=1, metavar="INTEGER",
+    p.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="number of sequential trials, each with a fresh evaluator (default: 1)")
-    p.add_argument("--min-pass-rate", type=_rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
-    p.add_argument("--min-target-pass-rate", type=_rate, metavar="FLOAT",
+    p.add_argument("--min-pass-rate", type=opts.rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
+    p.add_argument("--min-target-pass-rate", type=opts.rate, metavar="FLOAT",
                    help="pass-rate gate applied to every selected target")
-    p.add_argument("--max-failures", type=_nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
-    p.add_argument("--max-flaky-samples", type=_nonnegative_int, metavar="INTEGER",
+    p.add_argument("--max-failures", type=opts.nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
+    p.add_argument("--max-flaky-samples", type=opts.nonnegative_int, metavar="INTEGER",
                    help="maximum samples whose status varies across trials (needs --repeat >= 2)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
@@ -204,7 +57,7 @@ def add_run(sub: Any) -> None:
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete run checkpoint by its printed path or id; restores the "
                    "original adapter and options, so it cannot be combined with other options")
-    _allow_empty(p)
+    opts.allow_empty_option(p)
     p.set_defaults(handler=run_run)
 
 
@@ -216,8 +69,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _resume_run(args, out, err)
     if args.max_flaky_samples is not None and args.repeat < 2:
         raise UsageError("--max-flaky-samples needs --repeat of at least 2")
-    _check_adapter_options(args)
-    _filters(args).check()
+    opts.check_adapter_options(args)
+    opts.filters(args).check()
     request = RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
         adapter_config_path=args.adapter_config, case=args.case, targets=tuple(args.target),
@@ -264,14 +117,14 @@ def add_validate(sub: Any) -> None:
     p = sub.add_parser("validate", help="check eval structure, videos, sample times and optional adapter",
                        description="Check an eval directory without evaluating samples. With --adapter or "
                        "--adapter-command, also construct and close that adapter.")
-    _eval_dir(p)
+    opts.eval_dir_option(p)
     p.add_argument("--adapter", metavar="TEXT", help="optional Python adapter target to verify")
     p.add_argument("--adapter-command", metavar="TEXT", help="optional process adapter command to verify")
     p.add_argument("--adapter-config", metavar="PATH",
                    help="YAML or JSON object passed to the adapter (default: <eval-dir>/adapter.yaml when present)")
-    _case(p, "only validate one case, by filename or stem")
-    _targets(p)
-    _allow_empty(p)
+    opts.case_option(p, "only validate one case, by filename or stem")
+    opts.target_options(p)
+    opts.allow_empty_option(p)
     p.add_argument("--verbose", action="store_true", help="also describe each video (frames, rate, orientation)")
     p.set_defaults(handler=run_validate)
 
@@ -279,8 +132,8 @@ def add_validate(sub: Any) -> None:
 def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .plan.validate import validate
 
-    _check_adapter_options(args)
-    report = validate(args.eval_dir, _filters(args), allow_empty=args.allow_empty, adapter=args.adapter,
+    opts.check_adapter_options(args)
+    report = validate(args.eval_dir, opts.filters(args), allow_empty=args.allow_empty, adapter=args.adapter,
                       adapter_command=args.adapter_command, adapter_config=args.adapter_config,
                       describe_videos=args.verbose, stderr=err)
     for line in report.lines():
@@ -294,18 +147,18 @@ def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def add_list_samples(sub: Any) -> None:
     p = sub.add_parser("list-samples", help="print the expanded sample schedule",
                        description="Print the expanded sample schedule for inspection or debugging.")
-    _eval_dir(p)
-    _case(p, "only list one case, by filename or stem")
-    _targets(p)
-    _times(p)
-    _allow_empty(p)
+    opts.eval_dir_option(p)
+    opts.case_option(p, "only list one case, by filename or stem")
+    opts.target_options(p)
+    opts.time_options(p)
+    opts.allow_empty_option(p)
     p.set_defaults(handler=run_list_samples)
 
 
 def run_list_samples(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .plan.listing import list_samples
 
-    print(list_samples(args.eval_dir, _filters(args), allow_empty=args.allow_empty), file=out)
+    print(list_samples(args.eval_dir, opts.filters(args), allow_empty=args.allow_empty), file=out)
     return ExitCode.OK
 
 
@@ -316,9 +169,9 @@ def add_export_frames(sub: Any) -> None:
     p = sub.add_parser("export-frames", help="export the exact eval frames at case timestamps",
                        description="Export the exact display-oriented frames an adapter would get, as "
                        "lossless PNGs named at-<timestamp>s.png.")
-    _eval_dir(p)
+    opts.eval_dir_option(p)
     p.add_argument("--case", required=True, metavar="TEXT", help="case filename or stem (required)")
-    p.add_argument("--at", action="append", type=_time, required=True, metavar="FLOAT",
+    p.add_argument("--at", action="append", type=opts.time_value, required=True, metavar="FLOAT",
                    help="frame time in seconds (repeatable; duplicates exported once)")
     p.add_argument("--output-dir", metavar="PATH", help="directory for PNGs (default: <eval-dir>/runs/frames/<case>/)")
     p.set_defaults(handler=run_export_frames)
@@ -368,12 +221,12 @@ def add_video_store(sub: Any) -> None:
                        "S3-compatible store (video_stores in <eval-dir>/config.yaml). Downloads are "
                        "content-addressed and used only after their declared SHA-256 verifies; set "
                        "GLASSKIT_EVAL_CACHE_DIR to move the per-user cache.")
-    commands = p.add_subparsers(dest="store_command", metavar="<command>", parser_class=_Parser)
+    commands = p.add_subparsers(dest="store_command", metavar="<command>", parser_class=opts.Parser)
     pull = commands.add_parser("pull", help="download and verify the selected cases' cloud videos",
                                description="Download every cloud video referenced by the selected cases "
                                "into the cache, verify its SHA-256 and print each distinct cached path.")
-    _eval_dir(pull)
-    _case(pull, "only download one case's video, by filename or stem")
+    opts.eval_dir_option(pull)
+    opts.case_option(pull, "only download one case's video, by filename or stem")
     upload = commands.add_parser("upload", help="upload a local video and print its case-file block",
                                  description="Upload a local video through the named store's S3 API and "
                                  "print the `video:` block for a case file. An existing object is reused "
@@ -381,7 +234,7 @@ def add_video_store(sub: Any) -> None:
     upload.add_argument("file", metavar="FILE", help="local video file (.mp4, .mov, .m4v, .webm, .mkv)")
     upload.add_argument("--store", required=True, metavar="NAME", help="video store from config.yaml")
     upload.add_argument("--key", metavar="TEXT", help="object key (default: <sha256><extension>)")
-    _eval_dir(upload)
+    opts.eval_dir_option(upload)
     prune = commands.add_parser("prune-cache", help="remove stale incomplete downloads (--all: everything)",
                                 description="Remove interrupted downloads and stale locks from the "
                                 "per-user video cache; --all also removes verified videos.")
@@ -412,12 +265,12 @@ def add_review(sub: Any) -> None:
                        description="Serve a local page (127.0.0.1 only, behind a per-launch secret URL) "
                        "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
                        "file at once, keeping its comments and formatting outside the edited blocks.")
-    _eval_dir(p)
+    opts.eval_dir_option(p)
     p.add_argument("--case", metavar="TEXT",
                    help="initially open this case, by filename or stem (default: the first case)")
     p.add_argument("--target", metavar="TEXT", help="initially focus this target of --case")
-    p.add_argument("--time", type=_time, metavar="FLOAT", help="initially seek to this time in --case")
-    p.add_argument("--port", type=_nonnegative_int, default=0, metavar="INTEGER",
+    p.add_argument("--time", type=opts.time_value, metavar="FLOAT", help="initially seek to this time in --case")
+    p.add_argument("--port", type=opts.nonnegative_int, default=0, metavar="INTEGER",
                    help="loopback port (default: 0, any free port)")
     p.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
     p.add_argument("--report", metavar="PATH",
@@ -443,11 +296,11 @@ def add_seed(sub: Any) -> None:
                        description="Run a labeling adapter and write proposed expectations into the "
                        "selected draft samples (all selected samples with --replace). Case files keep "
                        "their comments and formatting outside the edited sample blocks.")
-    _adapter(p, "default: <eval-dir>/adapter.py:create_evaluator")
-    _eval_dir(p)
-    _case(p, "only seed one case, by filename or stem")
-    _targets(p)
-    p.add_argument("--concurrency", type=_positive_int, default=1, metavar="INTEGER",
+    opts.adapter_options(p, "default: <eval-dir>/adapter.py:create_evaluator")
+    opts.eval_dir_option(p)
+    opts.case_option(p, "only seed one case, by filename or stem")
+    opts.target_options(p)
+    p.add_argument("--concurrency", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="maximum concurrent evaluate calls (default: 1)")
     p.add_argument("--replace", action="store_true",
                    help="also replace existing expectations in the selected scope")
@@ -463,7 +316,7 @@ def add_seed(sub: Any) -> None:
 def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .seed.command import SeedRequest, execute_seed
 
-    _check_adapter_options(args)
+    opts.check_adapter_options(args)
     if args.resume is not None:
         overrides = _resume_overrides(args, "seed")
         if overrides:
@@ -491,10 +344,10 @@ COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "bu
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or (``command``) one that knows only that command: a few ms less at start-up."""
-    parser = _Parser(prog=PROG, description="Turn recorded video into repeatable evals of apps that make "
+    parser = opts.Parser(prog=PROG, description="Turn recorded video into repeatable evals of apps that make "
                      "decisions from images.")
     parser.add_argument("--version", action="version", version=f"glasskit_eval {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=opts.Parser)
     for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
         if command in (None, name):
             add(sub)
@@ -515,7 +368,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
             parser.print_help(out)
             return ExitCode.ERROR
         return int(args.handler(args, out, err))
-    except _Exit as exc:
+    except opts.ParserExit as exc:
         return exc.status
     except CommandStopped as exc:
         for line in exc.lines:

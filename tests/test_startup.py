@@ -69,11 +69,11 @@ def test_help_is_laid_out_exactly_as_argparse_would(monkeypatch: pytest.MonkeyPa
     # The CLI sizes help without shutil; the text must not change because of that.
     import argparse
 
-    from glasskit_eval import cli
+    from glasskit_eval import cli, options
 
     monkeypatch.setenv("COLUMNS", columns)
     ours = cli.build_parser()
-    monkeypatch.setattr(cli, "_Formatter", argparse.HelpFormatter)
+    monkeypatch.setattr(options, "Formatter", argparse.HelpFormatter)
     stock = cli.build_parser()
     assert ours.formatter_class is not stock.formatter_class
     assert ours.format_help() == stock.format_help()
@@ -87,7 +87,7 @@ def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
     # main() builds only the command named first; nothing the user sees may change.
     import argparse
 
-    from glasskit_eval import cli
+    from glasskit_eval import cli, options
 
     def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
@@ -99,9 +99,9 @@ def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
         assert list(subparsers(one)) == [name]
         assert subparsers(one)[name].format_help() == subparsers(full)[name].format_help()
         argv = [name, "--help"] if name != "video-store" else [name, "pull", "--help"]
-        with pytest.raises(cli._Exit), contextlib.redirect_stdout(io.StringIO()) as one_out:
+        with pytest.raises(options.ParserExit), contextlib.redirect_stdout(io.StringIO()) as one_out:
             one.parse_args(argv)
-        with pytest.raises(cli._Exit), contextlib.redirect_stdout(io.StringIO()) as full_out:
+        with pytest.raises(options.ParserExit), contextlib.redirect_stdout(io.StringIO()) as full_out:
             full.parse_args(argv)
         assert one_out.getvalue() == full_out.getvalue()
     assert vars(cli.build_parser("run").parse_args(["run"])) == vars(full.parse_args(["run"]))

@@ -1,0 +1,165 @@
+"""Option plumbing shared by the commands of :mod:`.cli`: the parser class, value types, option groups.
+
+Kept apart from ``cli`` so that ``cli`` holds only the ``add_<cmd>``/``run_<cmd>`` pairs and ``main``.
+Nothing here is imported by the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from .errors import UsageError
+
+# Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fractions import Fraction
+    from typing import Any
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's formatter, sized to the terminal without importing shutil.
+
+    argparse builds a formatter for every ``add_argument`` and asks shutil for the
+    terminal width; shutil drags in zlib, bz2 and lzma, a tenth of a bare start.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
+
+
+def terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` returns: $COLUMNS, the terminal, or 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main`` stays in control."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}\nRun `{self.prog} --help` for usage.")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            print(message, file=sys.stderr, end="")
+        raise ParserExit(status)
+
+
+class ParserExit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+# --- option value parsers --------------------------------------------------------
+
+
+def time_value(text: str) -> Fraction:
+    from .support.timevalues import parse_cli_time
+
+    try:
+        value = parse_cli_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a nonnegative time in seconds, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be greater than zero, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be nonnegative, got {value}")
+    return value
+
+
+def rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0.0 to 1.0, got {text}")
+    return value
+
+
+# --- shared option groups --------------------------------------------------------
+
+
+def eval_dir_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--eval-dir", default="eval", metavar="PATH", help="eval directory (default: eval)")
+
+
+def case_option(p: argparse.ArgumentParser, help_text: str = "only this case, by filename or stem") -> None:
+    p.add_argument("--case", metavar="TEXT", help=help_text)
+
+
+def target_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", action="append", default=[], metavar="TEXT",
+                   help="only this target id (repeat for several); must exist in the selected cases")
+
+
+def time_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--at", action="append", type=time_value, default=[], metavar="FLOAT",
+                   help="only samples scheduled at this time in seconds (repeatable; needs --case)")
+    p.add_argument("--from", dest="from_s", type=time_value, metavar="FLOAT",
+                   help="only samples at or after this time (needs --case)")
+    p.add_argument("--until", dest="until_s", type=time_value, metavar="FLOAT",
+                   help="only samples before this time (needs --case)")
+
+
+def adapter_options(p: argparse.ArgumentParser, default_help: str) -> None:
+    p.add_argument("--adapter", metavar="TEXT", help=f"Python adapter <module-or-file>:<callable> ({default_help})")
+    p.add_argument("--adapter-command", metavar="TEXT",
+                   help="NDJSON process adapter command, e.g. \"node eval/adapter.mjs\" (no shell)")
+    p.add_argument("--adapter-config", metavar="PATH",
+                   help="YAML or JSON object passed to the adapter (default: <eval-dir>/adapter.yaml when present)")
+
+
+def allow_empty_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-empty", action="store_true", help="allow evals or cases with no samples")
+
+
+def filters(args: argparse.Namespace) -> Any:
+    from .plan.schedule import Filters
+
+    return Filters(case=args.case, targets=tuple(args.target), at=tuple(getattr(args, "at", []) or ()),
+                   from_s=getattr(args, "from_s", None), until_s=getattr(args, "until_s", None))
+
+
+def check_adapter_options(args: argparse.Namespace) -> None:
+    from .adapters.choose import check_exclusive
+
+    check_exclusive(args.adapter, args.adapter_command)
