@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.dist import zipapp
 from glasskit_eval.cli import main
+from glasskit_eval.dist import zipapp
 from glasskit_eval.dist.zipapp import BootError, Entry, build_zipapp, check_platform, content_hash
 from glasskit_eval.support.resources import walk
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.yamltext import source as yamlsource
 from glasskit_eval.errors import Problem
+from glasskit_eval.yamltext import source as yamlsource
 from glasskit_eval.yamltext.source import YamlDocument, format_path, load_yaml_file, load_yaml_text
 
 LOADERS = sorted({yamlsource._Loader, yamlsource._PythonLoader}, key=lambda cls: cls.__name__)
