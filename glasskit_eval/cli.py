@@ -279,7 +279,7 @@ def add_review(sub: Any) -> None:
 
 
 def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .review import ReviewOptions, start_review
+    from .review.launch import ReviewOptions, start_review
     from .review.server import run
 
     server = start_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target,

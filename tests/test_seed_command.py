@@ -239,15 +239,21 @@ INTERRUPTIBLE = LABELER.replace(
     "        index = read_frame_index(sample.image)")
 
 
-def test_sigint_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 signame: str) -> None:
+    # SIGTERM (a CI runner cancelling the job) takes the same orderly path as Ctrl+C.
+    import signal
+
     from evalkit import interrupt_when_marked
 
     log = seed_env(monkeypatch, tmp_path)
     mark = tmp_path / "hanging"
     monkeypatch.setenv("SEED_TEST_HANG_MARK", str(mark))
     eval_dir = make_eval(tmp_path, {"door": CASE}, INTERRUPTIBLE)
-    code, err = interrupt_when_marked(["seed", "--eval-dir", str(eval_dir)], mark)
+    code, err = interrupt_when_marked(["seed", "--eval-dir", str(eval_dir)], mark, getattr(signal, signame))
     assert code == 2, err
+    assert f"Seed interrupted by {signame}" in err or "Seed interrupted by SIGINT or SIGTERM" in err, err
     assert (eval_dir / "cases" / "door.yaml").read_text() == CASE
     checkpoint = err.split("--resume ", 1)[1].split("`")[0]
     before = len(calls(log))

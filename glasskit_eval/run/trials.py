@@ -151,6 +151,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
 
 
 def _timing_mode(results: list[SampleResult], evaluator: Any) -> TimingMode | None:
+    """How the trial's durations were measured; None (upstream: null) when nothing was evaluated."""
+    if not any(r.evaluated for r in results):
+        return None
     if evaluator is not None:
         return TimingMode.BATCH if evaluator.batch else TimingMode.INDIVIDUAL
     # Everything was reused from a checkpoint: the mode those results were measured in.
