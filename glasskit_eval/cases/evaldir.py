@@ -12,7 +12,8 @@ from ..support.jsonvalues import json_problem
 from ..support.records import Frozen
 from ..yamltext.source import load_yaml_file
 from .checks import Checker
-from .model import Case, Thresholds, load_case, parse_thresholds
+from .model import Case, Thresholds
+from .parse import load_case, parse_thresholds
 
 _CONFIG_KEYS = {"thresholds", "video_stores"}
 _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",

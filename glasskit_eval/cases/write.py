@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CaseConflictError, OutputError, Problem, ValidationError
-from ..support.fsio import replace_file
+from ..support.fsio import lock_fd, replace_file
 from ..yamltext.edit import Edit, EditResult, apply_edits
 
-try:  # POSIX only; elsewhere the hash check alone guards against lost updates
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+#: Case files are locked only where locks are advisory: a Windows byte lock is mandatory and
+#: would stop the user's editor from reading the file; there the hash check alone guards edits.
+_LOCK_CASE_FILES = os.name == "posix"
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,8 @@ def _locked(path: Path) -> Iterator[bytes | None]:
             yield None
             return
         try:
-            if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            if _LOCK_CASE_FILES:
+                lock_fd(handle.fileno(), blocking=True)
             try:
                 same_file = os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
             except FileNotFoundError:

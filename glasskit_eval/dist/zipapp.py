@@ -366,30 +366,15 @@ def _unpack(archive: str, digest: str, into: str) -> None:
 
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
+    from ..support.fsio import lock_fd, unlock_fd
+
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            while True:
-                try:
-                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:  # LK_LOCK gives up after ~10 s; another process is still extracting
-                    continue
-            try:
-                yield
-            finally:
-                os.lseek(fd, 0, os.SEEK_SET)
-                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+        lock_fd(fd, blocking=True)
+        try:
+            yield
+        finally:
+            unlock_fd(fd)
     finally:
         os.close(fd)
 

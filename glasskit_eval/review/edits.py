@@ -10,14 +10,12 @@ page loaded it, so a concurrent edit is reported as a conflict, never lost.
 from __future__ import annotations
 
 import threading
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import block_times, parse_case
+from ..cases.edit import candidate_problems
+from ..cases.model import Case, block_times
 from ..errors import Problem, VideoError
-from ..support.timevalues import format_time
-from ..yamltext.source import load_yaml_text
 from . import casedata
 from .errors import ApiError
 
@@ -132,31 +130,22 @@ def _short(problem: Problem) -> str:
 
 
 def _validate(path: Path, text: str) -> list[Problem]:
-    doc, problems = load_yaml_text(text, str(path))
-    if problems:
-        return problems
-    case, problems = parse_case(doc, path, allow_empty=True)
+    case, problems = candidate_problems(text, path)
     if problems or case is None:
         return problems
     return _past_end(case)
 
 
-def _past_end(case: Any) -> list[Problem]:
+def _past_end(case: Case) -> list[Problem]:
     """Sample times after the clip's end would fail every `run`; refuse them here."""
-    from ..video.probe import END_TOLERANCE_S, probe
+    from ..plan.planning import past_end_problems
+    from ..video.probe import probe
 
+    path = casedata.video_path(case)
     try:
-        info = probe(casedata.video_path(case))
+        info = probe(path)
     except VideoError:
         return []  # a missing video is shown on the page; it does not block labelling
-    limit: Fraction = info.end_time + END_TOLERANCE_S
-    out = []
-    for target in case.targets:
-        for block in target.blocks:
-            times = block_times(block)
-            if times and times[-1] > limit:
-                out.append(case.document.problem(
-                    ("targets", target.id, "samples", block.index),
-                    f"sample time {format_time(times[-1])}s is past the end of the video "
-                    f"({format_time(info.end_time)}s)"))
-    return out
+    blocks = ((target.id, block.index, times[-1]) for target in case.targets for block in target.blocks
+              if (times := block_times(block)))
+    return past_end_problems(case, blocks, info, path.name)

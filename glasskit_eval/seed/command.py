@@ -14,7 +14,6 @@ from typing import Any, TextIO
 
 from ..adapters.base import FactoryConfig
 from ..cases.evaldir import load_adapter_config
-from ..cases.model import parse_case
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import (
     CheckpointedCommand,
@@ -226,11 +225,9 @@ def format_time_float(value: float) -> str:
 
 def _check_candidate(text: str, path: Path) -> None:
     """The new text must be a valid case file; never write one that is not."""
-    from ..yamltext.source import load_yaml_text
+    from ..cases.edit import candidate_problems
 
-    doc, problems = load_yaml_text(text, str(path))
-    if not problems:
-        _case, problems = parse_case(doc, path, allow_empty=True)
+    _case, problems = candidate_problems(text, path)
     if problems:
         raise ValidationError(problems, hint="seed produced an invalid case file and did not write it; "
                               "please report this as a bug")
