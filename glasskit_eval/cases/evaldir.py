@@ -96,10 +96,9 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
     if doc.value is None:
         return EvalConfig(), []
     c = Checker(doc)
-    root = c.mapping(doc.value, (), "config.yaml")
+    root = c.section(doc.value, (), "config.yaml", _CONFIG_KEYS)
     if root is None:
         return EvalConfig(), c.problems
-    c.unknown_keys(root, _CONFIG_KEYS, ())
     thresholds = parse_thresholds(c, root.get("thresholds"), ("thresholds",), None)
     stores: dict[str, VideoStoreConfig] = {}
     raw_stores = root.get("video_stores")

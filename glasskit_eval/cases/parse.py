@@ -41,10 +41,9 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
     """Parse a ``thresholds`` mapping (case files and config.yaml share the shape)."""
     if value is None:
         return None
-    mapping = checker.mapping(value, path, "thresholds")
+    mapping = checker.section(value, path, "thresholds", _THRESHOLD_KEYS)
     if mapping is None:
         return None
-    checker.unknown_keys(mapping, _THRESHOLD_KEYS, path)
     min_rate = _rate(checker, mapping, "min_pass_rate", path)
     max_failures = None
     if mapping.get("max_failures") is not None:
@@ -63,10 +62,9 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
                 checker.add(tpath, f"per_target names unknown target {target_id!r}; targets in this case: "
                             + ", ".join(sorted(target_ids)))
                 continue
-            tmap = checker.mapping(spec, tpath, f"per_target.{target_id}")
+            tmap = checker.section(spec, tpath, f"per_target.{target_id}", {"min_pass_rate"})
             if tmap is None:
                 continue
-            checker.unknown_keys(tmap, {"min_pass_rate"}, tpath)
             rate = _rate(checker, tmap, "min_pass_rate", tpath)
             if rate is not None:
                 per_target[target_id] = rate
@@ -100,10 +98,9 @@ def parse_case(doc: YamlDocument, path: Path, *, allow_empty: bool = False) -> t
     if root is None:
         c.add((), "case file is empty; it needs at least `video:` and `targets:`")
         return None, c.problems
-    root = c.mapping(root, (), "a case file")
+    root = c.section(root, (), "a case file", _CASE_KEYS)
     if root is None:
         return None, c.problems
-    c.unknown_keys(root, _CASE_KEYS, ())
 
     video = _parse_video(c, root, path)
     description = None
@@ -242,10 +239,9 @@ def _parse_target(c: Checker, target_id: str, index: int, raw: Any, every_s: Fra
     if not target_id.strip():
         c.add(path, "target ids must not be empty")
         return None
-    mapping = c.mapping(raw, path, f"target {target_id!r}")
+    mapping = c.section(raw, path, f"target {target_id!r}", _TARGET_KEYS)
     if mapping is None:
         return None
-    c.unknown_keys(mapping, _TARGET_KEYS, path)
     label = workflow.get("label")
     if mapping.get("label") is not None:
         label = c.text(mapping["label"], (*path, "label"), "label")

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..adapters.base import FactoryConfig
 from ..cases.evaldir import load_adapter_config
+from ..checkpoints import lifecycle as lc
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import (
+    AdapterRequest,
     CheckpointedCommand,
-    is_bool,
-    is_str,
-    opt_str,
     plan_fingerprints,
-    positive_int,
     restore_fields,
-    str_list,
 )
 from ..checkpoints.store import MANIFEST_NAME, resolve
 from ..errors import EvalError, ValidationError
@@ -40,22 +37,10 @@ KIND = "seed"
 
 
 @dataclass(frozen=True)
-class SeedRequest:
-    eval_dir: str
-    adapter: str | None = None
-    adapter_command: str | None = None
-    case: str | None = None
-    targets: tuple[str, ...] = ()
+class SeedRequest(AdapterRequest):
+    #: The ``--adapter-config`` path (read again on resume).
     adapter_config: str | None = None
-    concurrency: int = 1
     replace: bool = False
-    keep_going: bool = False
-    verbose: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["targets"] = list(self.targets)
-        return data
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> SeedRequest:
@@ -64,11 +49,7 @@ class SeedRequest:
         return cls(**values)
 
 
-_CHECKS = {
-    "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "case": opt_str,
-    "targets": str_list, "adapter_config": opt_str, "concurrency": positive_int, "replace": is_bool,
-    "keep_going": is_bool, "verbose": is_bool,
-}
+_CHECKS = lc.COMMON_CHECKS | {"adapter_config": lc.opt_str, "replace": lc.is_bool}
 
 
 class _Seeder:
