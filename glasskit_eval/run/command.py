@@ -21,7 +21,8 @@ from .request import KIND, RunRequest
 
 
 def _absolute(path: str | None) -> str | None:
-    return None if path is None else str(Path(path).expanduser().resolve())
+    # Absolute without resolving links: `/dev/stdout` must stay itself, not /proc/.../fd/pipe:[...].
+    return None if path is None else str(Path(path).expanduser().absolute())
 
 
 def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume: Path | None = None) -> bool:

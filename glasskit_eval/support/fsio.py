@@ -12,8 +12,10 @@ a new one gets the umask's permissions, not a temp file's 0600.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import stat
 import sys
 from pathlib import Path
 
@@ -21,12 +23,26 @@ from ..errors import OutputError
 
 
 def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Atomically replace ``path`` with ``data``; raises OSError (nothing changed) on failure."""
+    """Atomically replace ``path`` with ``data``; raises OSError (nothing changed) on failure.
+
+    A symlink is followed: its target is replaced and the link kept (a case file shared
+    through a link must get the edit). A destination that exists and is not a regular file
+    (``/dev/null``, ``/dev/stdout``, a FIFO, ``>(wc -c)``) is written through, never renamed
+    over: replacing a device node or a pipe with a regular file breaks whoever reads it.
+    """
     path = Path(path)
     try:
-        st: os.stat_result | None = path.stat()
+        st: os.stat_result | None = path.stat()  # follows links
     except FileNotFoundError:
         st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        with open(path, "wb") as handle:  # through to the device or pipe
+            handle.write(data)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -72,7 +88,8 @@ def fsync_dir(directory: Path) -> None:
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
         replace_file(path, data, mode=mode)
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
