@@ -53,6 +53,10 @@ class RunRequest:
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: ``--html``: the self-contained HTML report to write, with thumbnails of failed frames.
+    html: str | None = None
+    #: ``--html-budget-mb``: embedded thumbnails' size budget; beyond it they link to artifacts.
+    html_budget_mb: int = 25
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -100,4 +104,5 @@ _CHECKS = {
     "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
+    "html": opt_str, "html_budget_mb": opt_count,
 }
