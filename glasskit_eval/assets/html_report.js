@@ -24,6 +24,7 @@
     return node;
   }
   function seconds(t) { return (Math.round(t * 1000) / 1000) + " s"; }
+  function tick(t) { return (t >= 100 ? Math.round(t) : Number(t.toPrecision(3))) + " s"; }
 
   // --- the sample table ---------------------------------------------------------------
   var KEYS = {
@@ -259,8 +260,8 @@
       axis.appendChild(el("span"));
       var ticks = el("span");
       ticks.appendChild(el("span", "", "0 s"));
-      ticks.appendChild(el("span", "", seconds(tl.duration / 2)));
-      ticks.appendChild(el("span", "", seconds(tl.duration)));
+      ticks.appendChild(el("span", "", tick(tl.duration / 2)));
+      ticks.appendChild(el("span", "", tick(tl.duration)));
       axis.appendChild(ticks);
       block.appendChild(axis);
       root.appendChild(block);
