@@ -44,13 +44,28 @@ def make_thumbnail(image: Any) -> bytes:
     from PIL import Image
 
     width, height = image.size
-    scale = min(1.0, THUMBNAIL_SIDE / max(width, height, 1))
-    size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    # reducing_gap: a cheap box reduction first, then a bilinear pass; resize returns a new image.
-    small = image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0) if scale < 1 else image
+    longest = max(width, height, 1)
+    small = image
+    # A box reduction by the whole factor first (a fifth of a bilinear resize's cost at 720p),
+    # then a small bilinear step for what is left; both return new images.
+    factor = longest // THUMBNAIL_SIDE
+    if factor >= 2:
+        small = image.reduce(factor)
+    if max(small.size) > THUMBNAIL_SIDE:
+        scale = THUMBNAIL_SIDE / longest
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        resized = small.resize(size, Image.Resampling.BILINEAR)
+        if small is not image:
+            small.close()
+        small = resized
     try:
+        if small.mode != "RGB":
+            converted = small.convert("RGB")
+            if small is not image:
+                small.close()
+            small = converted
         buffer = io.BytesIO()
-        small.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
+        small.save(buffer, format="JPEG", quality=JPEG_QUALITY)
         return buffer.getvalue()
     finally:
         if small is not image:
