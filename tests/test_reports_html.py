@@ -85,11 +85,13 @@ def test_thumbnails_embed_until_the_budget_then_link_to_artifacts(tmp_path) -> N
     size = data_uri_size(jpeg)
     failures = [result(index=i, t=i / 10, frame=i, status=Status.FAILED, observed="open",
                        artifact=str(tmp_path / "failures" / f"f{i}.jpg") if i != 3 else None) for i in range(4)]
+    # A hostile report's artifact path stays a harmless relative link.
+    failures.append(result(index=5, t=0.5, frame=5, status=Status.FAILED, artifact="javascript:alert(1)"))
     # The same frame failing for a second target shares the first one's picture.
     failures.append(result(target="other", index=0, t=0.0, frame=0, status=Status.FAILED, observed="open"))
     thumbs = {("doors", i): jpeg for i in range(4)}
     page = render_html(summary_of(failures), HtmlOptions(thumbnails=thumbs, budget_bytes=2 * size + 10,
-                                                         output_dir=str(tmp_path)))
+                                                         over_budget={("doors", 5)}, output_dir=str(tmp_path)))
     data = page_data(page)
     assert len(data["thumbs"]) == 2
     by_frame = {(row[2], row[5]): row[10] for row in data["rows"]}
@@ -98,7 +100,8 @@ def test_thumbnails_embed_until_the_budget_then_link_to_artifacts(tmp_path) -> N
     assert by_frame[(target_door, 0)] == by_frame[(target_other, 0)] == 0
     assert by_frame[(target_door, 2)] == "failures/f2.jpg"  # relative to the page's folder
     assert by_frame[(target_door, 3)] is None
-    assert "thumbnail budget is spent: 2 more failed frame(s) are not embedded; 1 link" in page
+    assert not by_frame[(target_door, 5)].startswith("javascript") and "%3A" in by_frame[(target_door, 5)]
+    assert "thumbnail budget is spent: 3 more failed frame(s) are not embedded; 2 link" in page
     assert "1 have none" in page
 
 

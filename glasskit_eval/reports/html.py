@@ -18,7 +18,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,8 @@ class HtmlOptions:
     #: JPEG thumbnails by (case, frame index).
     thumbnails: Mapping[ThumbKey, bytes] = field(default_factory=dict)
     budget_bytes: int = DEFAULT_BUDGET_BYTES
+    #: Frames that wanted a thumbnail after the budget was spent while collecting them.
+    over_budget: Collection[ThumbKey] = ()
     #: Clip durations in seconds by case name (timeline scale); else the last sample's time.
     durations: Mapping[str, float] = field(default_factory=dict)
     #: Directory the page will be written to: artifact links are made relative to it.
@@ -200,7 +202,7 @@ def _rows(summary: RunSummary, options: HtmlOptions) -> tuple[list[list[Any]], l
             thumb_of[i] = len(thumbs)
             thumbs.append("data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii"))
             continue
-        if jpeg is not None or options.budget_bytes <= used:
+        if jpeg is not None or key in options.over_budget:
             over += 1
         if r.artifact_image:
             thumb_of[i] = _artifact_link(r.artifact_image, options.output_dir)
@@ -221,8 +223,7 @@ def _rows(summary: RunSummary, options: HtmlOptions) -> tuple[list[list[Any]], l
         failed = r.status in (Status.FAILED, Status.ERROR)
         rows.append([trial, cases[r.case], targets[r.target], r.sample_index, r.timestamp_s, r.frame_index,
                      _RANK[r.status], _value_text(r.expected), _value_text(r.observed_value),
-                     _clip(r.reason), thumb_of.get(i), review_command(eval_dir, r) if failed else None,
-                     r.evaluation_duration_seconds, r.source])
+                     _clip(r.reason), thumb_of.get(i), review_command(eval_dir, r) if failed else None])
     return rows, thumbs, notes
 
 

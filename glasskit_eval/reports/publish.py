@@ -47,8 +47,9 @@ def execute_report(paths: Sequence[Path], html: Path, *, eval_dir: Path | None,
     if eval_dir is not None:
         durations, more = _from_videos(eval_dir, run.cases, results, store, notify)
         notes += more
-    write_html(html, summary, HtmlOptions(thumbnails=store, budget_bytes=budget_bytes, durations=durations,
-                                          sources=tuple(str(p) for p in paths), notes=tuple(notes)))
+    write_html(html, summary, HtmlOptions(thumbnails=store, budget_bytes=budget_bytes, over_budget=store.over_budget,
+                                          durations=durations, sources=tuple(str(p) for p in paths),
+                                          notes=tuple(notes)))
     return summary
 
 

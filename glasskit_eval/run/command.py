@@ -114,4 +114,4 @@ def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: Thumbna
     # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
     write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
-                                          durations=clip_durations(plan)))
+                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan)))
