@@ -40,6 +40,7 @@ targets:
 """
 
 ADAPTER = f"""
+import sys
 sys.path.insert(0, {str(TESTS)!r})
 from framecode import read_frame_index
 
