@@ -234,3 +234,22 @@ def test_ten_thousand_samples_load_and_page(browser: Browser, tmp_path: Path) ->
     _screenshot(tab, tmp_path / "html-report-10k.png")
     assert browser.problems == []
     assert browser.requests == []
+
+
+def test_flaky_samples_link_to_their_failing_attempt(browser: Browser, tmp_path: Path) -> None:
+    def trial(flaky_status: Status) -> list[Any]:
+        return [result(index=i, t=i / 10, status=flaky_status if i == 4 else Status.PASSED) for i in range(8)]
+
+    page_path = tmp_path / "flaky.html"
+    page_path.write_text(render_html(summary_of(trial(Status.PASSED), trial(Status.FAILED), trial(Status.PASSED))))
+    tab = browser.open(page_path)
+    flaky = tab.locator("#stability tr.jump")
+    assert flaky.count() == 1 and "PFP" in flaky.inner_text().replace("\t", "").replace("\n", "")
+    tab.select_option("#f-trial", label="1")  # the failing attempt is filtered out: a jump clears filters
+    flaky.click()
+    row = tab.locator("#sample-body tr.flash")
+    assert row.count() == 1
+    cells = row.locator("td").all_inner_texts()
+    assert cells[:2] == ["failed", "2"] and cells[4] == "0.4 s"
+    assert tab.input_value("#f-trial") == ""
+    assert browser.problems == [] and browser.requests == []

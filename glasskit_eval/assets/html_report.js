@@ -184,6 +184,10 @@
     else if (target.classList.contains("cmd")) window.getSelection().selectAllChildren(target);
   });
 
+  document.querySelectorAll("tr[data-jump]").forEach(function (tr) {
+    tr.addEventListener("click", function () { jumpTo(Number(tr.dataset.jump)); });
+  });
+
   // --- lightbox -------------------------------------------------------------------------
   function openLightbox(src, caption) {
     $("lightbox-img").src = src;

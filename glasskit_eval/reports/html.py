@@ -227,9 +227,8 @@ def _rows(summary: RunSummary, options: HtmlOptions) -> tuple[list[list[Any]], l
     return rows, thumbs, notes
 
 
-def _timelines(summary: RunSummary, options: HtmlOptions) -> list[dict[str, Any]]:
-    """Per case: its duration, and per target the marks (one per logical sample) and range bands."""
-    # The row a mark jumps to: the sample's first failing attempt, else its first attempt.
+def jump_rows(summary: RunSummary) -> dict[tuple[str, str, int], int]:
+    """The row each logical sample links to: its first failing attempt, else its first attempt."""
     row_of: dict[tuple[str, str, int], int] = {}
     failing: set[tuple[str, str, int]] = set()
     index = 0
@@ -241,6 +240,12 @@ def _timelines(summary: RunSummary, options: HtmlOptions) -> list[dict[str, Any]
             if bad:
                 failing.add(r.key)
             index += 1
+    return row_of
+
+
+def _timelines(summary: RunSummary, options: HtmlOptions) -> list[dict[str, Any]]:
+    """Per case: its duration, and per target the marks (one per logical sample) and range bands."""
+    row_of = jump_rows(summary)
     targets = {t.name: i for i, t in enumerate(summary.targets)}
     out = []
     for case in _case_names(summary):
@@ -298,12 +303,14 @@ def _header(summary: RunSummary, verdict: str, options: HtmlOptions, thumb_notes
             f"</p>{source}<dl class=\"stats\">{items}</dl>{gates}{notes}</header>")
 
 
-def _table(section_id: str, title: str, head: Sequence[str], body: Sequence[Sequence[str]], extra: str = "") -> str:
-    """A section with a table; cells are markup (callers escape values)."""
+def _table(section_id: str, title: str, head: Sequence[str], body: Sequence[Sequence[str]], extra: str = "",
+           jumps: Sequence[int] | None = None) -> str:
+    """A section with a table; cells are markup (callers escape values); ``jumps``: sample rows to link."""
     if not body:
         return ""
     th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    tr = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in body)
+    opens = [f'<tr class="jump" data-jump="{j}">' for j in jumps] if jumps is not None else ["<tr>"] * len(body)
+    tr = "".join(tag + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for tag, row in zip(opens, body))
     return (f'<section id="{section_id}"><h2>{_e(title)}</h2>{extra}'
             f"<table><thead><tr>{th}</tr></thead><tbody>{tr}</tbody></table></section>")
 
@@ -376,6 +383,7 @@ def _stability(summary: RunSummary) -> str:
     if len(flaky) > MAX_FLAKY_ROWS:
         extra += f'<p class="note">Showing the first {MAX_FLAKY_ROWS} of {len(flaky)} flaky samples.</p>'
     rows = []
+    row_of = jump_rows(summary)
     for s in flaky[:MAX_FLAKY_ROWS]:
         r = s.first
         seq = "".join(f'<span class="q q-{x.value}">{_LETTER[x]}</span>' for x in s.statuses)
@@ -385,8 +393,10 @@ def _stability(summary: RunSummary) -> str:
     if not rows:
         return (f'<section id="stability"><h2>Stability over {summary.run.repeat} trials</h2>{extra}'
                 "<p>No flaky samples.</p></section>")
+    jumps = [row_of[s.first.key] for s in flaky[:MAX_FLAKY_ROWS]]
     return _table("stability", f"Stability over {summary.run.repeat} trials",
-                  ["Case", "Target", "Time", "Trials (P/F/E/I)", "Pass rate"], rows, extra)
+                  ["Case", "Target", "Time", "Trials (P/F/E/I)", "Pass rate"], rows,
+                  extra + '<p class="hint">Click a sample to see its attempts.</p>', jumps)
 
 
 def _samples_section(summary: RunSummary) -> str:
