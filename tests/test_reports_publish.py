@@ -166,6 +166,30 @@ def test_report_refuses_files_that_are_not_reports(tmp_path: Path) -> None:
     bad_result.write_text('{"trials": [{"results": [{"case": "c"}]}]}')
     code, _out, err = run_cli("report", bad_result, "--html", tmp_path / "x.html")
     assert code == 2 and "trials[0].results[0]: a result lacks target" in err
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"trials": [{"results": [{"case": "c", "target": "t", "sample_index": 0, '
+                   '"timestamp_s": NaN, "status": "passed"}]}]}')
+    code, _out, err = run_cli("report", nan, "--html", tmp_path / "x.html")
+    assert code == 2 and "NaN is not valid JSON" in err
     code, _out, err = run_cli("report", tmp_path / "missing.json", "--html", tmp_path / "x.html")
     assert code == 2 and "no such report file" in err
     assert not (tmp_path / "x.html").exists()
+
+
+def test_a_resumed_run_takes_reused_failures_thumbnails_from_their_artifacts(tmp_path: Path) -> None:
+    import re
+
+    eval_dir = _eval(tmp_path)
+    page_path = tmp_path / "report.html"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--save-failures", "--html", page_path)
+    assert code == 1, err
+    assert _check_thumbnails(page_path.read_text()) == 11
+    match = re.search(r"run --resume (\S+?)`", out + err)
+    assert match is not None, out + err
+    page_path.unlink()
+    # The resume calls the adapter for the one errored sample only; the page is written again,
+    # the reused failures' thumbnails made from their --save-failures JPEGs.
+    code, out, err = run_cli("run", "--resume", match.group(1))
+    assert code == 1, err
+    page = page_path.read_text()
+    assert page_data(page)["rows"] and _check_thumbnails(page) == 11

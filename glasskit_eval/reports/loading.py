@@ -29,8 +29,12 @@ def load_report_file(path: Path) -> dict[str, Any]:
                               "`run --output-json`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportReadError(f"{path}: cannot read the report ({exc})") from None
+    def refuse(name: str) -> None:
+        # Python's json reads NaN and Infinity; JSON (and our writer) does not.
+        raise ReportReadError(f"{path}: {name} is not valid JSON; pass the file written by `run --output-json`")
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as exc:
         raise ReportReadError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); pass the "
                               "file written by `run --output-json`") from None
