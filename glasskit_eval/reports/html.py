@@ -171,6 +171,7 @@ def _artifact_link(path: str, output_dir: str | None) -> str:
             rel = os.path.relpath(path, output_dir)
         except ValueError:  # another drive (Windows)
             rel = path
+        # Relative when the artifacts sit near the page (they travel together in a CI artifact).
         if not rel.startswith(".." + os.sep + ".." + os.sep + ".."):
             return quote(rel.replace(os.sep, "/"))
     return "file://" + quote(os.path.abspath(path).replace(os.sep, "/"))
@@ -187,6 +188,7 @@ def _rows(summary: RunSummary, options: HtmlOptions) -> tuple[list[list[Any]], l
     thumb_of: dict[int, int | str] = {}
     thumb_index: dict[ThumbKey, int] = {}
     thumbs: list[str] = []
+    counted: set[ThumbKey] = set()
     used = over = missing = linked = 0
     for i in failing:
         r = attempts[i][1]
@@ -202,13 +204,16 @@ def _rows(summary: RunSummary, options: HtmlOptions) -> tuple[list[list[Any]], l
             thumb_of[i] = len(thumbs)
             thumbs.append("data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii"))
             continue
-        if jpeg is not None or key in options.over_budget:
+        # Each attempt links to its own artifact; the note counts frames, once each.
+        first = key not in counted
+        counted.add(key)
+        if first and (jpeg is not None or key in options.over_budget):
             over += 1
         if r.artifact_image:
             thumb_of[i] = _artifact_link(r.artifact_image, options.output_dir)
-            linked += 1
+            linked += first
         else:
-            missing += 1
+            missing += first
     notes = []
     if over:
         notes.append(f"The {options.budget_bytes / 1e6:g} MB thumbnail budget is spent: {over} more "
