@@ -11,13 +11,18 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints
 from ..checkpoints.store import MANIFEST_NAME
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
+
+if TYPE_CHECKING:
+    from ..plan.planning import Plan
+    from ..reports.thumbnails import ThumbnailStore
+    from ..summary import RunSummary
 
 
 def _absolute(path: str | None) -> str | None:
@@ -61,7 +66,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
-                              artifacts_dir=_absolute(request.artifacts_dir))
+                              artifacts_dir=_absolute(request.artifacts_dir), html=_absolute(request.html))
             life.create(root, request.to_json(), plan_fingerprints(plan, request.case, digests),
                         total=plan.sample_count * request.repeat)
         else:
@@ -69,10 +74,11 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         saver = FailureSaver(artifacts or root / "runs") if request.save_failures else None
         listener = ConsoleListener(out, verbose=request.verbose)
+        thumbnails = _thumbnail_store(request)
         try:
             result = asyncio.run(interruptible(run_trials(
                 plan, spec, request, listener, save_failures=saver.save_case if saver else None,
-                store=RunStore(life))))
+                store=RunStore(life), keep_frame=thumbnails.keep if thumbnails is not None else None)))
         finally:
             reinstall_sigterm()
         checkpoint = life.checkpoint
@@ -88,5 +94,25 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         print_summary(summary, out, resume_hint=hint)
         if request.output_json:
             write_report(Path(request.output_json), build_report(summary, checkpoint=report_checkpoint))
+        if request.html and thumbnails is not None:
+            _write_html(Path(request.html), summary, plan, thumbnails)
         life.finish(complete=not errors)
         return summary.success
+
+
+def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
+    if not request.html:
+        return None
+    from ..reports.thumbnails import ThumbnailStore
+
+    return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+
+
+def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: ThumbnailStore) -> None:
+    from ..reports.html import HtmlOptions
+    from ..reports.publish import clip_durations, write_html
+
+    # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
+    thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
+    write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
+                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan)))

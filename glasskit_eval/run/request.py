@@ -36,6 +36,10 @@ class RunRequest(AdapterRequest):
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: ``--html``: the self-contained HTML report to write, with thumbnails of failed frames.
+    html: str | None = None
+    #: ``--html-budget-mb``: embedded thumbnails' size budget; beyond it they link to artifacts.
+    html_budget_mb: int = 25
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -79,4 +83,5 @@ _CHECKS = lc.COMMON_CHECKS | {
     "min_target_pass_rate": lc.opt_rate, "max_failures": lc.opt_count, "max_flaky_samples": lc.opt_count,
     "output_json": lc.opt_str, "artifacts_dir": lc.opt_str, "save_failures": lc.is_bool,
     "allow_empty": lc.is_bool,
+    "html": lc.opt_str, "html_budget_mb": lc.opt_count,
 }

@@ -17,7 +17,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, TimingMode, TrialResult, stability
 from ..summary import RunResult
 from ..support import threads
-from .case import CaseWork, ResultSink, run_case
+from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .gates import CaseThresholds, evaluate_gates, flaky_gate
 from .judge import ignored_result
 from .request import RunRequest
@@ -71,8 +71,10 @@ def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseWork]
 
 async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listener: RunListener,
                      save_failures: SaveFailures | None = None,
-                     *, store: ResultStore | None = None) -> RunResult:
+                     *, store: ResultStore | None = None, keep_frame: FrameKeeper | None = None) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
+
+    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
 
     A trial with nothing left to evaluate creates no evaluator. Cases with nothing
     pending are not announced to the listener (a resume shows only the work it does).
@@ -105,7 +107,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                         shown = CasePlan(w.plan.case, tuple(w.pending), w.plan.video_path, w.plan.video)
                     listener.case_started(shown, trial, request.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
-                        new = await run_case(CaseWork(w.pending, w.plan.video_path), evaluator,
+                        new = await run_case(CaseWork(w.pending, w.plan.video_path, keep_frame=keep_frame), evaluator,
                                              concurrency=request.concurrency,
                                              keep_going=request.keep_going, sink=sink)
                     else:
