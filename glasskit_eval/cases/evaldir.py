@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import Problem, UsageError, ValidationError
 from ..store.config import VideoStoreConfig
+from ..store.urls import secret_parts
 from ..support.jsonvalues import json_problem
 from ..support.records import Frozen
 from ..yamltext.source import load_yaml_file
@@ -129,6 +130,12 @@ def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:
         c.add((*path, "type"), f"unsupported store type {values['type']!r}; only s3 is supported")
     if mapping.get("bucket") is None:
         c.add((*path, "bucket"), "a video store needs `bucket`")
+    for key in ("endpoint_url", "public_base_url"):
+        secret = secret_parts(values.get(key, ""))
+        if secret:
+            # The value is never echoed: it may hold a password or a signed token.
+            c.add((*path, key), f"{key} must not contain {' or '.join(secret)}; give the bare URL and put "
+                  "credentials in access_key_id_env / secret_access_key_env")
     if ("access_key_id_env" in values) != ("secret_access_key_env" in values):
         c.add(path, "access_key_id_env and secret_access_key_env must be set together")
     if len(c.problems) > before:

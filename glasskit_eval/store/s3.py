@@ -26,6 +26,7 @@ from ..errors import PreconditionFailed, StoreError
 from .config import VideoStoreConfig
 from .sigv4 import EMPTY_SHA256, Credentials, SigningRequest, canonical_query, sign, uri_encode
 from .transport import HttpRequest, HttpResponse, Stream, Transport, TransportError, UrllibTransport
+from .urls import redact_url
 
 SHA256_META = "x-amz-meta-sha256"
 _RETRY_STATUSES = frozenset({500, 502, 503, 504, 429})
@@ -123,13 +124,13 @@ class S3Client:
             self.virtual_host = "." not in store.bucket and store.bucket == store.bucket.lower()
         split = urlsplit(self.endpoint)
         if split.scheme not in ("http", "https") or not split.hostname:
-            raise StoreError(f"video store {store.name!r}: endpoint_url {self.endpoint!r} is not an "
+            raise StoreError(f"video store {store.name!r}: endpoint_url {redact_url(self.endpoint)!r} is not an "
                              "http(s) URL; use e.g. https://<ACCOUNT_ID>.r2.cloudflarestorage.com")
 
     # --- addressing ----------------------------------------------------------------
 
     def where(self) -> str:
-        return f"video store {self.store.name!r} (bucket {self.store.bucket!r} at {self.endpoint})"
+        return f"video store {self.store.name!r} (bucket {self.store.bucket!r} at {redact_url(self.endpoint)})"
 
     def _target(self, key: str) -> tuple[str, str, str]:
         """(scheme://netloc, Host header, decoded path) for an object key ('' = bucket)."""
@@ -170,7 +171,7 @@ class S3Client:
                     attempt += 1
                     continue
                 url = self.public_url(key) if public else self.endpoint
-                raise StoreError(f"cannot reach {self.where()} at {url} to {op} {key!r}: {exc}; check "
+                raise StoreError(f"cannot reach {self.where()} at {redact_url(url)} to {op} {key!r}: {exc}; check "
                                  "endpoint_url / public_base_url and your network connection") from None
             if response.status in ok:
                 return response
@@ -205,7 +206,7 @@ class S3Client:
         creds = self.credentials.source if self.credentials else "no credentials"
         detail = f" (HTTP {status}{' ' + code if code else ''})"
         if public:
-            where = f"{self.public_url(key)} (public_base_url of video store {self.store.name!r})"
+            where = f"{redact_url(self.public_url(key))} (public_base_url of video store {self.store.name!r})"
             if status == 404:
                 return StoreError(f"video {key!r} was not found at {where}{detail}; check the key, "
                                   "and that public_base_url points at the bucket's public address")
@@ -214,7 +215,7 @@ class S3Client:
         if code == "PreconditionFailed" or status == 412:
             return PreconditionFailed(f"an object already exists at {obj}")
         if code == "NoSuchBucket":
-            return StoreError(f"bucket {self.store.bucket!r} does not exist at {self.endpoint}{detail}; "
+            return StoreError(f"bucket {self.store.bucket!r} does not exist at {redact_url(self.endpoint)}{detail}; "
                               f"check bucket and endpoint_url of video store {self.store.name!r}")
         if code == "NoSuchKey" or (status == 404 and not code):
             return StoreError(f"video {obj} was not found{detail}; check the key in the case file, "
