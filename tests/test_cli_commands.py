@@ -204,3 +204,13 @@ def test_written_files_get_the_umask_permissions_not_a_temp_files(tmp_path: Path
         os.umask(old)
     assert code == 0
     assert stat.S_IMODE(Path(out.strip()).stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("command", ["validate", "list-samples", "run"])
+@pytest.mark.parametrize("hostile", ["expect: " + "9" * 5000, 'expect: "\\ud800"'])
+def test_hostile_scalars_are_located_errors_in_every_command(tmp_path: Path, command: str, hostile: str) -> None:
+    case = f"video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: 0.5\n      {hostile}\n"
+    eval_dir = make_eval(tmp_path, {"c": case}, "def create_evaluator(config):\n    raise SystemExit('never')\n")
+    code, out, err = run_cli(command, "--eval-dir", eval_dir)
+    assert code == (1 if command == "validate" else 2)
+    assert "c.yaml:6: targets.t.samples[0].expect" in out + err and "Traceback" not in out + err

@@ -391,3 +391,16 @@ def test_control_characters_are_a_problem_not_an_exception() -> None:
     doc, problems = load("video: a.mp4\nlabel: \x01\n")
     assert doc.value is None and len(problems) == 1
     assert problems[0].message.startswith("invalid YAML: ") and "#x0001" in problems[0].message
+
+
+def test_an_integer_too_long_for_python_is_a_located_problem() -> None:
+    doc, problems = load_yaml_text("a: 1\nb: " + "9" * 5000 + "\n", "case.yaml")
+    assert [(p.path, p.line) for p in problems] == [("b", 2)]
+    assert "too many digits" in problems[0].message and doc.value == {"a": 1, "b": None}
+
+
+def test_lone_surrogates_are_problems_in_values_and_keys() -> None:
+    doc, problems = load_yaml_text('value: "\\ud800"\n"k\\udc80": 1\nok: "\\u00e9"\n', "case.yaml")
+    assert [(p.path, p.line) for p in problems] == [("value", 1), ("", 2)]
+    assert all("lone surrogate" in p.message for p in problems)
+    assert doc.value == {"value": None, "ok": "é"}

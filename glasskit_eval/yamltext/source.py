@@ -150,7 +150,8 @@ class _Walker:
         if not isinstance(node, yaml.CollectionNode) or node.tag not in (_MAP_TAG, _SEQ_TAG):
             # Scalars and explicitly tagged nodes (!!set, !!timestamp, ...) use PyYAML's
             # safe constructors; non-JSON results are rejected later by the validators.
-            return self.scalar(node)
+            value = self.scalar(node, path)
+            return None if value is _REPORTED else value
         if id(node) in self.open:
             self.problem(path, "an alias refers to a collection that contains it; "
                          "YAML values here must not be recursive", node)
@@ -199,25 +200,51 @@ class _Walker:
             result[key] = self.build(value_node, child_path, key_node.start_mark.line + 1)
         return result
 
-    def scalar(self, node: yaml.Node) -> Any:
-        if isinstance(node, yaml.ScalarNode) and node.tag in _PLAIN_TAGS:
-            # The safe constructor itself, without construct_object's bookkeeping:
-            # this is most of the time spent on a 10,000-sample case file.
-            return self.loader.yaml_constructors[node.tag](self.loader, node)
-        return self.loader.construct_object(node, deep=True)
+    def scalar(self, node: yaml.Node, path: PathKey) -> Any:
+        try:
+            if isinstance(node, yaml.ScalarNode) and node.tag in _PLAIN_TAGS:
+                # The safe constructor itself, without construct_object's bookkeeping:
+                # this is most of the time spent on a 10,000-sample case file.
+                value = self.loader.yaml_constructors[node.tag](self.loader, node)
+            else:
+                value = self.loader.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as exc:
+            # Python refuses integers of more than 4300 digits (and odd timestamps) outright.
+            reason = "a number with too many digits" if "digits" in str(exc) else f"unreadable ({exc})"
+            self.problem(path, f"this value is {reason}; shorten it or quote it as a string", node)
+            return _REPORTED
+        if isinstance(value, str) and not _is_text(value):
+            self.problem(path, "this string holds a lone surrogate escape (like \\ud800), which is not "
+                         "text and cannot be written as UTF-8; remove it", node)
+            return _REPORTED
+        return value
 
     def key(self, node: yaml.Node, path: PathKey) -> str | None:
         """The key as a string, or None (with a problem) for keys JSON cannot hold."""
         if not isinstance(node, yaml.ScalarNode):
             self.problem(path, "mapping keys must be strings, not lists or mappings", node)
             return None
-        key = self.scalar(node)
+        key = self.scalar(node, path)
+        if key is _REPORTED:
+            return None
         if isinstance(key, str):
             return key
         # YAML 1.1 reads unquoted on/off/yes/no as booleans, ~ as null, 1 as a number...
         self.problem((*path, node.value), f"mapping key {node.value!r} is read as "
                      f"{_describe(key)}, but keys must be strings; quote it: \"{node.value}\"", node)
         return None
+
+
+#: What ``_Walker.scalar`` returns for a value it has already reported as a problem.
+_REPORTED: Any = object()
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _describe(value: Any) -> str:
