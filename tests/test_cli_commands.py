@@ -214,3 +214,34 @@ def test_hostile_scalars_are_located_errors_in_every_command(tmp_path: Path, com
     code, out, err = run_cli(command, "--eval-dir", eval_dir)
     assert code == (1 if command == "validate" else 2)
     assert "c.yaml:6: targets.t.samples[0].expect" in out + err and "Traceback" not in out + err
+
+
+def _video_case(name: str) -> str:
+    return f"video: {name}\ntargets:\n  t:\n    samples:\n    - at: 0.5\n      expect: true\n"
+
+
+def test_a_fifo_or_a_symlink_loop_as_video_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    eval_dir = make_eval(tmp_path, {"loop": _video_case("loop.mp4"), "fifo": _video_case("fifo.mp4")})
+    (eval_dir / "cases" / "loop.mp4").symlink_to("loop.mp4")
+    os.mkfifo(eval_dir / "cases" / "fifo.mp4")
+    code, out, _err = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1
+    assert "loop.yaml:1: video: video" in out and "is a symlink loop" in out
+    assert "fifo.yaml:1: video: video" in out and "is a FIFO" in out
+    # A subprocess with a deadline: opening a FIFO for reading would block for ever.
+    for argv in (["run", "--case", "fifo"], ["export-frames", "--case", "fifo", "--at", "0.5"]):
+        proc = subprocess.run([sys.executable, "-m", "glasskit_eval", *argv, "--eval-dir", str(eval_dir)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and "is a FIFO" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_symlinked_video_is_judged_by_the_name_the_case_uses(tmp_path: Path) -> None:
+    # DVC and git-annex keep the bytes in suffixless blobs behind links.
+    eval_dir = make_eval(tmp_path, {"c": _video_case("clip.mp4")}, videos=())
+    blob = tmp_path / "blob-5d41402abc"
+    blob.write_bytes((ROOT / "fixtures" / "videos" / "cfr_h264.mp4").read_bytes())
+    (eval_dir / "cases" / "clip.mp4").symlink_to(blob)
+    code, out, err = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 0, out + err

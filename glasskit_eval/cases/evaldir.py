@@ -177,6 +177,8 @@ def load_adapter_config(eval_dir: Path, explicit: str | None) -> dict[str, Any]:
     path = Path(explicit).expanduser() if explicit else eval_dir / "adapter.yaml"
     if explicit is None and not path.exists():
         return {}
+    if path.is_dir():
+        raise UsageError(f"adapter config {path} is a directory; it must be a YAML or JSON file")
     if not path.is_file():
         raise UsageError(f"adapter config {path} does not exist; check --adapter-config")
     if path.suffix.lower() == ".json":

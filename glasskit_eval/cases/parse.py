@@ -7,6 +7,7 @@ on what a command selected (drafts, empty scopes) live in ``plan.schedule``.
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -158,12 +159,14 @@ def _parse_video(c: Checker, root: dict[str, Any], path: Path) -> VideoRef | Non
         if not raw.strip():
             c.add(("video",), "video path must not be empty")
             return None
-        video_path = (path.parent / raw).resolve()
-        if video_path.suffix.lower() not in VIDEO_SUFFIXES:
-            c.add(("video",), f"unsupported video suffix {video_path.suffix or '(none)'!r}; "
+        # The suffix of the name as written: a DVC or git-annex link points at a suffixless blob.
+        written = Path(raw)
+        if written.suffix.lower() not in VIDEO_SUFFIXES:
+            c.add(("video",), f"unsupported video suffix {written.suffix or '(none)'!r}; "
                   "supported: " + ", ".join(VIDEO_SUFFIXES))
             return None
-        return LocalVideo(video_path)
+        # realpath, not resolve(): a symlink loop must become a clear error later, not an exception.
+        return LocalVideo(Path(os.path.realpath(path.parent / raw)))
     if not isinstance(raw, dict):
         c.add(("video",), f"video must be a path relative to the case file or a {{store, key, sha256}} "
               f"cloud reference, got {type_name(raw)}")

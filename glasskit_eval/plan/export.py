@@ -13,7 +13,7 @@ from ..support.timevalues import format_time
 from ..video.frames import decode_at
 from ..video.png import encode_png
 from ..video.probe import probe
-from .planning import VideoResolver, local_video
+from .planning import VideoResolver, check_video_file, local_video
 
 
 def frame_filename(time: Fraction) -> str:
@@ -34,6 +34,7 @@ def export_frames(eval_dir: str | Path, case_name: str, times: Sequence[Fraction
     # Drafts and ignored samples do not matter here: only the video is needed.
     case = load_cases(ed, paths, allow_empty=True)[0]
     video_path = resolve_video(case, ed.config)
+    check_video_file(video_path)
     info = probe(video_path)
     for t in times:
         info.check_time(t, "--at")

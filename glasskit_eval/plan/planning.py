@@ -6,6 +6,9 @@ directory, the case files, the filters, the videos and the sample times.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
@@ -56,6 +59,22 @@ def local_video(case: Case, config: EvalConfig) -> Path:
     return case.video.path
 
 
+def check_video_file(path: Path) -> None:
+    """Refuse what is not a readable regular file before any decoder opens it (a FIFO would block)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise VideoError(f"video {path} does not exist; check the case's `video:` path") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise VideoError(f"video {path} is a symlink loop; point the link at the video file") from None
+        raise VideoError(f"cannot read video {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else (
+            "not a regular file")
+        raise VideoError(f"video {path} is {kind}; `video:` must name a video file")
+
+
 def past_end_problems(case: Case, blocks: Iterable[tuple[str, int, Fraction]], info: VideoInfo,
                       video_name: str) -> list[Problem]:
     """One problem per sample block whose time (the block's last selected one) is past the clip's end.
@@ -94,6 +113,7 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
             continue
         try:
             video_path = resolve_video(case, eval_dir.config)
+            check_video_file(video_path)
             if on_video is not None:
                 on_video(video_path)
             info = probe(video_path)

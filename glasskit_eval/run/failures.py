@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -17,8 +18,17 @@ from ..video.frames import decode_at
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+#: Longest piece of a case or target name in an artifact file name (file systems allow 255 bytes).
+_NAME_PART = 60
+
+
 def _safe(text: str) -> str:
-    return _UNSAFE.sub("_", text).strip("._") or "x"
+    safe = _UNSAFE.sub("_", text).strip("._") or "x"
+    if len(safe) <= _NAME_PART:
+        return safe
+    # Cut, and keep names unique with a short hash of the whole name.
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[:_NAME_PART - 9]}-{digest}"
 
 
 class FailureSaver:

@@ -71,10 +71,21 @@ def ignored_result(sample: ScheduledSample) -> SampleResult:
     return make_result(sample, Status.IGNORED, sample.block.ignore or "ignored")
 
 
+#: Longest error message kept in a result; an adapter can raise with megabytes of text.
+MAX_MESSAGE = 4000
+
+
+def bounded(message: str) -> str:
+    """``message``, cut to :data:`MAX_MESSAGE` characters with a note saying how much was left out."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}… ({len(message) - MAX_MESSAGE:,} more characters not shown)"
+
+
 def error_result(sample: ScheduledSample, kind: ErrorKind, message: str, *, frame: DecodedFrame | None,
                  duration: float | None, timing_mode: TimingMode | None,
                  observed: Any = None, observed_value: Any = None) -> SampleResult:
-    return make_result(sample, Status.ERROR, _PREFIX[kind] + message, frame=frame, duration=duration,
+    return make_result(sample, Status.ERROR, _PREFIX[kind] + bounded(message), frame=frame, duration=duration,
                        timing_mode=timing_mode, observed=observed, observed_value=observed_value,
                        error_kind=kind)
 
@@ -134,7 +145,11 @@ def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, durati
 
 
 def exception_text(exc: BaseException) -> str:
-    text = str(exc)
+    """How an adapter's exception reads in a result; never raises, whatever its ``__str__`` does."""
+    try:
+        text = bounded(str(exc))
+    except Exception as inner:  # an adapter's exception class can be broken too
+        text = f"<its message could not be read: {type(inner).__name__}>"
     if isinstance(exc, AdapterError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
