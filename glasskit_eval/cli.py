@@ -62,6 +62,7 @@ def add_run(sub: Any) -> None:
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete run checkpoint by its printed path or id; restores the "
                    "original adapter and options, so it cannot be combined with other options")
+    opts.checkpoint_dir_option(p)
     opts.allow_empty_option(p)
     p.set_defaults(handler=run_run)
 
@@ -84,12 +85,13 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        allow_empty=args.allow_empty, html=args.html, html_budget_mb=args.html_budget_mb)
+        checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
+        html_budget_mb=args.html_budget_mb)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
 #: Options that --resume may be given with: --eval-dir only says where to look up an id.
-_RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command"}
+_RESUME_COMPATIBLE = {"resume", "eval_dir", "checkpoint_dir", "handler", "command"}
 
 
 def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
@@ -111,7 +113,8 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                          "on its own, or start a new run without --resume")
     from pathlib import Path
 
-    passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir)))
+    passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir),
+                                                        opts.checkpoint_dir(args)))
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
@@ -347,6 +350,7 @@ def add_seed(sub: Any) -> None:
                    "every selected expectation succeeds")
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete seed checkpoint by its printed path or id")
+    opts.checkpoint_dir_option(p)
     p.add_argument("--verbose", action="store_true", help="print every proposed expectation")
     p.set_defaults(handler=run_seed)
 
@@ -360,13 +364,15 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if overrides:
             raise UsageError(f"--resume restores the original adapter and seed options and cannot be "
                              f"combined with overrides ({', '.join(overrides)})")
-        done = execute_seed(SeedRequest(eval_dir=args.eval_dir), out, err, resume=args.resume)
+        done = execute_seed(SeedRequest(eval_dir=args.eval_dir, checkpoint_dir=args.checkpoint_dir), out, err,
+                            resume=args.resume)
     else:
         request = SeedRequest(eval_dir=args.eval_dir, adapter=args.adapter,
                               adapter_command=args.adapter_command, case=args.case,
                               targets=tuple(args.target), adapter_config=args.adapter_config,
                               concurrency=args.concurrency, replace=args.replace,
-                              keep_going=args.keep_going, verbose=args.verbose)
+                              keep_going=args.keep_going, verbose=args.verbose,
+                              checkpoint_dir=args.checkpoint_dir)
         done = execute_seed(request, out, err)
     return ExitCode.OK if done else ExitCode.FAILED
 

@@ -16,6 +16,7 @@ from .errors import UsageError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fractions import Fraction
+    from pathlib import Path
     from typing import Any
 
 
@@ -161,3 +162,17 @@ def check_adapter_options(args: argparse.Namespace) -> None:
     from .adapters.choose import check_exclusive
 
     check_exclusive(args.adapter, args.adapter_command)
+
+
+def checkpoint_dir_option(p: argparse.ArgumentParser) -> None:
+    import os
+
+    p.add_argument("--checkpoint-dir", metavar="PATH", default=os.environ.get("GLASSKIT_EVAL_CHECKPOINT_DIR") or None,
+                   help="directory for checkpoints, e.g. when the eval directory is read-only (default: "
+                   "$GLASSKIT_EVAL_CHECKPOINT_DIR, else <eval-dir>/runs/checkpoints)")
+
+
+def checkpoint_dir(args: argparse.Namespace) -> Path | None:
+    from pathlib import Path
+
+    return Path(args.checkpoint_dir).expanduser() if args.checkpoint_dir else None

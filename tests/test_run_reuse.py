@@ -343,3 +343,24 @@ def test_save_failures_names_and_records_like_upstream(tmp_path: Path) -> None:
     assert results[3]["status"] == "passed" and results[3]["artifact_image"] is None
     assert results[4]["artifact_json"] == str(folder / "a_lamp_00004_0.200s.json")
     assert not (folder / "a_door_00003_1.500s.jpg").exists()
+
+
+def test_checkpoints_can_live_outside_the_eval_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A read-only eval directory (a vendored checkout, a mounted volume) still runs and resumes.
+    case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0]\n      expect: true\n"
+    adapter = ("import os\nclass E:\n    def evaluate(self, sample, target):\n"
+               "        if sample.timestamp_s == 1.0 and not os.environ.get('OK'):\n"
+               "            raise RuntimeError('down')\n        return True\n"
+               "def create_evaluator(config):\n    return E()\n")
+    eval_dir = make_eval(tmp_path, {"c": case}, adapter)
+    elsewhere = tmp_path / "checkpoints"
+    monkeypatch.setenv("GLASSKIT_EVAL_CHECKPOINT_DIR", str(elsewhere))
+    code, out, err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 2
+    assert err.startswith(f"Checkpoint: {elsewhere}/run-")  # printed before the first call
+    assert not (eval_dir / "runs").exists()
+    checkpoint_id = Path(err.splitlines()[0].split(": ", 1)[1]).name
+    monkeypatch.setenv("OK", "1")
+    monkeypatch.delenv("GLASSKIT_EVAL_CHECKPOINT_DIR")
+    code, out, err = run_cli("run", "--resume", checkpoint_id, "--checkpoint-dir", elsewhere, "--eval-dir", eval_dir)
+    assert code == 0, out + err

@@ -73,8 +73,9 @@ class CheckpointedCommand:
         return checkpoint.manifest.invocation
 
     def create(self, eval_dir: Path, invocation: dict[str, Any], fingerprints: dict[str, Any],
-               total: int) -> Checkpoint:
-        self.checkpoint = Checkpoint.create(eval_dir, self.kind, invocation, fingerprints, total)
+               total: int, *, root: Path | None = None) -> Checkpoint:
+        """Create the checkpoint (under ``root`` when given, else the eval's runs/)."""
+        self.checkpoint = Checkpoint.create(eval_dir, self.kind, invocation, fingerprints, total, root=root)
         return self.checkpoint
 
     @property
@@ -208,6 +209,11 @@ class AdapterRequest:
     concurrency: int = 1
     keep_going: bool = False
     verbose: bool = False
+    #: Where the checkpoint goes when the eval directory cannot be written (absolute once stored).
+    checkpoint_dir: str | None = None
+
+    def checkpoint_root(self) -> Path | None:
+        return Path(self.checkpoint_dir) if self.checkpoint_dir else None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -276,4 +282,5 @@ def opt_object(value: object) -> bool:
 COMMON_CHECKS = {
     "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "case": opt_str,
     "targets": str_list, "concurrency": positive_int, "keep_going": is_bool, "verbose": is_bool,
+    "checkpoint_dir": opt_str,
 }

@@ -59,8 +59,9 @@ def new_id(kind: str) -> str:
     return f"{kind}-{stamp}-{secrets.token_hex(4)}"
 
 
-def checkpoints_root(eval_dir: Path) -> Path:
-    return eval_dir / "runs" / "checkpoints"
+def checkpoints_root(eval_dir: Path, override: Path | None = None) -> Path:
+    """Where checkpoints go: ``--checkpoint-dir`` (for a read-only eval directory), else the eval's runs/."""
+    return override if override is not None else eval_dir / "runs" / "checkpoints"
 
 
 # --- manifest ---------------------------------------------------------------------------
@@ -292,8 +293,8 @@ class Checkpoint:
 
     @classmethod
     def create(cls, eval_dir: Path, kind: str, invocation: dict[str, Any], fingerprints: dict[str, Any],
-               total: int) -> Checkpoint:
-        root = checkpoints_root(eval_dir)
+               total: int, *, root: Path | None = None) -> Checkpoint:
+        root = checkpoints_root(eval_dir, root)
         manifest = Manifest(id=new_id(kind), kind=kind, eval_dir=str(eval_dir), invocation=invocation,
                             fingerprints=fingerprints, total=total)
         path = root / manifest.id
@@ -419,9 +420,9 @@ def read_manifest(path: Path) -> Manifest:
     return Manifest.from_json(data, where)
 
 
-def resolve(value: str, eval_dir: Path) -> Path:
-    """A ``--resume`` value: a checkpoint directory, or an id under ``<eval-dir>/runs/checkpoints/``."""
+def resolve(value: str, eval_dir: Path, checkpoint_dir: Path | None = None) -> Path:
+    """A ``--resume`` value: a checkpoint directory, or an id under the checkpoints root."""
     candidate = Path(value).expanduser()
     if candidate.is_dir() or os.sep in value or (os.altsep and os.altsep in value):
         return candidate.resolve()
-    return (checkpoints_root(eval_dir) / value).resolve()
+    return (checkpoints_root(eval_dir, checkpoint_dir) / value).resolve()

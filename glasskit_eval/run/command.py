@@ -66,9 +66,12 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
-                              artifacts_dir=_absolute(request.artifacts_dir), html=_absolute(request.html))
-            life.create(root, request.to_json(), plan_fingerprints(plan, request.case, digests),
-                        total=plan.sample_count * request.repeat)
+                              artifacts_dir=_absolute(request.artifacts_dir), html=_absolute(request.html),
+                              checkpoint_dir=_absolute(request.checkpoint_dir))
+            created = life.create(root, request.to_json(), plan_fingerprints(plan, request.case, digests),
+                                  total=plan.sample_count * request.repeat, root=request.checkpoint_root())
+            # Said at once: a run the OOM killer ends can still be resumed from it.
+            print(f"Checkpoint: {created.path}", file=err, flush=True)
         else:
             life.check_unchanged(plan, request.case, digests)
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None

@@ -64,7 +64,8 @@ class _Seeder:
     def run(self, request: SeedRequest | None, resume: str | None) -> bool:
         life = self.life
         if resume is not None:
-            path = resolve(resume, Path(request.eval_dir if request else "eval").expanduser().resolve())
+            path = resolve(resume, Path(request.eval_dir if request else "eval").expanduser().resolve(),
+                           request.checkpoint_root() if request else None)
             request = SeedRequest.from_json(life.open(path), path / MANIFEST_NAME)
             life.check_recorded_unchanged()
         assert request is not None
@@ -100,12 +101,16 @@ class _Seeder:
 
             # Stored with absolute paths so `seed --resume` works from any directory.
             stored = replace(request, eval_dir=str(plan.eval_dir.root),
+                             checkpoint_dir=(str(Path(request.checkpoint_dir).expanduser().absolute())
+                                             if request.checkpoint_dir else None),
                              adapter=(python_target(request.adapter, plan.eval_dir.root)
                                       if request.adapter_command is None else None),
                              adapter_config=(str(Path(request.adapter_config).expanduser().resolve())
                                              if request.adapter_config else None))
-            life.create(plan.eval_dir.root, stored.to_json(), plan_fingerprints(plan, request.case, digests),
-                        total)
+            checkpoint = life.create(plan.eval_dir.root, stored.to_json(),
+                                     plan_fingerprints(plan, request.case, digests), total,
+                                     root=stored.checkpoint_root())
+            print(f"Checkpoint: {checkpoint.path}", file=self.err, flush=True)
         errors = asyncio.run(self._evaluate(plan, request, pending, proposals))
         if errors:
             for r in errors:
