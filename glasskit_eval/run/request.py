@@ -23,6 +23,7 @@ from ..plan.schedule import Filters
 from .gates import GateOptions
 
 KIND = "run"
+ANNOTATION_MODES = ("auto", "github", "none")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,14 @@ class RunRequest:
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: CI outputs (issue 18): JUnit XML path, annotation mode, baseline report, shard ``I/N``.
+    junit_xml: str | None = None
+    annotations: str = "auto"
+    baseline: str | None = None
+    fail_on_regression: bool = False
+    #: Resolved when the run starts (``--shard auto`` reads the CI's variables then), so a
+    #: resume runs the same part.
+    shard: str | None = None
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -86,6 +95,13 @@ def time_text(value: Fraction | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _is_shard(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    index, _, total = value.partition("/")
+    return index.isdigit() and total.isdigit() and 1 <= int(index) <= int(total)
+
+
 def _is_time(text: str) -> bool:
     try:
         return Fraction(text) >= 0
@@ -100,4 +116,6 @@ _CHECKS = {
     "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
+    "junit_xml": opt_str, "annotations": lambda v: v in ANNOTATION_MODES, "baseline": opt_str,
+    "fail_on_regression": is_bool, "shard": lambda v: v is None or _is_shard(v),
 }
