@@ -93,7 +93,19 @@ def github_annotations(summary: RunSummary, locations: Locations, *, workspace: 
 
 
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    # GitHub splits table rows on `|` before anything else, even inside code spans.
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span: fenced by more backticks than it contains in a row."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -123,7 +135,7 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
     if gates:
         out += ["", "### Gates", ""]
         out += _table(["Scope", "Gate", "Result", "Detail"],
-                      [[scope, f"`{g.name}`", "✅ passed" if g.passed else "❌ failed", g.message]
+                      [[scope, _code(g.name), "✅ passed" if g.passed else "❌ failed", g.message]
                        for scope, g in gates])
     out += ["", "### By target", ""]
     out += _table(["Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored"],
@@ -133,14 +145,14 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
     if failing:
         rows = [[f.first.case, f.first.target, f"{time_label(f.first.timestamp_s)}s",
                  f.first.status.value + (f" ({f.failed_trials}/{f.trials})" if f.trials > 1 else ""),
-                 f"`{compact(f.first.expected)}`", f"`{compact(f.first.observed_value)}`", f.first.reason]
+                 _code(compact(f.first.expected)), _code(compact(f.first.observed_value)), f.first.reason]
                 for f in failing]
         shown, more = _capped(rows, "failing samples")
         out += ["", "### Failures", ""]
         out += _table(["Case", "Target", "Time", "Status", "Expected", "Observed", "Reason"], shown) + more
     if baseline is not None:
         counts = ", ".join(f"{n} {kind}" for kind, n in baseline.counts().items() if n) or "no changes"
-        out += ["", "### Baseline", "", f"Against `{baseline.path}`: {baseline.matched} samples matched; "
+        out += ["", "### Baseline", "", f"Against {_code(baseline.path)}: {baseline.matched} samples matched; "
                 f"{counts}."]
         if baseline.changes:
             shown, more = _capped(change_rows(baseline), "changes")

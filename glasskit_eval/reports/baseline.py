@@ -190,9 +190,10 @@ def compare_reports(baseline: Path, current: Path) -> BaselineDiff:
     return diff(before, after, str(baseline))
 
 
-def diff_against(path: Path, results: Iterable[SampleResult]) -> BaselineDiff:
+def diff_against(path: Path, results: Iterable[SampleResult], *, label: str | None = None) -> BaselineDiff:
+    """Compare a run's results with the report at ``path`` (named ``label`` in the outputs)."""
     before = outcomes(report_results(load_report(path), str(path)))
-    return diff(before, result_outcomes(results), str(path))
+    return diff(before, result_outcomes(results), label or str(path))
 
 
 def _status(outcome: Outcome | None) -> str:

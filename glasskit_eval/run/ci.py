@@ -36,10 +36,17 @@ def finish_result(result: RunResult, request: RunRequest) -> tuple[RunResult, Ba
         return replace(result, trials=trials, gates=()), None
     if request.baseline is None:
         return result, None
-    found = diff_against(Path(request.baseline), [r for t in result.trials for r in t.results])
+    found = diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
+                         label=display_path(request.baseline))
     if request.fail_on_regression:
         result = replace(result, gates=(*result.gates, found.gate()))
     return result, found
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the cwd when it is below it (reports stay short and portable)."""
+    text = relative_path(Path(path), Path.cwd())
+    return path if text.startswith("../") or text == ".." else text
 
 
 def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:

@@ -26,7 +26,7 @@ def execute_merge(paths: Sequence[str], out: TextIO, *, output_json: str | None,
     result = merged.result
     found: BaselineDiff | None = None
     if baseline is not None:
-        found = diff_against(Path(baseline), [r for t in result.trials for r in t.results])
+        found = diff_against(Path(baseline), [r for t in result.trials for r in t.results], label=baseline)
         if fail_on_regression:
             result = replace(result, gates=(*result.gates, found.gate()))
     summary = RunSummary.of(result)
