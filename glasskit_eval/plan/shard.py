@@ -3,8 +3,8 @@
 The split depends only on the plan (case files, the selection and the videos' frame sizes) and
 N, never on the machine, the clock or hash seeds, so every job of a matrix computes the same split.
 With at least N cases, whole cases are dealt out, largest expected work first, to the shard with the
-least work so far (work = evaluated samples x frame pixels: decoding and the adapter both scale with
-the frame); a video is then decoded by one job only. With fewer cases than shards, the cases' samples,
+least work so far (work = evaluated samples x frame cost, :func:`frame_cost`); a video is then
+decoded by one job only. With fewer cases than shards, the cases' samples,
 each case in time order, are cut into N contiguous runs of about equal work, so each job decodes one
 stretch of a video.
 """
@@ -62,11 +62,21 @@ def shard_from_env(env: Mapping[str, str]) -> Shard:
                      "GitLab parallel, Buildkite parallelism or CircleCI parallelism")
 
 
-def _sample_cost(case: CasePlan, sample: ScheduledSample) -> int:
-    if sample.ignored:
-        return 0
+def frame_cost(case: CasePlan) -> int:
+    """Relative cost of reaching and decoding one frame of the case's video (an integer, so exact).
+
+    A frame costs its pixels, times the frames decoded to reach it: on average half a keyframe
+    interval (from the frame table) plus itself.
+    """
     video = case.video
-    return video.width * video.height if video is not None else 1
+    if video is None:
+        return 2
+    per_keyframe = video.frame_count // max(1, video.keyframe_count)
+    return video.width * video.height * (2 + per_keyframe)
+
+
+def _sample_cost(case: CasePlan, sample: ScheduledSample) -> int:
+    return 0 if sample.ignored else frame_cost(case)
 
 
 def case_cost(case: CasePlan) -> int:

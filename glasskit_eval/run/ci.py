@@ -49,6 +49,15 @@ def display_path(path: str) -> str:
     return path if text.startswith("../") or text == ".." else text
 
 
+def print_notes(request: RunRequest, found: BaselineDiff | None, out: TextIO) -> None:
+    """After the summary: the shard this was, or the baseline comparison."""
+    if request.shard is not None:
+        print(file=out)
+        print(f"Shard {request.shard}: gates are applied when `merge-reports` merges the shards' reports",
+              file=out)
+    print_baseline(found, out)
+
+
 def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
     if found is not None:
         print(file=out)

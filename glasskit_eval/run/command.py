@@ -93,7 +93,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             report_checkpoint = None  # error-only: rerunning the command loses nothing
         hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
         print_summary(summary, out, resume_hint=hint)
-        ci.print_baseline(baseline, out)
+        ci.print_notes(request, baseline, out)
         if request.output_json:
             report = build_report(summary, checkpoint=report_checkpoint)
             report.update(ci.report_extras(request, full, checkpoint.manifest.fingerprints, baseline))
