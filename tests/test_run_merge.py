@@ -142,3 +142,34 @@ def test_shard_auto_is_resolved_before_the_checkpoint(eval_dir: Path, monkeypatc
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--shard", "1/2", "--baseline", path)
     assert (code, err) == (2, "error: --baseline compares whole runs; pass it to merge-reports instead of to "
                               "each shard\n")
+
+
+def test_a_damaged_shard_object_is_refused(eval_dir: Path) -> None:
+    shards = run_shards(eval_dir, 2)
+    damaged = json.loads(shards[0].read_text())
+    damaged["shard"]["selection"][0] = ["door", "idx"]
+    shards[0].write_text(json.dumps(damaged))
+    code, _out, err = run_cli("merge-reports", *shards)
+    assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")
+
+
+def test_merge_compares_with_a_baseline_and_annotates(eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp = eval_dir.parent
+    run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--output-json", tmp / "whole.json")
+    shards = run_shards(eval_dir, 2)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp / "summary.md"))
+    code, out, err = run_cli("merge-reports", *shards, "--baseline", "whole.json", "--fail-on-regression",
+                             "--output-json", tmp / "merged.json")
+    assert code == 1, err  # the adapter error and the idx gate; the baseline gate passes
+    merged = read_json(tmp / "merged.json")
+    assert merged["gates"] == [{"name": "baseline_regressions", "passed": True,
+                                "message": "no regressions against the baseline"}]
+    assert merged["baseline"]["counts"]["pass_to_fail"] == 0 and merged["baseline"]["matched_samples"] == 10
+    errors = [line for line in out.splitlines() if line.startswith("::error ")]
+    assert [e.split("::")[1] for e in errors] == [
+        "error file=eval/cases/door.yaml,line=7,title=door / idx @ 1s failed",
+        "error file=eval/cases/door.yaml,line=10,title=door / idx @ 1.7s failed",
+        "error file=eval/cases/door.yaml,line=16,title=door / size @ 0s error"]
+    assert "### Baseline\n\nAgainst `whole.json`: 10 samples matched; no changes." in (tmp / "summary.md").read_text()

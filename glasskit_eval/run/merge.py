@@ -40,7 +40,28 @@ def _shard(name: str, report: object) -> Mapping[str, Any]:
     if not isinstance(block, Mapping) or not all(k in block for k in (*_SAME, "index")):
         raise UsageError(f"{name} is not a shard report; merge the --output-json reports of "
                          "`run --shard I/N`")
+    if not _well_formed(block):
+        raise UsageError(f"{name}: its `shard` object is damaged; rerun that shard")
     return block
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _well_formed(block: Mapping[str, Any]) -> bool:
+    """The shapes merging relies on, so a hand-edited report is refused rather than crashing."""
+    selection, options, thresholds = block["selection"], block["options"], block["thresholds"]
+    files = block["case_files"]
+    return (_is_int(block["index"]) and _is_int(block["total"]) and 1 <= block["index"] <= block["total"]
+            and isinstance(options, Mapping) and _is_int(options.get("repeat")) and options["repeat"] >= 1
+            and isinstance(files, Mapping) and isinstance(block["cases"], list)
+            and isinstance(selection, list)
+            and all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) and e[0] in files
+                    and isinstance(e[1], str) and _is_int(e[2]) and (e[3] is None or _is_int(e[3]))
+                    for e in selection)
+            and isinstance(thresholds, Mapping) and isinstance(thresholds.get("cases"), list)
+            and all(isinstance(c, Mapping) and "case" in c and "thresholds" in c for c in thresholds["cases"]))
 
 
 def _key_text(key: SampleKey) -> str:
