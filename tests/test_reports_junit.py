@@ -133,3 +133,51 @@ def test_junit_is_independent_of_the_json_report(in_tmp: Path) -> None:
     assert "baseline" not in report and "shard" not in report
     total = sum(s.tests for name, s in suites(in_tmp / "j.xml").items() if name != "gates")
     assert total == len(report["trials"][0]["results"])
+
+
+def test_render_is_exact_and_pure() -> None:
+    from glasskit_eval.reports.junit import JunitContext, render_junit
+    from glasskit_eval.reports.locations import SampleLocation
+    from glasskit_eval.results import ErrorKind, Gate, SampleResult, Status, TrialResult
+    from glasskit_eval.summary import RunResult, RunSummary
+
+    def result(index: int, status: Status, reason: str, **extra: object) -> SampleResult:
+        return SampleResult(case="c", target="t", target_label=None, sample_index=index, timestamp_s=index / 4,
+                            source="at", status=status, expected=True, field=None, compare_mode=None,
+                            reason=reason, evaluation_duration_seconds=0.25 if status is not Status.IGNORED
+                            else None, **extra)  # type: ignore[arg-type]
+
+    results = (result(0, Status.PASSED, "matched", observed_value=True, frame_index=0),
+               result(1, Status.ERROR, "adapter_error: x\x00y", error_kind=ErrorKind.ADAPTER),
+               result(2, Status.IGNORED, "blurry <frame>"))
+    trial = TrialResult(1, results, (Gate("adapter_errors", False, "1 adapter/comparison errors"),), 1.0, None)
+    run = RunResult("/e", ("c",), 1, (trial,), (), 1.0)
+    locations = {r.key: SampleLocation(Path("/w/e/cases/c.yaml"), 3) for r in results}
+    text = render_junit(RunSummary.of(run), JunitContext(locations, "/w", "e", (("baseline.added", "0"),)))
+    assert text == """\
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="glasskit_eval" tests="4" failures="1" errors="1" skipped="1" time="0.500">
+  <testsuite name="c / t" tests="3" failures="0" errors="1" skipped="1" time="0.500" file="e/cases/c.yaml">
+    <testcase name="t @ 0s" classname="c" file="e/cases/c.yaml" line="3" time="0.250" />
+    <testcase name="t @ 0.25s" classname="c" file="e/cases/c.yaml" line="3" time="0.250">
+      <error message="adapter_error: x\ufffdy" type="adapter_error">expected: true
+observed: null
+reason: adapter_error: x\ufffdy
+review: python -m glasskit_eval review --eval-dir e --case c --target t --time 0.25
+</error>
+    </testcase>
+    <testcase name="t @ 0.5s" classname="c" file="e/cases/c.yaml" line="3" time="0.000">
+      <skipped message="blurry &lt;frame&gt;" />
+    </testcase>
+  </testsuite>
+  <testsuite name="gates" tests="1" failures="1" errors="0" skipped="0" time="0.000">
+    <properties>
+      <property name="baseline.added" value="0" />
+    </properties>
+    <testcase name="adapter_errors" classname="gates" time="0.000">
+      <failure message="1 adapter/comparison errors" type="gate">1 adapter/comparison errors
+</failure>
+    </testcase>
+  </testsuite>
+</testsuites>
+"""
