@@ -113,6 +113,8 @@ def _shard_text(args: argparse.Namespace) -> str | None:
 
     if args.baseline is not None:
         raise UsageError("--baseline compares whole runs; pass it to merge-reports instead of to each shard")
+    if args.output_json is None:
+        raise UsageError("--shard needs --output-json PATH: merge-reports merges the shards' JSON reports")
     shard = shard_from_env(os.environ) if args.shard == "auto" else parse_shard(args.shard)
     return str(shard)
 

@@ -173,3 +173,17 @@ def test_merge_compares_with_a_baseline_and_annotates(eval_dir: Path, monkeypatc
         "error file=eval/cases/door.yaml,line=10,title=door / idx @ 1.7s failed",
         "error file=eval/cases/door.yaml,line=16,title=door / size @ 0s error"]
     assert "### Baseline\n\nAgainst `whole.json`: 10 samples matched; no changes." in (tmp / "summary.md").read_text()
+
+
+def test_shards_need_a_json_report_and_leave_annotations_to_the_merge(eval_dir: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--shard", "1/2")
+    assert (code, err) == (2, "error: --shard needs --output-json PATH: merge-reports merges the shards' "
+                              "JSON reports\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    args = ("run", "--eval-dir", eval_dir, "--keep-going", "--shard", "1/2", "--output-json", "s.json")
+    code, out, _err = run_cli(*args)
+    assert code == 0 and "::error" not in out
+    code, out, _err = run_cli(*args, "--annotations", "github")
+    assert code == 0 and out.count("::error ") == 3

@@ -149,7 +149,8 @@ def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, f
 def write_outputs(summary: RunSummary, request: RunRequest, full: Plan, found: BaselineDiff | None,
                   out: TextIO, env: Mapping[str, str] | None = None) -> None:
     env = os.environ if env is None else env
-    github = annotations_on(request.annotations, env)
+    # A shard's failures are annotated once, by merge-reports, unless asked for explicitly.
+    github = annotations_on(request.annotations, env) and not (request.shard and request.annotations == "auto")
     if request.junit_xml is None and not github:
         return
     locations = sample_locations(c.case for c in full.cases)
