@@ -181,3 +181,29 @@ review: python -m glasskit_eval review --eval-dir e --case c --target t --time 0
   </testsuite>
 </testsuites>
 """
+
+
+@pytest.mark.parametrize("kind", ["python", "command"])
+def test_errors_carry_the_adapters_stack_trace(in_tmp: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    import shlex
+    import sys
+
+    from evalkit import ROOT
+
+    eval_dir = ci_eval(in_tmp, {"door/size/0": "raise"})
+    adapter = ["--adapter", f"{eval_dir / 'adapter.py'}:create_evaluator"]
+    if kind == "command":
+        monkeypatch.setenv("PYTHONPATH", str(ROOT))
+        adapter = ["--adapter-command", shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server",
+                                                    f"{eval_dir / 'adapter.py'}:create_evaluator"])]
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, *adapter, "--keep-going", "--junit-xml", "j.xml")
+    assert code == 1, err
+    error = next(c for c in suites(in_tmp / "j.xml")["door / size"]).result[0]
+    body = error.text
+    head, _, trace = body.partition("\n\n")
+    assert head.endswith("--target size --time 0")
+    assert trace.startswith("Traceback (most recent call last):\n")
+    assert f'File "{eval_dir / "adapter.py"}"' in trace
+    assert trace.endswith("RuntimeError: boom: door/size/0\n")
+    # The command adapter's own trace, not ours of reading its answer.
+    assert ("glasskit_eval/run/case.py" in trace) is (kind == "python")

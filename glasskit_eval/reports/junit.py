@@ -69,6 +69,8 @@ def failure_body(result: SampleResult, eval_dir: str) -> str:
     if result.artifact_image is not None:
         lines.append(f"saved frame: {result.artifact_image}")
     lines.append(f"review: {review_command(eval_dir, result)}")
+    if result.traceback:
+        lines += ["", result.traceback.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
