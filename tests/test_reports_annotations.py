@@ -119,6 +119,8 @@ def test_escaping_follows_the_workflow_command_rules() -> None:
     assert workflow_command("error", "m::x", file="a,b.yaml", line="3", title=None) == \
         "::error file=a%2Cb.yaml,line=3::m::x"
     assert workflow_command("error", "plain") == "::error::plain"
+    # Lone surrogates (an adapter may return them) cannot be written as UTF-8.
+    assert escape_data("a\ud800b") == escape_property("a\ud800b") == "a\ufffdb"
 
 
 def _failed(index: int) -> SampleResult:

@@ -149,7 +149,7 @@ def test_render_is_exact_and_pure() -> None:
 
     results = (result(0, Status.PASSED, "matched", observed_value=True, frame_index=0),
                result(1, Status.ERROR, "adapter_error: x\x00y", error_kind=ErrorKind.ADAPTER),
-               result(2, Status.IGNORED, "blurry <frame>"))
+               result(2, Status.IGNORED, "blurry <frame> \ud800"))
     trial = TrialResult(1, results, (Gate("adapter_errors", False, "1 adapter/comparison errors"),), 1.0, None)
     run = RunResult("/e", ("c",), 1, (trial,), (), 1.0)
     locations = {r.key: SampleLocation(Path("/w/e/cases/c.yaml"), 3) for r in results}
@@ -167,7 +167,7 @@ review: python -m glasskit_eval review --eval-dir e --case c --target t --time 0
 </error>
     </testcase>
     <testcase name="t @ 0.5s" classname="c" file="e/cases/c.yaml" line="3" time="0.000">
-      <skipped message="blurry &lt;frame&gt;" />
+      <skipped message="blurry &lt;frame&gt; \ufffd" />
     </testcase>
   </testsuite>
   <testsuite name="gates" tests="1" failures="1" errors="0" skipped="0" time="0.000">

@@ -8,6 +8,7 @@ annotation says how many were left out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,8 +24,16 @@ MAX_ANNOTATIONS = 50
 MAX_SUMMARY_ROWS = 50
 
 
+#: Lone surrogates: UTF-8 (the runner's log, the summary file) cannot encode them.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    return _SURROGATES.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return _encodable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
@@ -94,7 +103,7 @@ def github_annotations(summary: RunSummary, locations: Locations, *, workspace: 
 
 def _cell(text: str) -> str:
     # GitHub splits table rows on `|` before anything else, even inside code spans.
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return _encodable(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def _code(text: str) -> str:

@@ -20,8 +20,9 @@ from ..summary import Counts, RunSummary
 from .console import compact, time_label
 from .locations import Locations, relative_path
 
-#: Characters XML 1.0 cannot carry at all (not even escaped); adapters may return them.
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+#: Characters XML 1.0 cannot carry at all (not even escaped), and lone surrogates, which UTF-8
+#: cannot encode; adapters may return any of them.
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 @dataclass(frozen=True, slots=True)
