@@ -187,3 +187,14 @@ def test_shards_need_a_json_report_and_leave_annotations_to_the_merge(eval_dir: 
     assert code == 0 and "::error" not in out
     code, out, _err = run_cli(*args, "--annotations", "github")
     assert code == 0 and out.count("::error ") == 3
+
+
+def test_the_eval_fingerprint_ignores_where_videos_are_cached() -> None:
+    from glasskit_eval.run.ci import eval_fingerprint
+
+    video = {"size": 10, "sha256": "ab"}
+    here = eval_fingerprint({"files": {"cases/a.yaml": "1"}, "videos": {"/home/a/.cache/x.mp4": video}})
+    there = eval_fingerprint({"files": {"cases/a.yaml": "1"}, "videos": {"/home/b/.cache/x.mp4": video}})
+    assert here == there
+    assert here != eval_fingerprint({"files": {"cases/a.yaml": "2"}, "videos": {"/x.mp4": video}})
+    assert here != eval_fingerprint({"files": {"cases/a.yaml": "1"}, "videos": {"/x.mp4": {**video, "size": 11}}})

@@ -72,7 +72,14 @@ def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
 
 
 def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
-    text = json.dumps(fingerprints, sort_keys=True, separators=(",", ":"))
+    """One digest of the checkpoint's input fingerprints that is the same on every machine.
+
+    Files are named relative to the eval directory, but a cloud video lives in a per-user cache
+    whose path differs between CI runners, so videos count by content only.
+    """
+    videos = sorted(json.dumps(v, sort_keys=True) for v in (fingerprints.get("videos") or {}).values())
+    stable = {"files": fingerprints.get("files") or {}, "videos": videos}
+    text = json.dumps(stable, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
