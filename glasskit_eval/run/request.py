@@ -20,10 +20,10 @@ from ..checkpoints.lifecycle import (
 )
 from ..errors import CheckpointError
 from ..plan.schedule import Filters
+from .ci_options import CHECKS as CI_CHECKS
 from .gates import GateOptions
 
 KIND = "run"
-ANNOTATION_MODES = ("auto", "github", "none")
 
 
 @dataclass(frozen=True)
@@ -95,13 +95,6 @@ def time_text(value: Fraction | None) -> str | None:
     return None if value is None else str(value)
 
 
-def _is_shard(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    index, _, total = value.partition("/")
-    return index.isdigit() and total.isdigit() and 1 <= int(index) <= int(total)
-
-
 def _is_time(text: str) -> bool:
     try:
         return Fraction(text) >= 0
@@ -116,6 +109,5 @@ _CHECKS = {
     "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
-    "junit_xml": opt_str, "annotations": lambda v: v in ANNOTATION_MODES, "baseline": opt_str,
-    "fail_on_regression": is_bool, "shard": lambda v: v is None or _is_shard(v),
 }
+_CHECKS.update(CI_CHECKS)
