@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from glasskit_eval.cases.model import parse_case
+from evalkit import make_eval
+
+from glasskit_eval.plan.planning import build_plan
+from glasskit_eval.plan.schedule import Filters
 from glasskit_eval.reports.locations import relative_path, sample_locations
-from glasskit_eval.yamltext.source import load_yaml_text
 
 TEXT = """\
 video: v.mp4
@@ -28,14 +30,13 @@ targets:
 
 
 def test_lines_of_flow_block_and_commented_blocks(tmp_path: Path) -> None:
-    doc, problems = load_yaml_text(TEXT, str(tmp_path / "c.yaml"))
-    case, problems = parse_case(doc, tmp_path / "c.yaml")
-    assert case is not None and not problems
+    eval_dir = make_eval(tmp_path, {"c": TEXT}, videos=())
+    case = build_plan(eval_dir, Filters(), allow_empty=False, check_videos=False).cases[0].case
     found = {key: where.line for key, where in sample_locations([case]).items()}
     # Indexes as the schedule assigns them: targets, then blocks, then times.
     assert found == {("c", "a", 0): 4, ("c", "a", 1): 4, ("c", "a", 2): 4,
                      ("c", "b", 3): 10, ("c", "b", 4): 10, ("c", "b", 5): 14}
-    assert {where.path for where in sample_locations([case]).values()} == {tmp_path / "c.yaml"}
+    assert {where.path for where in sample_locations([case]).values()} == {eval_dir / "cases" / "c.yaml"}
 
 
 def test_relative_paths_use_forward_slashes(tmp_path: Path) -> None:
