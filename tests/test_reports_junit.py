@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cikit import ci_eval, set_overrides
@@ -207,3 +208,21 @@ def test_errors_carry_the_adapters_stack_trace(in_tmp: Path, monkeypatch: pytest
     assert trace.endswith("RuntimeError: boom: door/size/0\n")
     # The command adapter's own trace, not ours of reading its answer.
     assert ("glasskit_eval/run/case.py" in trace) is (kind == "python")
+
+
+def test_junitparser_round_trip_keeps_every_suite_case_and_outcome(in_tmp: Path) -> None:
+    eval_dir = ci_eval(in_tmp, {"door/size/0": "raise"})
+    run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--repeat", "2", "--junit-xml", "j.xml")
+
+    def outline(path: Path) -> list[tuple[Any, ...]]:
+        xml = junitparser.JUnitXml.fromfile(str(path))
+        return [(s.name, s.tests, s.failures, s.errors, s.skipped,
+                 [(c.name, c.classname, [(type(r).__name__, r.message, r.text) for r in c.result])
+                  for c in s]) for s in xml]
+
+    before = outline(in_tmp / "j.xml")
+    xml = junitparser.JUnitXml.fromfile(str(in_tmp / "j.xml"))
+    xml.write(str(in_tmp / "again.xml"))
+    assert outline(in_tmp / "again.xml") == before
+    assert len(before) == 7 and sum(len(s[5]) for s in before) == 2 * 10 + 2
+    validate(in_tmp / "again.xml")

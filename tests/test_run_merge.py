@@ -80,6 +80,9 @@ def test_shards_merged_equal_the_unsharded_run(eval_dir: Path, total: int, optio
     def untimed(path: Path) -> str:
         return re.sub(r' time="[0-9.]+"', "", path.read_text())
     assert untimed(tmp / "merged.xml") == untimed(tmp / "whole.xml")
+    etree = pytest.importorskip("lxml.etree")
+    schema = etree.XMLSchema(etree.parse(str(Path(__file__).parent / "data" / "junit" / "junit-ci.xsd")))
+    assert schema.validate(etree.parse(str(tmp / "merged.xml"))), schema.error_log
 
 
 def test_every_shard_runs_only_its_samples(eval_dir: Path) -> None:
