@@ -64,7 +64,24 @@ def add_run(sub: Any) -> None:
                    "original adapter and options, so it cannot be combined with other options")
     opts.checkpoint_dir_option(p)
     opts.allow_empty_option(p)
+    add_ci_options(p)
     p.set_defaults(handler=run_run)
+
+
+def add_ci_options(p: Any) -> None:
+    ci = p.add_argument_group("CI outputs")
+    ci.add_argument("--junit-xml", metavar="PATH",
+                    help="write a JUnit XML report (one testcase per sample, at its case-file line)")
+    ci.add_argument("--annotations", choices=("auto", "github", "none"), default="auto",
+                    help="GitHub Actions annotations and job summary (default: auto, on when "
+                    "GITHUB_ACTIONS=true)")
+    ci.add_argument("--baseline", metavar="PREVIOUS.json",
+                    help="compare with a previous --output-json report (ours or upstream's)")
+    ci.add_argument("--fail-on-regression", action="store_true",
+                    help="add the gate baseline_regressions: no pass->fail, no new errors (needs --baseline)")
+    ci.add_argument("--shard", metavar="I/N",
+                    help="run part I of N of the selected samples (or `auto` from the CI's parallel-job "
+                    "variables); gates are applied by merge-reports")
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -86,8 +103,27 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
         checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
-        html_budget_mb=args.html_budget_mb)
+        html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
+        baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=_shard_text(args))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
+
+
+def _shard_text(args: argparse.Namespace) -> str | None:
+    """``--shard`` as ``I/N``; ``auto`` is resolved now, so a resume runs the same part."""
+    if args.fail_on_regression and args.baseline is None:
+        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
+    if args.shard is None:
+        return None
+    import os
+
+    from .plan.shard import parse_shard, shard_from_env
+
+    if args.baseline is not None:
+        raise UsageError("--baseline compares whole runs; pass it to merge-reports instead of to each shard")
+    if args.output_json is None:
+        raise UsageError("--shard needs --output-json PATH: merge-reports merges the shards' JSON reports")
+    shard = shard_from_env(os.environ) if args.shard == "auto" else parse_shard(args.shard)
+    return str(shard)
 
 
 #: Options that --resume may be given with: --eval-dir only says where to look up an id.
@@ -115,6 +151,60 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir),
                                                         opts.checkpoint_dir(args)))
+    return ExitCode.OK if passed else ExitCode.FAILED
+
+
+# --- compare, merge-reports ------------------------------------------------------------
+
+
+def add_compare(sub: Any) -> None:
+    p = sub.add_parser("compare", help="compare two run reports sample by sample",
+                       description="Compare two --output-json reports (ours or upstream's), matching samples "
+                       "by case, target and time: pass->fail, fail->pass, error and observed-value changes, "
+                       "added and removed samples. Exits 1 when B regressed (pass->fail or new errors).")
+    p.add_argument("baseline", metavar="A.json", help="the earlier report (the baseline)")
+    p.add_argument("current", metavar="B.json", help="the later report")
+    p.add_argument("--output-json", metavar="PATH", help="write the comparison as JSON")
+    p.set_defaults(handler=run_compare)
+
+
+def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from .reports.baseline import compare_reports, format_diff
+    from .reports.json_report import write_report
+
+    found = compare_reports(Path(args.baseline), Path(args.current))
+    print(format_diff(found), file=out)
+    if args.output_json:
+        write_report(Path(args.output_json), found.to_json())
+    return ExitCode.FAILED if found.regressions else ExitCode.OK
+
+
+def add_merge_reports(sub: Any) -> None:
+    p = sub.add_parser("merge-reports", help="merge the reports of `run --shard` jobs and apply the gates",
+                       description="Check that shard reports come from one eval and options and cover every "
+                       "selected sample exactly once, then recompute summaries, stability and gates as one "
+                       "unsharded run would. Exits 0 when every gate passed, 1 otherwise.")
+    p.add_argument("reports", nargs="+", metavar="SHARD.json", help="the shards' --output-json reports")
+    p.add_argument("--output-json", metavar="PATH", help="write the merged report")
+    p.add_argument("--junit-xml", metavar="PATH", help="write the merged JUnit XML report")
+    p.add_argument("--annotations", choices=("auto", "github", "none"), default="auto",
+                   help="GitHub Actions annotations and job summary (default: auto)")
+    p.add_argument("--baseline", metavar="PREVIOUS.json", help="compare the merged run with a previous report")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="add the gate baseline_regressions (needs --baseline)")
+    p.set_defaults(handler=run_merge_reports)
+
+
+def run_merge_reports(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .run.merge_command import execute_merge
+
+    if args.fail_on_regression and args.baseline is None:
+        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
+    passed = execute_merge(args.reports, out, output_json=args.output_json, junit_xml=args.junit_xml,
+                           annotations=args.annotations, baseline=args.baseline,
+                           fail_on_regression=args.fail_on_regression)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
@@ -380,10 +470,11 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- entry points ----------------------------------------------------------------------
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
-                                               add_build_zipapp, add_video_store, add_review, add_report)
+                                               add_build_zipapp, add_video_store, add_review, add_report,
+                                               add_compare, add_merge_reports)
 #: The command each of COMMANDS adds, in the same order.
 COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
-                 "review", "report")
+                 "review", "report", "compare", "merge-reports")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -119,6 +119,9 @@ class VideoError(EvalError):
 class AdapterError(EvalError):
     """The adapter could not be loaded, constructed, called or closed."""
 
+    #: The adapter's own stack trace, when a command adapter sent one with its error.
+    stack: str | None = None
+
 
 class ProtocolError(AdapterError):
     """A command adapter sent something protocol version 1 does not allow."""

@@ -79,6 +79,8 @@ class SampleResult:
     error_kind: ErrorKind | None = None
     artifact_image: str | None = None
     artifact_json: str | None = None
+    #: An adapter error's stack trace (ours; written only when there is one, for JUnit bodies).
+    traceback: str | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -101,6 +103,8 @@ class SampleResult:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _FIELD_NAMES}
+        if data["traceback"] is None:
+            del data["traceback"]
         for name in ("status", "evaluation_timing_mode", "error_kind"):
             value = data[name]
             if value is not None:
@@ -136,7 +140,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "case": str, "target": str, "target_label": str, "sample_index": int,
     "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
     "evaluation_duration_seconds": (int, float), "frame_index": int,
-    "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str,
+    "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str, "traceback": str,
 }
 
 

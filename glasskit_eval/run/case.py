@@ -26,7 +26,16 @@ from ..errors import AdapterError, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
 from ..video.frames import DecodedFrame, decode_at
-from .judge import Judge, Misjudged, describe, error_result, exception_text, ignored_result, judge
+from .judge import (
+    Judge,
+    Misjudged,
+    describe,
+    error_result,
+    error_trace,
+    exception_text,
+    ignored_result,
+    judge,
+)
 
 T = TypeVar("T")
 
@@ -185,7 +194,8 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
             if keep_going:
                 _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
-                                         timing_mode=TimingMode.INDIVIDUAL), image, record)
+                                         timing_mode=TimingMode.INDIVIDUAL, traceback=error_trace(exc)),
+                      image, record)
             elif not failure:
                 failure.append(SampleFailure(message, completed))
             return
@@ -282,7 +292,8 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
             raise SampleFailure(message, 0) from exc
         for sample, frame, image in items:
             _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
-                                     duration=duration / len(items), timing_mode=TimingMode.BATCH),
+                                     duration=duration / len(items), timing_mode=TimingMode.BATCH,
+                                     traceback=error_trace(exc)),
                   image, record)
         return
     duration = (time.perf_counter() - started) / len(items)

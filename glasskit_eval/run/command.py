@@ -39,10 +39,12 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
     from ..adapters.choose import adapter_spec, python_target
     from ..cases.evaldir import load_adapter_config
     from ..plan.planning import build_plan
+    from ..plan.shard import parse_shard, shard_plan
     from ..reports.console import ConsoleListener, print_summary
     from ..reports.json_report import build_report, write_report
     from ..store.videos import video_resolver
     from ..summary import RunSummary
+    from . import ci
     from .failures import FailureSaver
     from .reuse import RunStore
     from .trials import run_trials
@@ -58,6 +60,10 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
                           resolve_video=video_resolver(lambda message: print(message, file=err)),
                           on_video=digests.start)
+        # A shard plans the whole selection, then runs its part of it (the split needs the whole).
+        full = plan
+        if request.shard is not None:
+            plan = shard_plan(full, parse_shard(request.shard))
         root = plan.eval_dir.root
         if request.adapter_command is None:
             request = replace(request, adapter=python_target(request.adapter, root))
@@ -67,13 +73,14 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
                               artifacts_dir=_absolute(request.artifacts_dir), html=_absolute(request.html),
-                              checkpoint_dir=_absolute(request.checkpoint_dir))
-            created = life.create(root, request.to_json(), plan_fingerprints(plan, request.case, digests),
+                              checkpoint_dir=_absolute(request.checkpoint_dir),
+                              junit_xml=_absolute(request.junit_xml), baseline=_absolute(request.baseline))
+            created = life.create(root, request.to_json(), plan_fingerprints(full, request.case, digests),
                                   total=plan.sample_count * request.repeat, root=request.checkpoint_root())
             # Said at once: a run the OOM killer ends can still be resumed from it.
             print(f"Checkpoint: {created.path}", file=err, flush=True)
         else:
-            life.check_unchanged(plan, request.case, digests)
+            life.check_unchanged(full, request.case, digests)
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         saver = FailureSaver(artifacts or root / "runs") if request.save_failures else None
         listener = ConsoleListener(out, verbose=request.verbose)
@@ -87,6 +94,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         checkpoint = life.checkpoint
         assert checkpoint is not None
         checkpoint.close()
+        result, baseline = ci.finish_result(result, request)
         summary = RunSummary.of(result)
         errors = summary.resumable_adapter_errors
         report_checkpoint: dict[str, Any] | None = {
@@ -95,8 +103,12 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             report_checkpoint = None  # error-only: rerunning the command loses nothing
         hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
         print_summary(summary, out, resume_hint=hint)
+        ci.print_notes(request, baseline, out)
         if request.output_json:
-            write_report(Path(request.output_json), build_report(summary, checkpoint=report_checkpoint))
+            report = build_report(summary, checkpoint=report_checkpoint)
+            report.update(ci.report_extras(request, full, checkpoint.manifest.fingerprints, baseline))
+            write_report(Path(request.output_json), report)
+        ci.write_outputs(summary, request, full, baseline, out)
         if request.html and thumbnails is not None:
             _write_html(Path(request.html), summary, plan, thumbnails)
         life.finish(complete=not errors)

@@ -42,7 +42,7 @@ def describe(sample: ScheduledSample) -> str:
 def make_result(sample: ScheduledSample, status: Status, reason: str, *, frame: DecodedFrame | None = None,
                 duration: float | None = None, timing_mode: TimingMode | None = None,
                 observed: Any = None, observed_value: Any = None,
-                error_kind: ErrorKind | None = None) -> SampleResult:
+                error_kind: ErrorKind | None = None, traceback: str | None = None) -> SampleResult:
     """The one constructor of results from a scheduled sample."""
     declared = sample.block.compare
     return SampleResult(
@@ -64,6 +64,7 @@ def make_result(sample: ScheduledSample, status: Status, reason: str, *, frame: 
         frame_index=frame.index if frame is not None else None,
         media_timestamp_s=float(frame.media_time) if frame is not None else None,
         error_kind=error_kind,
+        traceback=traceback,
     )
 
 
@@ -84,10 +85,10 @@ def bounded(message: str) -> str:
 
 def error_result(sample: ScheduledSample, kind: ErrorKind, message: str, *, frame: DecodedFrame | None,
                  duration: float | None, timing_mode: TimingMode | None,
-                 observed: Any = None, observed_value: Any = None) -> SampleResult:
+                 observed: Any = None, observed_value: Any = None, traceback: str | None = None) -> SampleResult:
     return make_result(sample, Status.ERROR, _PREFIX[kind] + bounded(message), frame=frame, duration=duration,
                        timing_mode=timing_mode, observed=observed, observed_value=observed_value,
-                       error_kind=kind)
+                       error_kind=kind, traceback=traceback)
 
 
 class Misjudged(Exception):
@@ -106,9 +107,12 @@ class Misjudged(Exception):
 
     def as_result(self, sample: ScheduledSample, frame: DecodedFrame | None, duration: float | None,
                   timing_mode: TimingMode | None) -> SampleResult:
+        # A comparator crash shows where it crashed; a bad observation has no trace worth showing.
+        cause = self.__cause__ if self.kind is ErrorKind.COMPARISON else None
         return error_result(sample, self.kind, self.message, frame=frame, duration=duration,
                             timing_mode=timing_mode, observed=self.observed,
-                            observed_value=self.observed_value)
+                            observed_value=self.observed_value,
+                            traceback=error_trace(cause) if cause is not None else None)
 
 
 def plain_observation(sample: ScheduledSample, observation: Any) -> Any:
@@ -142,6 +146,16 @@ def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, durati
     reason = "matched" if outcome.passed else outcome.reason or "did not match"
     return make_result(sample, status, reason, frame=frame, duration=duration, timing_mode=timing_mode,
                        observed=observed, observed_value=value)
+
+
+def error_trace(exc: BaseException) -> str:
+    """The stack trace a report shows for an adapter error: the adapter's own, else ours."""
+    stack = getattr(exc, "stack", None)
+    if isinstance(stack, str):
+        return stack
+    import traceback
+
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
 def exception_text(exc: BaseException) -> str:

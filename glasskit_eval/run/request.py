@@ -11,6 +11,7 @@ from ..checkpoints import lifecycle as lc
 from ..checkpoints.lifecycle import AdapterRequest, restore_fields
 from ..errors import CheckpointError
 from ..plan.schedule import Filters
+from .ci_options import CHECKS as CI_CHECKS
 from .gates import GateOptions
 
 KIND = "run"
@@ -40,6 +41,14 @@ class RunRequest(AdapterRequest):
     html: str | None = None
     #: ``--html-budget-mb``: embedded thumbnails' size budget; beyond it they link to artifacts.
     html_budget_mb: int = 25
+    #: CI outputs (issue 18): JUnit XML path, annotation mode, baseline report, shard ``I/N``.
+    junit_xml: str | None = None
+    annotations: str = "auto"
+    baseline: str | None = None
+    fail_on_regression: bool = False
+    #: Resolved when the run starts (``--shard auto`` reads the CI's variables then), so a
+    #: resume runs the same part.
+    shard: str | None = None
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -85,3 +94,4 @@ _CHECKS = lc.COMMON_CHECKS | {
     "allow_empty": lc.is_bool,
     "html": lc.opt_str, "html_budget_mb": lc.opt_count,
 }
+_CHECKS.update(CI_CHECKS)

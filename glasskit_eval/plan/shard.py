@@ -1,0 +1,122 @@
+"""Splitting one run's selected samples into N shards for a CI matrix (pure).
+
+The split depends only on the plan (case files, the selection and the videos' frame sizes) and
+N, never on the machine, the clock or hash seeds, so every job of a matrix computes the same split.
+With at least N cases, whole cases are dealt out, largest expected work first, to the shard with the
+least work so far (work = evaluated samples x frame cost, :func:`frame_cost`); a video is then
+decoded by one job only. With fewer cases than shards, the cases' samples,
+each case in time order, are cut into N contiguous runs of about equal work, so each job decodes one
+stretch of a video.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..plan.schedule import ScheduledSample
+from .planning import CasePlan, Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    #: 1-based.
+    index: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+def parse_shard(text: str, what: str = "--shard") -> Shard:
+    index, sep, total = text.strip().partition("/")
+    if not sep or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
+        raise UsageError(f"{what} must be I/N with 1 <= I <= N (for example 2/4) or `auto`, got {text!r}")
+    return Shard(int(index), int(total))
+
+
+#: CI variables ``--shard auto`` reads, in order: (index variable, total variable, index base).
+CI_VARIABLES = (
+    ("CI_NODE_INDEX", "CI_NODE_TOTAL", 1),  # GitLab `parallel:`
+    ("BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0),
+    ("CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", 0),
+)
+
+
+def shard_from_env(env: Mapping[str, str]) -> Shard:
+    """``--shard auto``: GLASSKIT_SHARD (``I/N``), else the first CI's parallel-job variables."""
+    own = env.get("GLASSKIT_SHARD")
+    if own:
+        return parse_shard(own, "GLASSKIT_SHARD")
+    for index_name, total_name, base in CI_VARIABLES:
+        index, total = env.get(index_name), env.get(total_name)
+        if index is None or total is None:
+            continue
+        if not index.strip().isdigit() or not total.strip().isdigit():
+            raise UsageError(f"--shard auto: {index_name}={index!r} and {total_name}={total!r} are not "
+                             "job numbers")
+        return parse_shard(f"{int(index) + 1 - base}/{int(total)}", f"--shard auto ({index_name}, {total_name})")
+    raise UsageError("--shard auto found no shard in the environment; set GLASSKIT_SHARD=I/N (GitHub "
+                     "Actions: from ${{ strategy.job-index }} and ${{ strategy.job-total }}) or run under "
+                     "GitLab parallel, Buildkite parallelism or CircleCI parallelism")
+
+
+def frame_cost(case: CasePlan) -> int:
+    """Relative cost of reaching and decoding one frame of the case's video (an integer, so exact).
+
+    A frame costs its pixels, times the frames decoded to reach it: on average half a keyframe
+    interval (from the frame table) plus itself.
+    """
+    video = case.video
+    if video is None:
+        return 2
+    per_keyframe = video.frame_count // max(1, video.keyframe_count)
+    return video.width * video.height * (2 + per_keyframe)
+
+
+def _sample_cost(case: CasePlan, sample: ScheduledSample) -> int:
+    return 0 if sample.ignored else frame_cost(case)
+
+
+def case_cost(case: CasePlan) -> int:
+    return sum(_sample_cost(case, s) for s in case.samples)
+
+
+def assign(plan: Plan, total: int) -> list[dict[int, list[ScheduledSample]]]:
+    """For each shard (0-based), the samples of each case (by index into ``plan.cases``) it runs."""
+    shards: list[dict[int, list[ScheduledSample]]] = [{} for _ in range(total)]
+    cases = plan.cases
+    if len(cases) >= total:
+        load = [0] * total
+        order = sorted(range(len(cases)), key=lambda i: (-case_cost(cases[i]), i))
+        for i in order:
+            best = min(range(total), key=lambda s: (load[s], len(shards[s]), s))
+            shards[best][i] = list(cases[i].samples)
+            load[best] += case_cost(cases[i])
+        return shards
+    flat = [(i, s, _sample_cost(c, s)) for i, c in enumerate(cases)
+            for s in sorted(c.samples, key=lambda s: (s.time, s.sample_index))]
+    weights = [cost for _i, _s, cost in flat]
+    if not any(weights):
+        weights = [1] * len(flat)
+    whole = sum(weights)
+    done = 0
+    for (i, sample, _cost), weight in zip(flat, weights):
+        # The shard holding the sample's midpoint of cumulative work: contiguous and in order.
+        shard = min(total - 1, (2 * done + weight) * total // (2 * whole))
+        shards[shard].setdefault(i, []).append(sample)
+        done += weight
+    return shards
+
+
+def shard_plan(plan: Plan, shard: Shard) -> Plan:
+    """The part of ``plan`` that ``shard`` runs; each case keeps its samples in schedule order."""
+    mine = assign(plan, shard.total)[shard.index - 1]
+    cases = []
+    for i, case in enumerate(plan.cases):
+        if i in mine:
+            chosen = {s.sample_index for s in mine[i]}
+            cases.append(CasePlan(case.case, tuple(s for s in case.samples if s.sample_index in chosen),
+                                  case.video_path, case.video))
+    return Plan(plan.eval_dir, tuple(cases))

@@ -1,0 +1,169 @@
+"""GitHub Actions output (pure): ``::error`` workflow commands at sample lines and a job summary.
+
+Workflow commands follow GitHub's escaping rules: in the message ``%``, CR and LF are
+percent-encoded; in property values ``:`` and ``,`` are too. A run with many failures would
+flood the pull request, so at most :data:`MAX_ANNOTATIONS` samples are annotated and one more
+annotation says how many were left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..results import SampleResult, Status
+from ..summary import RunSummary
+from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows
+from .console import compact, pct, time_label
+from .junit import review_command
+from .locations import Locations, relative_path
+
+MAX_ANNOTATIONS = 50
+#: Rows of each job-summary table (GitHub caps a summary at 1 MiB).
+MAX_SUMMARY_ROWS = 50
+
+
+#: Lone surrogates: UTF-8 (the runner's log, the summary file) cannot encode them.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    return _SURROGATES.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
+def escape_data(text: str) -> str:
+    return _encodable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, message: str, **properties: str | None) -> str:
+    props = ",".join(f"{name}={escape_property(value)}" for name, value in properties.items()
+                     if value is not None)
+    return f"::{command}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Failing:
+    first: SampleResult
+    failed_trials: int
+    trials: int
+
+
+def failing_samples(summary: RunSummary) -> list[_Failing]:
+    """Each sample that failed or errored in some trial, in run order, with its first bad result."""
+    firsts: dict[tuple[str, str, int], SampleResult] = {}
+    counts: dict[tuple[str, str, int], int] = {}
+    for trial in summary.run.trials:
+        for r in trial.results:
+            if r.status in (Status.FAILED, Status.ERROR):
+                firsts.setdefault(r.key, r)
+                counts[r.key] = counts.get(r.key, 0) + 1
+    trials = len(summary.run.trials)
+    return [_Failing(firsts[k], counts[k], trials) for k in firsts]
+
+
+def _title(item: _Failing) -> str:
+    r = item.first
+    what = "error" if r.status is Status.ERROR else "failed"
+    if item.trials > 1:
+        what += f" in {item.failed_trials} of {item.trials} trials"
+    return f"{r.case} / {r.target} @ {time_label(r.timestamp_s)}s {what}"
+
+
+def _message(r: SampleResult, eval_dir: str) -> str:
+    lines = [r.reason, f"expected: {compact(r.expected)}", f"observed: {compact(r.observed_value)}"]
+    if r.frame_index is not None:
+        lines.append(f"frame: {r.frame_index}")
+    lines.append(f"review: {review_command(eval_dir, r)}")
+    return "\n".join(lines)
+
+
+def github_annotations(summary: RunSummary, locations: Locations, *, workspace: str,
+                       eval_dir: str) -> list[str]:
+    """One ``::error`` line per failed or errored sample (capped), paths relative to ``workspace``."""
+    items = failing_samples(summary)
+    lines = []
+    for item in items[:MAX_ANNOTATIONS]:
+        where = locations.get(item.first.key)
+        file = None if where is None else relative_path(where.path, workspace)
+        line = None if where is None or where.line is None else str(where.line)
+        lines.append(workflow_command("error", _message(item.first, eval_dir), file=file, line=line,
+                                      title=_title(item)))
+    left = len(items) - MAX_ANNOTATIONS
+    if left > 0:
+        lines.append(workflow_command(
+            "error", f"{left} more failed or errored samples are not annotated; see the job summary "
+            "or the JUnit report for all of them", title=f"glasskit_eval: {left} more failing samples"))
+    return lines
+
+
+def _cell(text: str) -> str:
+    # GitHub splits table rows on `|` before anything else, even inside code spans.
+    return _encodable(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """``text`` as a code span: fenced by more backticks than it contains in a row."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _capped(rows: list[list[str]], what: str) -> tuple[list[list[str]], list[str]]:
+    if len(rows) <= MAX_SUMMARY_ROWS:
+        return rows, []
+    return rows[:MAX_SUMMARY_ROWS], ["", f"… and {len(rows) - MAX_SUMMARY_ROWS} more {what}."]
+
+
+def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, title: str = "glasskit_eval") -> str:
+    """The job summary (GitHub-flavoured Markdown), ending in a newline."""
+    run = summary.run
+    total = summary.total
+    verdict = "passed" if summary.success else "failed"
+    out = [f"## {title}: {verdict}", ""]
+    trials = f", {len(run.trials)} trials" if len(run.trials) > 1 else ""
+    out.append(f"{len(run.cases)} cases{trials}: {total.evaluated} evaluated, {total.passed} passed, "
+               f"{total.failed} failed, {total.errors} errors, {total.ignored} ignored; "
+               f"pass rate {pct(total.pass_rate)}")
+    gates = [(f"Trial {t.trial}" if len(run.trials) > 1 else "Run", g) for t in run.trials for g in t.gates]
+    gates += [("Run", g) for g in run.gates]
+    if gates:
+        out += ["", "### Gates", ""]
+        out += _table(["Scope", "Gate", "Result", "Detail"],
+                      [[scope, _code(g.name), "✅ passed" if g.passed else "❌ failed", g.message]
+                       for scope, g in gates])
+    out += ["", "### By target", ""]
+    out += _table(["Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored"],
+                  [[g.display, pct(g.counts.pass_rate), str(g.counts.passed), str(g.counts.failed),
+                    str(g.counts.errors), str(g.counts.ignored)] for g in summary.targets])
+    failing = failing_samples(summary)
+    if failing:
+        rows = [[f.first.case, f.first.target, f"{time_label(f.first.timestamp_s)}s",
+                 f.first.status.value + (f" ({f.failed_trials}/{f.trials})" if f.trials > 1 else ""),
+                 _code(compact(f.first.expected)), _code(compact(f.first.observed_value)), f.first.reason]
+                for f in failing]
+        shown, more = _capped(rows, "failing samples")
+        out += ["", "### Failures", ""]
+        out += _table(["Case", "Target", "Time", "Status", "Expected", "Observed", "Reason"], shown) + more
+    if baseline is not None:
+        counts = ", ".join(f"{n} {kind}" for kind, n in baseline.counts().items() if n) or "no changes"
+        out += ["", "### Baseline", "", f"Against {_code(baseline.path)}: {baseline.matched} samples matched; "
+                f"{counts}."]
+        if baseline.changes:
+            shown, more = _capped(change_rows(baseline), "changes")
+            out += ["", *_table(CHANGE_HEADERS, shown), *more]
+    return "\n".join(out) + "\n"

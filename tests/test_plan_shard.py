@@ -1,0 +1,101 @@
+"""Shard splits: deterministic, exactly once, balanced by work; `--shard auto` from CI variables."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from evalkit import make_eval
+
+from glasskit_eval.errors import UsageError
+from glasskit_eval.plan.planning import Plan, build_plan
+from glasskit_eval.plan.schedule import Filters
+from glasskit_eval.plan.shard import (
+    Shard,
+    assign,
+    frame_cost,
+    parse_shard,
+    shard_from_env,
+    shard_plan,
+)
+
+
+def case(times: str, video: str = "cfr_h264.mp4") -> str:
+    return f"video: {video}\ntargets:\n  a:\n    samples:\n    - at: [{times}]\n      expect: 1\n"
+
+
+def plan_of(tmp_path: Path, cases: dict[str, str]) -> Plan:
+    eval_dir = make_eval(tmp_path, cases, videos=("cfr_h264.mp4", "vp9.webm"))
+    return build_plan(eval_dir, Filters(), allow_empty=False)
+
+
+def keys(plan: Plan) -> list[tuple[str, int]]:
+    return [(c.case.name, s.sample_index) for c in plan.cases for s in c.samples]
+
+
+def test_whole_cases_by_work_when_there_are_enough_cases(tmp_path: Path) -> None:
+    # Sample counts 6, 1, 1, 1, 3: dealt biggest first to the least loaded shard.
+    plan = plan_of(tmp_path, {"a": case("0, 0.2, 0.4, 0.6, 0.8, 1"), "b": case("0"), "c": case("0.1"),
+                              "d": case("0.2"), "e": case("0, 0.5, 1")})
+    parts = [shard_plan(plan, Shard(i, 3)) for i in (1, 2, 3)]
+    assert [[c.case.name for c in p.cases] for p in parts] == [["a"], ["e"], ["b", "c", "d"]]
+    assert sorted(k for p in parts for k in keys(p)) == sorted(keys(plan))
+    # A pure function of the plan: the same split every time.
+    assert [keys(shard_plan(plan, Shard(i, 3))) for i in (1, 2, 3)] == [keys(p) for p in parts]
+
+
+def test_frame_cost_weighs_the_work(tmp_path: Path) -> None:
+    # cfr_h264.mp4 has one keyframe in 20 frames, bframes_h264.mp4 one in 10: reaching a frame of the
+    # first costs more, so its 2 samples outweigh 3 of the second (by count it would be the reverse).
+    eval_dir = make_eval(tmp_path, {"big": case("0, 0.1"), "small": case("0, 0.1, 0.2", "bframes_h264.mp4"),
+                                    "tiny": case("0", "bframes_h264.mp4")},
+                         videos=("cfr_h264.mp4", "bframes_h264.mp4"))
+    plan = build_plan(eval_dir, Filters(), allow_empty=False)
+    costs = {c.case.name: frame_cost(c) for c in plan.cases}
+    assert costs["big"] * 2 > costs["small"] * 3
+    shards = assign(plan, 2)
+    assert [sorted(plan.cases[i].case.name for i in s) for s in shards] == [["big"], ["small", "tiny"]]
+
+
+def test_fewer_cases_than_shards_cuts_contiguous_time_slices(tmp_path: Path) -> None:
+    text = ("video: cfr_h264.mp4\ntargets:\n  a:\n    samples:\n    - range: [0, 1.2]\n      every_s: 0.1\n"
+            "      expect: 1\n  b:\n    samples:\n    - at: [0.05, 1.15]\n      expect: 1\n")
+    plan = plan_of(tmp_path, {"only": text})
+    parts = [shard_plan(plan, Shard(i, 4)) for i in (1, 2, 3, 4)]
+    times = [[float(s.time) for c in p.cases for s in c.samples] for p in parts]
+    assert [len(t) for t in times] == [3, 4, 3, 4]
+    # Each shard is one stretch of the video; together they cover it once, in time order.
+    spans = [(min(t), max(t)) for t in times]
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+    assert sorted(k for p in parts for k in keys(p)) == sorted(keys(plan))
+    # Within a shard, results keep the schedule's order (targets, then blocks, then times).
+    assert [s.target.id for s in parts[0].cases[0].samples] == ["a", "a", "b"]
+
+
+def test_more_shards_than_samples_leaves_some_empty(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"one": case("0, 1")})
+    sizes = [len(keys(shard_plan(plan, Shard(i, 3)))) for i in (1, 2, 3)]
+    assert sorted(sizes) == [0, 1, 1]
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"GLASSKIT_SHARD": "2/5", "CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "3"}, Shard(2, 5)),
+    ({"CI_NODE_INDEX": "3", "CI_NODE_TOTAL": "3"}, Shard(3, 3)),  # GitLab counts from 1
+    ({"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "4"}, Shard(1, 4)),  # from 0
+    ({"CIRCLE_NODE_INDEX": "1", "CIRCLE_NODE_TOTAL": "2"}, Shard(2, 2)),  # from 0
+])
+def test_shard_auto_reads_each_ci(env: dict[str, str], expected: Shard) -> None:
+    assert shard_from_env(env) == expected
+
+
+def test_bad_shards_are_usage_errors() -> None:
+    for text in ("0/3", "4/3", "3", "a/b", "1/0"):
+        with pytest.raises(UsageError, match="must be I/N"):
+            parse_shard(text)
+    with pytest.raises(UsageError, match="found no shard in the environment; set GLASSKIT_SHARD"):
+        shard_from_env({})
+    with pytest.raises(UsageError, match=r"CIRCLE_NODE_INDEX='x'"):
+        shard_from_env({"CIRCLE_NODE_INDEX": "x", "CIRCLE_NODE_TOTAL": "2"})
+    with pytest.raises(UsageError, match=r"GLASSKIT_SHARD must be I/N"):
+        shard_from_env({"GLASSKIT_SHARD": "3/2"})
