@@ -425,6 +425,7 @@ PURE = """async () => {
     draft: e.keepAsDraft([{ at: 1, expect: 2, comment: "c" }], 0).blocks,
     steps: history.undoSteps.length, limit: HISTORY_LIMIT, oldest: history.undoSteps[0].label,
     untouched: JSON.stringify(two),
+    tickOut: [0.5, 1.9, 1.1, 4.5].map((t) => e.clearOfRanges([{ at: 0 }, r(1, 2), r(4, 6)], 0, t, (x) => x - 0.1)),
   };
 }"""
 
@@ -445,4 +446,5 @@ def test_edit_functions(review: Review) -> None:
     assert got["deleteTick"] == [{"at": 2}] and got["deleteLast"] is True
     assert got["draft"] == [{"at": 1, "comment": "c"}]
     assert got["limit"] >= 100 and got["steps"] == got["limit"] and got["oldest"] == str(250 - got["limit"])
+    assert got["tickOut"] == [0.5, 2, 0.9, 3.9]  # out of the ranges, at the nearer side
     assert got["untouched"] == '[{"range":[0,2],"expect":false,"comment":"c"},{"range":[2,4],"expect":false}]'

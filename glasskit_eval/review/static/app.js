@@ -362,13 +362,17 @@ const actions = {
   answer, moveTab,
 };
 
+// The frame next to the one at t (its shortest selecting decimal), for snapping out of neighbours.
+function neighbourFrame(t, direction) {
+  const times = state.frameTimes;
+  const k = nearestIndex(times, t) + direction;
+  return times.length && k >= 0 && k < times.length ? frameTime(times, k) : round6(t + direction * 0.001);
+}
+
 const timeline = new Timeline($("timeline"), {
   state, seek, select, commit: commitDrag, focusTarget, snap: (t) => snapTime(state.frameTimes, t),
-  frameAfter: (t) => {
-    const times = state.frameTimes;
-    const k = nearestIndex(times, t);
-    return times.length && k + 1 < times.length ? frameTime(times, k + 1) : round6(t + 0.001);
-  },
+  frameAfter: (t) => neighbourFrame(t, 1),
+  frameBefore: (t) => neighbourFrame(t, -1),
 });
 const player = new Player({ timeline, onError: (message) => showBanner(message) });
 const inspector = new Inspector({ state, commit: commitBlock, remove, playheadTime, blockTimes, useObserved, seek });

@@ -76,6 +76,17 @@ export function keepAsDraft(blocks, index) {
   return { blocks: out, selection: { block: index, tick: "range" in out[index] ? null : 0 }, label: "make the last sample a draft" };
 }
 
+// Where a dragged timestamp may land: out of any range of the target, at the nearer side
+// (a range's end is outside it; before its start means the frame before).
+export function clearOfRanges(blocks, index, t, frameBefore = (x) => x - 0.001) {
+  for (const [i, other] of blocks.entries()) {
+    if (i === index || !("range" in other)) continue;
+    const [start, end] = other.range;
+    if (t >= start - 1e-9 && t < end - 1e-9) return t - start < end - t ? Math.max(0, frameBefore(start)) : end;
+  }
+  return t;
+}
+
 export function moveTick(blocks, index, tick, t) {
   const raw = blocks[index];
   const out = clone(blocks);

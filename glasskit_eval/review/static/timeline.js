@@ -2,7 +2,7 @@
 // run-report markers as dots. Ranges drag to move, their ends drag to resize; a boundary two
 // ranges share moves both (Alt: one). Bars and ticks are focusable: Tab to them, Enter selects.
 import { activatable, compact, el, rawTimes, atList, fmtS, keepFocus } from "./util.js";
-import { dragEdge, moveRange, moveTick } from "./edits.js";
+import { clearOfRanges, dragEdge, moveRange, moveTick } from "./edits.js";
 
 const NAME_WIDTH = 140;
 const DRAG_THRESHOLD_PX = 3;
@@ -10,7 +10,7 @@ const DRAG_THRESHOLD_PX = 3;
 export class Timeline {
   constructor(root, ctx) {
     this.root = root;
-    this.ctx = ctx; // {state, seek, select(target, block, tick, time), commit(target, result), focusTarget, snap, frameAfter}
+    this.ctx = ctx; // {state, seek, select(target, block, tick, time), commit(target, result), focusTarget, snap, frameAfter, frameBefore}
     this.zoom = 1;
     this.playheads = [];
     this.bars = {}; // targetId -> block index -> range bar, for drag previews
@@ -166,7 +166,7 @@ export class Timeline {
       moved = true;
       const dt = dx / this.pxPerSecond;
       if (mode === "at") {
-        const t = this.ctx.snap(Math.min(this.duration, Math.max(0, atTime + dt)));
+        const t = clearOfRanges(blocks, index, this.ctx.snap(Math.min(this.duration, Math.max(0, atTime + dt))), this.ctx.frameBefore);
         node.style.left = `${this.x(t)}px`;
         result = moveTick(blocks, index, tick, t);
         return;

@@ -129,10 +129,13 @@ export function jsonEqual(a, b) {
 export const round6 = (t) => Number(t.toFixed(6));
 
 // A clickable element that is also reachable by keyboard: Tab focuses it, Enter/Space activate it.
+// Table rows keep their row role (and their cells are read out); they only become focusable.
 export function activatable(node, label, activate) {
   node.tabIndex = 0;
-  node.setAttribute("role", "button");
-  node.setAttribute("aria-label", label);
+  if (node.tagName !== "TR") {
+    node.setAttribute("role", "button");
+    node.setAttribute("aria-label", label);
+  }
   node.activate = activate;
   return node;
 }
