@@ -207,6 +207,20 @@ def test_shortcuts_work_with_focus_anywhere_but_text_boxes(page: Page, review: t
         before = tab.get_attribute("#frame-label", "data-index")
         page.press(",")
         tab.wait_for_selector(f"#frame-label[data-index]:not([data-index='{before}'])")
+    # Space plays even when a button clicked with the mouse still has the focus (Chromium would
+    # press the button on the key's release).
+    tab.click("#add-at")
+    page.saves(1)
+    page.press(" ")
+    tab.wait_for_selector("#stage.playing")
+    page.press(" ")
+    tab.wait_for_selector("#stage:not(.playing)")
+    page.press("?")
+    tab.wait_for_selector("#help[open]")
+    assert tab.is_hidden("#notice")  # no second "+ Sample" press ("a sample already exists here")
+    page.press("Escape")
+    page.press("Control+z")
+    page.saves(2)
     # In a text box keys type: "a" adds nothing, "." steps no frame.
     index = tab.get_attribute("#frame-label", "data-index")
     tab.click("#f-string")
@@ -216,5 +230,5 @@ def test_shortcuts_work_with_focus_anywhere_but_text_boxes(page: Page, review: t
     # Esc in a text box puts the saved value back; nothing was written.
     page.press("Escape")
     assert tab.input_value("#f-string") == "closed"
-    assert page.saves_now() == 0 and case_file.read_text() == CASE
+    assert page.saves_now() == 2 and case_file.read_text() == CASE
     assert page.problems == []

@@ -46,7 +46,23 @@ function typedSinceCommit(node) {
   return node.dataset.committed !== undefined ? node.value !== node.dataset.committed : node.value !== "";
 }
 
+// Whether the focused element was reached by keyboard (Tab, or focus moved by the page while
+// the keyboard was in use) rather than by a click. :focus-visible cannot tell at keydown time:
+// Chromium starts matching it on a focused button as soon as any key is pressed.
+let modality = "keyboard";
+const keyboardFocused = new WeakSet();
+
+function trackFocus() {
+  document.addEventListener("pointerdown", () => { modality = "pointer"; }, true);
+  document.addEventListener("keydown", (event) => { if (event.key === "Tab") modality = "keyboard"; }, true);
+  document.addEventListener("focusin", (event) => {
+    if (modality === "keyboard") keyboardFocused.add(event.target);
+    else keyboardFocused.delete(event.target);
+  }, true);
+}
+
 export function installKeys(actions) {
+  trackFocus();
   document.addEventListener("keydown", (event) => {
     if (document.querySelector("dialog[open]")) return; // dialogs handle their own keys
     const node = event.target;
@@ -77,7 +93,7 @@ export function installKeys(actions) {
       return;
     }
     // A focused control reached by keyboard takes Enter and Space, like any button.
-    const keyboardFocus = node !== document.body && node.matches?.(":focus-visible");
+    const keyboardFocus = node !== document.body && keyboardFocused.has(node);
     if ((key === "Enter" || (key === " " && keyboardFocus)) && node.activate) {
       event.preventDefault();
       node.activate();
@@ -92,6 +108,14 @@ export function installKeys(actions) {
     const shortcut = SHORTCUTS.find(([, , matches]) => matches?.(event));
     if (!shortcut) return;
     event.preventDefault();
+    // A button clicked earlier still has the focus; Chromium presses it on Space's keyup.
+    if (key === " ") swallowSpaceUp = true;
     shortcut[3](actions, event);
   });
+  document.addEventListener("keyup", (event) => {
+    if (event.key === " " && swallowSpaceUp) event.preventDefault();
+    if (event.key === " ") swallowSpaceUp = false;
+  });
 }
+
+let swallowSpaceUp = false;
