@@ -181,7 +181,8 @@ class Page:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{name}.png"
         self.tab.wait_for_selector("#frame-label:not(.stale)")
-        self.tab.wait_for_selector("#filmstrip figure.current")
+        index = self.tab.get_attribute("#frame-label", "data-index")
+        self.tab.wait_for_selector(f"#filmstrip figure.current[data-index='{index}']")
         self.tab.screenshot(path=str(path))
         with Image.open(path) as image:
             rgb = image.convert("RGB")

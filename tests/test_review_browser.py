@@ -222,6 +222,7 @@ def test_shortcuts_work_with_focus_anywhere_but_text_boxes(page: Page, review: t
     page.press("Control+z")
     page.saves(2)
     # In a text box keys type: "a" adds nothing, "." steps no frame.
+    tab.wait_for_selector("#frame-label:not(.stale)")
     index = tab.get_attribute("#frame-label", "data-index")
     tab.click("#f-string")
     tab.keyboard.type("a.")
