@@ -19,10 +19,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import EvalError, VideoError
 from ..support.timevalues import format_time, parse_cli_time
-from . import casedata, media
-from .edits import save_blocks
-from .errors import ApiError
-from .security import Denied, Secrets, check_host, check_session, check_write
+from . import casedata, edits, media
+from .errors import ApiError, Denied, NotFound, ReviewError
+from .security import Secrets, check_host, check_session, check_write
 
 log = logging.getLogger(__name__)
 
@@ -85,18 +84,21 @@ class ReviewState:
     markers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     report_path: str | None = None
     frames: media.FrameCache = field(default_factory=media.FrameCache)
+    #: File states served or written: what undo and redo may restore.
+    revisions: edits.Revisions = field(default_factory=edits.Revisions)
+
+    def detail(self, loaded: casedata.LoadedCase) -> dict[str, Any]:
+        """The case as the page gets it, report markers annotated; remembers its revision."""
+        self.revisions.add(loaded.revision)
+        return casedata.case_detail(loaded, self.markers.get(loaded.id))
 
 
 def handle(state: ReviewState, request: Request) -> Response:
     """Answer one request; never raises, never leaks a traceback."""
     try:
         return _handle(state, request)
-    except Denied as exc:
-        return Response.error(exc.status, exc.code, exc.message)
-    except ApiError as exc:
+    except ReviewError as exc:
         return Response.error(exc.status, exc.code, exc.message, **exc.extra)
-    except casedata.NotFound as exc:
-        return Response.error(404, "not_found", str(exc))
     except VideoError as exc:
         return Response.error(422, "video_error", str(exc))
     except EvalError as exc:
@@ -120,17 +122,44 @@ def _handle(state: ReviewState, request: Request) -> Response:
             response.headers.append(("Content-Length", str(len(response.body))))
             response.body = b""
         return response
-    if method == "PUT" and len(parts) == 6 and parts[:2] == ["api", "cases"] and parts[3] == "targets" \
-            and parts[5] == "samples":
+    write = _WRITES.get((method, _route_shape(parts)))
+    if write is not None:
         length = check_write(state.secrets, request.headers, state.port)
         body = _json_body(request.read_body(length))
-        detail = save_blocks(state.root, parts[2], parts[4], body,
-                                   state.markers.get(parts[2], []))
-        return Response.json(detail)
+        written = write(state, parts, body)
+        return Response.json({**state.detail(written.loaded), "saved": written.saved})
     if method in ("POST", "PUT", "PATCH", "DELETE"):
-        raise ApiError(404 if method == "PUT" else 405, "not_found" if method == "PUT" else
-                       "method_not_allowed", f"{method} {path} is not an API write")
+        raise ApiError(404 if method in ("PUT", "DELETE") else 405,
+                       "not_found" if method in ("PUT", "DELETE") else "method_not_allowed",
+                       f"{method} {path} is not an API write")
     raise ApiError(405, "method_not_allowed", f"method {method} is not allowed")
+
+
+def _route_shape(parts: list[str]) -> tuple[str, ...]:
+    """The route with its case and target ids blanked: ``api/cases/*/targets/*/samples``."""
+    if parts[:2] != ["api", "cases"] or len(parts) < 3:
+        return tuple(parts)
+    return tuple("*" if i in (2, 4) and parts[i - 1] in ("cases", "targets") else p
+                 for i, p in enumerate(parts))
+
+
+def _save_samples(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
+    return edits.save_blocks(state.root, parts[2], parts[4], body)
+
+
+def _remove_target(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
+    return edits.remove_target(state.root, parts[2], parts[4], body)
+
+
+def _restore(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
+    return edits.restore_text(state.root, parts[2], body, state.revisions)
+
+
+_WRITES: dict[tuple[str, tuple[str, ...]], Callable[[ReviewState, list[str], Any], edits.Written]] = {
+    ("PUT", ("api", "cases", "*", "targets", "*", "samples")): _save_samples,
+    ("DELETE", ("api", "cases", "*", "targets", "*")): _remove_target,
+    ("PUT", ("api", "cases", "*", "restore")): _restore,
+}
 
 
 def _login(state: ReviewState, request: Request) -> Response:
@@ -149,7 +178,7 @@ def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Respo
     if len(parts) == 2 and parts[0] == "static":
         return _static(parts[1])
     if parts[:1] != ["api"]:
-        raise ApiError(404, "not_found", f"no page at {request.path}")
+        raise NotFound(f"no page at {request.path}")
     rest = parts[1:]
     if rest == ["session"]:
         return Response.json({"eval_dir": str(state.root), "initial": state.initial,
@@ -159,13 +188,12 @@ def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Respo
     if len(rest) >= 2 and rest[0] == "cases":
         case_id = rest[1]
         if len(rest) == 2:
-            loaded = casedata.load(state.root, case_id)
-            return Response.json(casedata.case_detail(loaded, state.markers.get(case_id)))
+            return Response.json(state.detail(casedata.load(state.root, case_id)))
         if len(rest) == 3:
             handler = _CASE_READS.get(rest[2])
             if handler is not None:
                 return handler(state, request, case_id)
-    raise ApiError(404, "not_found", f"no API route {request.path}")
+    raise NotFound(f"no API route {request.path}")
 
 
 def _index(state: ReviewState) -> Response:
@@ -186,7 +214,7 @@ def _asset(name: str) -> bytes:
     cached = _asset_cache.get(name)
     if cached is None:
         if name not in _static_names():
-            raise ApiError(404, "not_found", f"no static file {name!r}")
+            raise NotFound(f"no static file {name!r}")
         cached = resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
         _asset_cache[name] = cached
     return cached
@@ -195,7 +223,7 @@ def _asset(name: str) -> bytes:
 def _static(name: str) -> Response:
     suffix = Path(name).suffix.lower()
     if name == "index.html" or suffix not in STATIC_TYPES:
-        raise ApiError(404, "not_found", f"no static file {name!r}")
+        raise NotFound(f"no static file {name!r}")
     return Response(200, [("Content-Type", STATIC_TYPES[suffix]), ("Cache-Control", "no-cache")],
                     _asset(name))
 

@@ -1,4 +1,4 @@
-"""Case files as the review page sees them: listing, status, detail, report markers.
+"""Case files as the review page sees them: listing, status and detail.
 
 Case ids are file stems taken from the ``cases/`` listing at request time; a
 request names an id and gets the listed path, so no request text ever becomes
@@ -7,23 +7,18 @@ part of a filesystem path.
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ..cases.model import Case, LocalVideo, SampleBlock, block_times
-from ..cases.parse import load_case
+from ..cases.parse import parse_case
 from ..compare.values import infer_mode
-from ..errors import Problem, UsageError, VideoError
-from ..yamltext.source import YamlDocument
+from ..errors import Problem, VideoError
+from ..yamltext.source import YamlDocument, load_yaml_text
+from .errors import NotFound
 from .media import content_type
-
-
-class NotFound(Exception):
-    """A case, target or file the request named does not exist."""
 
 
 def list_case_paths(root: Path) -> dict[str, Path]:
@@ -65,13 +60,21 @@ def load(root: Path, case_id: str) -> LoadedCase:
         data = path.read_bytes()
     except OSError as exc:
         raise NotFound(f"cannot read {path}: {exc.strerror or exc}") from None
+    return loaded_from(case_id, path, data)
+
+
+def loaded_from(case_id: str, path: Path, data: bytes) -> LoadedCase:
+    """The case as ``data`` says, for ``path``: text, revision and model all describe these bytes."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return LoadedCase(case_id, path, "", revision_of(data), None,
                           (Problem(str(path), "", "file is not UTF-8 text"),))
-    # Empty targets are fine while labelling; `run` will still insist on samples.
-    case, problems = load_case(path, allow_empty=True)
+    # Empty targets load (a skeleton is labelled one target at a time); the badge flags them.
+    doc, problems = load_yaml_text(text, str(path))
+    case = None
+    if not problems:
+        case, problems = parse_case(doc, path, allow_empty=True)
     return LoadedCase(case_id, path, text, revision_of(data), case, tuple(problems))
 
 
@@ -81,9 +84,12 @@ def draft_count(case: Case) -> int:
 
 def status_of(loaded: LoadedCase) -> dict[str, Any]:
     if loaded.case is None or loaded.problems:
-        return {"status": "invalid", "drafts": 0, "problems": [_problem_json(p) for p in loaded.problems]}
+        return {"status": "invalid", "drafts": 0, "empty_targets": [], "problems": [_problem_json(p) for p in loaded.problems]}
     drafts = draft_count(loaded.case)
-    return {"status": "drafts" if drafts else "ready", "drafts": drafts, "problems": []}
+    empty = [t.id for t in loaded.case.targets if not t.blocks]
+    # `validate` refuses both; the page may hold them while labelling, but never calls them ready.
+    return {"status": "drafts" if drafts or empty else "ready", "drafts": drafts,
+            "empty_targets": empty, "problems": []}
 
 
 def _problem_json(problem: Problem) -> dict[str, Any]:
@@ -193,6 +199,8 @@ def _defaults_json(doc: YamlDocument, target_id: str) -> dict[str, Any]:
 
 
 def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    from .report import annotate
+
     out: dict[str, Any] = {
         **case_summary(loaded),
         "revision": loaded.revision,
@@ -201,7 +209,7 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
         "targets": [],
         "video": None,
         "every_s": None,
-        "markers": markers or [],
+        "markers": annotate(markers or [], loaded.case),
     }
     case = loaded.case
     if case is None:
@@ -216,40 +224,3 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
         for t in case.targets
     ]
     return out
-
-
-# --- run reports ------------------------------------------------------------------------------
-
-
-def load_report(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Per case, the pass/fail/error markers of a ``run --output-json`` report."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read --report {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--report {path} is not valid JSON: {exc}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("trials"), list):
-        raise UsageError(f"--report {path} is not a run report; write one with "
-                         "`run --output-json results.json`")
-    markers: dict[str, list[dict[str, Any]]] = {}
-    for trial in report["trials"]:
-        if not isinstance(trial, dict):
-            continue
-        for result in trial.get("results") or []:
-            if not isinstance(result, dict) or not isinstance(result.get("case"), str):
-                continue
-            time = result.get("timestamp_s")
-            if not isinstance(time, (int, float)) or isinstance(time, bool) or not math.isfinite(time):
-                continue
-            markers.setdefault(result["case"], []).append({
-                "trial": trial.get("trial"),
-                "target": result.get("target"),
-                "time_s": float(time),
-                "status": result.get("status"),
-                "reason": result.get("reason"),
-                "expected": result.get("expected"),
-                "observed_value": result.get("observed_value"),
-                "frame_index": result.get("frame_index"),
-            })
-    return markers

@@ -1,23 +1,25 @@
-"""Saving the page's edits: one target's sample blocks at a time.
+"""The review page's writes: a target's sample blocks, a target's removal, and restoring a state.
 
-The page sends the blocks as they should be written (raw mappings, inherited
-settings left out) plus the revision it loaded. The minimal-diff writer
-renders only the changed blocks; the result must validate before it replaces
-the file, and the replacement is refused if the file changed on disk since the
-page loaded it, so a concurrent edit is reported as a conflict, never lost.
+Every write names the revision (content hash) the page last saw and goes through
+one path: build the candidate text, check it with ``validate``'s code
+(``checks``), then replace the file atomically only if it still has that
+revision. So a refused edit leaves the file untouched, and a file changed on disk
+since the page read it is a conflict, never overwritten. Undo and redo are
+restores: a whole-file write of a text this server itself served or wrote,
+through the same check and the same conflict test.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.edit import candidate_problems
-from ..cases.model import Case, block_times
-from ..errors import Problem, VideoError
+from ..cases.write import content_hash
 from . import casedata
-from .errors import ApiError
+from .checks import candidate_problems, empty_targets, short
+from .errors import ApiError, NotFound
 
 MAX_BLOCKS = 10_000
 
@@ -25,65 +27,162 @@ MAX_BLOCKS = 10_000
 _save_lock = threading.Lock()
 
 
-def _check_body(body: Any) -> tuple[str, list[dict[str, Any]]]:
+class Revisions:
+    """Hashes of every file state this server served or wrote: the only texts a restore may write."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, revision: str) -> None:
+        with self._lock:
+            self._seen.add(revision)
+
+    def __contains__(self, revision: object) -> bool:
+        with self._lock:
+            return revision in self._seen
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write did (``saved`` goes to the page) and the case as it is now on disk."""
+
+    saved: dict[str, Any]
+    loaded: casedata.LoadedCase
+
+
+# --- request bodies ---------------------------------------------------------------------------
+
+
+def _revision(body: Any) -> str:
     if not isinstance(body, dict):
-        raise ApiError(400, "bad_request", "body must be a JSON object {revision, blocks}")
+        raise ApiError(400, "bad_request", "body must be a JSON object with the revision the page loaded")
     revision = body.get("revision")
-    blocks = body.get("blocks")
     if not isinstance(revision, str) or not revision:
         raise ApiError(400, "bad_request", "body.revision must be the revision the page loaded")
+    return revision
+
+
+def _blocks(body: Any) -> list[dict[str, Any]]:
+    blocks = body.get("blocks")
     if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
         raise ApiError(400, "bad_request", f"body.blocks must be a list of at most {MAX_BLOCKS} blocks")
     for i, block in enumerate(blocks):
         if not isinstance(block, dict):
             raise ApiError(422, "invalid_edit", f"blocks[{i}] must be a mapping")
-    return revision, blocks
+    return blocks
 
 
-def save_blocks(root: Path, case_id: str, target_id: str, body: Any,
-                markers: list[dict[str, Any]]) -> dict[str, Any]:
-    """Replace the samples of one target; returns the new case detail."""
-    with _save_lock:
-        saved = _save(root, case_id, target_id, body)
-    loaded = casedata.load(root, case_id)
-    detail = casedata.case_detail(loaded, markers)
-    detail["saved"] = saved
-    return detail
+# --- the three writes ---------------------------------------------------------------------------
 
 
-def _save(root: Path, case_id: str, target_id: str, body: Any) -> dict[str, Any]:
-    from ..cases.write import replace_text
-    from ..errors import CaseConflictError, CaseEditError
+def save_blocks(root: Path, case_id: str, target_id: str, body: Any) -> Written:
+    """Replace the sample blocks of one target with the minimal-diff writer."""
+    from ..errors import CaseEditError
     from ..yamltext.edit import edit_samples
 
-    revision, blocks = _check_body(body)
+    revision = _revision(body)
+    blocks = _blocks(body)
+    with _save_lock:
+        loaded = _editable(root, case_id, revision)
+        _target(loaded, target_id)
+        blocks = restore_numbers(blocks, _raw_blocks(loaded, target_id))
+        try:
+            result = edit_samples(loaded.text, target_id, blocks)
+        except CaseEditError as exc:
+            raise ApiError(422, "invalid_edit", str(exc)) from None
+        return _write(loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+
+
+def remove_target(root: Path, case_id: str, target_id: str, body: Any) -> Written:
+    """Delete ``targets.<target_id>`` (the page's answer to deleting a target's last sample)."""
+    from ..errors import CaseEditError
+    from ..yamltext.edit import plain, rewrite
+
+    revision = _revision(body)
+    with _save_lock:
+        loaded = _editable(root, case_id, revision)
+        _target(loaded, target_id)
+        assert loaded.case is not None
+        data = plain(loaded.case.document.value)
+        del data["targets"][target_id]
+        try:
+            result = rewrite(loaded.text, data)
+        except CaseEditError as exc:
+            raise ApiError(422, "invalid_edit", str(exc)) from None
+        keep = [t for t in _empty(loaded) if t != target_id]
+        return _write(loaded, result.text, result.fallback, result.reason, keep_empty=keep)
+
+
+def restore_text(root: Path, case_id: str, body: Any, seen: Revisions) -> Written:
+    """Write back a whole earlier state of the file (undo/redo), byte for byte."""
+    revision = _revision(body)
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise ApiError(400, "bad_request", "body.text must be the file text to restore")
+    if content_hash(text) not in seen:
+        raise ApiError(422, "unknown_state", "that text is not a state of the file this review server "
+                       "read or wrote; only undo and redo may restore a file")
+    with _save_lock:
+        loaded = _current(root, case_id, revision)
+        return _write(loaded, text, False, None, keep_empty=None)
+
+
+# --- shared steps ----------------------------------------------------------------------------------
+
+
+def _current(root: Path, case_id: str, revision: str) -> casedata.LoadedCase:
     loaded = casedata.load(root, case_id)
     if loaded.revision != revision:
-        raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk since the page loaded "
-                          "it; reload to see the current file (your edit was not saved)",
-                          revision=loaded.revision)
+        raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk since the page loaded it; "
+                       "reload to see the current file (nothing was written)", revision=loaded.revision)
+    return loaded
+
+
+def _editable(root: Path, case_id: str, revision: str) -> casedata.LoadedCase:
+    loaded = _current(root, case_id, revision)
     if loaded.case is None or loaded.problems:
-        raise ApiError(422, "invalid_case", f"{loaded.path.name} is invalid; fix it in an editor "
-                          "first", problems=[str(p) for p in loaded.problems])
+        raise ApiError(422, "invalid_case", f"{loaded.path.name} is invalid; fix it in an editor first",
+                       problems=[str(p) for p in loaded.problems])
+    return loaded
+
+
+def _target(loaded: casedata.LoadedCase, target_id: str) -> None:
+    assert loaded.case is not None
     if loaded.case.target(target_id) is None:
-        raise ApiError(404, "not_found", f"no target {target_id!r} in case {case_id!r}")
-    blocks = restore_numbers(blocks, _raw_blocks(loaded, target_id))
-    try:
-        result = edit_samples(loaded.text, target_id, blocks)
-    except CaseEditError as exc:
-        raise ApiError(422, "invalid_edit", str(exc)) from None
-    if not result.changed:
-        return {"fallback": False, "reason": None, "changed": False}
-    problems = _validate(loaded.path, result.text)
+        raise NotFound(f"no target {target_id!r} in case {loaded.id!r}")
+
+
+def _empty(loaded: casedata.LoadedCase) -> list[str]:
+    assert loaded.case is not None
+    return empty_targets(loaded.case)
+
+
+def _write(loaded: casedata.LoadedCase, text: str, fallback: bool, reason: str | None, *,
+           keep_empty: list[str] | None) -> Written:
+    from ..cases.write import replace_text
+    from ..errors import CaseConflictError, OutputError
+
+    if text == loaded.text:
+        return Written({"fallback": False, "reason": None, "changed": False}, loaded)
+    problems = candidate_problems(loaded.path, text, keep_empty=keep_empty)
     if problems:
-        raise ApiError(422, "invalid_edit", "; ".join(_short(p) for p in problems),
-                          problems=[str(p) for p in problems])
+        raise ApiError(422, "invalid_edit", "; ".join(short(p) for p in problems),
+                       problems=[str(p) for p in problems])
     try:
-        replace_text(loaded.path, result.text, expected_hash=loaded.revision)
+        replace_text(loaded.path, text, expected_hash=loaded.revision)
     except CaseConflictError:
-        raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk while saving; reload "
-                          "to see the current file (your edit was not saved)") from None
-    return {"fallback": bool(result.fallback), "reason": result.reason, "changed": True}
+        raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk while saving; reload to "
+                       "see the current file (nothing was written)") from None
+    except OutputError as exc:
+        raise ApiError(500, "write_failed", str(exc)) from None
+    # The page's next edit (and undo) must start from exactly these bytes, not a re-read
+    # that another writer may already have changed.
+    after = casedata.loaded_from(loaded.id, loaded.path, text.encode("utf-8"))
+    return Written({"fallback": fallback, "reason": reason, "changed": True}, after)
+
+
+# --- number spelling -----------------------------------------------------------------------------
 
 
 def _raw_blocks(loaded: casedata.LoadedCase, target_id: str) -> list[Any]:
@@ -99,6 +198,11 @@ def _is_number(value: Any) -> bool:
 def _restore(new: Any, old: Any) -> Any:
     if _is_number(new) and _is_number(old) and new == old:
         return old
+    if _is_number(new) and isinstance(old, list):
+        # `at: [1.0, 6.0]` losing one timestamp becomes `at: 1.0`, not `at: 1`.
+        return next((o for o in old if _is_number(o) and o == new), new)
+    if isinstance(new, list) and _is_number(old):
+        return [_restore(n, old) for n in new]
     if isinstance(new, dict) and isinstance(old, dict):
         return {k: _restore(v, old[k]) if k in old else v for k, v in new.items()}
     if isinstance(new, list) and isinstance(old, list):
@@ -108,44 +212,49 @@ def _restore(new: Any, old: Any) -> Any:
     return new
 
 
+#: Keys whose numbers are times: a new block's time takes the spelling of an equal old time.
+_TIME_KEYS = ("at", "range", "every_s")
+
+
+def _time_pool(old: list[Any]) -> dict[str, list[Any]]:
+    pool: dict[str, list[Any]] = {}
+    for block in old:
+        if not isinstance(block, dict):
+            continue
+        for key in _TIME_KEYS:
+            value = block.get(key)
+            values = value if isinstance(value, list) else [value]
+            pool.setdefault(key, []).extend(v for v in values if _is_number(v))
+    return pool
+
+
+def _spell(value: Any, pool: list[Any]) -> Any:
+    if _is_number(value):
+        return next((o for o in pool if o == value), value)
+    if isinstance(value, list):
+        return [_spell(v, pool) for v in value]
+    return value
+
+
+def _respell_times(block: dict[str, Any], pool: dict[str, list[Any]]) -> dict[str, Any]:
+    return {k: _spell(v, pool.get(k, [])) if k in _TIME_KEYS else v for k, v in block.items()}
+
+
 def restore_numbers(blocks: list[dict[str, Any]], old: list[Any]) -> list[dict[str, Any]]:
     """Give back the file's own number spelling (``1.0`` stays ``1.0``) where the value is unchanged.
 
     The page speaks JSON, where JavaScript writes ``1.0`` as ``1``; without this,
     every save would rewrite untouched blocks. Unchanged blocks are matched
-    anywhere in the list (inserting a block shifts the others), edited ones by position.
+    anywhere in the list (inserting a block shifts the others), edited ones by
+    position; times of split-off blocks take the spelling of the time they came from.
     """
+    pool = _time_pool(old)
     out = []
     for i, block in enumerate(blocks):
         same = next((o for o in old if isinstance(o, dict) and o == block), None)
         if same is not None:
             out.append(_restore(block, same))
         else:
-            out.append(_restore(block, old[i]) if i < len(old) else block)
+            restored = _restore(block, old[i]) if i < len(old) else block
+            out.append(_respell_times(restored, pool))
     return out
-
-
-def _short(problem: Problem) -> str:
-    return f"{problem.path}: {problem.message}" if problem.path else problem.message
-
-
-def _validate(path: Path, text: str) -> list[Problem]:
-    case, problems = candidate_problems(text, path)
-    if problems or case is None:
-        return problems
-    return _past_end(case)
-
-
-def _past_end(case: Case) -> list[Problem]:
-    """Sample times after the clip's end would fail every `run`; refuse them here."""
-    from ..plan.planning import past_end_problems
-    from ..video.probe import probe
-
-    path = casedata.video_path(case)
-    try:
-        info = probe(path)
-    except VideoError:
-        return []  # a missing video is shown on the page; it does not block labelling
-    blocks = ((target.id, block.index, times[-1]) for target in case.targets for block in target.blocks
-              if (times := block_times(block)))
-    return past_end_problems(case, blocks, info, path.name)

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import Problem, UsageError, ValidationError
 from . import casedata
 from .api import ReviewState
+from .report import load_report
 from .server import ReviewServer
 
 
@@ -39,7 +40,7 @@ def start_review(options: ReviewOptions) -> ReviewServer:
         raise ValidationError([Problem(str(root / "cases"), "", "cases/ directory is missing")],
                               hint="Create <eval-dir>/cases/ with one .yaml case file per video.")
     initial = _initial(root, options)
-    markers = casedata.load_report(Path(options.report).expanduser()) if options.report else {}
+    markers = load_report(Path(options.report).expanduser()) if options.report else {}
     state = ReviewState(root=root, port=options.port, initial=initial, markers=markers,
                         report_path=str(options.report) if options.report else None)
     try:

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 
+from .errors import Denied
+
 COOKIE_NAME = "glasskit_review_session"
 CSRF_HEADER = "x-csrf-token"
 #: Request bodies are small JSON edits; a whole target's samples fit easily.
@@ -38,15 +40,8 @@ SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
     ("Cross-Origin-Resource-Policy", "same-origin"),
 )
 
-
-class Denied(Exception):
-    """A request refused before it reaches the API; carries the HTTP status and error code."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
+__all__ = ["Denied", "Secrets", "body_length", "check_host", "check_origin", "check_session",
+           "check_write"]
 
 
 @dataclass

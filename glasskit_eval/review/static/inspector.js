@@ -1,25 +1,18 @@
-// The inspector: edit one sample block's raw mapping. Every change goes through
-// ctx.update(mutator), which redraws and schedules the autosave.
-import { MODES, atList, clone, fmtS, typeOf, el, compact } from "./util.js";
+// The inspector: the selected block's fields, and the run report for the selected sample.
+// A field's value is committed on Enter or when the field loses focus (until then the text box
+// keeps its own undo); every commit is one edit through ctx.commit, which saves it.
+import { MODES, atList, clone, fmtS, typeOf, el, pretty } from "./util.js";
+import { markersAt, markerFor, selectedRaw, selectedSampleTime, target } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 
 export class Inspector {
+  // ctx: {state, commit(raw, label), remove(), playheadTime(), blockTimes(raw), useObserved(), seek(t)}
   constructor(ctx) {
-    this.ctx = ctx; // {state, update, remove, playheadTime}
+    this.ctx = ctx;
     const modeSelect = $("f-mode");
     for (const mode of MODES) modeSelect.append(el("option", { value: mode, text: mode }));
     this.bind();
-  }
-
-  current() {
-    const sel = this.ctx.state.selected;
-    if (!sel) return null;
-    return this.ctx.state.raws[sel.target]?.[sel.block] || null;
-  }
-
-  edit(mutate) {
-    if (this.current()) this.ctx.update((raw) => mutate(raw));
   }
 
   showError(message) {
@@ -27,127 +20,143 @@ export class Inspector {
     $("insp-error").textContent = message || "";
   }
 
+  // Commit a change to the selected block; a value that cannot be written puts the field back.
+  edit(label, mutate) {
+    const raw = selectedRaw();
+    if (!raw) return;
+    const next = clone(raw);
+    const problem = mutate(next);
+    if (typeof problem === "string") {
+      this.showError(problem);
+      this.render({ force: true });
+      return;
+    }
+    this.showError("");
+    if (JSON.stringify(next) !== JSON.stringify(raw)) this.ctx.commit(next, label);
+  }
+
   bind() {
     $("insp-form").addEventListener("submit", (event) => event.preventDefault());
-    $("f-kind").addEventListener("change", (event) => this.edit((raw) => {
+    const on = (id, label, mutate, type = "change") => $(id).addEventListener(type, (event) => this.edit(label, (raw) => mutate(raw, event.target)));
+    on("f-kind", "change kind", (raw, node) => {
       const every = this.ctx.state.detail.every_s || 0.5;
-      if (event.target.value === "range" && "at" in raw) {
+      if (node.value === "range" && "at" in raw) {
         const start = Math.min(...atList(raw));
         delete raw.at;
         raw.range = [start, Number((start + every * 2).toFixed(6))];
-      } else if (event.target.value === "at" && "range" in raw) {
+      } else if (node.value === "at" && "range" in raw) {
         const start = raw.range[0];
         delete raw.range;
         delete raw.every_s;
         raw.at = start;
       }
-    }));
-    $("f-at").addEventListener("input", (event) => {
-      const parts = event.target.value.split(/[\s,]+/).filter(Boolean);
+    });
+    on("f-at", "edit timestamps", (raw, node) => {
+      const parts = node.value.split(/[\s,]+/).filter(Boolean);
       const values = parts.map(Number);
       if (!parts.length || values.some((v) => !Number.isFinite(v) || v < 0)) {
-        this.showError("Timestamps must be nonnegative numbers of seconds, separated by commas.");
-        return;
+        return "Timestamps must be nonnegative numbers of seconds, separated by commas.";
       }
-      this.showError("");
-      this.edit((raw) => { raw.at = values.length === 1 ? values[0] : values; });
+      raw.at = values.length === 1 ? values[0] : values;
     });
     for (const button of document.querySelectorAll("[data-shift]")) {
-      button.addEventListener("click", () => this.edit((raw) => {
+      button.addEventListener("click", () => this.edit(`shift by ${button.dataset.shift} s`, (raw) => {
         const shift = Number(button.dataset.shift);
         const moved = atList(raw).map((t) => Number(Math.max(0, t + shift).toFixed(6)));
         raw.at = Array.isArray(raw.at) ? moved : moved[0];
       }));
     }
-    $("f-at-here").addEventListener("click", () => this.edit((raw) => {
+    $("f-at-here").addEventListener("click", () => this.edit("move to the playhead", (raw) => {
       const t = this.ctx.playheadTime();
-      if (Array.isArray(raw.at) && raw.at.length > 1) {
-        // Move the entry nearest to the playhead; the others stay.
-        const list = raw.at.slice();
-        let best = 0;
-        list.forEach((v, i) => { if (Math.abs(v - t) < Math.abs(list[best] - t)) best = i; });
-        list[best] = t;
-        raw.at = list;
-      } else raw.at = t;
+      const tick = this.ctx.state.selection.tick ?? 0;
+      if (Array.isArray(raw.at) && raw.at.length > 1) raw.at = raw.at.map((v, i) => (i === tick ? t : v));
+      else raw.at = t;
     }));
-    const rangeInput = (id, position) => $(id).addEventListener("input", (event) => {
-      const value = Number(event.target.value);
-      if (event.target.value === "" || !Number.isFinite(value) || value < 0) return;
-      this.edit((raw) => { raw.range = raw.range.slice(); raw.range[position] = value; });
+    const rangeEdge = (id, position) => on(id, position ? "edit range end" : "edit range start", (raw, node) => {
+      const value = Number(node.value);
+      if (node.value.trim() === "" || !Number.isFinite(value) || value < 0) return "Range ends must be nonnegative numbers of seconds.";
+      raw.range = raw.range.slice();
+      raw.range[position] = value;
     });
-    rangeInput("f-start", 0);
-    rangeInput("f-end", 1);
-    $("f-start-here").addEventListener("click", () => this.edit((raw) => { raw.range = [this.ctx.playheadTime(), raw.range[1]]; }));
-    $("f-end-here").addEventListener("click", () => this.edit((raw) => { raw.range = [raw.range[0], this.ctx.playheadTime()]; }));
-    $("f-every").addEventListener("input", (event) => this.edit((raw) => {
-      const value = Number(event.target.value);
-      if (event.target.value === "") delete raw.every_s;
+    rangeEdge("f-start", 0);
+    rangeEdge("f-end", 1);
+    $("f-start-here").addEventListener("click", () => this.edit("start at the playhead", (raw) => { raw.range = [this.ctx.playheadTime(), raw.range[1]]; }));
+    $("f-end-here").addEventListener("click", () => this.edit("end at the playhead", (raw) => { raw.range = [raw.range[0], this.ctx.playheadTime()]; }));
+    on("f-every", "edit every_s", (raw, node) => {
+      const value = Number(node.value);
+      if (node.value.trim() === "") delete raw.every_s;
       else if (Number.isFinite(value) && value > 0) raw.every_s = value;
-    }));
-    $("f-type").addEventListener("change", (event) => this.edit((raw) => {
+      else return "every_s must be a positive number of seconds (empty: the case default).";
+    });
+    on("f-type", "change the value type", (raw, node) => {
       const defaults = { null: null, boolean: true, number: 0, string: "", array: [], object: {} };
-      if (event.target.value === "draft") delete raw.expect;
-      else raw.expect = convert(raw.expect, event.target.value, defaults[event.target.value]);
-    }));
+      if (node.value === "draft") delete raw.expect;
+      else raw.expect = convert(raw.expect, node.value, defaults[node.value]);
+    });
     for (const button of document.querySelectorAll("[data-bool]")) {
-      button.addEventListener("click", () => this.edit((raw) => { raw.expect = button.dataset.bool === "true"; }));
+      button.addEventListener("click", () => this.edit(`set the block to ${button.dataset.bool}`, (raw) => { raw.expect = button.dataset.bool === "true"; }));
     }
-    $("f-number").addEventListener("input", (event) => {
-      const value = Number(event.target.value);
-      if (event.target.value === "" || !Number.isFinite(value)) return;
-      this.edit((raw) => { raw.expect = value; });
+    on("f-number", "edit the expected number", (raw, node) => {
+      const value = Number(node.value);
+      if (node.value.trim() === "" || !Number.isFinite(value)) return "The expected number must be a finite number.";
+      raw.expect = value;
     });
-    $("f-string").addEventListener("input", (event) => this.edit((raw) => { raw.expect = event.target.value; }));
-    $("f-json").addEventListener("input", (event) => {
-      let value;
-      try { value = JSON.parse(event.target.value); } catch (error) {
-        this.showError(`Not valid JSON yet: ${error.message}`);
-        return;
-      }
-      this.showError("");
-      this.edit((raw) => { raw.expect = value; });
+    on("f-string", "edit the expected text", (raw, node) => { raw.expect = node.value; });
+    on("f-json", "edit the expected JSON", (raw, node) => {
+      try { raw.expect = JSON.parse(node.value); } catch (error) { return `Not valid JSON: ${error.message}`; }
     });
-    $("f-field").addEventListener("input", (event) => this.edit((raw) => {
-      if (event.target.value.trim() === "") delete raw.field; else raw.field = event.target.value.trim();
-    }));
-    $("f-mode").addEventListener("change", (event) => this.edit((raw) => {
-      if (!event.target.value) { delete raw.compare; return; }
+    on("f-field", "edit field", (raw, node) => { if (node.value.trim() === "") delete raw.field; else raw.field = node.value.trim(); });
+    on("f-mode", "change the comparison", (raw, node) => {
+      if (!node.value) { delete raw.compare; return; }
       const tolerance = raw.compare?.tolerance;
-      raw.compare = { mode: event.target.value };
-      if (event.target.value === "numeric" && tolerance !== undefined) raw.compare.tolerance = tolerance;
-    }));
-    $("f-tol").addEventListener("input", (event) => this.edit((raw) => {
-      if (!raw.compare) return;
-      const value = Number(event.target.value);
-      if (event.target.value === "") delete raw.compare.tolerance;
+      raw.compare = { mode: node.value };
+      if (node.value === "numeric" && tolerance !== undefined) raw.compare.tolerance = tolerance;
+    });
+    on("f-tol", "edit the tolerance", (raw, node) => {
+      if (!raw.compare) return "Pick a comparison mode first.";
+      const value = Number(node.value);
+      if (node.value.trim() === "") delete raw.compare.tolerance;
       else if (Number.isFinite(value) && value >= 0) raw.compare = { ...raw.compare, tolerance: value };
-    }));
-    $("f-ignore").addEventListener("change", (event) => this.edit((raw) => {
-      if (event.target.checked) raw.ignore = $("f-ignore-reason").value.trim() || "ignored in review";
+      else return "The tolerance must be a nonnegative number.";
+    });
+    on("f-ignore", "toggle ignore", (raw, node) => {
+      if (node.checked) raw.ignore = $("f-ignore-reason").value.trim() || "ignored in review";
       else delete raw.ignore;
-    }));
-    $("f-ignore-reason").addEventListener("input", (event) => this.edit((raw) => {
-      if ("ignore" in raw && event.target.value.trim()) raw.ignore = event.target.value;
-    }));
-    $("f-comment").addEventListener("input", (event) => this.edit((raw) => {
-      if (event.target.value === "") delete raw.comment; else raw.comment = event.target.value;
-    }));
+    });
+    on("f-ignore-reason", "edit the ignore reason", (raw, node) => {
+      if (!("ignore" in raw)) return undefined;
+      if (!node.value.trim()) return "An ignored sample needs a reason.";
+      raw.ignore = node.value;
+    });
+    on("f-comment", "edit the comment", (raw, node) => { if (node.value === "") delete raw.comment; else raw.comment = node.value; });
     $("f-delete").addEventListener("click", () => this.ctx.remove());
+    $("use-observed").addEventListener("click", () => this.ctx.useObserved());
+    $("copy-observed").addEventListener("click", () => copy($("observed-json").textContent, $("copy-observed")));
   }
 
-  // Fill the form from the selected block; skip the element the user is typing in.
-  render() {
-    const raw = this.current();
+  // Fill the form from the selected block. The field being typed in is left alone unless `force`.
+  render({ force = false } = {}) {
+    const raw = selectedRaw();
     const state = this.ctx.state;
     $("insp-empty").hidden = !!raw;
     $("insp-form").hidden = !raw;
     if (!raw) { $("insp-where").textContent = ""; return; }
-    const sel = state.selected;
-    const target = state.detail.targets.find((t) => t.id === sel.target);
-    $("insp-where").textContent = `${target?.label || sel.target} · samples[${sel.block}]`;
-    const active = document.activeElement;
-    const set = (id, value) => { if ($(id) !== active) $(id).value = value; };
+    const sel = state.selection;
+    const current = target(sel.target);
+    const times = this.ctx.blockTimes(raw);
     const isRange = "range" in raw;
+    $("insp-where").textContent = `${current?.label || sel.target} · samples[${sel.block}]`;
+    const t = selectedSampleTime();
+    $("insp-scope").textContent = isRange
+      ? `A range of ${times.length} sample${times.length === 1 ? "" : "s"}. Y/N ask before changing all of them; S splits it at the playhead. The fields below edit the whole block.`
+      : times.length > 1 ? `Timestamp ${t} s of an at list of ${times.length}. Y/N, O, Delete and dragging change this timestamp only; the fields below edit the whole block.`
+        : `Timestamp ${t} s.`;
+    const active = document.activeElement;
+    const set = (id, value) => {
+      const node = $(id);
+      node.dataset.committed = String(value);
+      if (force || node !== active) node.value = value;
+    };
     set("f-kind", isRange ? "range" : "at");
     $("f-at-row").hidden = isRange;
     $("f-range-row").hidden = !isRange;
@@ -166,12 +175,14 @@ export class Inspector {
     $("f-string").hidden = type !== "string";
     $("f-json").hidden = type !== "array" && type !== "object";
     for (const button of document.querySelectorAll("[data-bool]")) {
-      button.classList.toggle("on", raw.expect === (button.dataset.bool === "true"));
+      const on = raw.expect === (button.dataset.bool === "true");
+      button.classList.toggle("on", on);
+      button.setAttribute("aria-pressed", String(on));
     }
-    if (type === "number") set("f-number", raw.expect);
-    if (type === "string") set("f-string", raw.expect);
-    if (type === "array" || type === "object") set("f-json", JSON.stringify(raw.expect, null, 2));
-    const inherited = target?.defaults || {};
+    set("f-number", type === "number" ? raw.expect : "");
+    set("f-string", type === "string" ? raw.expect : "");
+    set("f-json", type === "array" || type === "object" ? JSON.stringify(raw.expect, null, 2) : "");
+    const inherited = current?.defaults || {};
     set("f-field", raw.field ?? "");
     $("f-field").placeholder = inherited.field ? `${inherited.field} (inherited)` : "whole observation";
     set("f-mode", raw.compare?.mode ?? "");
@@ -182,24 +193,44 @@ export class Inspector {
     $("f-ignore-reason").hidden = !("ignore" in raw);
     set("f-ignore-reason", raw.ignore ?? "");
     set("f-comment", raw.comment ?? "");
-    this.renderResults(sel.target, raw);
+    $("f-delete").firstChild.textContent = !isRange && times.length > 1 ? `Delete timestamp ${t} s ` : isRange ? "Delete range " : "Delete sample ";
+    this.renderResults(sel.target, times, t);
   }
 
-  renderResults(targetId, raw) {
+  // Every run result of the block, and in full the one for the selected sample.
+  renderResults(targetId, times, selectedTime) {
     const box = $("insp-results");
-    box.replaceChildren();
-    const markers = this.ctx.state.detail.markers.filter((m) => m.target === targetId);
-    if (!markers.length) return;
-    const times = new Set(this.ctx.blockTimes(raw).map((t) => t.toFixed(6)));
-    const mine = markers.filter((m) => times.has(m.time_s.toFixed(6)));
+    const mine = times.flatMap((t) => markersAt(targetId, t));
+    $("insp-report").hidden = !mine.length;
     if (!mine.length) return;
-    box.append(el("div", { class: "muted", text: "Run report" }));
-    for (const m of mine) {
-      box.append(el("div", { class: `st-${m.status}` },
-        `${fmtS(m.time_s)} ${m.status}: observed ${compact(m.observed_value, 40)}`,
-        m.reason && m.status !== "passed" ? ` (${m.reason})` : ""));
-    }
+    box.replaceChildren(...mine.map((m) => {
+      const status = m.changed ? "changed" : m.status;
+      const what = m.changed ? `changed since run (the run said ${m.status})` : m.status;
+      return el("button", { type: "button", class: `result st-${status}`, onclick: () => this.ctx.seek(m.time_s) },
+        `${fmtS(m.time_s)}${m.trial > 1 ? ` trial ${m.trial}` : ""} ${what}`, m.reason && m.status !== "passed" && !m.changed ? `: ${m.reason}` : "");
+    }));
+    const marker = selectedTime === null ? null : markerFor(targetId, selectedTime);
+    $("insp-observed").hidden = !marker;
+    if (!marker) return;
+    $("observed-title").textContent = `Observed at ${fmtS(marker.time_s)}${marker.field ? ` (field ${marker.field})` : ""}`;
+    $("observed-value").textContent = pretty(marker.observed_value);
+    $("observed-json").textContent = pretty(marker.observed);
+    $("use-observed").disabled = marker.observed_value === undefined || (marker.status === "error" && marker.observed === null);
   }
+}
+
+async function copy(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // Without clipboard permission, select the text so Ctrl+C copies it.
+    const range = document.createRange();
+    range.selectNodeContents($("observed-json"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+  }
+  button.textContent = "Copied";
+  setTimeout(() => { button.textContent = "Copy"; }, 1500);
 }
 
 function convert(value, type, fallback) {

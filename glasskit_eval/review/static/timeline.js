@@ -1,6 +1,8 @@
 // The zoomable timeline: one row per target, ranges as bars, timestamps as ticks,
-// run-report markers as dots. Ranges drag to move, their ends drag to resize.
-import { el, rawTimes, atList, fmtS, clone } from "./util.js";
+// run-report markers as dots. Ranges drag to move, their ends drag to resize; a boundary two
+// ranges share moves both (Alt: one). Bars and ticks are focusable: Tab to them, Enter selects.
+import { activatable, compact, el, rawTimes, atList, fmtS, keepFocus } from "./util.js";
+import { clearOfRanges, dragEdge, moveRange, moveTick } from "./edits.js";
 
 const NAME_WIDTH = 140;
 const DRAG_THRESHOLD_PX = 3;
@@ -8,9 +10,10 @@ const DRAG_THRESHOLD_PX = 3;
 export class Timeline {
   constructor(root, ctx) {
     this.root = root;
-    this.ctx = ctx; // {state, seek, select, commit, focusTarget, snap}
+    this.ctx = ctx; // {state, seek, select(target, block, tick, time), commit(target, result), focusTarget, snap, frameAfter, frameBefore}
     this.zoom = 1;
     this.playheads = [];
+    this.bars = {}; // targetId -> block index -> range bar, for drag previews
     root.addEventListener("wheel", (event) => {
       if (!event.ctrlKey) return;
       event.preventDefault();
@@ -47,14 +50,16 @@ export class Timeline {
   x(t) { return t * this.pxPerSecond; }
 
   render() {
-    const state = this.ctx.state;
-    this.root.replaceChildren();
-    this.playheads = [];
-    if (!state.detail || !state.detail.targets.length) return;
-    const width = this.x(this.duration);
-    this.root.append(this.ruler(width));
-    for (const target of state.detail.targets) this.root.append(this.row(target, width));
-    this.movePlayhead(state.time);
+    keepFocus(this.root, () => {
+      const state = this.ctx.state;
+      this.root.replaceChildren();
+      this.playheads = [];
+      if (!state.detail || !state.detail.targets.length) return;
+      const width = this.x(this.duration);
+      this.root.append(this.ruler(width));
+      for (const target of state.detail.targets) this.root.append(this.row(target, width));
+      this.movePlayhead(state.time);
+    });
   }
 
   ruler(width) {
@@ -76,15 +81,18 @@ export class Timeline {
     const track = el("div", { class: "tl-track", dataset: { target: target.id } });
     track.style.width = `${width}px`;
     const raws = state.raws[target.id] || [];
+    this.bars[target.id] = {};
     raws.forEach((raw, index) => {
-      const selected = state.selected && state.selected.target === target.id && state.selected.block === index;
-      const flags = [raw.ignore ? "ignored" : "", "expect" in raw || raw.ignore ? "" : "draft", selected ? "selected" : ""].join(" ");
-      if ("range" in raw) track.append(this.rangeBar(target.id, index, raw, flags));
-      else atList(raw).forEach((t, position) => track.append(this.atTick(target.id, index, position, t, flags)));
+      const sel = state.selection && state.selection.target === target.id && state.selection.block === index ? state.selection : null;
+      const flags = [raw.ignore ? "ignored" : "", "expect" in raw || raw.ignore ? "" : "draft"].join(" ");
+      if ("range" in raw) track.append(this.rangeBar(target.id, index, raw, `${flags} ${sel ? "selected" : ""}`));
+      else atList(raw).forEach((t, tick) => track.append(this.atTick(target.id, index, tick, t, `${flags} ${sel && (sel.tick ?? 0) === tick ? "selected" : ""}`)));
     });
     for (const marker of state.detail.markers.filter((m) => m.target === target.id)) {
-      const dot = el("div", { class: `tl-marker ${marker.status}`,
-        title: `${marker.status} @ ${fmtS(marker.time_s)} — ${marker.reason || ""}\nexpected ${JSON.stringify(marker.expected)}, observed ${JSON.stringify(marker.observed_value)}` });
+      const status = marker.changed ? "changed" : marker.status;
+      const what = marker.changed ? `changed since run (the run said ${marker.status})` : marker.status;
+      const dot = el("div", { class: `tl-marker ${status}`, dataset: { time: marker.time_s },
+        title: `${what} @ ${fmtS(marker.time_s)} — ${marker.reason || ""}\nexpected ${JSON.stringify(marker.expected)}, observed ${JSON.stringify(marker.observed_value)}` });
       dot.style.left = `${this.x(marker.time_s)}px`;
       dot.addEventListener("pointerdown", (event) => { event.stopPropagation(); this.ctx.seek(marker.time_s); });
       track.append(dot);
@@ -94,28 +102,34 @@ export class Timeline {
       if (event.target === track) { this.ctx.focusTarget(target.id); this.seekFromEvent(event, track); }
     });
     const active = state.targetId === target.id ? "active" : "";
-    const name = el("div", { class: "tl-name", text: target.label || target.id, title: target.id,
-      onclick: () => this.ctx.focusTarget(target.id) });
+    const name = activatable(el("div", { class: "tl-name", text: target.label || target.id, title: target.id, dataset: { target: target.id },
+      onclick: () => this.ctx.focusTarget(target.id) }), `Target ${target.label || target.id}`, () => this.ctx.focusTarget(target.id));
     return el("div", { class: `tl-row ${active}`, dataset: { target: target.id } }, name, track);
   }
 
   rangeBar(targetId, index, raw, flags) {
     const [start, end] = raw.range;
+    const every = raw.every_s ?? this.ctx.state.detail.every_s;
+    const times = rawTimes(raw, this.ctx.state.detail.every_s);
     const bar = el("div", { class: `tl-range ${flags}`, dataset: { block: index },
-      title: `range [${start}, ${end}) every ${raw.every_s ?? this.ctx.state.detail.every_s}` });
+      title: `range [${start}, ${end}) every ${every}: ${times.length} samples` });
+    activatable(bar, `${targetId}: range ${start} to ${end} s, ${times.length} samples, ${"expect" in raw ? `expect ${JSON.stringify(raw.expect)}` : "draft"}`,
+      () => this.ctx.select(targetId, index, null, start));
     this.placeRange(bar, start, end);
-    for (const t of rawTimes(raw, this.ctx.state.detail.every_s)) {
+    bar.append(el("span", { class: "tl-value", text: "expect" in raw ? compact(raw.expect, 24) : "draft" }));
+    for (const t of times) {
       const dot = el("div", { class: "tl-dot" });
       dot.style.left = `${this.x(t - start)}px`;
       bar.append(dot);
     }
-    const startHandle = el("div", { class: "tl-handle start", title: "Drag to change the start" });
-    const endHandle = el("div", { class: "tl-handle end", title: "Drag to change the end" });
+    const startHandle = el("div", { class: "tl-handle start", title: "Drag to change the start (a shared boundary moves both ranges; Alt: this edge only)" });
+    const endHandle = el("div", { class: "tl-handle end", title: "Drag to change the end (a shared boundary moves both ranges; Alt: this edge only)" });
     bar.append(startHandle, endHandle);
     bar.addEventListener("pointerdown", (event) => {
       const mode = event.target === startHandle ? "start" : event.target === endHandle ? "end" : "move";
-      this.drag(event, bar, targetId, index, raw, mode);
+      this.drag(event, bar, targetId, index, mode);
     });
+    this.bars[targetId][index] = bar;
     return bar;
   }
 
@@ -124,19 +138,26 @@ export class Timeline {
     bar.style.width = `${Math.max(4, this.x(end) - this.x(start))}px`;
   }
 
-  atTick(targetId, index, position, t, flags) {
-    const tick = el("div", { class: `tl-at ${flags}`, dataset: { block: index }, title: `at ${t}` });
-    tick.style.left = `${this.x(t)}px`;
-    tick.addEventListener("pointerdown", (event) => this.drag(event, tick, targetId, index, null, "at", position, t));
-    return tick;
+  atTick(targetId, index, tick, t, flags) {
+    const raw = this.ctx.state.raws[targetId][index];
+    const node = el("div", { class: `tl-at ${flags}`, dataset: { block: index, tick, time: t }, title: `at ${t}` });
+    activatable(node, `${targetId}: sample at ${t} s, ${"expect" in raw ? `expect ${JSON.stringify(raw.expect)}` : "draft"}`,
+      () => this.ctx.select(targetId, index, tick, t));
+    node.style.left = `${this.x(t)}px`;
+    node.addEventListener("pointerdown", (event) => this.drag(event, node, targetId, index, "at", tick, t));
+    return node;
   }
 
-  drag(event, node, targetId, index, raw, mode, position = 0, atTime = 0) {
+  // Pointer drags preview on the bars and write once, on release. A press without a move selects.
+  drag(event, node, targetId, index, mode, tick = 0, atTime = 0) {
+    if (event.button !== 0) return;
     event.preventDefault();
     event.stopPropagation();
     node.setPointerCapture(event.pointerId);
     const x0 = event.clientX;
-    const original = clone(this.ctx.state.raws[targetId][index]);
+    const blocks = this.ctx.state.raws[targetId];
+    const original = blocks[index];
+    const options = { frameAfter: this.ctx.frameAfter, duration: this.duration };
     let moved = false;
     let result = null;
     const onMove = (move) => {
@@ -145,35 +166,37 @@ export class Timeline {
       moved = true;
       const dt = dx / this.pxPerSecond;
       if (mode === "at") {
-        const t = this.ctx.snap(Math.min(this.duration, Math.max(0, atTime + dt)));
+        const t = clearOfRanges(blocks, index, this.ctx.snap(Math.min(this.duration, Math.max(0, atTime + dt))), this.ctx.frameBefore);
         node.style.left = `${this.x(t)}px`;
-        result = { ...original, at: Array.isArray(original.at)
-          ? original.at.map((v, i) => (i === position ? t : v)) : t };
+        result = moveTick(blocks, index, tick, t);
         return;
       }
-      let [start, end] = original.range;
-      if (mode === "move") {
-        const shift = Math.max(-start, Math.min(this.duration - end, dt));
-        start = this.ctx.snap(start + shift);
-        end = Number((start + (original.range[1] - original.range[0])).toFixed(6));
-      } else if (mode === "start") {
-        start = Math.min(this.ctx.snap(Math.max(0, start + dt)), end - 0.001);
-      } else {
-        end = Math.max(this.ctx.snap(Math.min(this.duration, end + dt)), start + 0.001);
+      if (mode === "move") result = moveRange(blocks, index, this.ctx.snap(Math.max(0, original.range[0] + dt)), options);
+      else {
+        const from = mode === "start" ? original.range[0] : original.range[1];
+        result = dragEdge(blocks, index, mode, this.ctx.snap(Math.max(0, from + dt)), { ...options, alone: move.altKey });
       }
-      this.placeRange(node, start, end);
-      result = { ...original, range: [start, Number(end.toFixed(6))] };
+      for (const [i, bar] of Object.entries(this.bars[targetId])) this.placeRange(bar, ...result.blocks[i].range);
     };
-    const onUp = () => {
+    const onUp = (up) => {
       node.removeEventListener("pointermove", onMove);
       node.removeEventListener("pointerup", onUp);
       node.removeEventListener("pointercancel", onUp);
-      if (moved && result) this.ctx.commit(targetId, index, result);
-      else this.ctx.select(targetId, index, mode === "at" ? atTime : original.range[0]);
+      if (moved && result && result.changed !== false) this.ctx.commit(targetId, result);
+      else if (moved) this.render();
+      else if (mode === "at") this.ctx.select(targetId, index, tick, atTime);
+      else this.ctx.select(targetId, index, null, this.timeAt(up, node.parentElement, original));
     };
     node.addEventListener("pointermove", onMove);
     node.addEventListener("pointerup", onUp);
     node.addEventListener("pointercancel", onUp);
+  }
+
+  // Where a click on a range lands: that frame, inside the range.
+  timeAt(event, track, raw) {
+    const rect = track.getBoundingClientRect();
+    const t = this.ctx.snap((event.clientX - rect.left) / this.pxPerSecond);
+    return Math.min(Math.max(t, raw.range[0]), raw.range[1] - 1e-6);
   }
 
   addPlayhead(track) {

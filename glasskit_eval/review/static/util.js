@@ -112,3 +112,53 @@ export function ordered(raw) {
   for (const key of Object.keys(raw)) if (!(key in out)) out[key] = raw[key];
   return out;
 }
+
+// Sample times closer than this are the same time (the page rounds to 6 decimals).
+export const SAME_TIME = 1e-6;
+export const sameTime = (a, b) => Math.abs(a - b) < SAME_TIME;
+
+export function pretty(value) {
+  return value === undefined ? "(none)" : JSON.stringify(value, null, 2);
+}
+
+// JSON equality as the comparator sees it: 1 equals 1.0, true never equals 1.
+export function jsonEqual(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+export const round6 = (t) => Number(t.toFixed(6));
+
+// A clickable element that is also reachable by keyboard: Tab focuses it, Enter/Space activate it.
+// Table rows keep their row role (and their cells are read out); they only become focusable.
+export function activatable(node, label, activate) {
+  node.tabIndex = 0;
+  if (node.tagName !== "TR") {
+    node.setAttribute("role", "button");
+    node.setAttribute("aria-label", label);
+  }
+  node.activate = activate;
+  return node;
+}
+
+// Redraw `container` without losing the keyboard focus inside it: the focus goes back to the
+// element that stands for the same thing (the new selection, if the focused one was selected).
+export function keepFocus(container, draw) {
+  const active = document.activeElement;
+  const inside = active && active !== container && container.contains(active);
+  const wasSelected = inside && (active.classList.contains("selected") || active.getAttribute("aria-current") === "true");
+  const key = inside ? focusKey(active) : null;
+  draw();
+  if (!inside || container.contains(active)) return;
+  const selected = container.querySelector(".selected[tabindex], [aria-current='true'][tabindex]");
+  const same = key ? container.querySelector(key) : null;
+  (wasSelected ? selected || same : same || selected)?.focus({ preventScroll: true });
+}
+
+function focusKey(node) {
+  const row = node.closest("[data-target]");
+  const own = Object.entries(node.dataset).filter(([name]) => ["block", "tick", "case", "target", "index"].includes(name));
+  if (!own.length) return null;
+  const css = (name) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  const self = `${node.tagName.toLowerCase()}.${node.classList[0]}${own.map(([k, v]) => `[data-${css(k)}="${CSS.escape(v)}"]`).join("")}`;
+  return row && row !== node ? `[data-target="${CSS.escape(row.dataset.target)}"] ${self}` : self;
+}

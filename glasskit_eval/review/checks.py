@@ -1,0 +1,64 @@
+"""The check every candidate case file passes before the review server writes it.
+
+It is ``validate``'s own code for one file: the YAML loader, the case-file
+parser with empty targets refused, and the past-the-end check of planning. Two
+things ``validate`` refuses stay possible while labelling, on purpose: drafts
+(blocks without ``expect``, which the page counts and the case list flags), and
+targets that were already empty in the file before this edit (a skeleton file
+written by hand must stay editable one target at a time). An edit can never
+*make* a target empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from ..cases.edit import candidate_problems as case_problems
+from ..cases.model import Case, block_times
+from ..errors import Problem, VideoError
+from ..yamltext.source import format_path
+
+#: The parser's words for an empty target (cases.parse); matched to let targets that were
+#: empty before the edit through, and only those.
+_EMPTY_SAMPLES = "samples is empty"
+
+
+def candidate_problems(path: Path, text: str, *, keep_empty: Collection[str] | None = None) -> list[Problem]:
+    """Problems ``validate`` would report for ``text`` as the contents of ``path``.
+
+    ``keep_empty`` names targets that may stay empty (they already were);
+    ``None`` lets every target be empty (restoring a file state that existed before).
+    """
+    case, problems = case_problems(text, path, allow_empty=keep_empty is None)
+    if keep_empty:
+        allowed = {format_path(("targets", t, "samples")) for t in keep_empty}
+        problems = [p for p in problems if not (p.path in allowed and p.message.startswith(_EMPTY_SAMPLES))]
+    if problems or case is None:
+        return problems
+    return past_end_problems(case)
+
+
+def empty_targets(case: Case) -> list[str]:
+    return [t.id for t in case.targets if not t.blocks]
+
+
+def past_end_problems(case: Case) -> list[Problem]:
+    """Sample times after the clip's end fail every ``run``: planning's own check, on each block's last time."""
+    from ..plan.planning import past_end_problems as planning_past_end
+    from ..video.probe import probe
+    from .casedata import video_path
+
+    try:
+        path = video_path(case)
+        info = probe(path)
+    except VideoError:
+        return []  # a missing video is shown on the page; it does not block labelling
+    blocks = ((target.id, block.index, times[-1]) for target in case.targets for block in target.blocks
+              if (times := block_times(block)))
+    return planning_past_end(case, blocks, info, path.name)
+
+
+def short(problem: Problem) -> str:
+    """A problem without its file name: the page already says which file it shows."""
+    return f"{problem.path}: {problem.message}" if problem.path else problem.message

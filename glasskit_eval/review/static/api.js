@@ -1,0 +1,40 @@
+// The server's API: every request the page makes, and its errors as ApiError.
+const CSRF = document.querySelector('meta[name="csrf-token"]').content;
+const enc = encodeURIComponent;
+
+export class ApiError extends Error {
+  constructor(message, status, body) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.body = body;
+  }
+}
+
+async function request(path, options = {}) {
+  const headers = { ...(options.headers || {}) };
+  if (options.body !== undefined) Object.assign(headers, { "Content-Type": "application/json", "X-CSRF-Token": CSRF });
+  const response = await fetch(path, { credentials: "same-origin", ...options, headers });
+  const type = response.headers.get("content-type") || "";
+  const body = type.includes("application/json") ? await response.json() : response;
+  if (!response.ok) throw new ApiError(body?.message || `HTTP ${response.status}`, response.status, body);
+  return body;
+}
+
+const write = (method, path, value) => request(path, { method, body: JSON.stringify(value) });
+
+export const api = {
+  session: () => request("/api/session"),
+  cases: async () => (await request("/api/cases")).cases,
+  detail: (caseId) => request(`/api/cases/${enc(caseId)}`),
+  frameTimes: async (caseId) => (await request(`/api/cases/${enc(caseId)}/frames`)).times,
+  // The exact eval frame: a Response whose headers say which frame the decoder chose.
+  frame: (caseId, t, signal) => request(`/api/cases/${enc(caseId)}/frame?t=${t}`, { signal }),
+  thumbs: async (caseId, times) => (await request(`/api/cases/${enc(caseId)}/thumbs?t=${times.join(",")}`)).thumbs,
+  saveSamples: (caseId, targetId, revision, blocks) =>
+    write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/samples`, { revision, blocks }),
+  removeTarget: (caseId, targetId, revision) =>
+    write("DELETE", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}`, { revision }),
+  // Undo and redo: write back a whole earlier state of the file, if the file is still `revision`.
+  restore: (caseId, revision, text) => write("PUT", `/api/cases/${enc(caseId)}/restore`, { revision, text }),
+};

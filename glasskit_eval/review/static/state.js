@@ -1,0 +1,98 @@
+// The page's one state object, and pure reads of it. Everything the page shows is drawn
+// from here; every module that changes it goes through the functions of app.js.
+import { atList, rawTimes, sameTime, snapTime, nearestIndex } from "./util.js";
+import { History } from "./history.js";
+
+export const state = {
+  session: null, // /api/session: eval dir, deep link, report path
+  cases: [], // case summaries for the list
+  caseId: null,
+  // The case as the server last confirmed it: file text (source), revision, parsed blocks, markers.
+  detail: null,
+  // targetId -> raw sample blocks as shown; ahead of `detail` while a write is in flight.
+  raws: {},
+  targetId: null,
+  // What edits act on: {target, block, tick}; tick is the index in an `at` list, null for a range.
+  selection: null,
+  time: 0, // the playhead, seconds
+  frameTimes: [], // the video's frame table
+  frame: null, // the exact frame shown: {requested, index, media, hash}
+  conflict: false, // the file changed on disk: writes stop until the case is reloaded
+  prompt: null, // a question the next key answers: {text, keys: {key: action}, buttons}
+  histories: new Map(), // caseId -> History
+  saves: 0, // writes completed (tests wait on it)
+};
+
+export function history(caseId = state.caseId) {
+  if (!state.histories.has(caseId)) state.histories.set(caseId, new History());
+  return state.histories.get(caseId);
+}
+
+export const duration = () => state.detail?.video?.duration_s || 0;
+export const blockTimes = (raw) => rawTimes(raw, state.detail?.every_s);
+export const editable = () => !!state.detail?.editable && !state.conflict;
+export const target = (id = state.targetId) => state.detail?.targets.find((t) => t.id === id) || null;
+export const playheadTime = () => snapTime(state.frameTimes, state.time);
+
+export function frameIndexNow() {
+  return state.frame && Math.abs(state.frame.requested - state.time) < 1e-9
+    ? state.frame.index : nearestIndex(state.frameTimes, state.time);
+}
+
+export function targetTimes(targetId) {
+  return (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw)).sort((a, b) => a - b);
+}
+
+// The block (and tick of an `at` list) holding a sample at t, or in whose range t lies.
+export function findBlockAt(targetId, t) {
+  const raws = state.raws[targetId] || [];
+  for (let i = 0; i < raws.length; i++) {
+    const raw = raws[i];
+    if ("range" in raw) {
+      if (t >= raw.range[0] - 1e-9 && t < raw.range[1]) return { block: i, tick: null };
+    } else {
+      const tick = atList(raw).findIndex((v) => sameTime(v, t));
+      if (tick >= 0) return { block: i, tick };
+    }
+  }
+  return null;
+}
+
+export function selectedRaw() {
+  const sel = state.selection;
+  return sel ? state.raws[sel.target]?.[sel.block] || null : null;
+}
+
+// The sample the selection stands for: the tick's time, or the range sample under the playhead.
+export function selectedSampleTime() {
+  const raw = selectedRaw();
+  if (!raw) return null;
+  if (!("range" in raw)) return atList(raw)[state.selection.tick ?? 0] ?? null;
+  const times = blockTimes(raw);
+  const before = times.filter((t) => t <= state.time + 1e-9);
+  return before.length ? before.at(-1) : times[0] ?? null;
+}
+
+export const markersOf = (targetId) => (state.detail?.markers || []).filter((m) => m.target === targetId);
+export const markersAt = (targetId, t) => markersOf(targetId).filter((m) => sameTime(m.time_s, t));
+export const isFailure = (m) => (m.status === "failed" || m.status === "error") && !m.changed;
+
+// Failed or errored samples the file still says the same about, in time then target order.
+export function failures() {
+  const order = new Map((state.detail?.targets || []).map((t, i) => [t.id, i]));
+  const seen = new Set();
+  const out = [];
+  for (const m of state.detail?.markers || []) {
+    const key = `${m.target}@${m.time_s.toFixed(6)}`;
+    if (!isFailure(m) || !order.has(m.target) || seen.has(key)) continue;
+    seen.add(key);
+    out.push({ target: m.target, time: m.time_s, rank: order.get(m.target) });
+  }
+  return out.sort((a, b) => a.time - b.time || a.rank - b.rank);
+}
+
+// The marker the inspector details for a sample: a failing trial first, else the first trial.
+export function markerFor(targetId, t) {
+  const mine = markersAt(targetId, t);
+  return mine.find(isFailure) || mine[0] || null;
+}
