@@ -119,6 +119,11 @@ class VideoError(EvalError):
 class AdapterError(EvalError):
     """The adapter could not be loaded, constructed, called or closed."""
 
+    def __init__(self, message: str = "", *, stack: str | None = None) -> None:
+        super().__init__(message)
+        #: The adapter's own stack trace, when its error answer carried one (command adapters).
+        self.stack = stack
+
 
 class ProtocolError(AdapterError):
     """A command adapter sent something protocol version 1 does not allow."""

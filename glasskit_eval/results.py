@@ -4,7 +4,7 @@ The runner makes each :class:`SampleResult` once; checkpoints, resume, the repor
 review page's report overlay read the same record. Control data lives in enums
 (:class:`Status`, :class:`ErrorKind`, :class:`TimingMode`); ``reason`` is text for people and is
 never parsed back. Keys and values follow the upstream JSON report (``schema_version`` 1) so
-existing tooling keeps working; ``frame_index``, ``media_timestamp_s`` and ``error_kind`` are ours.
+existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind`` and ``traceback`` are ours.
 """
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ class SampleResult:
     error_kind: ErrorKind | None = None
     artifact_image: str | None = None
     artifact_json: str | None = None
+    #: Ours: the traceback of an adapter exception (Python), or the ``stack`` of a command
+    #: adapter's error answer.
+    traceback: str | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -134,6 +137,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
     "evaluation_duration_seconds": (int, float), "frame_index": int,
     "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str,
+    "traceback": str,
 }
 
 

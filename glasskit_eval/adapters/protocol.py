@@ -462,11 +462,12 @@ class Connection:
                     f"the adapter's error answer to {method} lacks a string error.message"
                 )
             stack = payload.get("stack")
+            stack = stack if isinstance(stack, str) else None
             return Reply(
                 request_id,
                 method,
-                error=AdapterError(payload["message"]),
-                stack=stack if isinstance(stack, str) else None,
+                error=AdapterError(payload["message"], stack=stack),
+                stack=stack,
             )
         result = message["result"]
         if method == "initialize":

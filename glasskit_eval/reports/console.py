@@ -16,6 +16,8 @@ from ..plan.planning import CasePlan
 from ..results import SampleResult, Status
 from ..summary import Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.timevalues import format_time
+from ..support.tracebacks import last_frame
+from .progress import ProgressDisplay
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
 
@@ -66,15 +68,21 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
 
 
 class ConsoleListener:
-    """Prints progress as cases finish (a RunListener)."""
+    """Prints a run as it goes (a RunListener): case headers, each failure as it is judged, progress.
 
-    def __init__(self, out: TextIO | None = None, *, verbose: bool = False) -> None:
+    Lines go to ``out``; the live progress line (terminals only) goes to ``err``.
+    """
+
+    def __init__(self, out: TextIO | None = None, *, verbose: bool = False, err: TextIO | None = None,
+                 case_names: Sequence[str] = (), live: bool | None = None) -> None:
         self.out = out or sys.stdout
         self.verbose = verbose
         self.colour = use_colour(self.out)
+        self.case_names = list(case_names)
+        self.progress = ProgressDisplay(self.out, err or sys.stderr, live=live)
 
     def _print(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        self.progress.write_above(text)
 
     def _status(self, status: Status) -> str:
         word = status.value.upper()
@@ -89,9 +97,25 @@ class ConsoleListener:
     def case_started(self, plan: CasePlan, trial: int, total: int) -> None:
         video = plan.video_path.name if plan.video_path.name else plan.case.video.describe()
         self._print(f"Case {plan.case.name} ({len(plan.samples)} samples, video={video})")
+        name = plan.case.name
+        number = self.case_names.index(name) + 1 if name in self.case_names else 1
+        self.progress.case_started(name, number, max(len(self.case_names), 1), len(plan.samples), trial, total)
+
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        """A result as soon as it is judged: failures (every result with --verbose) are printed now."""
+        shown = self.verbose or result.status in (Status.FAILED, Status.ERROR, Status.IGNORED)
+        if shown:
+            prefix = f"[{trial}/{total}] " if total > 1 else ""
+            self._print(self.result_line(result, prefix))
+            if self.verbose and result.traceback:
+                self._print(indent_block(result.traceback, "      "))
+        self.progress.result(result)
+
+    def tick(self) -> None:
+        self.progress.tick()
 
     def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None:
-        prefix = f"[{trial}/{total}] " if total > 1 else ""
+        self.progress.case_finished()
         for target in plan.case.targets:
             mine = [r for r in results if r.target == target.id]
             if not mine:
@@ -100,17 +124,22 @@ class ConsoleListener:
             counts = Counts.of(mine)
             self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
                         f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
-            bad = (Status.FAILED, Status.ERROR)
-            shown = [r for r in mine if (r.status in bad if not self.verbose else r.evaluated)]
-            shown += [r for r in mine if not r.evaluated]
-            for r in shown:
-                self._print(self.result_line(r, prefix))
+
+    def close(self) -> None:
+        """Take the live line away (the run ended, or stopped)."""
+        self.progress.clear()
 
     def result_line(self, r: SampleResult, prefix: str = "") -> str:
         frame = f" frame={r.frame_index}" if r.frame_index is not None else ""
         observed = "" if not r.evaluated else f" observed={compact(r.observed_value)}"
-        return (f"    {prefix}{self._status(r.status)} {target_display(r)} @{time_label(r.timestamp_s)}s"
-                f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}")
+        where = last_frame(r.traceback) if r.traceback else None
+        at = f" (at {where})" if where else ""
+        return (f"    {prefix}{self._status(r.status)} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
+                f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}{at}")
+
+
+def indent_block(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
 
 def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None) -> None:

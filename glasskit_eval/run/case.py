@@ -25,10 +25,21 @@ from ..adapters.base import Evaluator, Sample, Target
 from ..errors import AdapterError, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
+from ..support.tracebacks import adapter_traceback
 from ..video.frames import DecodedFrame, decode_at
 from .judge import Judge, Misjudged, describe, error_result, exception_text, ignored_result, judge
 
 T = TypeVar("T")
+
+
+def traceback_of(exc: BaseException) -> str | None:
+    """What the adapter's code did: a Python exception's traceback, a command adapter's stack.
+
+    Our own errors about the adapter (bad answers, a dead process) have no stack of its code.
+    """
+    if isinstance(exc, AdapterError) and exc.stack is None:
+        return None
+    return adapter_traceback(exc)
 
 #: Called with each finished result as soon as it is known (checkpoints, progress).
 ResultSink = Callable[[SampleResult], None]
@@ -176,7 +187,7 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
             if keep_going:
                 record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
-                                    timing_mode=TimingMode.INDIVIDUAL))
+                                    timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)))
             elif not failure:
                 failure.append(SampleFailure(message, completed))
             return
@@ -271,9 +282,11 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
         message = f"adapter failed for {what}: {exception_text(exc)}"
         if not keep_going:
             raise SampleFailure(message, 0) from exc
+        stack = traceback_of(exc)
         for sample, frame, _image in items:
             record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
-                                duration=duration / len(items), timing_mode=TimingMode.BATCH))
+                                duration=duration / len(items), timing_mode=TimingMode.BATCH,
+                                traceback=stack))
         return
     duration = (time.perf_counter() - started) / len(items)
     for (sample, frame, _image), observation in zip(items, observations):

@@ -67,12 +67,14 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             life.check_unchanged(plan, request.case, digests)
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         saver = FailureSaver(artifacts or root / "runs") if request.save_failures else None
-        listener = ConsoleListener(out, verbose=request.verbose)
+        listener = ConsoleListener(out, verbose=request.verbose, err=err,
+                                   case_names=[c.case.name for c in plan.cases])
         try:
             result = asyncio.run(interruptible(run_trials(
                 plan, spec, request, listener, save_failures=saver.save_case if saver else None,
                 store=RunStore(life))))
         finally:
+            listener.close()
             reinstall_sigterm()
         checkpoint = life.checkpoint
         assert checkpoint is not None

@@ -42,7 +42,7 @@ def describe(sample: ScheduledSample) -> str:
 def make_result(sample: ScheduledSample, status: Status, reason: str, *, frame: DecodedFrame | None = None,
                 duration: float | None = None, timing_mode: TimingMode | None = None,
                 observed: Any = None, observed_value: Any = None,
-                error_kind: ErrorKind | None = None) -> SampleResult:
+                error_kind: ErrorKind | None = None, traceback: str | None = None) -> SampleResult:
     """The one constructor of results from a scheduled sample."""
     declared = sample.block.compare
     return SampleResult(
@@ -64,6 +64,7 @@ def make_result(sample: ScheduledSample, status: Status, reason: str, *, frame: 
         frame_index=frame.index if frame is not None else None,
         media_timestamp_s=float(frame.media_time) if frame is not None else None,
         error_kind=error_kind,
+        traceback=traceback,
     )
 
 
@@ -73,10 +74,11 @@ def ignored_result(sample: ScheduledSample) -> SampleResult:
 
 def error_result(sample: ScheduledSample, kind: ErrorKind, message: str, *, frame: DecodedFrame | None,
                  duration: float | None, timing_mode: TimingMode | None,
-                 observed: Any = None, observed_value: Any = None) -> SampleResult:
+                 observed: Any = None, observed_value: Any = None,
+                 traceback: str | None = None) -> SampleResult:
     return make_result(sample, Status.ERROR, _PREFIX[kind] + message, frame=frame, duration=duration,
                        timing_mode=timing_mode, observed=observed, observed_value=observed_value,
-                       error_kind=kind)
+                       error_kind=kind, traceback=traceback)
 
 
 class Misjudged(Exception):
