@@ -142,7 +142,8 @@ def indent_block(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
 
-def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None) -> None:
+def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None,
+                  report_path: str | None = None) -> None:
     def p(text: str = "") -> None:
         print(text, file=out)
 
@@ -210,12 +211,72 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
             p()
             p(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
                     [False, False, True, False, False]))
+    failures = failure_lines(summary, report_path)
+    if failures:
+        p()
+        p("\n".join(failures))
     if resume_hint:
         p()
         p(resume_hint)
 
 
 _LETTERS = {Status.PASSED: "P", Status.FAILED: "F", Status.ERROR: "E"}
+
+#: Rows of the failure table; the rest are counted and left to the JSON report.
+FAILURE_ROWS = 20
+_CELL = 40
+
+
+def _cell(text: str, width: int = _CELL) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def review_command(result: SampleResult, eval_dir: str) -> str:
+    """The ``review`` command that opens ``result``'s frame, runnable from the current directory."""
+    import shlex
+    from pathlib import Path
+
+    root = Path(eval_dir)
+    words = ["python", "-m", "glasskit_eval", "review"]
+    here = Path.cwd()
+    if root.resolve() != (here / "eval").resolve():
+        shown = root.relative_to(here) if root.is_absolute() and root.is_relative_to(here) else root
+        words += ["--eval-dir", str(shown)]
+    words += ["--case", result.case, "--target", result.target, "--time", time_label(result.timestamp_s)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def failure_lines(summary: RunSummary, report_path: str | None) -> list[str]:
+    """The failure table, what to run to look at the first failure, and the no-gate note."""
+    failures = summary.failures
+    if not failures:
+        return []
+    many = len(summary.run.trials) > 1
+    shown = failures[:FAILURE_ROWS]
+    rows = []
+    for f in shown:
+        r = f.result
+        observed = compact(r.observed_value) if r.evaluated and r.observed is not None else "-"
+        row = [r.case, target_display(r), f"{time_label(r.timestamp_s)}s",
+               "-" if r.frame_index is None else str(r.frame_index), _cell(compact(r.expected)),
+               _cell(observed), r.status.value, _cell(r.reason, 60)]
+        rows.append(([str(f.trial)] if many else []) + row)
+    headers = ["Case", "Target", "Time", "Frame", "Expected", "Observed", "Status", "Reason"]
+    right = [False, False, True, True, False, False, False, False]
+    if many:
+        headers, right = ["Trial", *headers], [True, *right]
+    noun = "failed or errored attempts" if many else "failed or errored samples"
+    title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
+        f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
+    lines = table(title, headers, rows, right).splitlines()
+    rest = len(failures) - len(shown)
+    if rest:
+        where = f"see {report_path}" if report_path else "write them all with --output-json PATH"
+        lines.append(f"... and {rest} more; {where}")
+    lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir)}")
+    if summary.total.failed and not summary.correctness_gated:
+        lines.append("No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds.")
+    return lines
 
 
 def _target_table(summary: RunSummary) -> str:

@@ -25,7 +25,7 @@ from ..adapters.base import Evaluator, Sample, Target
 from ..errors import AdapterError, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
-from ..support.tracebacks import adapter_traceback
+from ..support.tracebacks import adapter_traceback, last_frame
 from ..video.frames import DecodedFrame, decode_at
 from .judge import Judge, Misjudged, describe, error_result, exception_text, ignored_result, judge
 
@@ -40,6 +40,13 @@ def traceback_of(exc: BaseException) -> str | None:
     if isinstance(exc, AdapterError) and exc.stack is None:
         return None
     return adapter_traceback(exc)
+
+
+def _at(exc: BaseException) -> str:
+    """`` (at file:line in function)`` of the adapter code that raised, for a fail-fast stop."""
+    text = traceback_of(exc)
+    where = last_frame(text) if text else None
+    return f" (at {where})" if where else ""
 
 #: Called with each finished result as soon as it is known (checkpoints, progress).
 ResultSink = Callable[[SampleResult], None]
@@ -189,7 +196,7 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
                 record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
                                     timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)))
             elif not failure:
-                failure.append(SampleFailure(message, completed))
+                failure.append(SampleFailure(message + _at(exc), completed))
             return
         finally:
             slots.release()
@@ -281,7 +288,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
         duration = time.perf_counter() - started
         message = f"adapter failed for {what}: {exception_text(exc)}"
         if not keep_going:
-            raise SampleFailure(message, 0) from exc
+            raise SampleFailure(message + _at(exc), 0) from exc
         stack = traceback_of(exc)
         for sample, frame, _image in items:
             record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame,

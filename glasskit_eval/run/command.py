@@ -86,7 +86,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if errors and not life.keeps:
             report_checkpoint = None  # error-only: rerunning the command loses nothing
         hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
-        print_summary(summary, out, resume_hint=hint)
+        print_summary(summary, out, resume_hint=hint, report_path=request.output_json)
         if request.output_json:
             write_report(Path(request.output_json), build_report(summary, checkpoint=report_checkpoint))
         life.finish(complete=not errors)
