@@ -56,7 +56,8 @@ def add_run(sub: Any) -> None:
                    help="save a JPEG frame and a JSON record for every failed or errored sample")
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete run checkpoint by its printed path or id; restores the "
-                   "original adapter and options, so it cannot be combined with other options")
+                   "original adapter and options, so it cannot be combined with other options "
+                   "(except --output-json, to write the report elsewhere)")
     opts.allow_empty_option(p)
     p.set_defaults(handler=run_run)
 
@@ -83,8 +84,9 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
-#: Options that --resume may be given with: --eval-dir only says where to look up an id.
-_RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command"}
+#: Options that --resume may be given with: --eval-dir only says where to look up an id, and
+#: --output-json (run) only where the report goes.
+_RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command", "output_json"}
 
 
 def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
@@ -106,7 +108,8 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                          "on its own, or start a new run without --resume")
     from pathlib import Path
 
-    passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir)))
+    passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir)),
+                         output_json=args.output_json)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints
 from ..checkpoints.store import MANIFEST_NAME
+from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
 
@@ -24,8 +25,24 @@ def _absolute(path: str | None) -> str | None:
     return None if path is None else str(Path(path).expanduser().resolve())
 
 
-def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume: Path | None = None) -> bool:
+def destinations(request: RunRequest, root: Path) -> list[Destination]:
+    """Where the run will write, checked before the adapter exists."""
+    found = []
+    if request.output_json:
+        found.append(Destination(Path(request.output_json), "--output-json"))
+    if request.artifacts_dir:
+        found.append(Destination(Path(request.artifacts_dir), "--artifacts-dir", directory=True))
+    elif request.save_failures:
+        found.append(Destination(root / "runs", "--save-failures (to <eval-dir>/runs/)", directory=True))
+    return found
+
+
+def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume: Path | None = None,
+                output_json: str | None = None) -> bool:
     """Run ``request``, or resume the checkpoint directory ``resume``; True when every gate passed.
+
+    ``output_json`` (with ``resume``) writes the resumed run's report there instead of where
+    the original run said.
 
     Errors are raised: before the checkpoint exists as they are, after it as
     :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
@@ -48,6 +65,8 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if resume is not None:
             request = RunRequest.from_json(life.open(resume), resume / MANIFEST_NAME)
             life.check_recorded_unchanged(digests)
+            if output_json is not None:
+                request = replace(request, output_json=_absolute(output_json))
         assert request is not None
         plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
                           resolve_video=video_resolver(lambda message: print(message, file=err)),
@@ -57,6 +76,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             request = replace(request, adapter=python_target(request.adapter, root))
         if request.adapter_config is None:
             request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
+        check_writable(destinations(request, root))
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
