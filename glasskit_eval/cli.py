@@ -354,6 +354,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
         if command in (None, name):
             add(sub)
+            sub.choices[name].teaches = name
     return parser
 
 
