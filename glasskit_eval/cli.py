@@ -54,6 +54,9 @@ def add_run(sub: Any) -> None:
                    help="base directory for artifacts (default: <eval-dir>/runs/)")
     p.add_argument("--save-failures", action="store_true",
                    help="save a JPEG frame and a JSON record for every failed or errored sample")
+    p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
+                   help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
+                   "older ones are deleted (default: 10; 0 keeps all)")
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete run checkpoint by its printed path or id; restores the "
                    "original adapter and options, so it cannot be combined with other options "
@@ -80,7 +83,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        allow_empty=args.allow_empty)
+        allow_empty=args.allow_empty, keep_checkpoints=args.keep_checkpoints)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 

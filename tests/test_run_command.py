@@ -85,3 +85,30 @@ def test_resume_writes_its_report_where_output_json_says(tmp_path: Path) -> None
     assert code == 0, err
     assert read_json(second)["success"] is True
     assert read_json(first)["success"] is False  # the first report is left as it was
+
+
+def test_ctrl_c_says_how_many_samples_finished_and_how_to_resume(tmp_path: Path) -> None:
+    from evalkit import interrupt_when_marked
+
+    mark = tmp_path / "mark"
+    adapter = f"""
+import time
+from pathlib import Path
+
+def create_evaluator(config):
+    return E()
+
+class E:
+    def evaluate(self, sample, target):
+        if sample.sample_index == 1:
+            Path({str(mark)!r}).touch()
+            time.sleep(60)
+        return True
+"""
+    eval_dir = make_eval(tmp_path, {"walk": CASE.replace("[0.5, 1.0]", "[0.5, 1.0, 1.5]")}, adapter)
+    code, err = interrupt_when_marked(["run", "--eval-dir", str(eval_dir)], mark)
+    assert code == 2
+    lines = err.splitlines()
+    assert "Eval interrupted by SIGINT." in lines
+    assert "1 of 3 samples finished and saved in the checkpoint." in lines
+    assert any(line.startswith("Resume with `python -m glasskit_eval run --resume ") for line in lines)

@@ -15,7 +15,9 @@ from typing import Any, TextIO
 
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints
+from ..checkpoints.prune import prune_completed
 from ..checkpoints.store import MANIFEST_NAME
+from ..errors import OutputError
 from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
@@ -87,6 +89,12 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             life.check_unchanged(plan, request.case, digests)
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         saver = FailureSaver(artifacts or root / "runs") if request.save_failures else None
+        if saver is not None and not life.resumed:
+            try:
+                saver.rotate()
+            except OSError as exc:
+                raise OutputError(f"cannot move the previous run's failure artifacts aside in "
+                                  f"{saver.base}: {exc.strerror or exc}") from None
         listener = ConsoleListener(out, verbose=request.verbose, err=err,
                                    case_names=[c.case.name for c in plan.cases])
         try:
@@ -110,4 +118,5 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if request.output_json:
             write_report(Path(request.output_json), build_report(summary, checkpoint=report_checkpoint))
         life.finish(complete=not errors)
+        prune_completed(root, KIND, request.keep_checkpoints, current=checkpoint.path)
         return summary.success
