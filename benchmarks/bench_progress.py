@@ -10,8 +10,11 @@ sampled every 0.5 s, a trivial adapter), run in this process through ``main`` th
 * ``log``: stderr is a regular file, so heartbeats and streamed failures are what runs.
 
 Rounds rotate the order of the variants so machine noise hits each alike. The target is a
-terminal/off ratio below 1.01 (the issue's "< 1% of a trivial-adapter run"); the fastest
-round of each variant is compared too, as it is the least disturbed by other load.
+cost below 1% of a trivial-adapter run. Wall-time ratios are printed (medians, and the
+fastest round of each variant, the least disturbed by other load), but on a loaded machine
+they vary by more than the display costs; so the terminal variant also adds up the CPU
+time spent inside the display's methods and prints it as a share of the run's CPU time,
+which is what ``--check`` tests.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from glasskit_eval.reports import console  # noqa: E402
 from glasskit_eval.reports.progress import ProgressDisplay  # noqa: E402
 
 TARGET = 1.01
+#: (CPU seconds inside the display, CPU seconds of the whole run) of each terminal run.
+CPU: list[tuple[float, float]] = []
 VARIANTS = ("off", "terminal", "log")
 
 
@@ -54,6 +59,36 @@ class NoProgress(ProgressDisplay):
 
     def write_above(self, text: str) -> None:
         print(text, file=self.out)
+
+
+class TimedProgress(ProgressDisplay):
+    """The real display, adding up the CPU time (of the calling thread) spent inside it.
+
+    Wall times on a loaded machine vary by more than the whole display costs; the CPU
+    time spent in its methods, against the run's CPU time, is the steadier measure.
+    """
+
+    spent = 0.0
+
+    def case_started(self, *args: Any) -> None:
+        started = time.thread_time()
+        super().case_started(*args)
+        TimedProgress.spent += time.thread_time() - started
+
+    def result(self, *args: Any) -> None:
+        started = time.thread_time()
+        super().result(*args)
+        TimedProgress.spent += time.thread_time() - started
+
+    def tick(self) -> None:
+        started = time.thread_time()
+        super().tick()
+        TimedProgress.spent += time.thread_time() - started
+
+    def case_finished(self) -> None:
+        started = time.thread_time()
+        super().case_finished()
+        TimedProgress.spent += time.thread_time() - started
 
 
 def one_run(eval_dir: Path, variant: str, scratch: Path) -> tuple[float, int, int]:
@@ -81,11 +116,16 @@ def one_run(eval_dir: Path, variant: str, scratch: Path) -> tuple[float, int, in
         reader.start()
         if os.environ.get("TERM", "dumb") == "dumb":
             os.environ["TERM"] = "xterm"  # the live line is drawn only on a capable terminal
+        original = console.ProgressDisplay
+        console.ProgressDisplay = TimedProgress  # type: ignore[misc]
         try:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             code = cli_main(argv, out=out, err=err)
             elapsed = time.perf_counter() - started
+            CPU.append((TimedProgress.spent, time.process_time() - cpu))
+            TimedProgress.spent = 0.0
         finally:
+            console.ProgressDisplay = original  # type: ignore[misc]
             err.close()
             reader.join(timeout=5)
             os.close(master)
@@ -114,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=int, default=3, help="length of the dense video (default: 3)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="folder for the generated video (reused)")
-    parser.add_argument("--check", action="store_true", help=f"exit 1 if terminal/off exceeds {TARGET}")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the display takes 1%% or more of the run's CPU time")
     args = parser.parse_args(argv)
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
     sizes: dict[str, int] = {}
@@ -148,13 +188,14 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"{variant}/off, medians / bests",
                      f"{statistics.median(times[variant]) / off:.4f} / "
                      f"{min(times[variant]) / min(times['off']):.4f}"))
+    shares = [inside / whole for inside, whole in CPU]
+    rows.append(("terminal: display CPU / run CPU (median)", f"{statistics.median(shares) * 100:.3f}%"))
     rows.append(("live-line bytes on the terminal", sizes["terminal"]))
     rows.append(("heartbeat lines in the log", beats["log"]))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")
-    ratio = statistics.median(times["terminal"]) / off
-    return 1 if args.check and ratio > TARGET else 0
+    return 1 if args.check and statistics.median(shares) > TARGET - 1 else 0
 
 
 if __name__ == "__main__":

@@ -127,3 +127,12 @@ def test_a_failing_run_prints_the_table_and_a_review_command_that_parses(tmp_pat
     assert (args.case, args.target, float(args.time)) == ("walk", "lights", 0.5)
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "1")
     assert code == 1 and "No gate is set" not in out and "Failures (1" in out
+
+
+def test_an_errors_reason_keeps_its_end_in_the_table() -> None:
+    from dataclasses import replace
+
+    r = replace(result(0, Status.ERROR), reason="adapter_error: adapter failed for walk/lights sample 0 at "
+                "0s: RuntimeError: model server returned 503")
+    row = failure_lines(summary_of([r]), None)[3]
+    assert row.endswith("  ...s sample 0 at 0s: RuntimeError: model server returned 503")

@@ -231,6 +231,13 @@ def _cell(text: str, width: int = _CELL) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
+def _reason_cell(r: SampleResult, width: int = 60) -> str:
+    # An error's reason names the sample first and ends with what went wrong: keep the end.
+    if r.status is Status.ERROR and len(r.reason) > width:
+        return "..." + r.reason[-(width - 3):]
+    return _cell(r.reason, width)
+
+
 def review_command(result: SampleResult, eval_dir: str) -> str:
     """The ``review`` command that opens ``result``'s frame, runnable from the current directory."""
     import shlex
@@ -259,7 +266,7 @@ def failure_lines(summary: RunSummary, report_path: str | None) -> list[str]:
         observed = compact(r.observed_value) if r.evaluated and r.observed is not None else "-"
         row = [r.case, target_display(r), f"{time_label(r.timestamp_s)}s",
                "-" if r.frame_index is None else str(r.frame_index), _cell(compact(r.expected)),
-               _cell(observed), r.status.value, _cell(r.reason, 60)]
+               _cell(observed), r.status.value, _reason_cell(r)]
         rows.append(([str(f.trial)] if many else []) + row)
     headers = ["Case", "Target", "Time", "Frame", "Expected", "Observed", "Status", "Reason"]
     right = [False, False, True, True, False, False, False, False]
