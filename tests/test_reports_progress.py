@@ -141,7 +141,16 @@ def test_live_line_is_throttled_and_cleared_around_other_output(monkeypatch: pyt
     before = len(err.getvalue())
     display.write_above("    FAILED walk/lights")
     assert out.getvalue() == "    FAILED walk/lights\n"
-    # Cleared first, then drawn again below the printed line.
+    # Cleared first; drawn again below the printed line by the next tick, not sooner.
+    assert err.getvalue()[before:] == "\r\033[K"
+    display.tick()
+    assert err.getvalue()[before:] == "\r\033[K"
+    now.t += 0.25
+    display.tick()
+    assert err.getvalue()[before:].startswith("\r\033[K\r\033[Kcase 1/1")
+    before = len(err.getvalue())
+    now.t += 0.25
+    display.write_above("    FAILED again")  # the line was drawn long enough ago: back at once
     assert err.getvalue()[before:].startswith("\r\033[K\r\033[Kcase 1/1")
     monkeypatch.setattr(progress, "_columns", lambda stream: 20)
     now.t += 0.25

@@ -167,13 +167,17 @@ class ProgressDisplay:
     # -- output
 
     def write_above(self, text: str) -> None:
-        """Print ``text`` (one or more lines) to ``out``, above the live line if one is shown."""
+        """Print ``text`` (one or more lines) to ``out``, above the live line if one is shown.
+
+        The line comes back at once unless it was drawn less than :data:`REDRAW_S` ago; then
+        the next tick brings it back, so a burst of lines (``--verbose``) costs no more redraws.
+        """
         shown = self._shown
         if shown:
             self.clear()
         self._emit(text)
         if shown:
-            self._draw(force=True)
+            self._draw()
 
     def clear(self) -> None:
         if self._shown:
