@@ -2,10 +2,32 @@
 
 Importing this package has no side effects and imports neither av nor PIL; the
 command modules load those lazily when a command needs them.
+
+Adapter authors can type-check against the public surface::
+
+    from glasskit_eval import FactoryConfig, Sample, SampleEvaluator, Target
+
+    def create_evaluator(config: FactoryConfig) -> SampleEvaluator: ...
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["BatchEvaluator", "FactoryConfig", "Sample", "SampleEvaluator", "Target", "__version__"]
+
+if TYPE_CHECKING:
+    from .adapters.base import BatchEvaluator, FactoryConfig, Sample, SampleEvaluator, Target
+
+_ADAPTER_API = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use, so `--help` (which imports this package) stays as fast as before.
+    if name in _ADAPTER_API:
+        from .adapters import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -54,6 +54,11 @@ def add_run(sub: Any) -> None:
                    help="base directory for artifacts (default: <eval-dir>/runs/)")
     p.add_argument("--save-failures", action="store_true",
                    help="save a JPEG frame and a JSON record for every failed or errored sample")
+    p.add_argument("--html", metavar="PATH",
+                   help="write a self-contained HTML report with thumbnails of the failed frames")
+    p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
+                   help="size budget of the HTML report's embedded thumbnails; beyond it they link to "
+                   "--save-failures artifacts (default: 25)")
     p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
                    help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
                    "older ones are deleted (default: 10; 0 keeps all)")
@@ -83,7 +88,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        allow_empty=args.allow_empty, keep_checkpoints=args.keep_checkpoints)
+        allow_empty=args.allow_empty, html=args.html, html_budget_mb=args.html_budget_mb,
+        keep_checkpoints=args.keep_checkpoints)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
@@ -285,12 +291,45 @@ def add_review(sub: Any) -> None:
 
 
 def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .review import ReviewOptions, start_review
+    from .review.launch import ReviewOptions, start_review
     from .review.server import run
 
     server = start_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target,
                                         time=args.time, port=args.port, report=args.report))
     run(server, out, open_browser=not args.no_open)
+    return ExitCode.OK
+
+
+# --- report ---------------------------------------------------------------------------
+
+
+def add_report(sub: Any) -> None:
+    p = sub.add_parser("report", help="render JSON run reports (shards merge) as one HTML page",
+                       description="Render one or more --output-json reports as one self-contained HTML "
+                       "page, without the adapter. Several reports (shards) merge trial by trial. "
+                       "Thumbnails of failed frames come from --save-failures artifacts and, with "
+                       "--eval-dir and the videos present, from decoding the recorded frames.")
+    p.add_argument("reports", nargs="+", metavar="RESULTS.json", help="reports written by run --output-json")
+    p.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
+    p.add_argument("--eval-dir", metavar="PATH",
+                   help="eval directory whose videos give thumbnails and clip durations (default: none)")
+    p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
+                   help="size budget of the embedded thumbnails (default: 25)")
+    p.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from .reports.publish import execute_report
+
+    html = Path(args.html)
+    summary = execute_report([Path(p) for p in args.reports], html,
+                             eval_dir=Path(args.eval_dir) if args.eval_dir else None,
+                             budget_bytes=args.html_budget_mb * 1000 * 1000,
+                             notify=lambda line: print(line, file=err))
+    print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
+          f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
     return ExitCode.OK
 
 
@@ -342,10 +381,10 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- entry points ----------------------------------------------------------------------
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
-                                               add_build_zipapp, add_video_store, add_review)
+                                               add_build_zipapp, add_video_store, add_review, add_report)
 #: The command each of COMMANDS adds, in the same order.
 COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
-                 "review")
+                 "review", "report")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -161,12 +161,12 @@ class CaseEditError(UsageError):
 class CaseConflictError(OutputError):
     """The file changed on disk since it was read; nothing was written."""
 
-    def __init__(self, path: object, expected: str, actual: str | None) -> None:
+    def __init__(self, path: object, expected: str, actual: str | None, detail: str | None = None) -> None:
         self.path = path
         self.expected = expected
         self.actual = actual
         state = "was deleted" if actual is None else "changed on disk"
-        super().__init__(f"{path} {state} since it was read; nothing was written. "
+        super().__init__(detail or f"{path} {state} since it was read; nothing was written. "
                          "Reload it and apply the edit again.")
 
 

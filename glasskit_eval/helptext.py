@@ -42,6 +42,11 @@ _EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (f"{_P} video-store pull", "download and verify every cloud video the cases use"),
         (f"{_P} video-store upload walk.mp4 --store main", "upload a video, print its case-file block"),
     ),
+    "report": (
+        (f"{_P} report out/report.json --html out/report.html", "one run's JSON report as a web page"),
+        (f"{_P} report shard-*.json --html report.html --eval-dir eval",
+         "shards merged, thumbnails decoded from the eval's videos"),
+    ),
     "review": (
         (f"{_P} review", "open the first case in a browser"),
         (f"{_P} review --case walkthrough --target lights --time 12.5",

@@ -130,24 +130,22 @@ def time_value(text: str) -> Fraction:
     return value
 
 
-def positive_int(text: str) -> int:
+def _integer(text: str, minimum: int, rule: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be greater than zero, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _integer(text, 1, "greater than zero")
 
 
 def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be nonnegative, got {value}")
-    return value
+    return _integer(text, 0, "nonnegative")
 
 
 def rate(text: str) -> float:

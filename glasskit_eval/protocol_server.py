@@ -63,7 +63,7 @@ class AdapterConfig:
     """What the factory receives, with the fields an in-process factory config has."""
 
     def __init__(
-        self, eval_dir: Path, config: dict, artifacts_dir: Path | None, verbose: bool
+        self, eval_dir: Path, config: dict[str, Any], artifacts_dir: Path | None, verbose: bool
     ) -> None:
         self.eval_dir = eval_dir
         self.config = config
@@ -80,7 +80,7 @@ class AdapterConfig:
 class Target:
     """A target: ``id``, ``index``, ``label`` and ``config``, as in-process adapters see it."""
 
-    def __init__(self, id: str, index: int, label: str | None, config: dict) -> None:
+    def __init__(self, id: str, index: int, label: str | None, config: dict[str, Any]) -> None:
         self.id = id
         self.index = index
         self.label = label
@@ -97,7 +97,7 @@ class Sample:
     PNG bytes (to a model API, say) never pays for decoding, nor needs Pillow.
     """
 
-    def __init__(self, wire: dict) -> None:
+    def __init__(self, wire: dict[str, Any]) -> None:
         image = wire["image"]
         self.png: bytes = _b64decode(image["dataBase64"])
         self.mime_type: str = image.get("mimeType", "image/png")
@@ -182,7 +182,8 @@ def load_target(target: str) -> Callable[..., Any]:
             raise ValueError(f"{module_name} has no attribute {attr_path!r}") from None
     if not callable(obj):
         raise ValueError(f"adapter target {target!r} is not callable")
-    return obj
+    factory: Callable[..., Any] = obj
+    return factory
 
 
 def _positional(func: Any) -> tuple[list[str], int | None]:
@@ -262,7 +263,7 @@ def _json_problem(value: Any, where: str = "result", depth: int = 0) -> str | No
     return f"{where} has type {type(value).__name__}, which is not JSON-like"
 
 
-def _error_payload(error: BaseException) -> dict:
+def _error_payload(error: BaseException) -> dict[str, Any]:
     text = str(error)
     message = f"{type(error).__name__}: {text}" if text else type(error).__name__
     stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
@@ -282,7 +283,7 @@ class _Server:
         self._evaluator: Any = None
         self._evaluate: Any = None
         self._evaluate_many: Any = None
-        self._active: dict[Any, asyncio.Task] = {}
+        self._active: dict[Any, asyncio.Task[None]] = {}
         self._busy_threads = 0
         self._threads_lock = threading.Lock()
         self.exit_code = 0
@@ -291,7 +292,7 @@ class _Server:
     def threads_busy(self) -> bool:
         return self._busy_threads > 0
 
-    def send(self, message: dict) -> None:
+    def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, allow_nan=False, separators=(",", ":")).encode("utf-8")
         self._out.write(data + b"\n")
         self._out.flush()
@@ -328,7 +329,7 @@ class _Server:
 
         return await _resolve(await loop.run_in_executor(self._executor, tracked))
 
-    async def initialize(self, request_id: Any, params: dict) -> None:
+    async def initialize(self, request_id: Any, params: dict[str, Any]) -> None:
         try:
             version = params.get("protocolVersion")
             if version != PROTOCOL_VERSION:
@@ -371,11 +372,11 @@ class _Server:
             }
         )
 
-    def start(self, request_id: Any, method: str, params: dict) -> None:
+    def start(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         task = asyncio.ensure_future(self._evaluation(request_id, method, params))
         self._active[request_id] = task
 
-        def finished(task: asyncio.Future) -> None:
+        def finished(task: asyncio.Future[None]) -> None:
             self._active.pop(request_id, None)
             # Also covers a task cancelled before it ever ran, whose own code never
             # got the chance to answer.
@@ -384,7 +385,7 @@ class _Server:
 
         task.add_done_callback(finished)
 
-    async def _evaluation(self, request_id: Any, method: str, params: dict) -> None:
+    async def _evaluation(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         samples: list[Sample] = []
         try:
             if self._evaluator is None:

@@ -39,15 +39,18 @@ class TimingMode(str, enum.Enum):
     """How ``evaluation_duration_seconds`` was measured."""
 
     INDIVIDUAL = "individual"
-    #: One ``evaluate_many`` call's duration divided among its samples.
-    BATCH = "batch"
+    #: One ``evaluate_many`` call's duration divided among its samples (upstream's spelling).
+    BATCH = "batch_amortized"
 
     def __str__(self) -> str:
         return self.value
 
     @classmethod
     def parse(cls, value: object) -> TimingMode | None:
-        return None if value is None else cls(value)
+        if value is None:
+            return None
+        # Checkpoints written before the upstream spelling was adopted say "batch".
+        return cls.BATCH if value == "batch" else cls(value)
 
 
 class ResultFormatError(ValueError):

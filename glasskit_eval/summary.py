@@ -110,7 +110,7 @@ class RunSummary:
     total: Counts
     trials: tuple[TrialSummary, ...]
     stability: tuple[Stability, ...]
-    #: Pass rates of the trials that evaluated anything.
+    #: Each trial's pass rate; 0.0 for a trial that evaluated nothing (as upstream reports it).
     trial_rates: tuple[float, ...]
     #: Targets sorted by display name, case-insensitively.
     targets: tuple[GroupSummary, ...]
@@ -131,7 +131,7 @@ class RunSummary:
                         for name in sorted(displays, key=lambda t: displays[t].lower()))
         cases = tuple(_group(name, name, run.trials, stable, _case_of) for name in run.cases)
         return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
-                   trial_rates=tuple(t.counts.pass_rate for t in trials if t.counts.pass_rate is not None),
+                   trial_rates=tuple(t.counts.pass_rate or 0.0 for t in trials),
                    targets=targets, cases=cases,
                    failures=tuple(Failure(t.trial, r) for t in run.trials for r in t.results
                                   if r.status in (Status.FAILED, Status.ERROR)))

@@ -57,8 +57,8 @@ class Reader:
 """
 
 
-def interrupt_when_marked(argv: list[str], mark: Path) -> tuple[int, str]:
-    """Run ``python -m glasskit_eval *argv``, send SIGINT once ``mark`` exists; returns (code, stderr)."""
+def interrupt_when_marked(argv: list[str], mark: Path, signum: int | None = None) -> tuple[int, str]:
+    """Run ``python -m glasskit_eval *argv``, signal it (SIGINT) once ``mark`` exists; returns (code, stderr)."""
     import signal
     import subprocess
     import sys
@@ -69,7 +69,7 @@ def interrupt_when_marked(argv: list[str], mark: Path) -> tuple[int, str]:
     try:
         while not mark.exists() and proc.poll() is None:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT if signum is None else signum)
         _out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

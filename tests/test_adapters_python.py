@@ -99,7 +99,7 @@ def test_evaluate_many_failure_with_keep_going_errors_every_sample(tmp_path: Pat
     results = json.loads(report.read_text())["trials"][0]["results"]
     assert [r["status"] for r in results] == ["error", "error"]
     assert all("ValueError: provider down" in r["reason"] for r in results)
-    assert all(r["evaluation_timing_mode"] == "batch" for r in results)
+    assert all(r["evaluation_timing_mode"] == "batch_amortized" for r in results)
 
 
 def test_close_is_called_even_after_a_fail_fast_error(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.cases.model import load_case
+from glasskit_eval.cases.parse import load_case
 from glasskit_eval.cases.write import (
     CaseConflictError,
     content_hash,

@@ -134,7 +134,7 @@ def test_evaluate_many_gives_the_same_results_as_the_python_adapter(eval_dir: Pa
     assert code == expected_code
     results = comparable(report)
     assert results == comparable(expected)
-    assert {r["evaluation_timing_mode"] for r in results if r["status"] != "ignored"} == {"batch"}
+    assert {r["evaluation_timing_mode"] for r in results if r["status"] != "ignored"} == {"batch_amortized"}
     assert {r["observed"]["strategy"] for r in results if r["observed"]} == {"evaluateMany"}
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.cases.model import Case, load_case
+from glasskit_eval.cases.model import Case
+from glasskit_eval.cases.parse import load_case
 from glasskit_eval.compare.values import CompareConfig
 from glasskit_eval.errors import UsageError, ValidationError
 from glasskit_eval.plan.schedule import Filters, ScheduledSample, expand_case, select, select_cases

@@ -45,6 +45,14 @@ def test_check_writable_creates_parents_and_leaves_no_probe(tmp_path: Path) -> N
     assert list(report.parent.iterdir()) == [] and list((tmp_path / "art").iterdir()) == []
 
 
+def test_check_writable_accepts_devices_and_follows_links(tmp_path: Path) -> None:
+    check_writable([Destination(Path("/dev/null"), "--output-json")])
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link.json").symlink_to(real / "report.json")
+    check_writable([Destination(tmp_path / "link.json", "--output-json")])
+
+
 @pytest.mark.parametrize("make", ["parent_is_a_file", "path_is_a_directory"])
 def test_check_writable_refuses_what_cannot_be_written(tmp_path: Path, make: str) -> None:
     blocker = tmp_path / "blocker"
@@ -58,12 +66,12 @@ def test_check_writable_refuses_what_cannot_be_written(tmp_path: Path, make: str
         check_writable([Destination(target, "--output-json")])
 
 
-@pytest.mark.parametrize("option", ["--output-json", "--artifacts-dir"])
+@pytest.mark.parametrize("option", ["--output-json", "--artifacts-dir", "--html"])
 def test_unwritable_destination_stops_the_run_before_the_adapter_exists(tmp_path: Path, option: str) -> None:
     eval_dir = make_eval(tmp_path, {"walk": CASE}, MARKING)
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
-    path = blocker / "report.json" if option == "--output-json" else blocker
+    path = blocker if option == "--artifacts-dir" else blocker / "report"
     code, out, err = run_cli("run", "--eval-dir", eval_dir, option, path)
     assert code == 2
     assert err.startswith(f"error: {option} {path}: ")

@@ -239,15 +239,21 @@ INTERRUPTIBLE = LABELER.replace(
     "        index = read_frame_index(sample.image)")
 
 
-def test_sigint_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 signame: str) -> None:
+    # SIGTERM (a CI runner cancelling the job) takes the same orderly path as Ctrl+C.
+    import signal
+
     from evalkit import interrupt_when_marked
 
     log = seed_env(monkeypatch, tmp_path)
     mark = tmp_path / "hanging"
     monkeypatch.setenv("SEED_TEST_HANG_MARK", str(mark))
     eval_dir = make_eval(tmp_path, {"door": CASE}, INTERRUPTIBLE)
-    code, err = interrupt_when_marked(["seed", "--eval-dir", str(eval_dir)], mark)
+    code, err = interrupt_when_marked(["seed", "--eval-dir", str(eval_dir)], mark, getattr(signal, signame))
     assert code == 2, err
+    assert f"Seed interrupted by {signame}" in err or "Seed interrupted by SIGINT or SIGTERM" in err, err
     assert (eval_dir / "cases" / "door.yaml").read_text() == CASE
     checkpoint = err.split("--resume ", 1)[1].split("`")[0]
     before = len(calls(log))
@@ -258,3 +264,105 @@ def test_sigint_keeps_completed_proposals_and_resume_finishes(tmp_path: Path, mo
     assert len(calls(log)) - before == 7 - (before - 1)
     assert yaml.safe_load((eval_dir / "cases" / "door.yaml").read_text())["targets"]["door"]["samples"][1][
         "expect"] is True
+
+
+# --- writers racing: edits made while seed runs are kept, or the write is refused -----------
+
+RACE_CASE = """\
+video: cfr_h264.mp4
+targets:
+  a:
+    samples:
+    - at: [0.5, 1.0]
+  b:
+    samples:
+    - at: [0.5]
+      expect: old   # hand label
+"""
+
+#: Edits the case file (as an editor or the review page would) during its first call.
+EDITING_LABELER = """
+import os, pathlib
+
+EDIT = os.environ["SEED_TEST_EDIT"]  # "other" or "same"
+done = []
+
+def create_evaluator(config):
+    return Labeler(config.eval_dir / "cases" / "race.yaml")
+
+class Labeler:
+    def __init__(self, path):
+        self.path = path
+
+    def evaluate(self, sample, target):
+        if not done:
+            done.append(1)
+            text = self.path.read_text()
+            if EDIT == "other":
+                text = text.replace("expect: old", "expect: edited meanwhile")
+            else:
+                text = text.replace("    - at: [0.5, 1.0]", "    - at: [0.5, 1.0]\\n      comment: mine")
+            self.path.write_text(text)
+        return "seeded"
+"""
+
+
+def test_an_edit_to_another_target_while_seeding_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEED_TEST_EDIT", "other")
+    eval_dir = make_eval(tmp_path, {"race": RACE_CASE}, EDITING_LABELER)
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--target", "a")
+    assert code == 0, out + err
+    text = (eval_dir / "cases" / "race.yaml").read_text()
+    assert "expect: edited meanwhile" in text and "# hand label" in text
+    assert yaml.safe_load(text)["targets"]["a"]["samples"] == [{"at": [0.5, 1.0], "expect": "seeded"}]
+
+
+def test_an_edit_to_the_seeded_target_is_a_conflict_not_an_overwrite(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEED_TEST_EDIT", "same")
+    eval_dir = make_eval(tmp_path, {"race": RACE_CASE}, EDITING_LABELER)
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--target", "a")
+    assert code == 2, out + err
+    text = (eval_dir / "cases" / "race.yaml").read_text()
+    assert "comment: mine" in text and "seeded" not in text
+    assert "changed on disk while this command ran: the samples of 'a' were edited" in err
+    assert "seed --resume" in err  # the proposals are kept in the checkpoint
+
+
+BARRIER_LABELER = """
+import os, pathlib, time
+
+def create_evaluator(config):
+    return Labeler()
+
+class Labeler:
+    def evaluate(self, sample, target):
+        # Both seeds are calling their adapter before either writes: their writes race.
+        marks = pathlib.Path(os.environ["SEED_TEST_BARRIER"])
+        (marks / target.id).touch()
+        deadline = time.monotonic() + 30
+        while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return "by " + target.id
+"""
+
+
+def test_two_seeds_of_different_targets_at_once_keep_both(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from evalkit import ROOT
+
+    eval_dir = make_eval(tmp_path, {"race": RACE_CASE.replace("      expect: old   # hand label\n", "")},
+                         BARRIER_LABELER)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    env = {**os.environ, "SEED_TEST_BARRIER": str(barrier)}
+    procs = [subprocess.Popen([sys.executable, "-m", "glasskit_eval", "seed", "--eval-dir", str(eval_dir),
+                               "--target", t], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for t in ("a", "b")]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    data = yaml.safe_load((eval_dir / "cases" / "race.yaml").read_text())["targets"]
+    assert data["a"]["samples"][0]["expect"] == "by a" and data["b"]["samples"][0]["expect"] == "by b"

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from glasskit_eval.errors import StoreError
-from glasskit_eval.store.cache import FileLock, VideoCache, default_cache_dir, format_size
+from glasskit_eval.store.cache import VideoCache, default_cache_dir, format_size
 from glasskit_eval.store.transport import HttpResponse, TransportError
+from glasskit_eval.support.fsio import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = bytes(range(256)) * 4099  # a little over 1 MiB: more than one read chunk

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from glasskit_eval.cases.model import parse_case
+from glasskit_eval.cases.parse import parse_case
 from glasskit_eval.errors import ExitCode, UsageError
 from glasskit_eval.yamltext.edit import (
     CaseEditError,

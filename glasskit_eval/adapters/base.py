@@ -91,3 +91,21 @@ class AdapterSpec(Protocol):
     def describe(self) -> str: ...
 
     async def create(self, factory_config: FactoryConfig) -> Evaluator: ...
+
+
+class SampleEvaluator(Protocol):
+    """What an adapter factory returns (the public contract, for type-checking adapters).
+
+    ``evaluate`` may be a plain or an ``async`` method and returns a JSON-like observation.
+    Optional methods, found by name: ``evaluate_many(samples, target)`` (see
+    :class:`BatchEvaluator`, which then takes precedence) and ``close()`` (plain or async),
+    called once after the trial's last sample.
+    """
+
+    def evaluate(self, sample: Sample, target: Target) -> Any: ...
+
+
+class BatchEvaluator(Protocol):
+    """An adapter that judges a whole target's samples in one call, one observation per sample."""
+
+    def evaluate_many(self, samples: Sequence[Sample], target: Target) -> Any: ...

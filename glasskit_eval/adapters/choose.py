@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import UsageError
-from .base import AdapterSpec
+
+if TYPE_CHECKING:  # `validate` checks the options on its start-up path; base costs a few ms
+    from .base import AdapterSpec
 
 
 def check_exclusive(adapter: str | None, adapter_command: str | None) -> None:

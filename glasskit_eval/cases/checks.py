@@ -45,6 +45,13 @@ class Checker:
             return None
         return value
 
+    def section(self, value: Any, path: PathKey, what: str, allowed: set[str]) -> dict[str, Any] | None:
+        """``value`` as a mapping whose keys are all ``allowed`` (unknown ones are problems), or None."""
+        mapping = self.mapping(value, path, what)
+        if mapping is not None:
+            self.unknown_keys(mapping, allowed, path)
+        return mapping
+
     def unknown_keys(self, value: dict[str, Any], allowed: set[str], path: PathKey) -> None:
         for key in value:
             if key not in allowed:
@@ -107,10 +114,9 @@ class Checker:
     def compare(self, value: Any, path: PathKey) -> CompareConfig | None:
         if value is None:
             return None
-        mapping = self.mapping(value, path, "compare")
+        mapping = self.section(value, path, "compare", _COMPARE_KEYS)
         if mapping is None:
             return None
-        self.unknown_keys(mapping, _COMPARE_KEYS, path)
         mode = mapping.get("mode", UNSET)
         if mode is UNSET:
             self.add(path, "compare needs a mode: one of " + ", ".join(MODES))
@@ -137,10 +143,9 @@ class Checker:
         """Parse a ``sample_defaults`` mapping into {'field': ..., 'compare': ...} (keys only if set)."""
         if value is None:
             return {}
-        mapping = self.mapping(value, path, "sample_defaults")
+        mapping = self.section(value, path, "sample_defaults", _DEFAULTS_KEYS)
         if mapping is None:
             return {}
-        self.unknown_keys(mapping, _DEFAULTS_KEYS, path)
         out: dict[str, Any] = {}
         if "field" in mapping:
             out["field"] = self.field_path(mapping["field"], (*path, "field"))

@@ -12,7 +12,8 @@ from ..support.jsonvalues import json_problem
 from ..support.records import Frozen
 from ..yamltext.source import load_yaml_file
 from .checks import Checker
-from .model import Case, Thresholds, load_case, parse_thresholds
+from .model import Case, Thresholds
+from .parse import load_case, parse_thresholds
 
 _CONFIG_KEYS = {"thresholds", "video_stores"}
 _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
@@ -95,10 +96,9 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
     if doc.value is None:
         return EvalConfig(), []
     c = Checker(doc)
-    root = c.mapping(doc.value, (), "config.yaml")
+    root = c.section(doc.value, (), "config.yaml", _CONFIG_KEYS)
     if root is None:
         return EvalConfig(), c.problems
-    c.unknown_keys(root, _CONFIG_KEYS, ())
     thresholds = parse_thresholds(c, root.get("thresholds"), ("thresholds",), None)
     stores: dict[str, VideoStoreConfig] = {}
     raw_stores = root.get("video_stores")

@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import CaseConflictError, OutputError, Problem, ValidationError
-from ..support.fsio import replace_file
-from ..yamltext.edit import Edit, EditResult, apply_edits
+from ..support.fsio import lock_fd, replace_file
+from ..yamltext.edit import Edit, EditResult, apply_edits, rewrite
 
-try:  # POSIX only; elsewhere the hash check alone guards against lost updates
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+#: Case files are locked only where locks are advisory: a Windows byte lock is mandatory and
+#: would stop the user's editor from reading the file; there the hash check alone guards edits.
+_LOCK_CASE_FILES = os.name == "posix"
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,53 @@ def edit_case_file(path: Path, edits: Sequence[Edit], *,
     return result, replace_text(case.path, result.text, expected_hash=case.hash)
 
 
+#: A writer re-reads and retries this often when another writer replaced the file in between.
+_MERGE_ATTEMPTS = 5
+
+
+def merge_into_current(path: Path, planned: Any, targets: Collection[str],
+                       apply: Callable[[Any], Any]) -> EditResult:
+    """Apply an edit planned on ``planned`` (the data as read earlier) to the file as it is now.
+
+    Every long-running writer (``seed``; ``review`` saves) goes through here: edits made to the
+    file meanwhile are kept when they do not touch the samples of ``targets``; when they do, the
+    write is refused with :class:`CaseConflictError`, never an overwrite. ``apply`` gets a copy
+    of the current data and returns the data to write; the candidate must be a valid case file.
+    """
+    from .edit import candidate_problems
+
+    for _attempt in range(_MERGE_ATTEMPTS):
+        current = read_case_text(path)
+        case, problems = candidate_problems(current.text, path)
+        if case is None or problems:
+            raise CaseConflictError(path, "", current.hash, f"{path} changed on disk and is no longer a valid "
+                                    "case file; nothing was written. Fix it, then run again.")
+        now = case.document.value
+        changed = sorted(t for t in targets if _samples(now, t) != _samples(planned, t))
+        if changed:
+            raise CaseConflictError(path, "", current.hash, f"{path} changed on disk while this command ran: the "
+                                    f"samples of {', '.join(repr(t) for t in changed)} were edited; nothing "
+                                    "was written. Keep your edits and run again, or revert them and resume.")
+        result = rewrite(current.text, apply(json.loads(json.dumps(now))))
+        _case, problems = candidate_problems(result.text, path)
+        if problems:
+            raise ValidationError(problems, hint="the edit would make an invalid case file and was not "
+                                  "written; please report this as a bug")
+        try:
+            replace_text(path, result.text, expected_hash=current.hash)
+        except CaseConflictError:
+            continue  # replaced between our read and our write: merge again onto the newer file
+        return result
+    raise CaseConflictError(path, "", None, f"{path} keeps changing on disk; nothing was written. Try again "
+                            "when other writers have finished.")
+
+
+def _samples(data: Any, target: str) -> Any:
+    targets = data.get("targets") if isinstance(data, dict) else None
+    spec = targets.get(target) if isinstance(targets, dict) else None
+    return json.dumps(spec.get("samples") if isinstance(spec, dict) else None, sort_keys=True)
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[bytes | None]:
     """Yield the file's current bytes while holding an exclusive flock on it.
@@ -105,8 +153,8 @@ def _locked(path: Path) -> Iterator[bytes | None]:
             yield None
             return
         try:
-            if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            if _LOCK_CASE_FILES:
+                lock_fd(handle.fileno(), blocking=True)
             try:
                 same_file = os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
             except FileNotFoundError:

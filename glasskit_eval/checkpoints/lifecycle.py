@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ from .store import COMPLETE, Checkpoint, Key
 
 if TYPE_CHECKING:
     from ..plan.planning import Plan
+
+Check = Callable[[Any], bool]
 
 
 def resume_command(kind: str, path: Path) -> str:
@@ -198,10 +201,32 @@ class CheckpointedCommand:
                     self.checkpoint.close()
 
 
-# --- strict requests -------------------------------------------------------------------
+# --- requests -----------------------------------------------------------------------------
 
 
-Check = Callable[[Any], bool]
+@dataclass(frozen=True)
+class AdapterRequest:
+    """What every checkpointed adapter command records (``RunRequest``, ``SeedRequest`` add theirs)."""
+
+    eval_dir: str
+    adapter: str | None = None
+    adapter_command: str | None = None
+    case: str | None = None
+    targets: tuple[str, ...] = ()
+    concurrency: int = 1
+    keep_going: bool = False
+    verbose: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["targets"] = list(self.targets)
+        return data
+
+
+#: Checks for :class:`AdapterRequest`'s fields (defined below the checks they use).
+COMMON_CHECKS: dict[str, Check]
+
+
 
 
 def restore_fields(data: object, checks: Mapping[str, Check], where: Path, kind: str) -> dict[str, Any]:
@@ -254,3 +279,9 @@ def str_list(value: object) -> bool:
 
 def opt_object(value: object) -> bool:
     return value is None or isinstance(value, dict)
+
+
+COMMON_CHECKS = {
+    "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "case": opt_str,
+    "targets": str_list, "concurrency": positive_int, "keep_going": is_bool, "verbose": is_bool,
+}

@@ -20,7 +20,6 @@ newline; it is ignored and cut off before new records are appended.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as _dt
 import json
 import os
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, OutputError
-from ..support.fsio import write_text_atomic
+from ..support.fsio import fsync_dir, lock_fd, write_text_atomic
 
 FORMAT_NAME = "glasskit_eval-checkpoint"
 FORMAT_VERSION = 1
@@ -267,24 +266,9 @@ class _GroupWriter:
 
 
 def _lock(fd: int, where: Path) -> None:
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks; concurrent resumes are the user's call
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not lock_fd(fd, blocking=False):
         raise CheckpointError(f"checkpoint {where} is in use by another glasskit_eval process; wait for it "
-                              "to finish") from None
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+                              "to finish")
 
 
 class Checkpoint:
@@ -326,8 +310,8 @@ class Checkpoint:
                                         "id": manifest.id, "kind": kind}))
             _sync(fd)
             write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
-            _fsync_dir(path)
-            _fsync_dir(root)
+            fsync_dir(path)
+            fsync_dir(root)
         except BaseException:
             os.close(fd)
             shutil.rmtree(path, ignore_errors=True)

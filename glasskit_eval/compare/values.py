@@ -305,9 +305,20 @@ def _located(path: JsonPath | None, message: str) -> str:
     return message if path is None else f"at {format_path(path)}: {message}"
 
 
-def _set_items(
-    expected: object, observed: object
-) -> tuple[dict[Hashable, object], dict[Hashable, object]] | str:
+_Items = dict[Hashable, object]
+
+
+def _on_sets(compare: Callable[[_Items, _Items], str | None]) -> Callable[[object, object, float], str | None]:
+    """A set comparison over the distinct items of both arrays (tolerance does not apply)."""
+
+    def run(expected: object, observed: object, tolerance: float) -> str | None:
+        items = _set_items(expected, observed)
+        return items if isinstance(items, str) else compare(*items)
+
+    return run
+
+
+def _set_items(expected: object, observed: object) -> tuple[_Items, _Items] | str:
     # Keyed by canonical form so 1 and 1.0 are one element and true and 1 are two;
     # dicts keep the first spelling of each element, in order, for the reason text.
     if not isinstance(expected, (list, tuple)):
@@ -323,11 +334,8 @@ def _set_items(
     return expected_items, observed_items
 
 
-def _compare_set_equals(expected: object, observed: object, tolerance: float) -> str | None:
-    items = _set_items(expected, observed)
-    if isinstance(items, str):
-        return items
-    wanted, seen = items
+@_on_sets
+def _compare_set_equals(wanted: _Items, seen: _Items) -> str | None:
     missing = [value for key, value in wanted.items() if key not in seen]
     unexpected = [value for key, value in seen.items() if key not in wanted]
     problems = []
@@ -338,11 +346,8 @@ def _compare_set_equals(expected: object, observed: object, tolerance: float) ->
     return "; ".join(problems) or None
 
 
-def _compare_set_contains_any(expected: object, observed: object, tolerance: float) -> str | None:
-    items = _set_items(expected, observed)
-    if isinstance(items, str):
-        return items
-    wanted, seen = items
+@_on_sets
+def _compare_set_contains_any(wanted: _Items, seen: _Items) -> str | None:
     if any(key in seen for key in wanted):
         return None
     if not wanted:
@@ -351,11 +356,8 @@ def _compare_set_contains_any(expected: object, observed: object, tolerance: flo
     return f"observed none of the expected items: {render_json(list(wanted.values()))}"
 
 
-def _compare_set_contains_all(expected: object, observed: object, tolerance: float) -> str | None:
-    items = _set_items(expected, observed)
-    if isinstance(items, str):
-        return items
-    wanted, seen = items
+@_on_sets
+def _compare_set_contains_all(wanted: _Items, seen: _Items) -> str | None:
     missing = [value for key, value in wanted.items() if key not in seen]
     if missing:
         return f"missing expected items: {render_json(missing)}"

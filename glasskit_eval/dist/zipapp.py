@@ -181,41 +181,32 @@ def build_zipapp(output: str | Path, *, include_deps: bool = False,
     metadata["content_hash"] = digest
     entries.append(Entry("__main__.py", main_source(digest, include_deps, platform).encode("utf-8")))
     entries.append(Entry(METADATA_NAME, (json.dumps(metadata, indent=1, sort_keys=True) + "\n").encode()))
-    path = Path(output).expanduser().resolve()
+    path = Path(output).expanduser()
+    if not path.exists() or path.is_file():  # not /dev/stdout and friends: they are written through
+        path = path.resolve()
     _write_archive(path, sorted(entries, key=lambda e: e.name), interpreter, compresslevel)
     return BuildResult(path, digest, path.stat().st_size, include_deps, platform)
 
 
 def _write_archive(path: Path, entries: list[Entry], interpreter: str | None, compresslevel: int) -> None:
-    import tempfile
+    import io
     import zipfile
 
-    from ..errors import OutputError
+    from ..support.fsio import write_bytes_atomic
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if interpreter:
-                handle.write(f"#!{interpreter}\n".encode())
-            with zipfile.ZipFile(handle, "w") as archive:
-                for entry in entries:
-                    info = zipfile.ZipInfo(entry.name, date_time=_FIXED_DATE)
-                    info.create_system = 3  # Unix, so external_attr carries the mode everywhere
-                    info.external_attr = (0o100000 | entry.mode) << 16
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    archive.writestr(info, entry.data, compresslevel=compresslevel)
-        os.chmod(tmp, 0o755 if interpreter else 0o644)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
+    # Built in memory (45 MB at most, with --include-deps), then written by the one atomic
+    # writer, which also writes through to /dev/null or a pipe instead of renaming over it.
+    buffer = io.BytesIO()
+    if interpreter:
+        buffer.write(f"#!{interpreter}\n".encode())
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for entry in entries:
+            info = zipfile.ZipInfo(entry.name, date_time=_FIXED_DATE)
+            info.create_system = 3  # Unix, so external_attr carries the mode everywhere
+            info.external_attr = (0o100000 | entry.mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, entry.data, compresslevel=compresslevel)
+    write_bytes_atomic(path, buffer.getvalue(), mode=0o755 if interpreter else 0o644)
 
 
 def read_metadata(archive: str | Path) -> dict[str, Any]:
@@ -366,30 +357,15 @@ def _unpack(archive: str, digest: str, into: str) -> None:
 
 @contextmanager
 def _file_lock(path: str) -> Iterator[None]:
+    from ..support.fsio import lock_fd, unlock_fd
+
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            while True:
-                try:
-                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                    break
-                except OSError:  # LK_LOCK gives up after ~10 s; another process is still extracting
-                    continue
-            try:
-                yield
-            finally:
-                os.lseek(fd, 0, os.SEEK_SET)
-                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+        lock_fd(fd, blocking=True)
+        try:
+            yield
+        finally:
+            unlock_fd(fd)
     finally:
         os.close(fd)
 

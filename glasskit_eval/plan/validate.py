@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from ..errors import AdapterError, EvalError, UsageError, ValidationError
+from ..support.records import Frozen
 from .schedule import Filters
 
 
-@dataclass(frozen=True)
-class ValidationReport:
+class ValidationReport(Frozen):
+    """What ``validate`` found. A hand-written record: ``dataclasses`` costs start-up time here."""
+
+    _fields = ("passed", "root", "sample_count", "details", "hint")
     passed: bool
     root: Path | None
     sample_count: int
     #: Problems (failed) or per-video descriptions (passed, when asked for).
     details: tuple[str, ...]
-    hint: str | None = None
+    hint: str | None
+
+    def __init__(self, passed: bool, root: Path | None, sample_count: int, details: tuple[str, ...],
+                 hint: str | None = None) -> None:
+        self.__dict__.update(passed=passed, root=root, sample_count=sample_count, details=details, hint=hint)
 
     def lines(self) -> list[str]:
         if not self.passed:

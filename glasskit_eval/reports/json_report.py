@@ -31,7 +31,8 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
             "evaluation_timing_mode": trial.timing_mode.value if trial.timing_mode is not None else None,
             "failed": c.failed,
             "ignored": c.ignored,
-            "pass_rate": c.pass_rate,
+            # Upstream reports 0.0, not null, when nothing was evaluated.
+            "pass_rate": c.pass_rate or 0.0,
             "passed": c.passed,
             "throughput_samples_per_second": t.throughput,
         },
@@ -59,7 +60,7 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
         "stability": [s.to_json() for s in summary.stability],
         "success": summary.success,
         "summary": {
-            "attempt_pass_rate": total.pass_rate,
+            "attempt_pass_rate": total.pass_rate or 0.0,
             "average_evaluation_seconds_per_attempt": total.average_latency,
             "consistently_failed_samples": stable.consistently_failed,
             "consistently_passed_samples": stable.consistently_passed,
@@ -68,7 +69,7 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
             "error_samples": stable.with_errors,
             "evaluated_attempts": total.evaluated,
             "evaluated_samples": first.evaluated,
-            "evaluation_timing_mode": timing.value if timing is not None else "individual",
+            "evaluation_timing_mode": timing.value if timing is not None else None,
             "failed_attempts": total.failed,
             "flaky_samples": stable.flaky,
             "ignored_samples": first.ignored,

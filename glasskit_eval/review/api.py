@@ -21,6 +21,7 @@ from ..errors import EvalError, VideoError
 from ..support.timevalues import format_time, parse_cli_time
 from . import casedata, media
 from .edits import save_blocks
+from .errors import ApiError
 from .security import Denied, Secrets, check_host, check_session, check_write
 
 log = logging.getLogger(__name__)
@@ -71,12 +72,6 @@ class Response:
     @classmethod
     def error(cls, status: int, code: str, message: str, **extra: Any) -> Response:
         return cls.json({"code": code, "message": message, **extra}, status)
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.extra = status, code, message, extra
 
 
 @dataclass

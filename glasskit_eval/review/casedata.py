@@ -14,7 +14,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import Case, LocalVideo, SampleBlock, block_times, load_case
+from ..cases.model import Case, LocalVideo, SampleBlock, block_times
+from ..cases.parse import load_case
 from ..compare.values import infer_mode
 from ..errors import Problem, UsageError, VideoError
 from ..yamltext.source import YamlDocument

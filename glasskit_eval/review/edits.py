@@ -10,15 +10,14 @@ page loaded it, so a concurrent edit is reported as a conflict, never lost.
 from __future__ import annotations
 
 import threading
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import block_times, parse_case
+from ..cases.edit import candidate_problems
+from ..cases.model import Case, block_times
 from ..errors import Problem, VideoError
-from ..support.timevalues import format_time
-from ..yamltext.source import load_yaml_text
 from . import casedata
+from .errors import ApiError
 
 MAX_BLOCKS = 10_000
 
@@ -26,37 +25,26 @@ MAX_BLOCKS = 10_000
 _save_lock = threading.Lock()
 
 
-class EditRefused(Exception):
-    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.extra = status, code, message, extra
-
-
 def _check_body(body: Any) -> tuple[str, list[dict[str, Any]]]:
     if not isinstance(body, dict):
-        raise EditRefused(400, "bad_request", "body must be a JSON object {revision, blocks}")
+        raise ApiError(400, "bad_request", "body must be a JSON object {revision, blocks}")
     revision = body.get("revision")
     blocks = body.get("blocks")
     if not isinstance(revision, str) or not revision:
-        raise EditRefused(400, "bad_request", "body.revision must be the revision the page loaded")
+        raise ApiError(400, "bad_request", "body.revision must be the revision the page loaded")
     if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
-        raise EditRefused(400, "bad_request", f"body.blocks must be a list of at most {MAX_BLOCKS} blocks")
+        raise ApiError(400, "bad_request", f"body.blocks must be a list of at most {MAX_BLOCKS} blocks")
     for i, block in enumerate(blocks):
         if not isinstance(block, dict):
-            raise EditRefused(422, "invalid_edit", f"blocks[{i}] must be a mapping")
+            raise ApiError(422, "invalid_edit", f"blocks[{i}] must be a mapping")
     return revision, blocks
 
 
 def save_blocks(root: Path, case_id: str, target_id: str, body: Any,
                 markers: list[dict[str, Any]]) -> dict[str, Any]:
     """Replace the samples of one target; returns the new case detail."""
-    from .api import ApiError
-
-    try:
-        with _save_lock:
-            saved = _save(root, case_id, target_id, body)
-    except EditRefused as exc:
-        raise ApiError(exc.status, exc.code, exc.message, **exc.extra) from None
+    with _save_lock:
+        saved = _save(root, case_id, target_id, body)
     loaded = casedata.load(root, case_id)
     detail = casedata.case_detail(loaded, markers)
     detail["saved"] = saved
@@ -64,35 +52,36 @@ def save_blocks(root: Path, case_id: str, target_id: str, body: Any,
 
 
 def _save(root: Path, case_id: str, target_id: str, body: Any) -> dict[str, Any]:
-    from ..cases.write import CaseConflictError, replace_text
-    from ..yamltext.edit import CaseEditError, edit_samples
+    from ..cases.write import replace_text
+    from ..errors import CaseConflictError, CaseEditError
+    from ..yamltext.edit import edit_samples
 
     revision, blocks = _check_body(body)
     loaded = casedata.load(root, case_id)
     if loaded.revision != revision:
-        raise EditRefused(409, "conflict", f"{loaded.path.name} changed on disk since the page loaded "
+        raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk since the page loaded "
                           "it; reload to see the current file (your edit was not saved)",
                           revision=loaded.revision)
     if loaded.case is None or loaded.problems:
-        raise EditRefused(422, "invalid_case", f"{loaded.path.name} is invalid; fix it in an editor "
+        raise ApiError(422, "invalid_case", f"{loaded.path.name} is invalid; fix it in an editor "
                           "first", problems=[str(p) for p in loaded.problems])
     if loaded.case.target(target_id) is None:
-        raise EditRefused(404, "not_found", f"no target {target_id!r} in case {case_id!r}")
+        raise ApiError(404, "not_found", f"no target {target_id!r} in case {case_id!r}")
     blocks = restore_numbers(blocks, _raw_blocks(loaded, target_id))
     try:
         result = edit_samples(loaded.text, target_id, blocks)
     except CaseEditError as exc:
-        raise EditRefused(422, "invalid_edit", str(exc)) from None
+        raise ApiError(422, "invalid_edit", str(exc)) from None
     if not result.changed:
         return {"fallback": False, "reason": None, "changed": False}
     problems = _validate(loaded.path, result.text)
     if problems:
-        raise EditRefused(422, "invalid_edit", "; ".join(_short(p) for p in problems),
+        raise ApiError(422, "invalid_edit", "; ".join(_short(p) for p in problems),
                           problems=[str(p) for p in problems])
     try:
         replace_text(loaded.path, result.text, expected_hash=loaded.revision)
     except CaseConflictError:
-        raise EditRefused(409, "conflict", f"{loaded.path.name} changed on disk while saving; reload "
+        raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk while saving; reload "
                           "to see the current file (your edit was not saved)") from None
     return {"fallback": bool(result.fallback), "reason": result.reason, "changed": True}
 
@@ -141,31 +130,22 @@ def _short(problem: Problem) -> str:
 
 
 def _validate(path: Path, text: str) -> list[Problem]:
-    doc, problems = load_yaml_text(text, str(path))
-    if problems:
-        return problems
-    case, problems = parse_case(doc, path, allow_empty=True)
+    case, problems = candidate_problems(text, path)
     if problems or case is None:
         return problems
     return _past_end(case)
 
 
-def _past_end(case: Any) -> list[Problem]:
+def _past_end(case: Case) -> list[Problem]:
     """Sample times after the clip's end would fail every `run`; refuse them here."""
-    from ..video.probe import END_TOLERANCE_S, probe
+    from ..plan.planning import past_end_problems
+    from ..video.probe import probe
 
+    path = casedata.video_path(case)
     try:
-        info = probe(casedata.video_path(case))
+        info = probe(path)
     except VideoError:
         return []  # a missing video is shown on the page; it does not block labelling
-    limit: Fraction = info.end_time + END_TOLERANCE_S
-    out = []
-    for target in case.targets:
-        for block in target.blocks:
-            times = block_times(block)
-            if times and times[-1] > limit:
-                out.append(case.document.problem(
-                    ("targets", target.id, "samples", block.index),
-                    f"sample time {format_time(times[-1])}s is past the end of the video "
-                    f"({format_time(info.end_time)}s)"))
-    return out
+    blocks = ((target.id, block.index, times[-1]) for target in case.targets for block in target.blocks
+              if (times := block_times(block)))
+    return past_end_problems(case, blocks, info, path.name)

@@ -51,12 +51,17 @@ def _at(exc: BaseException) -> str:
 #: Called with each finished result as soon as it is known (checkpoints, progress).
 ResultSink = Callable[[SampleResult], None]
 
+#: Called with the result of each adapter call and the image that call got, before the image is
+#: closed (HTML report thumbnails: no second decode). Must not raise, and must not keep the image.
+FrameKeeper = Callable[[SampleResult, Any], None]
+
 
 @dataclass(frozen=True)
 class CaseWork:
     samples: Sequence[ScheduledSample]
     video_path: Path
     judge: Judge = judge
+    keep_frame: FrameKeeper | None = None
 
 
 def target_of(sample: ScheduledSample) -> Target:
@@ -179,22 +184,27 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
     completed = 0
 
     async def call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
+        try:
+            await judged_call(sample, frame, image)
+        finally:
+            # Closed after judging, not after the call: a frame keeper may still need it.
+            image.close()
+
+    async def judged_call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
         nonlocal completed
         started = time.perf_counter()
         try:
-            try:
-                observation = await evaluator.evaluate(
-                    _make_sample(sample, frame, image, work.video_path), target_of(sample))
-            finally:
-                image.close()
+            observation = await evaluator.evaluate(
+                _make_sample(sample, frame, image, work.video_path), target_of(sample))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             duration = time.perf_counter() - started
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
             if keep_going:
-                record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
-                                    timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)))
+                _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
+                                         timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)),
+                      image, record)
             elif not failure:
                 failure.append(SampleFailure(message + _at(exc), completed))
             return
@@ -211,7 +221,7 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
                 return
             result = exc.as_result(sample, frame, duration, TimingMode.INDIVIDUAL)
         completed += 1
-        record(result)
+        _keep(work, result, image, record)
 
     try:
         async for want, frame in _frames(work.video_path, sorted(by_time)):
@@ -290,17 +300,25 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
         if not keep_going:
             raise SampleFailure(message + _at(exc), 0) from exc
         stack = traceback_of(exc)
-        for sample, frame, _image in items:
-            record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
-                                duration=duration / len(items), timing_mode=TimingMode.BATCH,
-                                traceback=stack))
+        for sample, frame, image in items:
+            _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
+                                     duration=duration / len(items), timing_mode=TimingMode.BATCH,
+                                     traceback=stack),
+                  image, record)
         return
     duration = (time.perf_counter() - started) / len(items)
-    for (sample, frame, _image), observation in zip(items, observations):
+    for (sample, frame, image), observation in zip(items, observations):
         try:
             result = work.judge(sample, observation, frame, duration, TimingMode.BATCH)
         except Misjudged as exc:
             if not keep_going:
                 raise SampleFailure(exc.stop_message(), 0) from None
             result = exc.as_result(sample, frame, duration, TimingMode.BATCH)
-        record(result)
+        _keep(work, result, image, record)
+
+
+def _keep(work: CaseWork, result: SampleResult, image: Any, record: Callable[[SampleResult], None]) -> None:
+    # The image is still open: individual calls close it after this, batches when the case is done.
+    if work.keep_frame is not None:
+        work.keep_frame(result, image)
+    record(result)

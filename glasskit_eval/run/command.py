@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints
@@ -22,9 +22,15 @@ from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
 
+if TYPE_CHECKING:
+    from ..plan.planning import Plan
+    from ..reports.thumbnails import ThumbnailStore
+    from ..summary import RunSummary
+
 
 def _absolute(path: str | None) -> str | None:
-    return None if path is None else str(Path(path).expanduser().resolve())
+    # Absolute without resolving links: `/dev/stdout` must stay itself, not /proc/.../fd/pipe:[...].
+    return None if path is None else str(Path(path).expanduser().absolute())
 
 
 def destinations(request: RunRequest, root: Path) -> list[Destination]:
@@ -32,6 +38,8 @@ def destinations(request: RunRequest, root: Path) -> list[Destination]:
     found = []
     if request.output_json:
         found.append(Destination(Path(request.output_json), "--output-json"))
+    if request.html:
+        found.append(Destination(Path(request.html), "--html"))
     if request.artifacts_dir:
         found.append(Destination(Path(request.artifacts_dir), "--artifacts-dir", directory=True))
     elif request.save_failures:
@@ -82,7 +90,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
-                              artifacts_dir=_absolute(request.artifacts_dir))
+                              artifacts_dir=_absolute(request.artifacts_dir), html=_absolute(request.html))
             life.create(root, request.to_json(), plan_fingerprints(plan, request.case, digests),
                         total=plan.sample_count * request.repeat)
         else:
@@ -97,10 +105,11 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
                                   f"{saver.base}: {exc.strerror or exc}") from None
         listener = ConsoleListener(out, verbose=request.verbose, err=err,
                                    case_names=[c.case.name for c in plan.cases])
+        thumbnails = _thumbnail_store(request)
         try:
             result = asyncio.run(interruptible(run_trials(
                 plan, spec, request, listener, save_failures=saver.save_case if saver else None,
-                store=RunStore(life))))
+                store=RunStore(life), keep_frame=thumbnails.keep if thumbnails is not None else None)))
         finally:
             listener.close()
             reinstall_sigterm()
@@ -117,6 +126,26 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         print_summary(summary, out, resume_hint=hint, report_path=request.output_json)
         if request.output_json:
             write_report(Path(request.output_json), build_report(summary, checkpoint=report_checkpoint))
+        if request.html and thumbnails is not None:
+            _write_html(Path(request.html), summary, plan, thumbnails)
         life.finish(complete=not errors)
         prune_completed(root, KIND, request.keep_checkpoints, current=checkpoint.path)
         return summary.success
+
+
+def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
+    if not request.html:
+        return None
+    from ..reports.thumbnails import ThumbnailStore
+
+    return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+
+
+def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: ThumbnailStore) -> None:
+    from ..reports.html import HtmlOptions
+    from ..reports.publish import clip_durations, write_html
+
+    # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
+    thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
+    write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
+                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan)))

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints.lifecycle import (
-    is_bool,
-    is_str,
-    opt_count,
-    opt_object,
-    opt_rate,
-    opt_str,
-    positive_int,
-    restore_fields,
-    str_list,
-)
+from ..checkpoints import lifecycle as lc
+from ..checkpoints.lifecycle import AdapterRequest, restore_fields
 from ..errors import CheckpointError
 from ..plan.schedule import Filters
 from .gates import GateOptions
@@ -26,33 +17,29 @@ KIND = "run"
 
 
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(AdapterRequest):
     """Everything needed to repeat a run exactly (a resume restores it from the manifest)."""
 
-    eval_dir: str
-    adapter: str | None = None
-    adapter_command: str | None = None
     adapter_config_path: str | None = None
     #: The adapter config contents; recorded once loaded so a resume restores them exactly.
     adapter_config: dict[str, Any] | None = None
-    case: str | None = None
-    targets: tuple[str, ...] = ()
     #: Times as exact fractions in text (``"3/2"``), so a resume selects the same samples.
     at: tuple[str, ...] = ()
     from_s: str | None = None
     until_s: str | None = None
-    concurrency: int = 1
     repeat: int = 1
     min_pass_rate: float | None = None
     min_target_pass_rate: float | None = None
     max_failures: int | None = None
     max_flaky_samples: int | None = None
-    keep_going: bool = False
-    verbose: bool = False
     output_json: str | None = None
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: ``--html``: the self-contained HTML report to write, with thumbnails of failed frames.
+    html: str | None = None
+    #: ``--html-budget-mb``: embedded thumbnails' size budget; beyond it they link to artifacts.
+    html_budget_mb: int = 25
     #: Completed run checkpoints kept when the run ends; 0 keeps all.
     keep_checkpoints: int = 10
 
@@ -65,10 +52,7 @@ class RunRequest:
         return GateOptions(self.min_pass_rate, self.min_target_pass_rate, self.max_failures)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["targets"] = list(self.targets)
-        data["at"] = list(self.at)
-        return data
+        return super().to_json() | {"at": list(self.at)}
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> RunRequest:
@@ -95,12 +79,12 @@ def _is_time(text: str) -> bool:
         return False
 
 
-_CHECKS = {
-    "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "adapter_config_path": opt_str,
-    "adapter_config": opt_object, "case": opt_str, "targets": str_list, "at": str_list,
-    "from_s": opt_str, "until_s": opt_str, "concurrency": positive_int, "repeat": positive_int,
-    "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
-    "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
-    "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
-    "keep_checkpoints": lambda value: value is not None and opt_count(value),
+_CHECKS = lc.COMMON_CHECKS | {
+    "adapter_config_path": lc.opt_str, "adapter_config": lc.opt_object, "at": lc.str_list,
+    "from_s": lc.opt_str, "until_s": lc.opt_str, "repeat": lc.positive_int, "min_pass_rate": lc.opt_rate,
+    "min_target_pass_rate": lc.opt_rate, "max_failures": lc.opt_count, "max_flaky_samples": lc.opt_count,
+    "output_json": lc.opt_str, "artifacts_dir": lc.opt_str, "save_failures": lc.is_bool,
+    "allow_empty": lc.is_bool,
+    "html": lc.opt_str, "html_budget_mb": lc.opt_count,
+    "keep_checkpoints": lambda value: value is not None and lc.opt_count(value),
 }

@@ -17,7 +17,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, TimingMode, TrialResult, stability
 from ..summary import RunResult
 from ..support import threads
-from .case import CaseWork, ResultSink, run_case
+from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .gates import CaseThresholds, evaluate_gates, flaky_gate
 from .judge import ignored_result
 from .request import RunRequest
@@ -81,8 +81,10 @@ def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseWork]
 
 async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listener: RunListener,
                      save_failures: SaveFailures | None = None,
-                     *, store: ResultStore | None = None) -> RunResult:
+                     *, store: ResultStore | None = None, keep_frame: FrameKeeper | None = None) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
+
+    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
 
     A trial with nothing left to evaluate creates no evaluator. Cases with nothing
     pending are not announced to the listener (a resume shows only the work it does).
@@ -117,7 +119,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                         shown = CasePlan(w.plan.case, tuple(w.pending), w.plan.video_path, w.plan.video)
                     listener.case_started(shown, trial, request.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
-                        new = await run_case(CaseWork(w.pending, w.plan.video_path), evaluator,
+                        new = await run_case(CaseWork(w.pending, w.plan.video_path, keep_frame=keep_frame), evaluator,
                                              concurrency=request.concurrency,
                                              keep_going=request.keep_going, sink=on_result)
                     else:
@@ -181,6 +183,9 @@ async def _tick(listener: RunListener) -> None:
 
 
 def _timing_mode(results: list[SampleResult], evaluator: Any) -> TimingMode | None:
+    """How the trial's durations were measured; None (upstream: null) when nothing was evaluated."""
+    if not any(r.evaluated for r in results):
+        return None
     if evaluator is not None:
         return TimingMode.BATCH if evaluator.batch else TimingMode.INDIVIDUAL
     # Everything was reused from a checkpoint: the mode those results were measured in.

@@ -7,27 +7,23 @@ SIGINT/SIGTERM); case files are written only when every selected expectation was
 from __future__ import annotations
 
 import asyncio
-import json
-from dataclasses import asdict, dataclass, replace
+import functools
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..adapters.base import FactoryConfig
 from ..cases.evaldir import load_adapter_config
-from ..cases.model import parse_case
+from ..checkpoints import lifecycle as lc
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import (
+    AdapterRequest,
     CheckpointedCommand,
-    is_bool,
-    is_str,
-    opt_str,
     plan_fingerprints,
-    positive_int,
     restore_fields,
-    str_list,
 )
 from ..checkpoints.store import MANIFEST_NAME, resolve
-from ..errors import EvalError, ValidationError
+from ..errors import EvalError
 from ..plan.planning import Plan, build_plan
 from ..plan.schedule import Filters, ScheduledSample
 from ..reports.console import compact
@@ -41,22 +37,10 @@ KIND = "seed"
 
 
 @dataclass(frozen=True)
-class SeedRequest:
-    eval_dir: str
-    adapter: str | None = None
-    adapter_command: str | None = None
-    case: str | None = None
-    targets: tuple[str, ...] = ()
+class SeedRequest(AdapterRequest):
+    #: The ``--adapter-config`` path (read again on resume).
     adapter_config: str | None = None
-    concurrency: int = 1
     replace: bool = False
-    keep_going: bool = False
-    verbose: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["targets"] = list(self.targets)
-        return data
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> SeedRequest:
@@ -65,11 +49,7 @@ class SeedRequest:
         return cls(**values)
 
 
-_CHECKS = {
-    "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "case": opt_str,
-    "targets": str_list, "adapter_config": opt_str, "concurrency": positive_int, "replace": is_bool,
-    "keep_going": is_bool, "verbose": is_bool,
-}
+_CHECKS = lc.COMMON_CHECKS | {"adapter_config": lc.opt_str, "replace": lc.is_bool}
 
 
 class _Seeder:
@@ -190,8 +170,7 @@ class _Seeder:
         return errors
 
     def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> None:
-        from ..cases.write import read_case_text, replace_text
-        from ..yamltext.edit import rewrite
+        from ..cases.write import merge_into_current
 
         for case_plan in plan.cases:
             mine = proposals[case_plan.case.name]
@@ -199,14 +178,11 @@ class _Seeder:
                 continue
             case = case_plan.case
             edits = plan_edits(case, case_plan.samples, mine)
-            original = read_case_text(case.path)
-            data = json.loads(json.dumps(case.document.value))
-            for edit in sorted(edits.edits, key=lambda e: (e.target_id, -e.block_index)):
-                blocks = data["targets"][edit.target_id]["samples"]
-                blocks[edit.block_index:edit.block_index + 1] = edit.blocks
-            result = rewrite(original.text, data)
-            _check_candidate(result.text, case.path)
-            replace_text(case.path, result.text, expected_hash=original.hash)
+
+            # The file may have been edited while the adapter ran (an editor, review, another seed):
+            # the edits land on the file as it is now, or are refused if they touch these targets.
+            result = merge_into_current(case.path, case.document.value, {e.target_id for e in edits.edits},
+                                        functools.partial(_apply, edits))
             self._report(edits, result.fallback, result.reason)
 
     def _report(self, edits: CaseEdits, fallback: bool, reason: str | None) -> None:
@@ -219,21 +195,17 @@ class _Seeder:
             self.say(f"  note: the file was re-rendered in full ({reason}); YAML comments were not kept")
 
 
+def _apply(edits: CaseEdits, data: Any) -> Any:
+    """Replace each edited block by its new blocks (from the last, so indexes stay valid)."""
+    for edit in sorted(edits.edits, key=lambda e: (e.target_id, -e.block_index)):
+        blocks = data["targets"][edit.target_id]["samples"]
+        blocks[edit.block_index:edit.block_index + 1] = edit.blocks
+    return data
+
+
 def format_time_float(value: float) -> str:
     text = repr(value)
     return text[:-2] if text.endswith(".0") else text
-
-
-def _check_candidate(text: str, path: Path) -> None:
-    """The new text must be a valid case file; never write one that is not."""
-    from ..yamltext.source import load_yaml_text
-
-    doc, problems = load_yaml_text(text, str(path))
-    if not problems:
-        _case, problems = parse_case(doc, path, allow_empty=True)
-    if problems:
-        raise ValidationError(problems, hint="seed produced an invalid case file and did not write it; "
-                              "please report this as a bug")
 
 
 def execute_seed(request: SeedRequest | None, out: TextIO, err: TextIO, *, resume: str | None = None) -> bool:

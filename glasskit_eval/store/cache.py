@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import StoreError
+from ..support.fsio import FileLock
 from .transport import HttpResponse, TransportError
 
 CACHE_ENV = "GLASSKIT_EVAL_CACHE_DIR"
@@ -54,86 +55,6 @@ def default_cache_dir(environ: Mapping[str, str] | None = None, platform: str | 
     # XDG says relative values are invalid and must be ignored.
     root = Path(xdg) if xdg and os.path.isabs(xdg) else base / ".cache"
     return root / "glasskit" / "eval" / "videos"
-
-
-class FileLock:
-    """An exclusive advisory lock on a lock file (flock on POSIX, msvcrt on Windows).
-
-    The lock file may be deleted by ``prune-cache``; after locking we check that
-    the path still names the file we locked, and lock again if not.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self, *, blocking: bool = True) -> bool:
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            if not _lock_fd(fd, blocking):
-                os.close(fd)
-                return False
-            try:
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                self._fd = fd
-                return True
-            os.close(fd)
-
-    def release(self, *, remove: bool = False) -> None:
-        if self._fd is None:
-            return
-        if remove:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
-        _unlock_fd(self._fd)
-        os.close(self._fd)
-        self._fd = None
-
-    def __enter__(self) -> FileLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _lock_fd(fd: int, blocking: bool) -> bool:
-    if sys.platform == "win32":
-        import msvcrt
-        import time
-
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-                return True
-            except OSError:
-                if not blocking:
-                    return False
-                time.sleep(0.1)
-    else:
-        import fcntl
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            return False
-        return True
-
-
-def _unlock_fd(fd: int) -> None:
-    if sys.platform == "win32":
-        import msvcrt
-
-        with contextlib.suppress(OSError):
-            os.lseek(fd, 0, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 #: Opens the object for reading from a byte offset (a Range request when > 0).

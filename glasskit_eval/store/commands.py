@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from ..cases.evaldir import EvalConfig, VideoStoreConfig, load_cases, open_eval_dir
+from ..cases.evaldir import EvalConfig, load_cases, open_eval_dir
 from ..cases.model import VIDEO_SUFFIXES, CloudVideo
 from ..errors import PreconditionFailed, StoreError, UsageError
 from .cache import VideoCache, default_cache_dir, format_size, hash_stream
+from .config import VideoStoreConfig
 from .credentials import require_credentials, resolve_credentials
 from .s3 import ObjectInfo, Part, S3Client
 from .transport import Transport

@@ -43,7 +43,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, rand: Callable[[], float]) -> float:
         # Full jitter: spreads out clients that failed together.
-        return rand() * min(self.max_delay_s, self.base_delay_s * (2 ** attempt))
+        return float(rand() * min(self.max_delay_s, self.base_delay_s * (2 ** attempt)))
 
 
 @dataclass(frozen=True)

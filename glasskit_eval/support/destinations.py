@@ -42,7 +42,11 @@ def _problem(d: Destination) -> str | None:
     else:
         if path.is_dir():
             return "is a directory; give a file path"
-        folder = path.parent
+        if path.exists() and not path.is_file():
+            # A device or pipe (/dev/stdout, a FIFO) is written through, not replaced.
+            return None if os.access(path, os.W_OK) else "is not writable"
+        # A symlink is followed: the file it points to is replaced, next to itself.
+        folder = path.resolve().parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".glasskit-probe-", dir=folder)

@@ -20,5 +20,6 @@ def rgb_image(frame: Any) -> Image.Image:
 
     plane = frame.reformat(format="rgb24").planes[0]
     if plane.line_size < 0:  # a bottom-up buffer: PyAV knows how to walk it
-        return frame.to_image()
+        image: Image.Image = frame.to_image()
+        return image
     return Image.frombuffer("RGB", (plane.width, plane.height), plane, "raw", "RGB", plane.line_size, 1)

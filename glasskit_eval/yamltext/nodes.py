@@ -23,7 +23,7 @@ class AliasNode(yaml.Node):
 class _Composer(yaml.SafeLoader):
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             target = super().compose_node(parent, index)
             assert target is not None
             return AliasNode(target.tag, target.value, event.start_mark, event.end_mark)
@@ -109,7 +109,9 @@ def detect_style(root: yaml.Node) -> Style:
                 walk(item, in_block)
 
     walk(root, False)
-    pick = lambda counter, default: counter.most_common(1)[0][0] if counter else default  # noqa: E731
+    def pick(counter: Counter[int], default: int) -> int:
+        return counter.most_common(1)[0][0] if counter else default
+
     return Style(
         map_indent=max(1, pick(map_indents, 2)),
         seq_indent=max(0, pick(seq_indents, 0)),

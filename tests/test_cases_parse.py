@@ -1,4 +1,4 @@
-"""Case files: every rule of the spec's "Case file reference" (glasskit_eval.cases.model)."""
+"""Case files: every rule of the spec's "Case file reference" (glasskit_eval.cases.parse)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ from glasskit_eval.cases.model import (
     Thresholds,
     block_count,
     block_times,
-    load_case,
-    parse_case,
     range_count,
 )
+from glasskit_eval.cases.parse import load_case, parse_case
 from glasskit_eval.compare.values import CompareConfig
 from glasskit_eval.errors import Problem
 from glasskit_eval.yamltext.source import YamlDocument

@@ -1,0 +1,182 @@
+"""Small JPEGs of the frames of failed and errored samples, for the HTML report.
+
+During a run, :class:`ThumbnailStore` is the run loop's frame keeper: it sees the exact image each
+adapter call got, before that image is closed, so a thumbnail costs one resize and one small JPEG
+encode and never a second decode. ``report`` (from JSON alone) fills the same store from
+``--save-failures`` artifacts or by decoding the videos of an eval directory.
+
+Thumbnails are keyed by (case, frame index): every target and trial that failed on the same frame
+of the same clip shares one picture. The store stops keeping new ones once the embedding budget is
+spent, so memory stays bounded by the budget however many samples fail.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..results import SampleResult, Status
+
+#: Longest side of a thumbnail, in pixels.
+THUMBNAIL_SIDE = 320
+JPEG_QUALITY = 80
+#: Default size budget for the embedded thumbnails (their data URIs), in bytes.
+DEFAULT_BUDGET_BYTES = 25 * 1000 * 1000
+
+ThumbKey = tuple[str, int]
+
+_FAILED = (Status.FAILED, Status.ERROR)
+
+
+def wants_thumbnail(result: SampleResult) -> bool:
+    return result.status in _FAILED and result.frame_index is not None
+
+
+def data_uri_size(jpeg: bytes) -> int:
+    """Bytes a JPEG takes in the report as a base64 data URI."""
+    return len("data:image/jpeg;base64,") + 4 * ((len(jpeg) + 2) // 3)
+
+
+def make_thumbnail(image: Any) -> bytes:
+    """JPEG of ``image`` (a PIL image, left untouched) with its longest side at most THUMBNAIL_SIDE."""
+    from PIL import Image
+
+    width, height = image.size
+    longest = max(width, height, 1)
+    small = image
+    # A box reduction by the whole factor first (a fifth of a bilinear resize's cost at 720p),
+    # then a small bilinear step for what is left; both return new images.
+    factor = longest // THUMBNAIL_SIDE
+    if factor >= 2:
+        small = image.reduce(factor)
+    if max(small.size) > THUMBNAIL_SIDE:
+        scale = THUMBNAIL_SIDE / longest
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        resized = small.resize(size, Image.Resampling.BILINEAR)
+        if small is not image:
+            small.close()
+        small = resized
+    try:
+        if small.mode != "RGB":
+            converted = small.convert("RGB")
+            if small is not image:
+                small.close()
+            small = converted
+        buffer = io.BytesIO()
+        small.save(buffer, format="JPEG", quality=JPEG_QUALITY)
+        return buffer.getvalue()
+    finally:
+        if small is not image:
+            small.close()
+
+
+class ThumbnailStore(Mapping[ThumbKey, bytes]):
+    """Thumbnails by (case, frame index), kept until their data URIs would exceed ``budget_bytes``."""
+
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+        self.budget_bytes = budget_bytes
+        self.used_bytes = 0
+        #: Frames that wanted a thumbnail after the budget was spent.
+        self.over_budget: set[ThumbKey] = set()
+        #: Frames whose thumbnail could not be made (an adapter closed its image, a broken artifact).
+        self.failed: set[ThumbKey] = set()
+        self._jpegs: dict[ThumbKey, bytes] = {}
+
+    def __getitem__(self, key: ThumbKey) -> bytes:
+        return self._jpegs[key]
+
+    def __iter__(self) -> Iterator[ThumbKey]:
+        return iter(self._jpegs)
+
+    def __len__(self) -> int:
+        return len(self._jpegs)
+
+    def needs(self, key: ThumbKey) -> bool:
+        return key not in self._jpegs and key not in self.over_budget and key not in self.failed
+
+    def add(self, key: ThumbKey, jpeg: bytes) -> bool:
+        size = data_uri_size(jpeg)
+        if self.used_bytes + size > self.budget_bytes:
+            self.over_budget.add(key)
+            return False
+        self._jpegs[key] = jpeg
+        self.used_bytes += size
+        return True
+
+    def keep(self, result: SampleResult, image: Any) -> None:
+        """The run loop's frame keeper; never raises (a thumbnail is not worth a failed run)."""
+        if not wants_thumbnail(result):
+            return
+        assert result.frame_index is not None
+        key = (result.case, result.frame_index)
+        if not self.needs(key):
+            return
+        if self.used_bytes >= self.budget_bytes:
+            self.over_budget.add(key)
+            return
+        try:
+            jpeg = make_thumbnail(image)
+        except Exception:
+            self.failed.add(key)
+            return
+        self.add(key, jpeg)
+
+    def add_from_artifacts(self, results: Iterable[SampleResult]) -> None:
+        """Thumbnails from ``--save-failures`` JPEGs for results that have one and need one."""
+        from PIL import Image
+
+        for r in results:
+            if not wants_thumbnail(r) or r.artifact_image is None:
+                continue
+            assert r.frame_index is not None
+            key = (r.case, r.frame_index)
+            if not self.needs(key):
+                continue
+            try:
+                with Image.open(Path(r.artifact_image)) as image:
+                    image.load()
+                    jpeg = make_thumbnail(image)
+            except (OSError, ValueError):
+                continue  # missing or unreadable artifact: maybe the videos can still give it
+            self.add(key, jpeg)
+
+    def add_from_videos(self, wanted: Mapping[str, tuple[Path, Iterable[SampleResult]]]) -> list[str]:
+        """Decode the frames of failed results, per case (``case -> (video, results)``).
+
+        A decoded frame whose index differs from the one the report recorded means the video
+        changed since the run; it is not used. Returns a note per case that could not be read.
+        """
+        from fractions import Fraction
+
+        from ..errors import VideoError
+        from ..video.frames import decode_at
+
+        notes: list[str] = []
+        for case, (video, results) in wanted.items():
+            by_time: dict[Fraction, list[SampleResult]] = {}
+            for r in results:
+                if wants_thumbnail(r) and r.frame_index is not None and self.needs((case, r.frame_index)):
+                    by_time.setdefault(Fraction(repr(r.timestamp_s)), []).append(r)
+            if not by_time or self.used_bytes >= self.budget_bytes:
+                continue
+            mismatched = 0
+            try:
+                for want, frame in decode_at(video, sorted(by_time)):
+                    try:
+                        for r in by_time[want]:
+                            key = (case, frame.index)
+                            if r.frame_index != frame.index:
+                                mismatched += 1
+                            elif self.needs(key):
+                                self.add(key, make_thumbnail(frame.image))
+                    finally:
+                        frame.image.close()
+            except VideoError as exc:
+                notes.append(f"{case}: could not decode {video} for thumbnails: {exc}")
+                continue
+            if mismatched:
+                notes.append(f"{case}: {mismatched} frame(s) of {video} differ from the report's frame "
+                             "indices (the video changed since the run); those thumbnails are left out")
+        return notes

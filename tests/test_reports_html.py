@@ -1,0 +1,125 @@
+"""The HTML renderer as a pure function: escaping, CSP, contents, thumbnail budget, timelines."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+
+from htmlkit import page_data, result, summary_of
+
+from glasskit_eval.reports.html import HtmlOptions, render_html, review_command
+from glasskit_eval.reports.thumbnails import data_uri_size
+from glasskit_eval.results import Gate, Status
+
+HOSTILE = '<script>alert("x")</script> \'quoted\' "double" </style><!-- </script>'
+
+
+def _hostile_summary() -> tuple[str, str]:
+    bad = [result(index=0, status=Status.FAILED, observed=HOSTILE, reason=f"expected closed, observed {HOSTILE}"),
+           result(index=1, t=1.0, status=Status.ERROR, observed=None, reason="adapter_error: " + HOSTILE),
+           result(case="</style>case", target="<img src=x onerror=alert(1)>", label=HOSTILE, index=0,
+                  status=Status.FAILED, observed={"k": HOSTILE})]
+    summary = summary_of(bad, gates=(Gate("min_pass_rate", False, HOSTILE),))
+    return render_html(summary), HOSTILE
+
+
+def test_hostile_values_never_become_markup() -> None:
+    page, hostile = _hostile_summary()
+    # Exactly our two script elements and our one style element, whatever the values held.
+    assert len(re.findall(r"<script\b", page)) == 2
+    assert page.count("</script>") == 2
+    assert len(re.findall(r"<style\b", page)) == 1 and page.count("</style>") == 1
+    assert "<img src=x" not in page and "<!--" not in page
+    # Server-rendered cells carry the escaped text ...
+    assert html.escape(hostile, quote=True) in page
+    # ... and the data block gives the script the exact original strings.
+    data = page_data(page)
+    observed = [row[8] for row in data["rows"]]
+    assert hostile in observed
+    assert data["cases"] == ["doors", "</style>case"]
+    assert any(hostile in d for d in data["targetDisplay"])
+
+
+def test_strict_csp_allows_exactly_the_inline_style_and_script() -> None:
+    page, _ = _hostile_summary()
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
+    style = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    assert csp.startswith("default-src 'none'; img-src data:;")
+    assert f"style-src {digest(style)};" in csp and f"script-src {digest(script)};" in csp
+    assert "unsafe" not in csp and "http" not in csp
+    # No external references of any kind.
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
+
+
+def test_header_tables_and_review_commands() -> None:
+    t1 = [result(index=0, status=Status.PASSED), result(index=1, t=1.0, status=Status.FAILED, observed="open"),
+          result(target="light", index=0, t=0.2, status=Status.IGNORED, observed=None, duration=None)]
+    t2 = [result(index=0, status=Status.FAILED, observed="open"), result(index=1, t=1.0, status=Status.FAILED),
+          result(target="light", index=0, t=0.2, status=Status.IGNORED, observed=None, duration=None)]
+    summary = summary_of(t1, t2, gates=(Gate("max_failures", False, "3 failures > 1"),), eval_dir="/e v/x")
+    page = render_html(summary)
+    assert '<span class="verdict" id="verdict">FAILED</span>' in page
+    assert "Trial 1: 3 failures &gt; 1" in page
+    for section in ("gates", "trials", "targets", "cases", "latency", "stability", "timelines", "samples"):
+        assert f'<section id="{section}">' in page
+    # Stability: the flaky sample with its sequence.
+    stability = page[page.index('<section id="stability">'):page.index('<section id="timelines">')]
+    assert '<span class="q q-passed">P</span><span class="q q-failed">F</span>' in stability
+    assert "1 consistently failed, 1 flaky" in stability
+    rows = page_data(page)["rows"]
+    commands = [r[11] for r in rows if r[11]]
+    assert len(commands) == 3 and all(r[11] is None for r in rows if r[6] >= 2)
+    assert review_command("/e v/x", t1[1]) == (
+        "python -m glasskit_eval review --eval-dir '/e v/x' --case doors --target door --time 1.0")
+
+
+def test_thumbnails_embed_until_the_budget_then_link_to_artifacts(tmp_path) -> None:
+    jpeg = b"\xff\xd8" + bytes(3000) + b"\xff\xd9"
+    size = data_uri_size(jpeg)
+    failures = [result(index=i, t=i / 10, frame=i, status=Status.FAILED, observed="open",
+                       artifact=str(tmp_path / "failures" / f"f{i}.jpg") if i != 3 else None) for i in range(4)]
+    # A hostile report's artifact path stays a harmless relative link.
+    failures.append(result(index=5, t=0.5, frame=5, status=Status.FAILED, artifact="javascript:alert(1)"))
+    # The same frame failing for a second target shares the first one's picture.
+    failures.append(result(target="other", index=0, t=0.0, frame=0, status=Status.FAILED, observed="open"))
+    thumbs = {("doors", i): jpeg for i in range(4)}
+    page = render_html(summary_of(failures), HtmlOptions(thumbnails=thumbs, budget_bytes=2 * size + 10,
+                                                         over_budget={("doors", 5)}, output_dir=str(tmp_path)))
+    data = page_data(page)
+    assert len(data["thumbs"]) == 2
+    by_frame = {(row[2], row[5]): row[10] for row in data["rows"]}
+    target_door = data["targets"].index("door")
+    target_other = data["targets"].index("other")
+    assert by_frame[(target_door, 0)] == by_frame[(target_other, 0)] == 0
+    assert by_frame[(target_door, 2)] == "failures/f2.jpg"  # relative to the page's folder
+    assert by_frame[(target_door, 3)] is None
+    assert not by_frame[(target_door, 5)].startswith("javascript") and "%3A" in by_frame[(target_door, 5)]
+    assert "thumbnail budget is spent: 3 more failed frame(s) are not embedded; 2 link" in page
+    assert "1 have none" in page
+
+
+def test_timelines_have_marks_per_sample_and_bands_per_range() -> None:
+    source = "range [0, 1)"
+    results = [result(index=i, t=i / 4, source=source, status=Status.FAILED if i == 2 else Status.PASSED)
+               for i in range(4)]
+    results.append(result(index=4, t=1.5, source="at", status=Status.PASSED))
+    data = page_data(render_html(summary_of(results), HtmlOptions(durations={"doors": 2.0})))
+    (timeline,) = data["timelines"]
+    assert timeline["duration"] == 2.0
+    (strip,) = timeline["strips"]
+    assert [m[0] for m in strip["marks"]] == [0.0, 0.25, 0.5, 0.75, 1.5]
+    assert strip["marks"][2][1] == 1 and strip["marks"][2][2] == 2  # failed; jumps to row 2
+    assert strip["bands"] == [[0.0, 1.0, 1]]
+
+
+def test_long_values_are_clipped_in_the_page() -> None:
+    page = render_html(summary_of([result(status=Status.FAILED, observed="x" * 5000)]))
+    observed = page_data(page)["rows"][0][8]
+    assert len(observed) < 2100 and observed.endswith("(3000 more characters in the JSON report)")

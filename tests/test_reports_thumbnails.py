@@ -1,0 +1,62 @@
+"""Thumbnails: size, exact pixels (frame codes survive), budget, and a keeper that never raises."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from framecode import draw_frame, read_frame_index
+from htmlkit import result
+from PIL import Image
+
+from glasskit_eval.reports.thumbnails import ThumbnailStore, data_uri_size, make_thumbnail
+from glasskit_eval.results import Status
+
+
+def test_longest_side_is_320_and_the_frame_stays_readable() -> None:
+    frame = draw_frame(1234, 1280, 720)
+    jpeg = make_thumbnail(frame)
+    with Image.open(io.BytesIO(jpeg)) as thumb:
+        assert thumb.format == "JPEG" and thumb.size == (320, 180)
+        assert read_frame_index(thumb.convert("RGB")) == 1234
+    portrait = make_thumbnail(draw_frame(7, 480, 1000))
+    with Image.open(io.BytesIO(portrait)) as thumb:
+        assert thumb.size == (154, 320)
+    # Small frames are not enlarged, and the original is untouched.
+    small = draw_frame(3, 128, 72)
+    with Image.open(io.BytesIO(make_thumbnail(small))) as thumb:
+        assert thumb.size == (128, 72)
+    assert frame.size == (1280, 720) and read_frame_index(frame) == 1234
+
+
+def test_keeper_keeps_failed_frames_once_and_stops_at_the_budget() -> None:
+    one = data_uri_size(make_thumbnail(draw_frame(1, 640, 360)))
+    store = ThumbnailStore(budget_bytes=int(one * 2.5))
+    store.keep(result(frame=1, status=Status.PASSED), draw_frame(1, 640, 360))
+    assert len(store) == 0
+    for i in (1, 1, 2, 3, 4):
+        store.keep(result(frame=i, status=Status.FAILED if i % 2 else Status.ERROR), draw_frame(i, 640, 360))
+    assert sorted(store) == [("doors", 1), ("doors", 2)]
+    assert store.over_budget == {("doors", 3), ("doors", 4)}
+    assert store.used_bytes <= store.budget_bytes
+    with Image.open(io.BytesIO(store["doors", 2])) as thumb:
+        assert read_frame_index(thumb.convert("RGB")) == 2
+
+
+def test_keeper_survives_an_image_the_adapter_closed() -> None:
+    image = draw_frame(5, 640, 360)
+    image.close()
+    store = ThumbnailStore()
+    store.keep(result(frame=5, status=Status.FAILED), image)
+    assert len(store) == 0 and store.failed == {("doors", 5)}
+
+
+def test_thumbnails_from_save_failures_artifacts(tmp_path: Path) -> None:
+    artifact = tmp_path / "a.jpg"
+    draw_frame(9, 1280, 720).save(artifact, format="JPEG", quality=90)
+    store = ThumbnailStore()
+    store.add_from_artifacts([result(frame=9, status=Status.FAILED, artifact=str(artifact)),
+                              result(frame=8, status=Status.FAILED, artifact=str(tmp_path / "gone.jpg"))])
+    assert list(store) == [("doors", 9)]
+    with Image.open(io.BytesIO(store["doors", 9])) as thumb:
+        assert thumb.size == (320, 180) and read_frame_index(thumb.convert("RGB")) == 9
