@@ -204,11 +204,16 @@ def _env() -> dict[str, str]:
 
 
 def test_terminal_run_shows_a_live_line_that_is_gone_at_the_end(tmp_path: Path) -> None:
+    import fcntl
     import pty
+    import struct
+    import termios
 
     go = tmp_path / "go"
     eval_dir = make_eval(tmp_path, {"walk": CASE}, GATED_ADAPTER.format(go=str(go)))
     master, slave = pty.openpty()
+    # A wide terminal, so the live line is never cut short.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir)],
                             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=_env())
     os.close(slave)
@@ -226,7 +231,8 @@ def test_terminal_run_shows_a_live_line_that_is_gone_at_the_end(tmp_path: Path) 
             proc.wait()
         os.close(master)
     text = seen.decode()
-    assert "\r\033[Kcase 1/1 walk · " in text
+    assert "\r\033[Kcase 1/1 walk · target lights · 2/3 samples · 1 failed · 0 errors · 0:0" in text
+    assert " elapsed · ~0:0" in text  # a wide terminal gets the whole line
     # The last live line is cleared before the case's summary, and nothing redraws it after.
     tail = text[text.rindex("\r\033[K"):]
     assert "target lights: 3 samples" in tail
