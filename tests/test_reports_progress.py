@@ -76,6 +76,7 @@ def test_clock_formats_minutes_and_hours() -> None:
     assert clock(14.9) == "0:14"
     assert clock(601) == "10:01"
     assert clock(3725) == "1:02:05"
+    assert clock(40, wide=True) == "00:40"
 
 
 def test_live_line_names_case_target_counts_and_time_left() -> None:
@@ -93,9 +94,9 @@ def test_live_line_names_case_target_counts_and_time_left() -> None:
 
 def test_heartbeat_line_mentions_errors_only_when_there_are_some() -> None:
     p = CaseProgress("walk", number=1, cases=1, total=442, trial=1, trials=1, started=0.0, done=187, failed=3)
-    assert heartbeat_line(p, 40) == "[0:40] walk: 187/442 samples, 3 failed"
+    assert heartbeat_line(p, 40) == "[00:40] walk: 187/442 samples, 3 failed"
     p.errors = 1
-    assert heartbeat_line(p, 40) == "[0:40] walk: 187/442 samples, 3 failed, 1 error"
+    assert heartbeat_line(p, 40) == "[00:40] walk: 187/442 samples, 3 failed, 1 error"
 
 
 # --- when to write -----------------------------------------------------------------------
@@ -112,13 +113,13 @@ def test_heartbeats_at_most_every_10s_with_progress_and_at_least_every_30s() -> 
     assert out.getvalue() == ""  # too soon
     now.t += 0.1
     display.tick()
-    assert out.getvalue().splitlines() == ["[0:10] walk: 1/10 samples, 0 failed"]
+    assert out.getvalue().splitlines() == ["[00:10] walk: 1/10 samples, 0 failed"]
     now.t += 29.9
     display.tick()  # nothing finished since the last beat, and it is not yet 30 s
     assert len(out.getvalue().splitlines()) == 1
     now.t += 0.1
     display.tick()
-    assert out.getvalue().splitlines()[-1] == "[0:40] walk: 1/10 samples, 0 failed"
+    assert out.getvalue().splitlines()[-1] == "[00:40] walk: 1/10 samples, 0 failed"
     display.case_finished()
     now.t += 100
     display.tick()

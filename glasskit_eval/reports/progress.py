@@ -56,12 +56,14 @@ class CaseProgress:
             self.errors += 1
 
 
-def clock(seconds: float) -> str:
-    """``m:ss``, or ``h:mm:ss`` from an hour on."""
+def clock(seconds: float, *, wide: bool = False) -> str:
+    """``m:ss`` (``mm:ss`` when ``wide``, so log lines align), or ``h:mm:ss`` from an hour on."""
     whole = max(0, int(seconds))
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes:02d}:{secs:02d}" if wide else f"{minutes}:{secs:02d}"
 
 
 def _plural(count: int, one: str, many: str) -> str:
@@ -92,10 +94,10 @@ def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ") ->
 
 
 def heartbeat_line(p: CaseProgress, elapsed: float) -> str:
-    """``[0:40] walkthrough: 187/442 samples, 3 failed`` (and the errors, when there are any)."""
+    """``[00:40] walkthrough: 187/442 samples, 3 failed`` (and the errors, when there are any)."""
     trial = f" (trial {p.trial}/{p.trials})" if p.trials > 1 else ""
     errors = f", {_plural(p.errors, 'error', 'errors')}" if p.errors else ""
-    return f"[{clock(elapsed)}] {p.case}{trial}: {p.done}/{p.total} samples, {p.failed} failed{errors}"
+    return f"[{clock(elapsed, wide=True)}] {p.case}{trial}: {p.done}/{p.total} samples, {p.failed} failed{errors}"
 
 
 def is_terminal(stream: TextIO) -> bool:
