@@ -53,7 +53,7 @@ def test_failure_table_shows_up_to_20_and_points_to_the_report(tmp_path: Path) -
     assert "9.5s" in text and "10s" not in text  # the 20th is shown, the 21st is not
     assert "... and 3 more; see out/report.json" in lines
     assert lines[-2] == "Look at the first: python -m glasskit_eval review --eval-dir /x/eval --case walk " \
-                        "--target lights --time 0"
+                        "--target lights --time 0 --report out/report.json"
     assert lines[-1] == "No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds."
 
 
@@ -85,6 +85,8 @@ def test_review_command_names_the_eval_dir_unless_it_is_the_default(tmp_path: Pa
         "python -m glasskit_eval review --case 'my case' --target lights --time 1.5"
     assert review_command(r, str(tmp_path / "evals" / "a")).startswith(
         "python -m glasskit_eval review --eval-dir evals/a --case")
+    assert review_command(r, str(tmp_path / "eval"), str(tmp_path / "out" / "r.json")).endswith(
+        "--time 1.5 --report out/r.json")
 
 
 def test_result_line_shows_the_last_frame_and_verbose_the_whole_traceback() -> None:
@@ -127,6 +129,22 @@ def test_a_failing_run_prints_the_table_and_a_review_command_that_parses(tmp_pat
     assert (args.case, args.target, float(args.time)) == ("walk", "lights", 0.5)
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "1")
     assert code == 1 and "No gate is set" not in out and "Failures (1" in out
+    # With a report, the command also overlays it; the review server really opens on that sample.
+    report = tmp_path / "report.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report)
+    command = next(line for line in out.splitlines() if line.startswith("Look at the first: "))
+    words = shlex.split(command.removeprefix("Look at the first: "))
+    assert words[-2:] == ["--report", str(report)]
+    from glasskit_eval.review.launch import ReviewOptions, start_review
+
+    args = build_parser("review").parse_args(words[3:])
+    server = start_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target,
+                                        time=args.time, port=0, report=args.report))
+    try:
+        assert server.state.initial["case"] == "walk" and server.state.initial["target"] == "lights"
+        assert server.state.markers  # the report's outcomes are overlaid
+    finally:
+        server.server_close()
 
 
 def test_an_errors_reason_keeps_its_end_in_the_table() -> None:

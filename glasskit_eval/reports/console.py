@@ -238,18 +238,26 @@ def _reason_cell(r: SampleResult, width: int = 60) -> str:
     return _cell(r.reason, width)
 
 
-def review_command(result: SampleResult, eval_dir: str) -> str:
-    """The ``review`` command that opens ``result``'s frame, runnable from the current directory."""
+def review_command(result: SampleResult, eval_dir: str, report_path: str | None = None) -> str:
+    """The ``review`` command that opens ``result``'s frame, runnable from the current directory.
+
+    With the run's JSON report, the review page marks every sample's outcome too.
+    """
     import shlex
     from pathlib import Path
 
+    here = Path.cwd()
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(here) if path.is_absolute() and path.is_relative_to(here) else path)
+
     root = Path(eval_dir)
     words = ["python", "-m", "glasskit_eval", "review"]
-    here = Path.cwd()
     if root.resolve() != (here / "eval").resolve():
-        shown = root.relative_to(here) if root.is_absolute() and root.is_relative_to(here) else root
-        words += ["--eval-dir", str(shown)]
+        words += ["--eval-dir", shown(root)]
     words += ["--case", result.case, "--target", result.target, "--time", time_label(result.timestamp_s)]
+    if report_path:
+        words += ["--report", shown(Path(report_path))]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -280,7 +288,7 @@ def failure_lines(summary: RunSummary, report_path: str | None) -> list[str]:
     if rest:
         where = f"see {report_path}" if report_path else "write them all with --output-json PATH"
         lines.append(f"... and {rest} more; {where}")
-    lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir)}")
+    lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir, report_path)}")
     if summary.total.failed and not summary.correctness_gated:
         lines.append("No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds.")
     return lines
