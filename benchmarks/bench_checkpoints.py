@@ -47,6 +47,10 @@ class Quiet:
 
     def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None: ...
 
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None: ...
+
+    def tick(self) -> None: ...
+
 
 def make_eval(base: Path, samples: int) -> Path:
     """Cases of one target sampling every frame of the 20-frame clip (20 samples each)."""

@@ -59,9 +59,13 @@ def add_run(sub: Any) -> None:
     p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
                    help="size budget of the HTML report's embedded thumbnails; beyond it they link to "
                    "--save-failures artifacts (default: 25)")
+    p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
+                   help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
+                   "older ones are deleted (default: 10; 0 keeps all)")
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete run checkpoint by its printed path or id; restores the "
-                   "original adapter and options, so it cannot be combined with other options")
+                   "original adapter and options, so it cannot be combined with other options "
+                   "(except --output-json, to write the report elsewhere)")
     opts.checkpoint_dir_option(p)
     opts.allow_empty_option(p)
     add_ci_options(p)
@@ -104,7 +108,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
         checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
         html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
-        baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=_shard_text(args))
+        baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=_shard_text(args),
+        keep_checkpoints=args.keep_checkpoints)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
@@ -126,8 +131,9 @@ def _shard_text(args: argparse.Namespace) -> str | None:
     return str(shard)
 
 
-#: Options that --resume may be given with: --eval-dir only says where to look up an id.
-_RESUME_COMPATIBLE = {"resume", "eval_dir", "checkpoint_dir", "handler", "command"}
+#: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
+#: up an id, and --output-json (run) only where the report goes.
+_RESUME_COMPATIBLE = {"resume", "eval_dir", "checkpoint_dir", "handler", "command", "output_json"}
 
 
 def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
@@ -150,7 +156,8 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pathlib import Path
 
     passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir),
-                                                        opts.checkpoint_dir(args)))
+                                                        opts.checkpoint_dir(args)),
+                         output_json=args.output_json)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
@@ -486,6 +493,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
         if command in (None, name):
             add(sub)
+            sub.choices[name].teaches = name
     return parser
 
 

@@ -119,8 +119,10 @@ class VideoError(EvalError):
 class AdapterError(EvalError):
     """The adapter could not be loaded, constructed, called or closed."""
 
-    #: The adapter's own stack trace, when a command adapter sent one with its error.
-    stack: str | None = None
+    def __init__(self, message: str = "", *, stack: str | None = None) -> None:
+        super().__init__(message)
+        #: The adapter's own stack trace, when its error answer carried one (command adapters).
+        self.stack = stack
 
 
 class ProtocolError(AdapterError):

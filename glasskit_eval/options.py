@@ -55,14 +55,59 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
+        #: The command whose examples and exit codes end its help (see :mod:`.helptext`).
+        self.teaches: str | None = None
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        if self.teaches is None:
+            return text
+        from .helptext import epilog
+
+        # Laid out here, not by the formatter: examples keep their lines at any width.
+        return f"{text}\n{epilog(self.teaches, terminal_columns() - 2)}\n"
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}\nRun `{self.prog} --help` for usage.")
+        hint = suggestion(message, self.option_names())
+        hint = f"\n{hint}" if hint else ""
+        raise UsageError(f"{self.prog}: {message}{hint}\nRun `{self.prog} --help` for usage.")
+
+    def option_names(self) -> list[str]:
+        """This parser's long options and its commands' (argparse reports unknown ones at the top)."""
+        names = [o for o in self._option_string_actions if o.startswith("--")]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    if isinstance(sub, Parser):
+                        names += sub.option_names()
+        return sorted(set(names))
 
     def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
         if message:
             print(message, file=sys.stderr, end="")
         raise ParserExit(status)
+
+
+def suggestion(message: str, options: list[str]) -> str | None:
+    """``did you mean 'run'?`` for an unknown command, ``did you mean --min-pass-rate?`` for an option."""
+    import difflib
+    import re
+
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        known = re.findall(r"'([^']*)'", choice[2])
+        close = difflib.get_close_matches(choice[1], known, n=1, cutoff=0.5)
+        return f"did you mean '{close[0]}'?" if close else None
+    unknown = re.search(r"unrecognized arguments: (.*)", message)
+    if not unknown:
+        return None
+    hints = []
+    for word in unknown[1].split():
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"{word.split('=', 1)[0]}: did you mean {close[0]}?")
+    return "\n".join(hints) or None
 
 
 class ParserExit(Exception):

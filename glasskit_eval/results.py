@@ -4,7 +4,7 @@ The runner makes each :class:`SampleResult` once; checkpoints, resume, the repor
 review page's report overlay read the same record. Control data lives in enums
 (:class:`Status`, :class:`ErrorKind`, :class:`TimingMode`); ``reason`` is text for people and is
 never parsed back. Keys and values follow the upstream JSON report (``schema_version`` 1) so
-existing tooling keeps working; ``frame_index``, ``media_timestamp_s`` and ``error_kind`` are ours.
+existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind`` and ``traceback`` are ours.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ class SampleResult:
     error_kind: ErrorKind | None = None
     artifact_image: str | None = None
     artifact_json: str | None = None
-    #: An adapter error's stack trace (ours; written only when there is one, for JUnit bodies).
+    #: Ours: the traceback of an adapter exception (Python), or the ``stack`` of a command
+    #: adapter's error answer.
     traceback: str | None = None
 
     @property
@@ -103,8 +104,6 @@ class SampleResult:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _FIELD_NAMES}
-        if data["traceback"] is None:
-            del data["traceback"]
         for name in ("status", "evaluation_timing_mode", "error_kind"):
             value = data[name]
             if value is not None:

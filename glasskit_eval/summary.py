@@ -93,6 +93,18 @@ class GroupSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed or errored attempt, with its one-based trial."""
+
+    trial: int
+    result: SampleResult
+
+
+#: The gate every trial has; the others check correctness and exist only when configured.
+ADAPTER_ERRORS_GATE = "adapter_errors"
+
+
+@dataclass(frozen=True, slots=True)
 class RunSummary:
     run: RunResult
     total: Counts
@@ -104,6 +116,8 @@ class RunSummary:
     targets: tuple[GroupSummary, ...]
     #: Cases in run order.
     cases: tuple[GroupSummary, ...]
+    #: Every failed or errored attempt, in run order (trial, case, declaration).
+    failures: tuple[Failure, ...] = ()
 
     @classmethod
     def of(cls, run: RunResult) -> RunSummary:
@@ -118,7 +132,9 @@ class RunSummary:
         cases = tuple(_group(name, name, run.trials, stable, _case_of) for name in run.cases)
         return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
                    trial_rates=tuple(t.counts.pass_rate or 0.0 for t in trials),
-                   targets=targets, cases=cases)
+                   targets=targets, cases=cases,
+                   failures=tuple(Failure(t.trial, r) for t in run.trials for r in t.results
+                                  if r.status in (Status.FAILED, Status.ERROR)))
 
     @property
     def success(self) -> bool:
@@ -142,6 +158,11 @@ class RunSummary:
         out = [(f"Trial {t.trial}", g) for t in self.run.trials for g in t.gates if not g.passed]
         out += [("Stability", g) for g in self.run.gates if not g.passed]
         return out
+
+    @property
+    def correctness_gated(self) -> bool:
+        """Whether any gate judges correctness (pass rates, failures, flakiness), not only errors."""
+        return any(g.name != ADAPTER_ERRORS_GATE for t in self.run.trials for g in t.gates) or bool(self.run.gates)
 
     def stability_counts(self) -> StabilityCounts:
         return StabilityCounts.of(self.stability)

@@ -344,7 +344,7 @@ def test_error_answer_carries_the_adapter_message_and_stack() -> None:
     )
     assert isinstance(event, Reply)
     assert type(event.error) is AdapterError and str(event.error) == "quota exceeded"
-    assert event.stack == "Error\n at x"
+    assert event.error is not None and event.error.stack == "Error\n at x"
     assert not conn.pending
 
 

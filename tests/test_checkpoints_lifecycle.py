@@ -60,7 +60,8 @@ def test_guard_turns_errors_after_the_checkpoint_into_a_reported_stop(tmp_path: 
     with pytest.raises(CommandStopped) as stopped, life.guard():
         life.create(tmp_path, {"eval_dir": str(tmp_path)}, {}, total=1)
         raise KeyboardInterrupt
-    assert stopped.value.lines == ["Eval interrupted by SIGINT or SIGTERM."]
+    assert stopped.value.lines == ["Eval interrupted by SIGINT or SIGTERM.",
+                                   "0 of 1 sample finished and saved in the checkpoint."]
 
 
 def test_a_damaged_record_is_a_checkpoint_error(tmp_path: Path) -> None:

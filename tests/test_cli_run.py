@@ -74,7 +74,7 @@ def test_report_has_upstream_keys_plus_frame_fields(tmp_path: Path) -> None:
     assert [r["sample_index"] for r in results] == [0, 1, 2, 3, 4, 5]
     for r in results:
         assert UPSTREAM_RESULT_KEYS <= set(r)
-        assert set(r) - UPSTREAM_RESULT_KEYS <= {"frame_index", "media_timestamp_s", "error_kind"}
+        assert set(r) - UPSTREAM_RESULT_KEYS <= {"frame_index", "media_timestamp_s", "error_kind", "traceback"}
     by_time = {(r["target"], r["timestamp_s"]): r for r in results}
     assert by_time[("ready", 1.7)]["frame_index"] == 17
     assert by_time[("ready", 1.7)]["media_timestamp_s"] == pytest.approx(1.7)

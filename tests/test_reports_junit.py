@@ -207,7 +207,8 @@ def test_errors_carry_the_adapters_stack_trace(in_tmp: Path, monkeypatch: pytest
     assert f'File "{eval_dir / "adapter.py"}"' in trace
     assert trace.endswith("RuntimeError: boom: door/size/0\n")
     # The command adapter's own trace, not ours of reading its answer.
-    assert ("glasskit_eval/run/case.py" in trace) is (kind == "python")
+    if kind == "python":
+        assert "glasskit_eval" not in trace  # the adapter's frames only: ours are cut
 
 
 def test_junitparser_round_trip_keeps_every_suite_case_and_outcome(in_tmp: Path) -> None:

@@ -190,8 +190,8 @@ def test_resume_refuses_overrides(tmp_path: Path) -> None:
     eval_dir = setup(tmp_path, {"samples": [3]})
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going")
     path = checkpoint_from(out)
-    code, _, err = run_cli("run", "--resume", path, "--output-json", tmp_path / "x.json")
-    assert code == 2 and "cannot be combined with overrides (--output-json)" in err
+    code, _, err = run_cli("run", "--resume", path, "--verbose")
+    assert code == 2 and "cannot be combined with overrides (--verbose)" in err
     code, _, err = run_cli("run", "--resume", path, "--concurrency", "2", "--from", "1", "--case", "a")
     assert code == 2 and "(--case, --from, --concurrency)" in err
     code, _, err = run_cli("run", "--resume", path, "--adapter", "other.py:f")

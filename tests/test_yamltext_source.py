@@ -315,7 +315,8 @@ def test_deep_nesting_is_a_located_problem_not_a_recursion_error() -> None:
         deep = "a: 1\nb: " + "[" * depth + "]" * depth + "\n"
         _, problems = load_yaml_text(deep, "f.yaml")
         assert len(problems) == 1
-        assert problems[0].message == "invalid YAML: collections are nested more than 200 levels deep"
+        assert problems[0].message.startswith(
+            "invalid YAML: collections are nested more than 200 levels deep at line 2, column 203\n")
         assert problems[0].line == 2
 
 
@@ -404,3 +405,30 @@ def test_lone_surrogates_are_problems_in_values_and_keys() -> None:
     assert [(p.path, p.line) for p in problems] == [("value", 1), ("", 2)]
     assert all("lone surrogate" in p.message for p in problems)
     assert doc.value == {"value": None, "ok": "é"}
+
+
+def test_syntax_error_shows_line_column_the_line_and_a_caret() -> None:
+    _doc, problems = load_yaml_text("video: a.mp4\ntargets:\n  a:\n    samples: [\n    - at: 1\n", "c.yaml")
+    assert problems[0].line == 5
+    assert problems[0].message == ("invalid YAML: expected the node content, but found '-' at line 5, column 5\n"
+                                   "    5 |     - at: 1\n"
+                                   "      |     ^")
+
+
+def test_a_tab_in_indentation_says_yaml_indents_with_spaces() -> None:
+    _doc, problems = load_yaml_text("video: a.mp4\ntargets:\n  a:\n\tsamples: []\n", "c.yaml")
+    message = problems[0].message
+    assert "at line 4, column 1" in message
+    assert "YAML indents with spaces, not tabs" in message
+    assert message.endswith("    4 |  samples: []\n      | ^")
+
+
+def test_a_long_offending_line_is_cut_around_the_caret() -> None:
+    import re
+
+    text = "a: " + "x" * 200 + " : [\n"
+    _doc, problems = load_yaml_text(text, "c.yaml")
+    first, shown, caret = problems[0].message.splitlines()
+    column = int(re.findall(r"column (\d+)", first)[0])
+    assert len(shown) < 100 and shown.startswith("    1 | ...")
+    assert shown[caret.index("^")] == text[column - 1]

@@ -413,7 +413,6 @@ class CommandEvaluator:
                 if future is None or future.done():
                     continue
                 if event.error is not None:
-                    event.error.stack = event.stack
                     future.set_exception(event.error)
                 else:
                     future.set_result(event.result)

@@ -120,7 +120,6 @@ class Reply:
     method: str
     result: Any = None
     error: AdapterError | None = None
-    stack: str | None = None
 
 
 @dataclass(frozen=True)
@@ -462,11 +461,11 @@ class Connection:
                     f"the adapter's error answer to {method} lacks a string error.message"
                 )
             stack = payload.get("stack")
+            stack = stack if isinstance(stack, str) else None
             return Reply(
                 request_id,
                 method,
-                error=AdapterError(payload["message"]),
-                stack=stack if isinstance(stack, str) else None,
+                error=AdapterError(payload["message"], stack=stack),
             )
         result = message["result"]
         if method == "initialize":

@@ -133,6 +133,14 @@ class CheckpointedCommand:
         """Whether an unfinished checkpoint is kept: it holds work, or the user resumed it."""
         return self.has_completed_work or self.resumed
 
+    def finished_line(self) -> str:
+        """How much of the work is safely in the checkpoint (what a resume will not redo)."""
+        checkpoint = self._open_checkpoint()
+        earlier = sum(1 for r in self.previous.values() if r.judged)
+        done = min(earlier + checkpoint.durable_completed, checkpoint.manifest.total)
+        noun = "sample" if checkpoint.manifest.total == 1 else "samples"
+        return f"{done} of {checkpoint.manifest.total} {noun} finished and saved in the checkpoint."
+
     def resume_lines(self, adapter_errors: int | None = None) -> list[str]:
         path = self._open_checkpoint().path
         lines = []
@@ -161,7 +169,7 @@ class CheckpointedCommand:
         checkpoint = self._open_checkpoint()
         checkpoint.close()  # whatever finished before the stop is now on disk
         if isinstance(cause, Interrupted):
-            lines = [f"{self.title} {cause}."]
+            lines = [f"{self.title} {cause}.", self.finished_line()]
         else:
             lines = [f"{self.title} failed: {cause}"]
         if self.has_completed_work:

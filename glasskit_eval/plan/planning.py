@@ -64,7 +64,7 @@ def check_video_file(path: Path) -> None:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise VideoError(f"video {path} does not exist; check the case's `video:` path") from None
+        raise VideoError(f"video not found: {path}; check the case file's `video:` path") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise VideoError(f"video {path} is a symlink loop; point the link at the video file") from None

@@ -16,6 +16,8 @@ from ..plan.planning import CasePlan
 from ..results import SampleResult, Status
 from ..summary import Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.timevalues import format_time
+from ..support.tracebacks import last_frame
+from .progress import ProgressDisplay
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
 
@@ -66,15 +68,21 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
 
 
 class ConsoleListener:
-    """Prints progress as cases finish (a RunListener)."""
+    """Prints a run as it goes (a RunListener): case headers, each failure as it is judged, progress.
 
-    def __init__(self, out: TextIO | None = None, *, verbose: bool = False) -> None:
+    Lines go to ``out``; the live progress line (terminals only) goes to ``err``.
+    """
+
+    def __init__(self, out: TextIO | None = None, *, verbose: bool = False, err: TextIO | None = None,
+                 case_names: Sequence[str] = (), live: bool | None = None) -> None:
         self.out = out or sys.stdout
         self.verbose = verbose
         self.colour = use_colour(self.out)
+        self.case_names = list(case_names)
+        self.progress = ProgressDisplay(self.out, err or sys.stderr, live=live)
 
     def _print(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        self.progress.write_above(text)
 
     def _status(self, status: Status) -> str:
         word = status.value.upper()
@@ -89,9 +97,25 @@ class ConsoleListener:
     def case_started(self, plan: CasePlan, trial: int, total: int) -> None:
         video = plan.video_path.name if plan.video_path.name else plan.case.video.describe()
         self._print(f"Case {plan.case.name} ({len(plan.samples)} samples, video={video})")
+        name = plan.case.name
+        number = self.case_names.index(name) + 1 if name in self.case_names else 1
+        self.progress.case_started(name, number, max(len(self.case_names), 1), len(plan.samples), trial, total)
+
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        """A result as soon as it is judged: failures (every result with --verbose) are printed now."""
+        shown = self.verbose or result.status in (Status.FAILED, Status.ERROR, Status.IGNORED)
+        if shown:
+            prefix = f"[{trial}/{total}] " if total > 1 else ""
+            self._print(self.result_line(result, prefix))
+            if self.verbose and result.traceback:
+                self._print(indent_block(result.traceback, "      "))
+        self.progress.result(result)
+
+    def tick(self) -> None:
+        self.progress.tick()
 
     def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None:
-        prefix = f"[{trial}/{total}] " if total > 1 else ""
+        self.progress.case_finished()
         for target in plan.case.targets:
             mine = [r for r in results if r.target == target.id]
             if not mine:
@@ -100,20 +124,26 @@ class ConsoleListener:
             counts = Counts.of(mine)
             self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
                         f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
-            bad = (Status.FAILED, Status.ERROR)
-            shown = [r for r in mine if (r.status in bad if not self.verbose else r.evaluated)]
-            shown += [r for r in mine if not r.evaluated]
-            for r in shown:
-                self._print(self.result_line(r, prefix))
+
+    def close(self) -> None:
+        """Take the live line away (the run ended, or stopped)."""
+        self.progress.clear()
 
     def result_line(self, r: SampleResult, prefix: str = "") -> str:
         frame = f" frame={r.frame_index}" if r.frame_index is not None else ""
         observed = "" if not r.evaluated else f" observed={compact(r.observed_value)}"
-        return (f"    {prefix}{self._status(r.status)} {target_display(r)} @{time_label(r.timestamp_s)}s"
-                f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}")
+        where = last_frame(r.traceback) if r.traceback else None
+        at = f" (at {where})" if where else ""
+        return (f"    {prefix}{self._status(r.status)} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
+                f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}{at}")
 
 
-def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None) -> None:
+def indent_block(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
+
+
+def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None,
+                  report_path: str | None = None) -> None:
     def p(text: str = "") -> None:
         print(text, file=out)
 
@@ -181,12 +211,87 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
             p()
             p(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
                     [False, False, True, False, False]))
+    failures = failure_lines(summary, report_path)
+    if failures:
+        p()
+        p("\n".join(failures))
     if resume_hint:
         p()
         p(resume_hint)
 
 
 _LETTERS = {Status.PASSED: "P", Status.FAILED: "F", Status.ERROR: "E"}
+
+#: Rows of the failure table; the rest are counted and left to the JSON report.
+FAILURE_ROWS = 20
+_CELL = 40
+
+
+def _cell(text: str, width: int = _CELL) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _reason_cell(r: SampleResult, width: int = 60) -> str:
+    # An error's reason names the sample first and ends with what went wrong: keep the end.
+    if r.status is Status.ERROR and len(r.reason) > width:
+        return "..." + r.reason[-(width - 3):]
+    return _cell(r.reason, width)
+
+
+def review_command(result: SampleResult, eval_dir: str, report_path: str | None = None) -> str:
+    """The ``review`` command that opens ``result``'s frame, runnable from the current directory.
+
+    With the run's JSON report, the review page marks every sample's outcome too.
+    """
+    import shlex
+    from pathlib import Path
+
+    here = Path.cwd()
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(here) if path.is_absolute() and path.is_relative_to(here) else path)
+
+    root = Path(eval_dir)
+    words = ["python", "-m", "glasskit_eval", "review"]
+    if root.resolve() != (here / "eval").resolve():
+        words += ["--eval-dir", shown(root)]
+    words += ["--case", result.case, "--target", result.target, "--time", time_label(result.timestamp_s)]
+    if report_path:
+        words += ["--report", shown(Path(report_path))]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def failure_lines(summary: RunSummary, report_path: str | None) -> list[str]:
+    """The failure table, what to run to look at the first failure, and the no-gate note."""
+    failures = summary.failures
+    if not failures:
+        return []
+    many = len(summary.run.trials) > 1
+    shown = failures[:FAILURE_ROWS]
+    rows = []
+    for f in shown:
+        r = f.result
+        observed = compact(r.observed_value) if r.evaluated and r.observed is not None else "-"
+        row = [r.case, target_display(r), f"{time_label(r.timestamp_s)}s",
+               "-" if r.frame_index is None else str(r.frame_index), _cell(compact(r.expected)),
+               _cell(observed), r.status.value, _reason_cell(r)]
+        rows.append(([str(f.trial)] if many else []) + row)
+    headers = ["Case", "Target", "Time", "Frame", "Expected", "Observed", "Status", "Reason"]
+    right = [False, False, True, True, False, False, False, False]
+    if many:
+        headers, right = ["Trial", *headers], [True, *right]
+    noun = "failed or errored attempts" if many else "failed or errored samples"
+    title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
+        f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
+    lines = table(title, headers, rows, right).splitlines()
+    rest = len(failures) - len(shown)
+    if rest:
+        where = f"see {report_path}" if report_path else "write them all with --output-json PATH"
+        lines.append(f"... and {rest} more; {where}")
+    lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir, report_path)}")
+    if summary.total.failed and not summary.correctness_gated:
+        lines.append("No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds.")
+    return lines
 
 
 def _target_table(summary: RunSummary) -> str:

@@ -25,19 +25,36 @@ from ..adapters.base import Evaluator, Sample, Target
 from ..errors import AdapterError, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
+from ..support.tracebacks import adapter_traceback, last_frame
 from ..video.frames import DecodedFrame, decode_at
 from .judge import (
     Judge,
     Misjudged,
     describe,
     error_result,
-    error_trace,
     exception_text,
     ignored_result,
     judge,
 )
 
 T = TypeVar("T")
+
+
+def traceback_of(exc: BaseException) -> str | None:
+    """What the adapter's code did: a Python exception's traceback, a command adapter's stack.
+
+    Our own errors about the adapter (bad answers, a dead process) have no stack of its code.
+    """
+    if isinstance(exc, AdapterError) and exc.stack is None:
+        return None
+    return adapter_traceback(exc)
+
+
+def _at(exc: BaseException) -> str:
+    """`` (at file:line in function)`` of the adapter code that raised, for a fail-fast stop."""
+    text = traceback_of(exc)
+    where = last_frame(text) if text else None
+    return f" (at {where})" if where else ""
 
 #: Called with each finished result as soon as it is known (checkpoints, progress).
 ResultSink = Callable[[SampleResult], None]
@@ -194,10 +211,10 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
             if keep_going:
                 _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
-                                         timing_mode=TimingMode.INDIVIDUAL, traceback=error_trace(exc)),
+                                         timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)),
                       image, record)
             elif not failure:
-                failure.append(SampleFailure(message, completed))
+                failure.append(SampleFailure(message + _at(exc), completed))
             return
         finally:
             slots.release()
@@ -289,11 +306,12 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
         duration = time.perf_counter() - started
         message = f"adapter failed for {what}: {exception_text(exc)}"
         if not keep_going:
-            raise SampleFailure(message, 0) from exc
+            raise SampleFailure(message + _at(exc), 0) from exc
+        stack = traceback_of(exc)
         for sample, frame, image in items:
             _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
                                      duration=duration / len(items), timing_mode=TimingMode.BATCH,
-                                     traceback=error_trace(exc)),
+                                     traceback=stack),
                   image, record)
         return
     duration = (time.perf_counter() - started) / len(items)

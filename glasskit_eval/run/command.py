@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints
+from ..checkpoints.prune import prune_completed
 from ..checkpoints.store import MANIFEST_NAME
+from ..errors import OutputError
+from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
 
@@ -30,8 +33,26 @@ def _absolute(path: str | None) -> str | None:
     return None if path is None else str(Path(path).expanduser().absolute())
 
 
-def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume: Path | None = None) -> bool:
+def destinations(request: RunRequest, root: Path) -> list[Destination]:
+    """Where the run will write, checked before the adapter exists."""
+    found = []
+    if request.output_json:
+        found.append(Destination(Path(request.output_json), "--output-json"))
+    if request.html:
+        found.append(Destination(Path(request.html), "--html"))
+    if request.artifacts_dir:
+        found.append(Destination(Path(request.artifacts_dir), "--artifacts-dir", directory=True))
+    elif request.save_failures:
+        found.append(Destination(root / "runs", "--save-failures (to <eval-dir>/runs/)", directory=True))
+    return found
+
+
+def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume: Path | None = None,
+                output_json: str | None = None) -> bool:
     """Run ``request``, or resume the checkpoint directory ``resume``; True when every gate passed.
+
+    ``output_json`` (with ``resume``) writes the resumed run's report there instead of where
+    the original run said.
 
     Errors are raised: before the checkpoint exists as they are, after it as
     :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
@@ -56,6 +77,8 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if resume is not None:
             request = RunRequest.from_json(life.open(resume), resume / MANIFEST_NAME)
             life.check_recorded_unchanged(digests)
+            if output_json is not None:
+                request = replace(request, output_json=_absolute(output_json))
         assert request is not None
         plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
                           resolve_video=video_resolver(lambda message: print(message, file=err)),
@@ -69,6 +92,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             request = replace(request, adapter=python_target(request.adapter, root))
         if request.adapter_config is None:
             request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
+        check_writable(destinations(request, root))
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
@@ -83,13 +107,21 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             life.check_unchanged(full, request.case, digests)
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         saver = FailureSaver(artifacts or root / "runs") if request.save_failures else None
-        listener = ConsoleListener(out, verbose=request.verbose)
+        if saver is not None and not life.resumed:
+            try:
+                saver.rotate()
+            except OSError as exc:
+                raise OutputError(f"cannot move the previous run's failure artifacts aside in "
+                                  f"{saver.base}: {exc.strerror or exc}") from None
+        listener = ConsoleListener(out, verbose=request.verbose, err=err,
+                                   case_names=[c.case.name for c in plan.cases])
         thumbnails = _thumbnail_store(request)
         try:
             result = asyncio.run(interruptible(run_trials(
                 plan, spec, request, listener, save_failures=saver.save_case if saver else None,
                 store=RunStore(life), keep_frame=thumbnails.keep if thumbnails is not None else None)))
         finally:
+            listener.close()
             reinstall_sigterm()
         checkpoint = life.checkpoint
         assert checkpoint is not None
@@ -102,7 +134,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if errors and not life.keeps:
             report_checkpoint = None  # error-only: rerunning the command loses nothing
         hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
-        print_summary(summary, out, resume_hint=hint)
+        print_summary(summary, out, resume_hint=hint, report_path=request.output_json)
         ci.print_notes(request, baseline, out)
         if request.output_json:
             report = build_report(summary, checkpoint=report_checkpoint)
@@ -112,6 +144,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if request.html and thumbnails is not None:
             _write_html(Path(request.html), summary, plan, thumbnails)
         life.finish(complete=not errors)
+        prune_completed(root, KIND, request.keep_checkpoints, current=checkpoint.path)
         return summary.success
 
 

@@ -1,4 +1,9 @@
-"""``--save-failures``: a JPEG of the exact frame and a JSON record per failed attempt."""
+"""``--save-failures``: a JPEG of the exact frame and a JSON record per failed attempt.
+
+A new run moves the artifacts of the previous one aside (``failures/previous/``, one
+generation kept), so the trial directories only ever hold one run's failures; a resume
+keeps them, since its reused results point at them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -34,6 +40,26 @@ def _safe(text: str) -> str:
 class FailureSaver:
     def __init__(self, base: Path) -> None:
         self.base = base / "failures"
+
+    def rotate(self) -> list[Path]:
+        """Move the last run's ``trial-NNN`` directories into ``previous/``, replacing what was there.
+
+        Returns the directories moved (as they are now named).
+        """
+        if not self.base.is_dir():
+            return []
+        old = sorted(p for p in self.base.iterdir() if p.is_dir() and p.name.startswith("trial-"))
+        if not old:
+            return []
+        previous = self.base / "previous"
+        shutil.rmtree(previous, ignore_errors=True)
+        previous.mkdir()
+        moved = []
+        for folder in old:
+            target = previous / folder.name
+            folder.rename(target)
+            moved.append(target)
+        return moved
 
     def save_case(self, results: Sequence[SampleResult], trial: int, video_path: Path) -> list[SampleResult]:
         """Write artifacts for the failed and errored results of one case (one extra decode).

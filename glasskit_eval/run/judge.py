@@ -16,6 +16,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, Status, TimingMode
 from ..support.jsonvalues import json_problem, to_plain
 from ..support.timevalues import format_time
+from ..support.tracebacks import adapter_traceback
 from ..video.frames import DecodedFrame
 
 #: Turns (sample, observation, frame, duration, timing mode) into a result; ``run`` compares,
@@ -85,7 +86,8 @@ def bounded(message: str) -> str:
 
 def error_result(sample: ScheduledSample, kind: ErrorKind, message: str, *, frame: DecodedFrame | None,
                  duration: float | None, timing_mode: TimingMode | None,
-                 observed: Any = None, observed_value: Any = None, traceback: str | None = None) -> SampleResult:
+                 observed: Any = None, observed_value: Any = None,
+                 traceback: str | None = None) -> SampleResult:
     return make_result(sample, Status.ERROR, _PREFIX[kind] + bounded(message), frame=frame, duration=duration,
                        timing_mode=timing_mode, observed=observed, observed_value=observed_value,
                        error_kind=kind, traceback=traceback)
@@ -112,7 +114,7 @@ class Misjudged(Exception):
         return error_result(sample, self.kind, self.message, frame=frame, duration=duration,
                             timing_mode=timing_mode, observed=self.observed,
                             observed_value=self.observed_value,
-                            traceback=error_trace(cause) if cause is not None else None)
+                            traceback=adapter_traceback(cause) if cause is not None else None)
 
 
 def plain_observation(sample: ScheduledSample, observation: Any) -> Any:
@@ -146,16 +148,6 @@ def judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, durati
     reason = "matched" if outcome.passed else outcome.reason or "did not match"
     return make_result(sample, status, reason, frame=frame, duration=duration, timing_mode=timing_mode,
                        observed=observed, observed_value=value)
-
-
-def error_trace(exc: BaseException) -> str:
-    """The stack trace a report shows for an adapter error: the adapter's own, else ours."""
-    stack = getattr(exc, "stack", None)
-    if isinstance(stack, str):
-        return stack
-    import traceback
-
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
 def exception_text(exc: BaseException) -> str:

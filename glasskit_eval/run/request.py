@@ -49,6 +49,8 @@ class RunRequest(AdapterRequest):
     #: Resolved when the run starts (``--shard auto`` reads the CI's variables then), so a
     #: resume runs the same part.
     shard: str | None = None
+    #: Completed run checkpoints kept when the run ends; 0 keeps all.
+    keep_checkpoints: int = 10
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -93,5 +95,6 @@ _CHECKS = lc.COMMON_CHECKS | {
     "output_json": lc.opt_str, "artifacts_dir": lc.opt_str, "save_failures": lc.is_bool,
     "allow_empty": lc.is_bool,
     "html": lc.opt_str, "html_budget_mb": lc.opt_count,
+    "keep_checkpoints": lambda value: value is not None and lc.opt_count(value),
 }
 _CHECKS.update(CI_CHECKS)

@@ -33,6 +33,16 @@ class RunListener(Protocol):
 
     def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None: ...
 
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        """Each new result as soon as it is judged (before its case finishes)."""
+
+    def tick(self) -> None:
+        """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
+
+
+#: How often the listener's clock ticks while a trial runs.
+TICK_S = 0.1
+
 
 class ResultStore(Protocol):
     """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
@@ -97,7 +107,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
         needs_adapter = any(not s.ignored for w in work for s in w.pending)
         evaluator = await spec.create(factory_config) if needs_adapter else None
         sink = store.sink(trial) if store is not None else None
+        on_result = _announcing(sink, listener, trial, request.repeat)
         results: list[SampleResult] = []
+        ticker = asyncio.create_task(_tick(listener))
         try:
             for w in work:
                 new: list[SampleResult] = []
@@ -109,12 +121,11 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                     if evaluator is not None and any(not s.ignored for s in w.pending):
                         new = await run_case(CaseWork(w.pending, w.plan.video_path, keep_frame=keep_frame), evaluator,
                                              concurrency=request.concurrency,
-                                             keep_going=request.keep_going, sink=sink)
+                                             keep_going=request.keep_going, sink=on_result)
                     else:
                         new = [ignored_result(s) for s in w.pending]
                         for result in new:
-                            if sink is not None:
-                                sink(result)
+                            on_result(result)
                 merged = {**w.reused, **{r.sample_index: r for r in new}}
                 for result in await _save_failures(save_failures, w, new, trial, sink):
                     merged[result.sample_index] = result
@@ -131,6 +142,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                         await evaluator.cancel_pending()
                 await _close_quietly(evaluator)
             raise
+        finally:
+            ticker.cancel()
         timing_mode = _timing_mode(results, evaluator)
         if evaluator is not None:
             try:
@@ -150,6 +163,23 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
     return RunResult(eval_dir=str(plan.eval_dir.root), cases=tuple(c.case.name for c in plan.cases),
                      repeat=request.repeat, trials=tuple(trials), gates=tuple(run_gates),
                      duration_seconds=time.perf_counter() - started)
+
+
+def _announcing(sink: ResultSink | None, listener: RunListener, trial: int, trials: int) -> ResultSink:
+    """The store's sink, then the listener: a result is on record before anyone is told of it."""
+
+    def record(result: SampleResult) -> None:
+        if sink is not None:
+            sink(result)
+        listener.sample_finished(result, trial, trials)
+
+    return record
+
+
+async def _tick(listener: RunListener) -> None:
+    while True:
+        await asyncio.sleep(TICK_S)
+        listener.tick()
 
 
 def _timing_mode(results: list[SampleResult], evaluator: Any) -> TimingMode | None:

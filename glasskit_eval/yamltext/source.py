@@ -272,6 +272,41 @@ def _compose(text: str) -> tuple[_PythonLoader, yaml.Node | None]:
         return loader, loader.get_single_node()
 
 
+def syntax_problem(file: str, text: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """A syntax error with its line and column, the offending line and a caret under the spot.
+
+    A tab in a line's indentation gets its own advice: PyYAML's words for it ("found
+    character '\\t' that cannot start any token") do not say what to do.
+    """
+    mark = exc.problem_mark or exc.context_mark
+    what = exc.problem or exc.context or str(exc)
+    if mark is None:
+        return Problem(file, "", f"invalid YAML: {what}")
+    lines = text.splitlines()
+    if mark.line >= len(lines):
+        return Problem(file, "", f"invalid YAML: {what} at the end of the file", mark.line + 1)
+    number = mark.line + 1
+    source = lines[mark.line]
+    message = f"invalid YAML: {what} at line {number}, column {mark.column + 1}"
+    indent = source[:len(source) - len(source.lstrip(" \t"))]
+    if "\t" in indent:
+        message += "; YAML indents with spaces, not tabs: replace the tab with spaces"
+    # One character per tab keeps the caret under the spot; a long line is cut around it.
+    shown, column = source.replace("\t", " "), mark.column
+    if len(shown) > _SNIPPET:
+        start = max(0, min(column - _SNIPPET // 2, len(shown) - _SNIPPET))
+        shown = ("..." if start else "") + shown[start:start + _SNIPPET] + \
+            ("..." if start + _SNIPPET < len(shown) else "")
+        column = column - start + (3 if start else 0)
+    gutter = " " * len(str(number))
+    message += f"\n    {number} | {shown}\n    {gutter} | {' ' * column}^"
+    return Problem(file, "", message, number)
+
+
+#: Characters of the offending line shown under a syntax error.
+_SNIPPET = 80
+
+
 def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
     """Parse ``text``; syntax errors come back as problems, never as exceptions."""
     doc = YamlDocument(file=file, value=None)
@@ -284,10 +319,7 @@ def load_yaml_text(text: str, file: str) -> tuple[YamlDocument, list[Problem]]:
         doc.value = walker.build(node, ())
         return doc, walker.problems
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        message = f"invalid YAML: {exc.problem or exc.context or exc}"
-        return doc, [Problem(file, "", message, line)]
+        return doc, [syntax_problem(file, text, exc)]
     except yaml.YAMLError as exc:
         return doc, [Problem(file, "", f"invalid YAML: {exc}")]
     except _TooLarge:

@@ -1,0 +1,205 @@
+"""Progress while a case runs: a live line on a terminal, heartbeat lines in a log.
+
+The text is made by pure functions (:func:`live_line`, :func:`heartbeat_line`); the
+:class:`ProgressDisplay` decides when to write it. On a terminal (stderr is a TTY and
+``TERM`` is not ``dumb``) one line on stderr is redrawn at most :data:`REDRAW_S` apart and
+cleared before any other line is printed, so output never interleaves with it. Anywhere
+else nothing is redrawn: a heartbeat line goes to the log at most every
+:data:`HEARTBEAT_MIN_S` seconds while samples finish, and at least every
+:data:`HEARTBEAT_MAX_S` seconds while a case is running at all (CI services kill jobs that
+are silent for minutes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from ..results import SampleResult, Status
+
+#: Least time between two redraws of the live line (at most 10 a second).
+REDRAW_S = 0.1
+#: A heartbeat is printed no sooner than this after the last one when samples finished since.
+HEARTBEAT_MIN_S = 10.0
+#: ... and no later than this after the last one while a case runs, even if nothing finished.
+HEARTBEAT_MAX_S = 30.0
+
+_CLEAR = "\r\033[K"
+
+
+@dataclass
+class CaseProgress:
+    """Counts of the case that is running now."""
+
+    case: str
+    #: One-based position of the case in the run, and the number of cases.
+    number: int
+    cases: int
+    total: int
+    trial: int
+    trials: int
+    started: float
+    done: int = 0
+    failed: int = 0
+    errors: int = 0
+    target: str | None = None
+
+    def add(self, result: SampleResult) -> None:
+        self.done += 1
+        self.target = result.target
+        if result.status is Status.FAILED:
+            self.failed += 1
+        elif result.status is Status.ERROR:
+            self.errors += 1
+
+
+def clock(seconds: float, *, wide: bool = False) -> str:
+    """``m:ss`` (``mm:ss`` when ``wide``, so log lines align), or ``h:mm:ss`` from an hour on."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes:02d}:{secs:02d}" if wide else f"{minutes}:{secs:02d}"
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def remaining(p: CaseProgress, now: float) -> float | None:
+    """Seconds the case still needs at its pace so far (None before its first sample)."""
+    if p.done == 0 or p.done >= p.total:
+        return None if p.done == 0 else 0.0
+    return (now - p.started) / p.done * (p.total - p.done)
+
+
+def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ") -> str:
+    """``case 2/5 walk · target lights · 187/442 samples · 3 failed · 0 errors · 0:14 elapsed · ~0:19 left``."""
+    parts = []
+    if p.trials > 1:
+        parts.append(f"trial {p.trial}/{p.trials}")
+    parts.append(f"case {p.number}/{p.cases} {p.case}")
+    if p.target is not None:
+        parts.append(f"target {p.target}")
+    parts += [f"{p.done}/{p.total} samples", f"{p.failed} failed", _plural(p.errors, "error", "errors"),
+              f"{clock(elapsed)} elapsed"]
+    left = remaining(p, now)
+    if left is not None:
+        parts.append(f"~{clock(left)} left")
+    return sep.join(parts)
+
+
+def heartbeat_line(p: CaseProgress, elapsed: float) -> str:
+    """``[00:40] walkthrough: 187/442 samples, 3 failed`` (and the errors, when there are any)."""
+    trial = f" (trial {p.trial}/{p.trials})" if p.trials > 1 else ""
+    errors = f", {_plural(p.errors, 'error', 'errors')}" if p.errors else ""
+    return f"[{clock(elapsed, wide=True)}] {p.case}{trial}: {p.done}/{p.total} samples, {p.failed} failed{errors}"
+
+
+def is_terminal(stream: TextIO) -> bool:
+    if os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _columns(stream: TextIO) -> int:
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        columns = 0
+    return columns if columns > 0 else 80  # a new pseudo-terminal reports 0
+
+
+class ProgressDisplay:
+    """When to show what; ``write_above`` prints one line of other output without a clash."""
+
+    def __init__(self, out: TextIO, err: TextIO, *, live: bool | None = None,
+                 now: Callable[[], float] = time.monotonic) -> None:
+        self.out = out
+        self.err = err
+        self.live = is_terminal(err) if live is None else live
+        self.now = now
+        self.run_started = now()
+        self.case: CaseProgress | None = None
+        self._shown = ""
+        self._drawn_at = float("-inf")
+        self._beat_at = 0.0
+        self._beat_done = 0
+        encoding = (getattr(err, "encoding", None) or "").lower().replace("-", "")
+        self._sep = " · " if encoding.startswith("utf") else " | "
+
+    # -- events
+
+    def case_started(self, case: str, number: int, cases: int, total: int, trial: int, trials: int) -> None:
+        now = self.now()
+        self.case = CaseProgress(case, number, cases, total, trial, trials, started=now)
+        self._beat_at = now
+        self._beat_done = 0
+        self._draw(force=True)
+
+    def result(self, result: SampleResult) -> None:
+        if self.case is None:
+            return
+        self.case.add(result)
+        self.tick()
+
+    def tick(self) -> None:
+        """Called often (results, and a timer while calls run); writes only when it is time."""
+        if self.case is None:
+            return
+        if self.live:
+            self._draw()
+            return
+        now = self.now()
+        since = now - self._beat_at
+        if since >= HEARTBEAT_MAX_S or (since >= HEARTBEAT_MIN_S and self.case.done != self._beat_done):
+            self._beat_at = now
+            self._beat_done = self.case.done
+            self._emit(heartbeat_line(self.case, now - self.run_started))
+
+    def case_finished(self) -> None:
+        self.case = None
+        self.clear()
+
+    # -- output
+
+    def write_above(self, text: str) -> None:
+        """Print ``text`` (one or more lines) to ``out``, above the live line if one is shown.
+
+        The line comes back at once unless it was drawn less than :data:`REDRAW_S` ago; then
+        the next tick brings it back, so a burst of lines (``--verbose``) costs no more redraws.
+        """
+        shown = self._shown
+        if shown:
+            self.clear()
+        self._emit(text)
+        if shown:
+            self._draw()
+
+    def clear(self) -> None:
+        if self._shown:
+            self.err.write(_CLEAR)
+            self.err.flush()
+            self._shown = ""
+
+    def _emit(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def _draw(self, force: bool = False) -> None:
+        if not self.live or self.case is None:
+            return
+        now = self.now()
+        if not force and now - self._drawn_at < REDRAW_S:
+            return
+        line = live_line(self.case, now - self.run_started, now, self._sep)
+        # A line wider than the terminal wraps, and \r then redraws only its last part.
+        line = line[:max(1, _columns(self.err) - 1)]
+        self.err.write(_CLEAR + line)
+        self.err.flush()
+        self._shown = line
+        self._drawn_at = now
