@@ -19,6 +19,12 @@ from ..checkpoints.store import MANIFEST_NAME
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..adapters.base import AdapterSpec
+    from ..summary import RunResult
+    from .cache import CachingSpec
+
 
 def _absolute(path: str | None) -> str | None:
     return None if path is None else str(Path(path).expanduser().resolve())
@@ -38,6 +44,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
     from ..store.videos import video_resolver
     from ..summary import RunSummary
     from .failures import FailureSaver
+    from .judge import judge
     from .reuse import RunStore
     from .trials import run_trials
 
@@ -58,6 +65,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         if request.adapter_config is None:
             request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
+        caching = _caching(spec, request, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
                               artifacts_dir=_absolute(request.artifacts_dir))
@@ -70,8 +78,8 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         listener = ConsoleListener(out, verbose=request.verbose)
         try:
             result = asyncio.run(interruptible(run_trials(
-                plan, spec, request, listener, save_failures=saver.save_case if saver else None,
-                store=RunStore(life))))
+                plan, caching or spec, request, listener, save_failures=saver.save_case if saver else None,
+                store=RunStore(life), **({"judge": caching.judge(judge)} if caching else {}))))
         finally:
             reinstall_sigterm()
         checkpoint = life.checkpoint
@@ -85,7 +93,41 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             report_checkpoint = None  # error-only: rerunning the command loses nothing
         hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
         print_summary(summary, out, resume_hint=hint)
+        cache_report = _cache_report(caching, request, result, out)
         if request.output_json:
-            write_report(Path(request.output_json), build_report(summary, checkpoint=report_checkpoint))
+            report = build_report(summary, checkpoint=report_checkpoint)
+            if cache_report is not None:
+                report["observation_cache"] = cache_report
+            write_report(Path(request.output_json), report)
         life.finish(complete=not errors)
         return summary.success
+
+
+def _caching(spec: AdapterSpec, request: RunRequest, err: TextIO) -> CachingSpec | None:
+    if request.cache_dir is None:
+        return None
+    from .cache import CachingSpec
+    from .obscache import ObservationStore
+
+    return CachingSpec(spec, ObservationStore(Path(request.cache_dir)), request.cache_mode, err)
+
+
+def _cache_report(caching: CachingSpec | None, request: RunRequest, result: RunResult,
+                  out: TextIO) -> dict[str, Any] | None:
+    """Print the cache's share of the run and prune it to its bound; the report's block."""
+    if caching is None:
+        return None
+    stats = caching.stats
+    hits = sum(1 for t in result.trials for r in t.results if r.cached)
+    evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)
+    pruned = 0
+    if stats.writes:
+        pruned = caching.store.prune(request.cache_max_mb * 1024 * 1024).files
+    if stats.disabled is not None:
+        print(f"Observation cache: off ({stats.disabled})", file=out)
+    else:
+        print(f"Observation cache: {hits} of {evaluated} evaluated samples reused, {stats.misses} adapter "
+              f"calls, {stats.writes} stored ({request.cache_mode}, {request.cache_dir})"
+              + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
+    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits, "misses": stats.misses,
+            "writes": stats.writes, "pruned": pruned, "disabled": stats.disabled}

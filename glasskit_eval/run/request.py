@@ -53,6 +53,12 @@ class RunRequest:
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: Observation cache directory (``--cache``); None: off.
+    cache_dir: str | None = None
+    cache_mode: str = "readwrite"
+    cache_max_mb: int = 512
+    #: Frame-lock mismatches are validation errors, not warnings.
+    strict_pins: bool = False
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -93,6 +99,10 @@ def _is_time(text: str) -> bool:
         return False
 
 
+def _is_cache_mode(value: object) -> bool:
+    return value in ("read", "write", "readwrite")
+
+
 _CHECKS = {
     "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "adapter_config_path": opt_str,
     "adapter_config": opt_object, "case": opt_str, "targets": str_list, "at": str_list,
@@ -100,4 +110,6 @@ _CHECKS = {
     "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
+    "cache_dir": opt_str, "cache_mode": _is_cache_mode,
+    "cache_max_mb": positive_int, "strict_pins": is_bool,
 }
