@@ -153,6 +153,12 @@ def add_validate(sub: Any) -> None:
     opts.target_options(p)
     opts.allow_empty_option(p)
     p.add_argument("--verbose", action="store_true", help="also describe each video (frames, rate, orientation)")
+    pins = p.add_mutually_exclusive_group()
+    pins.add_argument("--pin", action="store_true",
+                      help="write <eval-dir>/cases/<case>.frames.lock: the exact frame (index, timestamp, "
+                      "size, pixel hashes) and decoder of each selected sample")
+    pins.add_argument("--strict-pins", action="store_true",
+                      help="frames that no longer match a case's frames.lock are errors, not warnings")
     p.set_defaults(handler=run_validate)
 
 
@@ -162,7 +168,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     opts.check_adapter_options(args)
     report = validate(args.eval_dir, opts.filters(args), allow_empty=args.allow_empty, adapter=args.adapter,
                       adapter_command=args.adapter_command, adapter_config=args.adapter_config,
-                      describe_videos=args.verbose, stderr=err)
+                      describe_videos=args.verbose, stderr=err, pin=args.pin, strict_pins=args.strict_pins)
     for line in report.lines():
         print(line, file=out)
     return ExitCode.OK if report.passed else ExitCode.FAILED

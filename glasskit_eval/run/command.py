@@ -22,6 +22,7 @@ from .request import KIND, RunRequest
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..adapters.base import AdapterSpec
+    from ..plan.planning import Plan
     from ..summary import RunResult
     from .cache import CachingSpec
 
@@ -59,6 +60,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
                           resolve_video=video_resolver(lambda message: print(message, file=err)),
                           on_video=digests.start)
+        _check_pins(plan, request.strict_pins, err)
         root = plan.eval_dir.root
         if request.adapter_command is None:
             request = replace(request, adapter=python_target(request.adapter, root))
@@ -101,6 +103,17 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             write_report(Path(request.output_json), report)
         life.finish(complete=not errors)
         return summary.success
+
+
+def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
+    """Frame locks, when cases have them: warnings, or (--strict-pins) a validation error."""
+    from ..plan.pinning import check_plan, raise_strict
+
+    check = check_plan(plan)
+    if strict:
+        raise_strict(check)
+    for line in check.warning_lines():
+        print(line, file=err)
 
 
 def _caching(spec: AdapterSpec, request: RunRequest, err: TextIO) -> CachingSpec | None:

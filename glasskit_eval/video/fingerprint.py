@@ -29,7 +29,7 @@ def perceptual_hash(image: Image.Image) -> str:
     from PIL import Image as PILImage
 
     small = image.convert("L").resize((9, 8), PILImage.Resampling.BOX)
-    values = list(small.getdata())
+    values = small.tobytes()
     bits = 0
     for row in range(8):
         for col in range(8):
