@@ -172,3 +172,35 @@ def test_no_lock_changes_nothing(eval_dir: Path) -> None:
     code, text = validate(eval_dir, "--strict-pins")
     assert code == 0 and "warning" not in text and "note" not in text
     assert not lock_of(eval_dir).exists()
+
+
+def test_seed_pins_the_frames_it_labels_when_the_case_is_locked(eval_dir: Path) -> None:
+    pin(eval_dir)
+    case = eval_dir / "cases" / "clip.yaml"
+    case.write_text(case.read_text() + "  draft:\n    samples:\n    - at: [0.3, 0.7]\n")
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 0, out + err
+    assert f"pinned the 2 seeded frames in {lock_of(eval_dir)}" in out
+    pins = {(p["target"], p["time"]): p["frame_index"] for p in lines_of(lock_of(eval_dir))[1:]}
+    assert pins[("draft", "3/10")] == 3 and pins[("draft", "7/10")] == 7
+    assert len(pins) == 9
+    code, text = validate(eval_dir, "--strict-pins")
+    assert code == 0 and "not pinned" not in text and "warning" not in text
+
+
+def test_case_pin_statuses_for_the_review_page(eval_dir: Path) -> None:
+    from glasskit_eval.plan.pinning import case_pin_statuses
+    from glasskit_eval.plan.planning import build_plan
+    from glasskit_eval.plan.schedule import Filters
+
+    def statuses() -> dict[tuple[str, int], str]:
+        plan = build_plan(eval_dir, Filters(), allow_empty=False)
+        return {k: v["status"] for k, v in case_pin_statuses(plan.cases[0]).items()}
+
+    assert set(statuses().values()) == {"no_lock"}
+    pin(eval_dir)
+    assert set(statuses().values()) == {"ok"}
+    reencode(VIDEOS / "cfr_h264.mp4", eval_dir / "cases" / "cfr_h264.mp4", rate=8, crf=35)
+    now = statuses()
+    assert now[("index", 1)] == "moved" and now[("second", 6)] == "moved"
+    assert now[("index", 0)] in ("ok", "pixels_slightly_changed", "pixels_changed")

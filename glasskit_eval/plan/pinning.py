@@ -7,10 +7,11 @@ lock nothing is checked: pinning is opt-in per case.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 from ..cases.model import Case
 from ..errors import Problem, ValidationError
@@ -24,6 +25,7 @@ from .pins import (
     LockFormatError,
     compare,
     parse_lock,
+    review_status,
 )
 from .planning import CasePlan, Plan
 from .schedule import ScheduledSample, expand_case
@@ -170,3 +172,25 @@ def repin_if_locked(case_plan: CasePlan, samples: Iterable[ScheduledSample]) -> 
         return None
     path, _changes = pin_case(case_plan, chosen)
     return path
+
+
+def case_pin_statuses(case_plan: CasePlan) -> dict[tuple[str, int], Mapping[str, Any]]:
+    """Every selected sample's pin status (see :func:`.pins.review_status`), for the review page.
+
+    Decodes the case's frames only when it has a lock; without one every sample is ``no_lock``.
+    """
+    lock = read_lock(case_plan.case)
+    if lock is None:
+        return {(s.target.id, s.sample_index): review_status(None, _unpinned(s), video_sha256="",
+                                                             decoder=Decoder("", "", ""))
+                for s in case_plan.samples}
+    current = frame_pins(case_plan.video_path, case_plan.samples)
+    sha = _video_sha256(case_plan.video_path)
+    decoder = current_decoder(_codec(case_plan))
+    all_times = [(s.target.id, s.time) for s in expand_case(case_plan.case)]
+    return {(p.target, p.sample_index): review_status(lock, p, video_sha256=sha, decoder=decoder,
+                                                      all_times=all_times) for p in current}
+
+
+def _unpinned(sample: ScheduledSample) -> FramePin:
+    return FramePin(sample.target.id, sample.sample_index, sample.time, -1, sample.time, (0, 0), "", "")

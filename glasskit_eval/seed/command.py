@@ -191,6 +191,7 @@ class _Seeder:
 
     def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> None:
         from ..cases.write import read_case_text, replace_text
+        from ..plan.pinning import repin_if_locked
         from ..yamltext.edit import rewrite
 
         for case_plan in plan.cases:
@@ -208,6 +209,11 @@ class _Seeder:
             _check_candidate(result.text, case.path)
             replace_text(case.path, result.text, expected_hash=original.hash)
             self._report(edits, result.fallback, result.reason)
+            # The labels were just made on these frames: a frame lock must say so.
+            seeded = [s for s in case_plan.samples if s.sample_index in mine]
+            pinned = repin_if_locked(case_plan, seeded)
+            if pinned is not None:
+                self.say(f"  pinned the {len(seeded)} seeded frames in {pinned}")
 
     def _report(self, edits: CaseEdits, fallback: bool, reason: str | None) -> None:
         split = [e for e in edits.edits if e.split]
