@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +54,20 @@ class _Shared:
     stats: CacheStats = field(default_factory=CacheStats)
     #: (case, target, sample index) of observations served from the cache, until judged.
     served: set[tuple[str, str, int]] = field(default_factory=set)
+    #: Pixel hashes by (video path, size, mtime, frame index): the targets sharing a frame
+    #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
+    frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
+
+    def pixel_hash(self, sample: Sample) -> str:
+        try:
+            st = os.stat(sample.video_path)
+        except OSError:
+            return pixel_sha256(sample.image)
+        key = (sample.video_path, st.st_size, st.st_mtime_ns, sample.frame_index)
+        found = self.frame_hashes.get(key)
+        if found is None:
+            found = self.frame_hashes[key] = pixel_sha256(sample.image)
+        return found
 
     @property
     def reads(self) -> bool:
@@ -211,7 +226,7 @@ class CachingEvaluator:
         config = dict(target.config)
         return key_digest({
             "adapter": self._identity, "adapter_config": self._config,
-            "pixels": pixel_sha256(sample.image),
+            "pixels": self._shared.pixel_hash(sample),
             "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
                        else repr(config)},
         })
