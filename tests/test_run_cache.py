@@ -277,3 +277,27 @@ def test_cached_flag_round_trips() -> None:
     assert hit.to_json()["cached"] is True
     assert SampleResult.from_json(hit.to_json()) == hit
     assert "cached" not in SampleResult(**base).to_json()  # type: ignore[arg-type]
+
+
+def test_each_repeat_trial_keeps_its_own_observations(eval_dir: Path, tmp_path: Path) -> None:
+    # Odd calls see the frame, even calls are off by one: trials disagree, as a flaky model's would.
+    adapter = eval_dir / "adapter.py"
+    adapter.write_text(adapter.read_text().replace(
+        "        return {\"index\": read_frame_index(sample.image) + self.offset}",
+        "        calls = len(LOG.read_text().splitlines())\n"
+        "        return {\"index\": read_frame_index(sample.image) + (calls > 7)}"))
+    cache = tmp_path / "cache"
+    report = eval_dir / "report.json"
+
+    def statuses(*extra: str) -> list[list[str]]:
+        code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--cache", cache, "--keep-going", "--output-json",
+                                  report, *extra)
+        assert code in (0, 1), err
+        return [[r["status"] for r in t["results"]] for t in read_json(report)["trials"]]
+
+    first = statuses("--repeat", "2")
+    assert calls(eval_dir) == 14 and first[0] != first[1]
+    assert statuses("--repeat", "2") == first
+    assert calls(eval_dir) == 0
+    assert statuses() == first[:1]
+    assert calls(eval_dir) == 0

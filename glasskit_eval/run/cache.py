@@ -151,6 +151,8 @@ class CachingSpec:
         self._shared = _Shared(store, mode)
         self._err = err
         self._told = False
+        #: The trial whose evaluator ``create`` makes next (see :meth:`trial_started`).
+        self._trial = 1
 
     @property
     def stats(self) -> CacheStats:
@@ -162,6 +164,11 @@ class CachingSpec:
 
     def describe(self) -> str:
         return self.inner.describe()
+
+    def trial_started(self, trial: int) -> None:
+        """Later trials of ``--repeat`` get their own entries: each trial's answers are reused
+        by the same trial of the next run, so flakiness stays measurable with a warm cache."""
+        self._trial = trial
 
     def _identity(self, evaluator: Evaluator) -> str | None:
         from ..adapters.process import CommandAdapterSpec
@@ -191,7 +198,7 @@ class CachingSpec:
                 self._told = True
                 print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
             return evaluator
-        return CachingEvaluator(evaluator, self._shared, identity, factory_config.config)
+        return CachingEvaluator(evaluator, self._shared, identity, factory_config.config, self._trial)
 
     def judge(self, base: Judge) -> Judge:
         """``base``, marking results whose observation came from the cache."""
@@ -212,8 +219,9 @@ class CachingSpec:
 class CachingEvaluator:
     """An :class:`Evaluator` that answers from the cache and asks ``inner`` only on a miss."""
 
-    def __init__(self, inner: Evaluator, shared: _Shared, identity: str, config: Any) -> None:
+    def __init__(self, inner: Evaluator, shared: _Shared, identity: str, config: Any, trial: int = 1) -> None:
         self.inner = inner
+        self._trial = trial
         self._shared = shared
         self._identity = identity
         self._config = to_plain(dict(config)) if json_problem(dict(config)) is None else repr(dict(config))
@@ -224,12 +232,15 @@ class CachingEvaluator:
 
     def _digest(self, sample: Sample, target: Target) -> str:
         config = dict(target.config)
-        return key_digest({
+        material: dict[str, Any] = {
             "adapter": self._identity, "adapter_config": self._config,
             "pixels": self._shared.pixel_hash(sample),
             "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
                        else repr(config)},
-        })
+        }
+        if self._trial > 1:
+            material["trial"] = self._trial  # trial 1 shares its entries with runs without --repeat
+        return key_digest(material)
 
     def _lookup(self, sample: Sample, target: Target) -> tuple[str, bool, Any]:
         digest = self._digest(sample, target)

@@ -77,7 +77,9 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             life.check_unchanged(plan, request.case, digests)
         artifacts = Path(request.artifacts_dir) if request.artifacts_dir else None
         saver = FailureSaver(artifacts or root / "runs") if request.save_failures else None
-        listener = ConsoleListener(out, verbose=request.verbose)
+        listener: Any = ConsoleListener(out, verbose=request.verbose)
+        if caching is not None and request.repeat > 1:
+            listener = _TrialTracking(listener, caching)
         try:
             result = asyncio.run(interruptible(run_trials(
                 plan, caching or spec, request, listener, save_failures=saver.save_case if saver else None,
@@ -144,3 +146,18 @@ def _cache_report(caching: CachingSpec | None, request: RunRequest, result: RunR
               + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
     return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits, "misses": stats.misses,
             "writes": stats.writes, "pruned": pruned, "disabled": stats.disabled}
+
+
+class _TrialTracking:
+    """A run listener that tells the cache which trial starts (its evaluator is created next)."""
+
+    def __init__(self, inner: Any, caching: CachingSpec) -> None:
+        self._inner = inner
+        self._caching = caching
+
+    def trial_started(self, trial: int, total: int) -> None:
+        self._caching.trial_started(trial)
+        self._inner.trial_started(trial, total)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
