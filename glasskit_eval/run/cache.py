@@ -206,12 +206,12 @@ class CachingSpec:
 
         def cached_judge(sample: ScheduledSample, observation: Any, frame: DecodedFrame, duration: float,
                          timing_mode: TimingMode) -> SampleResult:
-            result = base(sample, observation, frame, duration, timing_mode)
             key = (sample.case.name, sample.target.id, sample.sample_index)
-            if key in served:
-                served.discard(key)
-                result = replace(result, cached=True)
-            return result
+            # Taken before judging: a judge that raises must not leave the mark for a later trial.
+            hit = key in served
+            served.discard(key)
+            result = base(sample, observation, frame, duration, timing_mode)
+            return replace(result, cached=True) if hit else result
 
         return cached_judge
 
