@@ -301,3 +301,21 @@ def test_each_repeat_trial_keeps_its_own_observations(eval_dir: Path, tmp_path: 
     assert calls(eval_dir) == 0
     assert statuses() == first[:1]
     assert calls(eval_dir) == 0
+
+
+def test_a_python_adapter_declared_version_is_part_of_its_identity(eval_dir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(eval_dir, cache)
+    assert calls(eval_dir) == 7
+    # Same sources, but the weights behind them changed: the adapter says so with its version.
+    (eval_dir / "version.txt").write_text("2")
+    adapter = eval_dir / "adapter.py"
+    adapter.write_text(adapter.read_text().replace(
+        "class Reader:", "class Reader:\n    adapter_version = (Path(__file__).parent / 'version.txt').read_text()"))
+    run(eval_dir, cache)
+    assert calls(eval_dir) == 7
+    run(eval_dir, cache)
+    assert calls(eval_dir) == 0
+    (eval_dir / "version.txt").write_text("3")
+    run(eval_dir, cache)
+    assert calls(eval_dir) == 7

@@ -179,7 +179,10 @@ class CachingSpec:
             if found is None:
                 self._shared.stats.disabled = (f"the sources of Python adapter {self.inner.target} "
                                                "could not be read")
-            return found
+                return None
+            # A declared version covers what the sources cannot show (weights, a remote model).
+            declared = getattr(evaluator, "declared_version", None)
+            return found if declared is None else key_digest({"sources": found, "version": declared})
         if isinstance(self.inner, CommandAdapterSpec):
             found = command_identity(self.inner.command, getattr(evaluator, "initialize_result", None))
             if found is None:
