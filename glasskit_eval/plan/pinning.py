@@ -16,8 +16,8 @@ from typing import Any
 from ..cases.model import Case
 from ..errors import Problem, ValidationError
 from ..support.fsio import write_text_atomic
+from .lockfiles import any_locked, lock_path
 from .pins import (
-    LOCK_SUFFIX,
     Decoder,
     Finding,
     FrameLock,
@@ -29,10 +29,6 @@ from .pins import (
 )
 from .planning import CasePlan, Plan
 from .schedule import ScheduledSample, expand_case
-
-
-def lock_path(case: Case) -> Path:
-    return case.path.with_name(case.path.stem + LOCK_SUFFIX)
 
 
 def current_decoder(codec: str) -> Decoder:
@@ -117,6 +113,8 @@ def _problem(plan: CasePlan, finding: Finding) -> Problem:
 def check_plan(plan: Plan) -> PinCheck:
     """Compare each locked case's selected samples with its lock (decodes those frames)."""
     check = PinCheck()
+    if not any_locked(c.case for c in plan.cases):
+        return check
     for case_plan in plan.cases:
         lock = read_lock(case_plan.case)
         if lock is None or not case_plan.samples:

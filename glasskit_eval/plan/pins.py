@@ -24,7 +24,6 @@ from typing import Any
 from ..support.timevalues import format_time, same_time_key
 from ..video.fingerprint import PERCEPTUAL_TOLERANCE, hash_distance
 
-LOCK_SUFFIX = ".frames.lock"
 LOCK_FORMAT = 1
 
 
