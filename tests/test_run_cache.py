@@ -319,3 +319,30 @@ def test_a_python_adapter_declared_version_is_part_of_its_identity(eval_dir: Pat
     (eval_dir / "version.txt").write_text("3")
     run(eval_dir, cache)
     assert calls(eval_dir) == 7
+
+
+def test_identity_is_found_through_other_wrappers(tmp_path: Path) -> None:
+    import asyncio
+    import io
+
+    from glasskit_eval.adapters.base import FactoryConfig
+    from glasskit_eval.adapters.python import PythonAdapterSpec
+    from glasskit_eval.run.cache import CachingEvaluator, CachingSpec
+
+    (tmp_path / "adapter.py").write_text("class E:\n    adapter_version = 'v1'\n    def evaluate(self, s, t):\n"
+                                         "        return 1\n\ndef make(config):\n    return E()\n")
+
+    class Wrapper:  # what a timeout or retry wrapper looks like from here
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def describe(self) -> str:
+            return "wrapped"
+
+        async def create(self, config: FactoryConfig) -> Any:
+            return Wrapper(await self.inner.create(config))
+
+    spec = CachingSpec(Wrapper(PythonAdapterSpec(f"{tmp_path / 'adapter.py'}:make")),  # type: ignore[arg-type]
+                       ObservationStore(tmp_path / "c"), "readwrite", io.StringIO())
+    evaluator = asyncio.run(spec.create(FactoryConfig(eval_dir=tmp_path)))
+    assert isinstance(evaluator, CachingEvaluator) and spec.stats.disabled is None

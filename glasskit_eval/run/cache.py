@@ -174,20 +174,22 @@ class CachingSpec:
         from ..adapters.process import CommandAdapterSpec
         from ..adapters.python import PythonAdapterSpec
 
-        if isinstance(self.inner, PythonAdapterSpec):
-            found = python_identity(self.inner.target)
+        # Other wrappers (timeouts, retries) may sit between us and the real adapter; by
+        # convention they keep what they wrap in ``inner``.
+        spec, core = _innermost(self.inner), _innermost(evaluator)
+        if isinstance(spec, PythonAdapterSpec):
+            found = python_identity(spec.target)
             if found is None:
-                self._shared.stats.disabled = (f"the sources of Python adapter {self.inner.target} "
-                                               "could not be read")
+                self._shared.stats.disabled = f"the sources of Python adapter {spec.target} could not be read"
                 return None
             # A declared version covers what the sources cannot show (weights, a remote model).
-            declared = getattr(evaluator, "declared_version", None)
+            declared = getattr(core, "declared_version", None)
             return found if declared is None else key_digest({"sources": found, "version": declared})
-        if isinstance(self.inner, CommandAdapterSpec):
-            found = command_identity(self.inner.command, getattr(evaluator, "initialize_result", None))
+        if isinstance(spec, CommandAdapterSpec):
+            found = command_identity(spec.command, getattr(core, "initialize_result", None))
             if found is None:
                 self._shared.stats.disabled = (
-                    f"adapter command `{self.inner.command}` declares no adapterVersion (or version) in "
+                    f"adapter command `{spec.command}` declares no adapterVersion (or version) in "
                     "its initialize result; return one to let --cache reuse its observations")
             return found
         self._shared.stats.disabled = f"adapter {self.inner.describe()} has no known identity"
@@ -217,6 +219,16 @@ class CachingSpec:
             return replace(result, cached=True) if hit else result
 
         return cached_judge
+
+
+def _innermost(obj: Any) -> Any:
+    """Follow ``inner`` attributes to the wrapped adapter spec or evaluator."""
+    for _depth in range(16):
+        inner = getattr(obj, "inner", None)
+        if inner is None:
+            return obj
+        obj = inner
+    return obj
 
 
 class CachingEvaluator:
