@@ -62,6 +62,18 @@ def add_run(sub: Any) -> None:
     p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
                    help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
                    "older ones are deleted (default: 10; 0 keeps all)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--cache", nargs="?", const="", default=None, metavar="DIR",
+                       help="reuse observations of frames already judged by the same adapter and configs "
+                       "(default DIR: $GLASSKIT_EVAL_CACHE_DIR/observations, else the per-user cache)")
+    cache.add_argument("--no-cache", action="store_true", help="do not use the observation cache (default)")
+    p.add_argument("--cache-mode", choices=("read", "write", "readwrite"), default=None,
+                   help="read: only reuse; write: only record fresh observations; readwrite (default): both")
+    p.add_argument("--cache-max-mb", type=opts.positive_int, default=None, metavar="INTEGER",
+                   help="prune the observation cache to this size after the run, least recently used "
+                   "first (default: 512)")
+    p.add_argument("--strict-pins", action="store_true",
+                   help="frames that no longer match <case>.frames.lock are errors, not warnings")
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete run checkpoint by its printed path or id; restores the "
                    "original adapter and options, so it cannot be combined with other options "
@@ -98,6 +110,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError("--max-flaky-samples needs --repeat of at least 2")
     opts.check_adapter_options(args)
     opts.filters(args).check()
+    cache_dir = _cache_dir(args)
     request = RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
         adapter_config_path=args.adapter_config, case=args.case, targets=tuple(args.target),
@@ -109,7 +122,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
         html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
         baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=_shard_text(args),
-        keep_checkpoints=args.keep_checkpoints)
+        keep_checkpoints=args.keep_checkpoints, cache_dir=cache_dir, cache_mode=args.cache_mode or "readwrite",
+        cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
@@ -129,6 +143,19 @@ def _shard_text(args: argparse.Namespace) -> str | None:
         raise UsageError("--shard needs --output-json PATH: merge-reports merges the shards' JSON reports")
     shard = shard_from_env(os.environ) if args.shard == "auto" else parse_shard(args.shard)
     return str(shard)
+
+
+def _cache_dir(args: argparse.Namespace) -> str | None:
+    """The observation cache directory the run options ask for, absolute; None when off."""
+    if args.cache is None:
+        if args.cache_mode is not None or args.cache_max_mb is not None:
+            raise UsageError("--cache-mode and --cache-max-mb need --cache")
+        return None
+    from pathlib import Path
+
+    from .run.obscache import default_observation_dir
+
+    return str((Path(args.cache).expanduser() if args.cache else default_observation_dir()).resolve())
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
@@ -231,6 +258,12 @@ def add_validate(sub: Any) -> None:
     opts.target_options(p)
     opts.allow_empty_option(p)
     p.add_argument("--verbose", action="store_true", help="also describe each video (frames, rate, orientation)")
+    pins = p.add_mutually_exclusive_group()
+    pins.add_argument("--pin", action="store_true",
+                      help="write <eval-dir>/cases/<case>.frames.lock: the exact frame (index, timestamp, "
+                      "size, pixel hashes) and decoder of each selected sample")
+    pins.add_argument("--strict-pins", action="store_true",
+                      help="frames that no longer match a case's frames.lock are errors, not warnings")
     p.set_defaults(handler=run_validate)
 
 
@@ -240,7 +273,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     opts.check_adapter_options(args)
     report = validate(args.eval_dir, opts.filters(args), allow_empty=args.allow_empty, adapter=args.adapter,
                       adapter_command=args.adapter_command, adapter_config=args.adapter_config,
-                      describe_videos=args.verbose, stderr=err)
+                      describe_videos=args.verbose, stderr=err, pin=args.pin, strict_pins=args.strict_pins)
     for line in report.lines():
         print(line, file=out)
     return ExitCode.OK if report.passed else ExitCode.FAILED
@@ -344,6 +377,13 @@ def add_video_store(sub: Any) -> None:
                                 description="Remove interrupted downloads and stale locks from the "
                                 "per-user video cache; --all also removes verified videos.")
     prune.add_argument("--all", action="store_true", help="also remove downloaded videos")
+    prune.add_argument("--observations", action="store_true",
+                       help="prune the observation cache of `run --cache` instead, least recently used "
+                       "first down to --max-mb (with --all: empty it)")
+    prune.add_argument("--cache", metavar="DIR",
+                       help="with --observations: the observation cache (default: as `run --cache`)")
+    prune.add_argument("--max-mb", type=opts.nonnegative_int, default=None, metavar="INTEGER",
+                       help="with --observations: the size to prune to (default: 512)")
     p.set_defaults(handler=run_video_store, store_parser=p)
 
 
@@ -354,12 +394,31 @@ def run_video_store(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         commands.pull(args.eval_dir, args.case, out, err)
     elif args.store_command == "upload":
         commands.upload(args.file, args.store, args.key, args.eval_dir, out)
+    elif args.store_command == "prune-cache" and args.observations:
+        _prune_observations(args, out)
     elif args.store_command == "prune-cache":
+        if args.cache is not None or args.max_mb is not None:
+            raise UsageError("--cache and --max-mb apply to --observations")
         commands.prune_cache(args.all, out)
     else:
         args.store_parser.print_help(out)
         return ExitCode.ERROR
     return ExitCode.OK
+
+
+def _prune_observations(args: argparse.Namespace, out: TextIO) -> None:
+    from pathlib import Path
+
+    from .run.obscache import DEFAULT_MAX_MB, ObservationStore, default_observation_dir
+    from .store.cache import format_size
+
+    if args.all and args.max_mb is not None:
+        raise UsageError("--all empties the observation cache; drop --max-mb or --all")
+    root = Path(args.cache).expanduser() if args.cache else default_observation_dir()
+    limit = 0 if args.all else (DEFAULT_MAX_MB if args.max_mb is None else args.max_mb) * 1024 * 1024
+    stats = ObservationStore(root).prune(limit)
+    print(f"Removed {stats.files} cached observations ({format_size(stats.bytes)}) from {root}; "
+          f"{format_size(stats.kept_bytes)} kept", file=out)
 
 
 # --- review -----------------------------------------------------------------------------

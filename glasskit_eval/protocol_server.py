@@ -359,18 +359,18 @@ class _Server:
         except Exception as error:
             self.fail(request_id, error)
             return
-        self.send(
-            {
-                "id": request_id,
-                "result": {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {
-                        "evaluate": self._evaluate is not None,
-                        "evaluateMany": self._evaluate_many is not None,
-                    },
-                },
-            }
-        )
+        result: dict[str, Any] = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {
+                "evaluate": self._evaluate is not None,
+                "evaluateMany": self._evaluate_many is not None,
+            },
+        }
+        # A declared version lets the runner's observation cache (run --cache) trust answers.
+        declared = getattr(self._evaluator, "adapter_version", None)
+        if isinstance(declared, str) and declared:
+            result["adapterVersion"] = declared
+        self.send({"id": request_id, "result": result})
 
     def start(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         task = asyncio.ensure_future(self._evaluation(request_id, method, params))

@@ -82,6 +82,8 @@ class SampleResult:
     #: Ours: the traceback of an adapter exception (Python), or the ``stack`` of a command
     #: adapter's error answer.
     traceback: str | None = None
+    #: The observation came from ``run --cache`` (judged afresh, not from the adapter).
+    cached: bool = False
 
     @property
     def evaluated(self) -> bool:
@@ -108,6 +110,9 @@ class SampleResult:
             value = data[name]
             if value is not None:
                 data[name] = value.value
+        if not self.cached:
+            # Only cache hits carry the key, so reports without --cache stay upstream's shape.
+            del data["cached"]
         return data
 
     @classmethod
@@ -130,6 +135,8 @@ class SampleResult:
             value = values.get(name)
             if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
                 raise ResultFormatError(f"a result's {name} is {type(value).__name__}")
+        if not isinstance(values.get("cached", False), bool):
+            raise ResultFormatError("a result's cached is not a boolean")
         return cls(**values)
 
 

@@ -184,6 +184,7 @@ class CommandEvaluator:
         self._stdin = proc.stdin
         self._spec = spec
         self.pid = proc.pid
+        self.initialize_result: Any = None
         self._label = f"{label} (pid {proc.pid})"
         self._conn = Connection(
             max_incoming_bytes=spec.max_message_bytes, max_outgoing_bytes=spec.max_message_bytes
@@ -317,7 +318,8 @@ class CommandEvaluator:
         except AdapterError as exc:
             raise AdapterError(f"the adapter config cannot be sent to {self._label}: {exc}") from None
         try:
-            await self._call("initialize", params)
+            # Kept for --cache: a declared adapterVersion is part of the adapter's identity.
+            self.initialize_result = await self._call("initialize", params)
         except AdapterError as exc:
             if exc is self._failure:
                 raise

@@ -137,6 +137,15 @@ class PythonEvaluator:
     def batch(self) -> bool:
         return callable(self._evaluate_many)
 
+    @property
+    def declared_version(self) -> str | None:
+        """The evaluator's ``adapter_version`` (or ``version``) string, if it declares one."""
+        for name in ("adapter_version", "version"):
+            value = getattr(self._obj, name, None)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
     async def _call(self, func: Callable[..., Any], *args: Any) -> Any:
         if inspect.iscoroutinefunction(func):
             return await func(*args)

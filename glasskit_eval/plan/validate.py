@@ -9,32 +9,41 @@ from ..errors import AdapterError, EvalError, UsageError, ValidationError
 from ..support.records import Frozen
 from .schedule import Filters
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .planning import Plan
+
 
 class ValidationReport(Frozen):
     """What ``validate`` found. A hand-written record: ``dataclasses`` costs start-up time here."""
 
-    _fields = ("passed", "root", "sample_count", "details", "hint")
+    _fields = ("passed", "root", "sample_count", "details", "hint", "warnings")
     passed: bool
     root: Path | None
     sample_count: int
     #: Problems (failed) or per-video descriptions (passed, when asked for).
     details: tuple[str, ...]
     hint: str | None
+    #: Frame-lock findings that do not fail validation (without --strict-pins).
+    warnings: tuple[str, ...]
 
     def __init__(self, passed: bool, root: Path | None, sample_count: int, details: tuple[str, ...],
-                 hint: str | None = None) -> None:
-        self.__dict__.update(passed=passed, root=root, sample_count=sample_count, details=details, hint=hint)
+                 hint: str | None = None, warnings: tuple[str, ...] = ()) -> None:
+        self.__dict__.update(passed=passed, root=root, sample_count=sample_count, details=details, hint=hint,
+                             warnings=warnings)
 
     def lines(self) -> list[str]:
         if not self.passed:
             out = ["Validation failed", *(f"- {line}" for line in self.details)]
             return out + ([self.hint] if self.hint else [])
-        return [f"Validation passed: {self.root} ({self.sample_count} samples)", *self.details]
+        return [f"Validation passed: {self.root} ({self.sample_count} samples)", *self.details,
+                *self.warnings]
 
 
 def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapter: str | None = None,
              adapter_command: str | None = None, adapter_config: str | None = None,
-             describe_videos: bool = False, stderr: TextIO) -> ValidationReport:
+             describe_videos: bool = False, stderr: TextIO, pin: bool = False,
+             strict_pins: bool = False) -> ValidationReport:
     """Every check ``run`` makes before its first adapter call; usage errors are raised, not reported."""
     from ..store.videos import video_resolver
     from .planning import build_plan
@@ -44,6 +53,7 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
                           resolve_video=video_resolver(lambda message: print(message, file=stderr)))
         if adapter is not None or adapter_command is not None:
             _check_adapter(adapter, adapter_command, adapter_config, plan.eval_dir.root, stderr)
+        pin_lines = _pin(plan) if pin else _check_pins(plan, strict_pins)
     except UsageError:
         raise
     except ValidationError as exc:
@@ -58,7 +68,34 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
             if case_plan.video is not None:
                 orientation = stream_orientation(case_plan.video_path)
                 details.append(f"  {case_plan.case.name}: {case_plan.video.describe()}, {orientation.describe()}")
-    return ValidationReport(True, plan.eval_dir.root, plan.sample_count, tuple(details))
+    return ValidationReport(True, plan.eval_dir.root, plan.sample_count, tuple(details), warnings=pin_lines)
+
+
+def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
+    from .lockfiles import any_locked
+
+    if not any_locked(c.case for c in plan.cases):
+        return ()
+    from .pinning import check_plan, raise_strict
+
+    check = check_plan(plan)
+    if strict:
+        raise_strict(check)
+    return tuple(check.warning_lines())
+
+
+def _pin(plan: Plan) -> tuple[str, ...]:
+    """``--pin``: write each selected case's lock; the lines say what changed since the last one."""
+    from .pinning import pin_case
+
+    lines = []
+    for case_plan in plan.cases:
+        if not case_plan.samples:
+            continue
+        path, changes = pin_case(case_plan)
+        lines.append(f"Pinned {len(case_plan.samples)} samples of {case_plan.case.name} in {path}")
+        lines += [f"  re-pinned: {c.message}" for c in changes]
+    return tuple(lines)
 
 
 def _check_adapter(adapter: str | None, adapter_command: str | None, adapter_config: str | None,

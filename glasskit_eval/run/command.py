@@ -23,9 +23,11 @@ from ..support.interrupts import interruptible, reinstall_sigterm
 from .request import KIND, RunRequest
 
 if TYPE_CHECKING:
+    from ..adapters.base import AdapterSpec
     from ..plan.planning import Plan
     from ..reports.thumbnails import ThumbnailStore
-    from ..summary import RunSummary
+    from ..summary import RunResult, RunSummary
+    from .cache import CachingSpec
 
 
 def _absolute(path: str | None) -> str | None:
@@ -67,6 +69,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
     from ..summary import RunSummary
     from . import ci
     from .failures import FailureSaver
+    from .judge import judge
     from .reuse import RunStore
     from .trials import run_trials
 
@@ -87,6 +90,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         full = plan
         if request.shard is not None:
             plan = shard_plan(full, parse_shard(request.shard))
+        _check_pins(plan, request.strict_pins, err)
         root = plan.eval_dir.root
         if request.adapter_command is None:
             request = replace(request, adapter=python_target(request.adapter, root))
@@ -94,6 +98,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
         check_writable(destinations(request, root))
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)
+        caching = _caching(spec, request, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),
                               artifacts_dir=_absolute(request.artifacts_dir), html=_absolute(request.html),
@@ -113,13 +118,16 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             except OSError as exc:
                 raise OutputError(f"cannot move the previous run's failure artifacts aside in "
                                   f"{saver.base}: {exc.strerror or exc}") from None
-        listener = ConsoleListener(out, verbose=request.verbose, err=err,
-                                   case_names=[c.case.name for c in plan.cases])
+        listener: Any = ConsoleListener(out, verbose=request.verbose, err=err,
+                                        case_names=[c.case.name for c in plan.cases])
+        if caching is not None and request.repeat > 1:
+            listener = _TrialTracking(listener, caching)
         thumbnails = _thumbnail_store(request)
         try:
             result = asyncio.run(interruptible(run_trials(
-                plan, spec, request, listener, save_failures=saver.save_case if saver else None,
-                store=RunStore(life), keep_frame=thumbnails.keep if thumbnails is not None else None)))
+                plan, caching or spec, request, listener, save_failures=saver.save_case if saver else None,
+                store=RunStore(life), keep_frame=thumbnails.keep if thumbnails is not None else None,
+                **({"judge": caching.judge(judge)} if caching else {}))))
         finally:
             listener.close()
             reinstall_sigterm()
@@ -136,9 +144,12 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
         print_summary(summary, out, resume_hint=hint, report_path=request.output_json)
         ci.print_notes(request, baseline, out)
+        cache_report = _cache_report(caching, request, result, out)
         if request.output_json:
             report = build_report(summary, checkpoint=report_checkpoint)
             report.update(ci.report_extras(request, full, checkpoint.manifest.fingerprints, baseline))
+            if cache_report is not None:
+                report["observation_cache"] = cache_report
             write_report(Path(request.output_json), report)
         ci.write_outputs(summary, request, full, baseline, out)
         if request.html and thumbnails is not None:
@@ -164,3 +175,63 @@ def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: Thumbna
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
     write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
                                           over_budget=thumbnails.over_budget, durations=clip_durations(plan)))
+
+
+def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
+    """Frame locks, when cases have them: warnings, or (--strict-pins) a validation error."""
+    from ..plan.lockfiles import any_locked
+
+    if not any_locked(c.case for c in plan.cases):
+        return
+    from ..plan.pinning import check_plan, raise_strict
+
+    check = check_plan(plan)
+    if strict:
+        raise_strict(check)
+    for line in check.warning_lines():
+        print(line, file=err)
+
+
+def _caching(spec: AdapterSpec, request: RunRequest, err: TextIO) -> CachingSpec | None:
+    if request.cache_dir is None:
+        return None
+    from .cache import CachingSpec
+    from .obscache import ObservationStore
+
+    return CachingSpec(spec, ObservationStore(Path(request.cache_dir)), request.cache_mode, err)
+
+
+def _cache_report(caching: CachingSpec | None, request: RunRequest, result: RunResult,
+                  out: TextIO) -> dict[str, Any] | None:
+    """Print the cache's share of the run and prune it to its bound; the report's block."""
+    if caching is None:
+        return None
+    stats = caching.stats
+    hits = sum(1 for t in result.trials for r in t.results if r.cached)
+    evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)
+    pruned = 0
+    if stats.writes:
+        pruned = caching.store.prune(request.cache_max_mb * 1024 * 1024).files
+    if stats.disabled is not None:
+        print(f"Observation cache: off ({stats.disabled})", file=out)
+    else:
+        print(f"Observation cache: {hits} of {evaluated} evaluated samples reused, {stats.misses} adapter "
+              f"calls, {stats.writes} stored ({request.cache_mode}, {request.cache_dir})"
+              + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
+    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits, "misses": stats.misses,
+            "writes": stats.writes, "pruned": pruned, "disabled": stats.disabled}
+
+
+class _TrialTracking:
+    """A run listener that tells the cache which trial starts (its evaluator is created next)."""
+
+    def __init__(self, inner: Any, caching: CachingSpec) -> None:
+        self._inner = inner
+        self._caching = caching
+
+    def trial_started(self, trial: int, total: int) -> None:
+        self._caching.trial_started(trial)
+        self._inner.trial_started(trial, total)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

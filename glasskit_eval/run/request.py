@@ -51,6 +51,12 @@ class RunRequest(AdapterRequest):
     shard: str | None = None
     #: Completed run checkpoints kept when the run ends; 0 keeps all.
     keep_checkpoints: int = 10
+    #: Observation cache directory (``--cache``); None: off.
+    cache_dir: str | None = None
+    cache_mode: str = "readwrite"
+    cache_max_mb: int = 512
+    #: Frame-lock mismatches are validation errors, not warnings.
+    strict_pins: bool = False
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -88,6 +94,10 @@ def _is_time(text: str) -> bool:
         return False
 
 
+def _is_cache_mode(value: object) -> bool:
+    return value in ("read", "write", "readwrite")
+
+
 _CHECKS = lc.COMMON_CHECKS | {
     "adapter_config_path": lc.opt_str, "adapter_config": lc.opt_object, "at": lc.str_list,
     "from_s": lc.opt_str, "until_s": lc.opt_str, "repeat": lc.positive_int, "min_pass_rate": lc.opt_rate,
@@ -96,5 +106,7 @@ _CHECKS = lc.COMMON_CHECKS | {
     "allow_empty": lc.is_bool,
     "html": lc.opt_str, "html_budget_mb": lc.opt_count,
     "keep_checkpoints": lambda value: value is not None and lc.opt_count(value),
+    "cache_dir": lc.opt_str, "cache_mode": _is_cache_mode, "cache_max_mb": lc.positive_int,
+    "strict_pins": lc.is_bool,
 }
 _CHECKS.update(CI_CHECKS)

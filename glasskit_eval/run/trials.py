@@ -19,7 +19,7 @@ from ..summary import RunResult
 from ..support import threads
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .gates import CaseThresholds, evaluate_gates, flaky_gate
-from .judge import ignored_result
+from .judge import Judge, ignored_result, judge
 from .request import RunRequest
 
 #: Writes the artifacts of one case's failed results; returns them with their artifact paths.
@@ -81,7 +81,8 @@ def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseWork]
 
 async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listener: RunListener,
                      save_failures: SaveFailures | None = None,
-                     *, store: ResultStore | None = None, keep_frame: FrameKeeper | None = None) -> RunResult:
+                     *, store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
+                     judge: Judge = judge) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
 
     ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
@@ -119,7 +120,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                         shown = CasePlan(w.plan.case, tuple(w.pending), w.plan.video_path, w.plan.video)
                     listener.case_started(shown, trial, request.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
-                        new = await run_case(CaseWork(w.pending, w.plan.video_path, keep_frame=keep_frame), evaluator,
+                        new = await run_case(CaseWork(w.pending, w.plan.video_path, judge, keep_frame=keep_frame),
+                                             evaluator,
                                              concurrency=request.concurrency,
                                              keep_going=request.keep_going, sink=on_result)
                     else:

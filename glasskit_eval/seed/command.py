@@ -176,6 +176,7 @@ class _Seeder:
 
     def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> None:
         from ..cases.write import merge_into_current
+        from ..plan.pinning import repin_if_locked
 
         for case_plan in plan.cases:
             mine = proposals[case_plan.case.name]
@@ -189,6 +190,11 @@ class _Seeder:
             result = merge_into_current(case.path, case.document.value, {e.target_id for e in edits.edits},
                                         functools.partial(_apply, edits))
             self._report(edits, result.fallback, result.reason)
+            # The labels were just made on these frames: a frame lock must say so.
+            seeded = [s for s in case_plan.samples if s.sample_index in mine]
+            pinned = repin_if_locked(case_plan, seeded)
+            if pinned is not None:
+                self.say(f"  pinned the {len(seeded)} seeded frames in {pinned}")
 
     def _report(self, edits: CaseEdits, fallback: bool, reason: str | None) -> None:
         split = [e for e in edits.edits if e.split]

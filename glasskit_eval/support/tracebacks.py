@@ -6,7 +6,9 @@ import re
 import traceback
 from pathlib import Path
 
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+#: Our package's import name (``x._vendor.glasskit_eval`` when vendored); frames are told apart by
+#: the module they run in, not by file paths (a zipapp has none).
+_PACKAGE = __name__.rsplit(".", 2)[0]
 #: Frames of the machinery between our runner and the adapter's code: noise to the reader.
 _PLUMBING = ("asyncio", "concurrent", "threading.py")
 
@@ -15,8 +17,8 @@ _PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in 
 _JS_FRAME = re.compile(r"^\s*at (?:(?P<func>.+?) \()?(?P<file>[^()\s]+?):(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
 
 
-def _ours(filename: str) -> bool:
-    if filename.startswith(_PACKAGE):
+def _ours(module: str, filename: str) -> bool:
+    if module == _PACKAGE or module.startswith(_PACKAGE + "."):
         return True
     parts = Path(filename).parts
     return any(p in parts for p in _PLUMBING)
@@ -32,7 +34,8 @@ def adapter_traceback(exc: BaseException) -> str:
     if isinstance(stack, str) and stack.strip():
         return stack
     frames = traceback.extract_tb(exc.__traceback__)
-    theirs = [f for f in frames if not _ours(f.filename)]
+    modules = [frame.f_globals.get("__name__", "") for frame, _line in traceback.walk_tb(exc.__traceback__)]
+    theirs = [f for f, module in zip(frames, modules) if not _ours(module, f.filename)]
     shown = traceback.StackSummary.from_list(theirs or frames)
     lines = ["Traceback (most recent call last):\n", *shown.format(),
              *traceback.format_exception_only(type(exc), exc)]

@@ -1,0 +1,259 @@
+"""Frame locks as data (pure): ``<case>.frames.lock`` proves which frame each label was made on.
+
+A lock is line-oriented JSON, one object a line with sorted keys, so a diff shows the samples
+that changed: a header line (decoder versions, codec, video name and SHA-256), then one line per
+pinned sample, sorted by target, time and sample index, each with the time, the frame it
+resolved to (index, media timestamp, display size) and two hashes of the exact RGB pixels handed
+to adapters: SHA-256 and a 64-bit perceptual hash.
+
+:func:`compare` says how the frames a case resolves to now differ from the lock and why (a
+re-encoded video, a decoder upgrade, an edited time). Pixels whose exact hash differs while the
+perceptual hash stays within ``PERCEPTUAL_TOLERANCE`` bits are a note (decoders move pixel values
+a little between versions), never an error; a moved frame, an edited time that lands on another
+frame, or pixels beyond the tolerance are findings (warnings; errors with ``--strict-pins``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from ..support.timevalues import format_time, same_time_key
+from ..video.fingerprint import PERCEPTUAL_TOLERANCE, hash_distance
+
+LOCK_FORMAT = 1
+
+
+class LockFormatError(ValueError):
+    """A lock file that is not one this version writes; the message names the line."""
+
+
+@dataclass(frozen=True)
+class Decoder:
+    av: str
+    ffmpeg: str
+    codec: str
+
+    def describe(self) -> str:
+        return f"PyAV {self.av}, FFmpeg {self.ffmpeg}, codec {self.codec}"
+
+
+@dataclass(frozen=True)
+class FramePin:
+    """One sample's frame: where its time resolved and what the pixels were."""
+
+    target: str
+    sample_index: int
+    time: Fraction
+    frame_index: int
+    media_time: Fraction
+    display_size: tuple[int, int]
+    pixel_sha256: str
+    phash: str
+
+    @property
+    def order(self) -> tuple[str, Fraction, int]:
+        return (self.target, self.time, self.sample_index)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"display_size": list(self.display_size), "frame_index": self.frame_index,
+                "media_time": str(self.media_time), "media_timestamp_s": float(self.media_time),
+                "phash": self.phash, "pixel_sha256": self.pixel_sha256, "sample_index": self.sample_index,
+                "target": self.target, "time": str(self.time), "timestamp_s": float(self.time)}
+
+    def frame_text(self) -> str:
+        return f"frame {self.frame_index} at {format_time(self.media_time)}s"
+
+
+@dataclass(frozen=True)
+class FrameLock:
+    case: str
+    video: str
+    video_sha256: str
+    decoder: Decoder
+    pins: tuple[FramePin, ...]
+
+    def render(self) -> str:
+        header = {"case": self.case, "decoder": {"av": self.decoder.av, "codec": self.decoder.codec,
+                                                 "ffmpeg": self.decoder.ffmpeg},
+                  "frames_lock": LOCK_FORMAT, "video": self.video, "video_sha256": self.video_sha256}
+        lines = [header, *(p.to_json() for p in sorted(self.pins, key=lambda p: p.order))]
+        return "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines)
+
+    def updated(self, pins: Iterable[FramePin], *, keep: set[tuple[str, int]] | None = None) -> FrameLock:
+        """This lock with ``pins`` replacing the entries of their samples.
+
+        ``keep``: the (target, sample index) of every sample the case still has; other
+        entries are dropped (a removed sample's pin would only mislead).
+        """
+        fresh = {(p.target, p.sample_index): p for p in pins}
+        old = [p for p in self.pins if (p.target, p.sample_index) not in fresh
+               and (keep is None or (p.target, p.sample_index) in keep)]
+        return replace(self, pins=tuple(sorted([*old, *fresh.values()], key=lambda p: p.order)))
+
+
+def parse_lock(text: str, where: str) -> FrameLock:
+    """Read a lock; raises :class:`LockFormatError` naming ``where`` and the line."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise LockFormatError(f"{where}: empty frame lock; run `validate --pin` to write it again")
+    values = []
+    for number, line in lines:
+        try:
+            values.append((number, json.loads(line)))
+        except ValueError as exc:
+            raise LockFormatError(f"{where}:{number}: not JSON ({exc}); run `validate --pin` to "
+                                  "write the lock again") from None
+    number, head = values[0]
+    try:
+        if head.get("frames_lock") != LOCK_FORMAT:
+            raise LockFormatError(f"{where}:{number}: not a frame lock of format {LOCK_FORMAT}; "
+                                  "run `validate --pin` to write it again")
+        decoder = head["decoder"]
+        lock = FrameLock(case=str(head["case"]), video=str(head["video"]),
+                         video_sha256=str(head["video_sha256"]),
+                         decoder=Decoder(str(decoder["av"]), str(decoder["ffmpeg"]), str(decoder["codec"])),
+                         pins=())
+        pins = []
+        for line_number, item in values[1:]:
+            number = line_number  # for the error message below
+            width, height = item["display_size"]
+            pins.append(FramePin(target=str(item["target"]), sample_index=_int(item["sample_index"]),
+                                 time=Fraction(item["time"]), frame_index=_int(item["frame_index"]),
+                                 media_time=Fraction(item["media_time"]),
+                                 display_size=(_int(width), _int(height)),
+                                 pixel_sha256=str(item["pixel_sha256"]), phash=str(item["phash"])))
+    except LockFormatError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({type(exc).__name__}: {exc}); "
+                              "run `validate --pin` to write it again") from None
+    return replace(lock, pins=tuple(pins))
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{value!r} is not an integer")
+    return value
+
+
+# -- comparison ------------------------------------------------------------------------------
+
+#: Finding kinds. Problems (warnings; errors with --strict-pins): moved, pixels, time_edited.
+MOVED, PIXELS, TIME_EDITED = "moved", "pixels_changed", "time_edited"
+#: Notes, never errors: exact pixels differ within the perceptual tolerance; no pin yet.
+SLIGHT, UNPINNED = "pixels_slightly_changed", "unpinned"
+PROBLEM_KINDS = frozenset({MOVED, PIXELS, TIME_EDITED})
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    target: str
+    sample_index: int
+    time: Fraction
+    message: str
+    old: FramePin | None = None
+    new: FramePin | None = None
+
+    @property
+    def problem(self) -> bool:
+        return self.kind in PROBLEM_KINDS
+
+
+def _cause(lock: FrameLock, video_sha256: str, decoder: Decoder) -> str:
+    if video_sha256 != lock.video_sha256:
+        return "the video was re-encoded or replaced (its SHA-256 differs from the lock's)"
+    if decoder != lock.decoder:
+        return f"the decoder changed ({lock.decoder.describe()} -> {decoder.describe()})"
+    return ("same video and decoder as when pinned: the lock was edited, or decoding is not "
+            "deterministic here")
+
+
+def compare_pin(old: FramePin, new: FramePin, cause: str) -> Finding | None:
+    """How one sample's frame differs from its pin; None when it is the pinned frame."""
+    where = f"{new.target} sample {new.sample_index} at {format_time(new.time)}s"
+    if old.time != new.time:
+        if (old.frame_index, old.media_time) == (new.frame_index, new.media_time):
+            return None  # the time moved within the same frame: the label still sees it
+        return Finding(TIME_EDITED, new.target, new.sample_index, new.time,
+                       f"{where}: time edited from {format_time(old.time)}s; now {new.frame_text()} "
+                       f"(pinned: {old.frame_text()})", old, new)
+    if (old.frame_index, old.media_time) != (new.frame_index, new.media_time):
+        return Finding(MOVED, new.target, new.sample_index, new.time,
+                       f"{where}: now resolves to {new.frame_text()} (pinned: {old.frame_text()}); {cause}",
+                       old, new)
+    if old.display_size != new.display_size:
+        return Finding(PIXELS, new.target, new.sample_index, new.time,
+                       f"{where}: {new.frame_text()} is now {new.display_size[0]}x{new.display_size[1]} "
+                       f"(pinned: {old.display_size[0]}x{old.display_size[1]}); {cause}", old, new)
+    if old.pixel_sha256 == new.pixel_sha256:
+        return None
+    distance = hash_distance(old.phash, new.phash)
+    kind = SLIGHT if distance <= PERCEPTUAL_TOLERANCE else PIXELS
+    how = "slightly, within tolerance" if kind == SLIGHT else "beyond tolerance"
+    return Finding(kind, new.target, new.sample_index, new.time,
+                   f"{where}: pixels of {new.frame_text()} changed {how} (perceptual distance "
+                   f"{distance}/64, tolerance {PERCEPTUAL_TOLERANCE}); {cause}", old, new)
+
+
+def match(lock: FrameLock, target: str, sample_index: int, time: Fraction,
+          times_in_use: set[tuple[str, Fraction]]) -> FramePin | None:
+    """The pin of a sample: same target and time, else (an edited time) same target and index.
+
+    ``times_in_use`` are the (target, time key) of the case's current samples: a pin whose time
+    another sample still has belongs to that sample, not to an edit of this one.
+    """
+    key = same_time_key(time)
+    by_time = [p for p in lock.pins if p.target == target and same_time_key(p.time) == key]
+    if by_time:
+        return next((p for p in by_time if p.sample_index == sample_index), by_time[0])
+    for pin in lock.pins:
+        if (pin.target == target and pin.sample_index == sample_index
+                and (target, same_time_key(pin.time)) not in times_in_use):
+            return pin
+    return None
+
+
+def compare(lock: FrameLock, current: Sequence[FramePin], video_sha256: str, decoder: Decoder,
+            all_times: Iterable[tuple[str, Fraction]] | None = None) -> list[Finding]:
+    """Findings for each current sample whose frame differs from (or is missing in) the lock.
+
+    ``all_times``: (target, time) of every sample of the case (default: ``current``'s), so a
+    filtered selection still tells edited times from other samples' pins.
+    """
+    cause = _cause(lock, video_sha256, decoder)
+    in_use = {(t, same_time_key(time)) for t, time in (all_times if all_times is not None
+                                                         else ((p.target, p.time) for p in current))}
+    findings = []
+    for pin in sorted(current, key=lambda p: p.order):
+        old = match(lock, pin.target, pin.sample_index, pin.time, in_use)
+        if old is None:
+            findings.append(Finding(UNPINNED, pin.target, pin.sample_index, pin.time,
+                                    f"{pin.target} sample {pin.sample_index} at {format_time(pin.time)}s "
+                                    "is not pinned; run `validate --pin` to pin it", None, pin))
+            continue
+        found = compare_pin(old, pin, cause)
+        if found is not None:
+            findings.append(found)
+    return findings
+
+
+def review_status(lock: FrameLock | None, current: FramePin, *, video_sha256: str, decoder: Decoder,
+                  all_times: Iterable[tuple[str, Fraction]] = ()) -> Mapping[str, Any]:
+    """One sample's pin status for the review page: ``status`` and a ``message`` for people.
+
+    ``status`` is ``no_lock``, ``ok``, ``moved``, ``pixels_changed``, ``pixels_slightly_changed``,
+    ``time_edited`` or ``unpinned``; ``problem`` is True for what ``--strict-pins`` refuses.
+    """
+    if lock is None:
+        return {"status": "no_lock", "problem": False, "message": "the case has no frame lock"}
+    times = {(current.target, current.time), *all_times}
+    findings = compare(lock, [current], video_sha256, decoder, times)
+    if not findings:
+        return {"status": "ok", "problem": False, "message": f"pinned: {current.frame_text()}"}
+    first = findings[0]
+    return {"status": first.kind, "problem": first.problem, "message": first.message}
