@@ -136,3 +136,16 @@ def test_repeats_take_the_worst_trial_and_times_match_to_nine_decimals() -> None
     assert [c.kind for c in found.changes] == ["status_changed"] and found.regressions == 0
     found = diff(outcomes([_result("failed")]), outcomes([_result("error"), _result("passed")]), "b")
     assert [c.kind for c in found.changes] == ["new_error"] and found.gate().passed is False
+
+
+def test_the_html_report_shows_the_baseline_changes(in_tmp: Path) -> None:
+    eval_dir = ci_eval(in_tmp, {"lamp/idx/0": "raise"})
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--baseline", "previous.json",
+                              "--output-json", "r.json", "--html", "r.html")
+    assert code == 1, err
+    page = (in_tmp / "r.html").read_text()
+    assert '<section id="baseline">' in page and "9 samples matched; 1 pass to fail, 1 new error" in page
+    # `report` renders the comparison the run recorded, without the adapter.
+    code, _out, err = run_cli("report", "r.json", "--html", "again.html")
+    assert code == 0, err
+    assert "9 samples matched; 1 pass to fail, 1 new error" in (in_tmp / "again.html").read_text()

@@ -123,3 +123,22 @@ def test_long_values_are_clipped_in_the_page() -> None:
     page = render_html(summary_of([result(status=Status.FAILED, observed="x" * 5000)]))
     observed = page_data(page)["rows"][0][8]
     assert len(observed) < 2100 and observed.endswith("(3000 more characters in the JSON report)")
+
+
+def test_baseline_changes_are_a_table_with_escaped_values() -> None:
+    baseline = {"path": "main.json", "matched_samples": 3, "regressions": 1,
+                "counts": {"pass_to_fail": 1, "observed_changed": 1, "added": 0},
+                "changes": [{"kind": "pass_to_fail", "case": "doors", "target": "door", "timestamp_s": 0.5,
+                             "baseline_status": "passed", "status": "failed", "baseline_observed": "closed",
+                             "observed": HOSTILE},
+                            {"kind": "observed_changed", "case": "doors", "target": "door", "timestamp_s": 1.0,
+                             "baseline_status": "passed", "status": "passed", "baseline_observed": {"n": 1},
+                             "observed": {"n": 2}}]}
+    page = render_html(summary_of([result()]), HtmlOptions(baseline=baseline))
+    section = page[page.index('<section id="baseline">'):]
+    section = section[:section.index("</section>")]
+    assert "3 samples matched; 1 pass to fail, 1 observed changed." in section
+    assert section.count("<tr>") == 3  # head + two changes, regressions first as recorded
+    assert "pass to fail" in section and html.escape(HOSTILE, quote=True) in section
+    assert "<script>alert" not in section
+    assert '<section id="baseline">' not in render_html(summary_of([result()]))

@@ -52,6 +52,8 @@ class HtmlOptions:
     sources: tuple[str, ...] = ()
     #: Lines shown under the header (for example frames that could not be decoded).
     notes: tuple[str, ...] = ()
+    #: The comparison with ``--baseline`` in its JSON report form (``BaselineDiff.to_json``), if any.
+    baseline: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ def render_html(summary: RunSummary, options: HtmlOptions | None = None, assets:
     body = "".join([
         _header(summary, verdict, options, thumb_notes),
         _gates(summary), _trials(summary), _groups("By target", "targets", summary.targets),
-        _groups("By case", "cases", summary.cases), _latency(summary), _stability(summary),
+        _groups("By case", "cases", summary.cases), _baseline(options.baseline), _latency(summary),
+        _stability(summary),
         '<section id="timelines"><h2>Timelines</h2><p class="hint">One strip per target over the '
         "clip: marks are samples, bands are ranges. Hover for the sample, click to jump to its row."
         '</p><div id="timeline-root"></div></section>',
@@ -327,6 +330,27 @@ def _gates(summary: RunSummary) -> str:
     if not rows:
         return '<section id="gates"><h2>Gates</h2><p>No gates were set.</p></section>'
     return _table("gates", "Gates", ["Scope", "Gate", "Result", "Message"], rows)
+
+
+def _baseline(diff: Mapping[str, Any] | None) -> str:
+    """Changes against ``--baseline``: counts, then one row per changed sample (regressions first)."""
+    if not diff:
+        return ""
+    counts = diff.get("counts") or {}
+    summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items() if n) or "no changes"
+    extra = (f'<p class="meta">Against <code>{_e(str(diff.get("path", "")))}</code>: '
+             f'{_e(str(diff.get("matched_samples", 0)))} samples matched; {_e(summary)}.</p>')
+    rows = []
+    for c in diff.get("changes") or []:
+        rows.append([_e(str(c.get("kind", ""))).replace("_", " "), _e(str(c.get("case", ""))),
+                     _e(str(c.get("target", ""))), _e(f"{c.get('timestamp_s', '')}s"),
+                     _e(str(c.get("baseline_status") or "–")), _e(str(c.get("status") or "–")),
+                     _e(_value_text(c.get("baseline_observed"))), _e(_value_text(c.get("observed")))])
+    if not rows:
+        return f'<section id="baseline"><h2>Baseline</h2>{extra}</section>'
+    return _table("baseline", "Changes against the baseline", ["Change", "Case", "Target", "Time", "Before",
+                                                                "After", "Observed before", "Observed after"],
+                  rows, extra)
 
 
 def _status_badge(passed: bool) -> str:

@@ -37,7 +37,10 @@ def execute_report(paths: Sequence[Path], html: Path, *, eval_dir: Path | None,
     from ..summary import RunSummary
     from .loading import load_report_file, run_from_reports
 
-    run = run_from_reports([(p, load_report_file(p)) for p in paths])
+    loaded = [(p, load_report_file(p)) for p in paths]
+    run = run_from_reports(loaded)
+    # A run made with --baseline recorded its comparison; one report's is shown as it was.
+    baselines = [data["baseline"] for _p, data in loaded if isinstance(data.get("baseline"), dict)]
     summary = RunSummary.of(run)
     results = [r for t in run.trials for r in t.results]
     store = ThumbnailStore(budget_bytes)
@@ -49,7 +52,7 @@ def execute_report(paths: Sequence[Path], html: Path, *, eval_dir: Path | None,
         notes += more
     write_html(html, summary, HtmlOptions(thumbnails=store, budget_bytes=budget_bytes, over_budget=store.over_budget,
                                           durations=durations, sources=tuple(str(p) for p in paths),
-                                          notes=tuple(notes)))
+                                          notes=tuple(notes), baseline=baselines[0] if len(baselines) == 1 else None))
     return summary
 
 

@@ -25,6 +25,7 @@ from .request import KIND, RunRequest
 if TYPE_CHECKING:
     from ..adapters.base import AdapterSpec
     from ..plan.planning import Plan
+    from ..reports.baseline import BaselineDiff
     from ..reports.thumbnails import ThumbnailStore
     from ..summary import RunResult, RunSummary
     from .cache import CachingSpec
@@ -153,7 +154,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             write_report(Path(request.output_json), report)
         ci.write_outputs(summary, request, full, baseline, out)
         if request.html and thumbnails is not None:
-            _write_html(Path(request.html), summary, plan, thumbnails)
+            _write_html(Path(request.html), summary, plan, thumbnails, baseline)
         life.finish(complete=not errors)
         prune_completed(root, KIND, request.keep_checkpoints, current=checkpoint.path)
         return summary.success
@@ -167,14 +168,16 @@ def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
     return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
 
 
-def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: ThumbnailStore) -> None:
+def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: ThumbnailStore,
+                baseline: BaselineDiff | None) -> None:
     from ..reports.html import HtmlOptions
     from ..reports.publish import clip_durations, write_html
 
     # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
     write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
-                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan)))
+                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan),
+                                          baseline=baseline.to_json() if baseline is not None else None))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
