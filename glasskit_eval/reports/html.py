@@ -336,8 +336,11 @@ def _baseline(diff: Mapping[str, Any] | None) -> str:
     """Changes against ``--baseline``: counts, then one row per changed sample (regressions first)."""
     if not diff:
         return ""
-    counts = diff.get("counts") or {}
-    summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items() if n) or "no changes"
+    from .baseline import KINDS
+
+    counts = diff.get("counts") or {}  # a JSON report's keys are sorted: list them in KINDS' order
+    summary = ", ".join(f"{counts[kind]} {kind.replace('_', ' ')}" for kind in KINDS if counts.get(kind)) or (
+        "no changes")
     extra = (f'<p class="meta">Against <code>{_e(str(diff.get("path", "")))}</code>: '
              f'{_e(str(diff.get("matched_samples", 0)))} samples matched; {_e(summary)}.</p>')
     rows = []
