@@ -40,6 +40,7 @@ def add_run(sub: Any) -> None:
                    help="maximum concurrent evaluate calls (default: 1)")
     p.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="number of sequential trials, each with a fresh evaluator (default: 1)")
+    opts.call_options(p)
     p.add_argument("--min-pass-rate", type=opts.rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
     p.add_argument("--min-target-pass-rate", type=opts.rate, metavar="FLOAT",
                    help="pass-rate gate applied to every selected target")
@@ -79,7 +80,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        allow_empty=args.allow_empty)
+        allow_empty=args.allow_empty, timeout_s=args.timeout_s, retries=args.retries,
+        retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 

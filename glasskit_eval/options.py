@@ -115,6 +115,26 @@ def rate(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number greater than zero, got {text}")
+    return value
+
+
+def nonnegative_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a nonnegative number, got {text}")
+    return value
+
+
 # --- shared option groups --------------------------------------------------------
 
 
@@ -146,6 +166,21 @@ def adapter_options(p: argparse.ArgumentParser, default_help: str) -> None:
                    help="NDJSON process adapter command, e.g. \"node eval/adapter.mjs\" (no shell)")
     p.add_argument("--adapter-config", metavar="PATH",
                    help="YAML or JSON object passed to the adapter (default: <eval-dir>/adapter.yaml when present)")
+
+
+def call_options(p: argparse.ArgumentParser) -> None:
+    """Timeouts, retries and the rate limit of adapter calls (adapters/resilient.py)."""
+    p.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",
+                   help="cancel an adapter call after this long and record a `timeout` error "
+                   "(batch calls: x batch size, at most 600 s; default: config.yaml run.timeout_s, else none)")
+    p.add_argument("--retries", type=nonnegative_int, default=0, metavar="INTEGER",
+                   help="retry transient failures (timeouts, TransientError, transient command-adapter "
+                   "errors, HTTP 408/429/5xx) up to this many times (default: 0)")
+    p.add_argument("--retry-backoff", dest="retry_backoff_s", type=nonnegative_number, default=1.0,
+                   metavar="SECONDS", help="base of the exponential full-jitter backoff between attempts, "
+                   "doubled per attempt up to 60 s; a retry_after/Retry-After is honoured (default: 1)")
+    p.add_argument("--max-calls-per-second", type=positive_number, metavar="RATE",
+                   help="start at most this many adapter calls per second across the whole run")
 
 
 def allow_empty_option(p: argparse.ArgumentParser) -> None:

@@ -55,6 +55,9 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
         root = plan.eval_dir.root
         if request.adapter_command is None:
             request = replace(request, adapter=python_target(request.adapter, root))
+        if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
+            # Recorded resolved, so a resume keeps the timeout even if config.yaml changes.
+            request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
         if request.adapter_config is None:
             request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
         spec = adapter_spec(request.adapter, request.adapter_command, root, err)

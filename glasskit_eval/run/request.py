@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoints.lifecycle import (
     is_bool,
@@ -21,6 +22,9 @@ from ..checkpoints.lifecycle import (
 from ..errors import CheckpointError
 from ..plan.schedule import Filters
 from .gates import GateOptions
+
+if TYPE_CHECKING:
+    from ..adapters.resilient import CallPolicy
 
 KIND = "run"
 
@@ -53,6 +57,17 @@ class RunRequest:
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: Per-call timeout in seconds (``--timeout`` or config.yaml ``run: timeout_s``).
+    timeout_s: float | None = None
+    retries: int = 0
+    retry_backoff_s: float = 1.0
+    max_calls_per_second: float | None = None
+
+    def call_policy(self) -> CallPolicy:
+        from ..adapters.resilient import CallPolicy
+
+        return CallPolicy(timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.retry_backoff_s,
+                          max_calls_per_second=self.max_calls_per_second)
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -86,6 +101,22 @@ def time_text(value: Fraction | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def opt_positive_number(value: object) -> bool:
+    return value is None or (_number(value) and value > 0)  # type: ignore[operator]
+
+
+def nonnegative_number(value: object) -> bool:
+    return _number(value) and value >= 0  # type: ignore[operator]
+
+
+def count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _is_time(text: str) -> bool:
     try:
         return Fraction(text) >= 0
@@ -100,4 +131,6 @@ _CHECKS = {
     "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
+    "timeout_s": opt_positive_number, "retries": count, "retry_backoff_s": nonnegative_number,
+    "max_calls_per_second": opt_positive_number,
 }

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..adapters.base import AdapterSpec, FactoryConfig
+from ..adapters.resilient import CallLedger, RateLimiter, wrap
 from ..errors import AdapterError, SampleFailure
 from ..plan.planning import CasePlan, Plan
 from ..plan.schedule import ScheduledSample
@@ -86,6 +87,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                                    artifacts_dir=Path(request.artifacts_dir) if request.artifacts_dir else None,
                                    verbose=request.verbose)
     case_thresholds = [CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases]
+    policy = request.call_policy()
+    # One limiter for the whole run: the provider's quota does not reset between trials.
+    limiter = RateLimiter(policy.max_calls_per_second) if policy.max_calls_per_second else None
     for trial in range(1, request.repeat + 1):
         work = _split(plan, trial, store)
         anything = any(w.pending for w in work) or plan.sample_count == 0
@@ -93,8 +97,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
             listener.trial_started(trial, request.repeat)
         trial_started = time.perf_counter()
         needs_adapter = any(not s.ignored for w in work for s in w.pending)
-        evaluator = await spec.create(factory_config) if needs_adapter else None
-        sink = store.sink(trial) if store is not None else None
+        ledger = CallLedger(record_attempts=policy.retries > 0)
+        evaluator = wrap(await spec.create(factory_config), policy, ledger, limiter) if needs_adapter else None
+        sink = ledger.annotating(store.sink(trial) if store is not None else None)
         results: list[SampleResult] = []
         try:
             for w in work:
@@ -105,9 +110,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                         shown = CasePlan(w.plan.case, tuple(w.pending), w.plan.video_path, w.plan.video)
                     listener.case_started(shown, trial, request.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
-                        new = await run_case(CaseWork(w.pending, w.plan.video_path), evaluator,
-                                             concurrency=request.concurrency,
-                                             keep_going=request.keep_going, sink=sink)
+                        new = [ledger.annotate(r) for r in await run_case(
+                            CaseWork(w.pending, w.plan.video_path), evaluator, concurrency=request.concurrency,
+                            keep_going=request.keep_going, sink=sink)]
                     else:
                         new = [ignored_result(s) for s in w.pending]
                         for result in new:
