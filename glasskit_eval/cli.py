@@ -86,7 +86,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 #: Options that --resume may be given with: --eval-dir only says where to look up an id.
-_RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command"}
+_RESUME_COMPATIBLE = {"resume", "eval_dir", "handler", "command", "env_file", "env_file_override"}
 
 
 def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
@@ -241,6 +241,8 @@ def add_video_store(sub: Any) -> None:
                                 description="Remove interrupted downloads and stale locks from the "
                                 "per-user video cache; --all also removes verified videos.")
     prune.add_argument("--all", action="store_true", help="also remove downloaded videos")
+    for nested in (pull, upload, prune):
+        opts.env_file_options(nested)
     p.set_defaults(handler=run_video_store, store_parser=p)
 
 
@@ -349,10 +351,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = opts.Parser(prog=PROG, description="Turn recorded video into repeatable evals of apps that make "
                      "decisions from images.")
     parser.add_argument("--version", action="version", version=f"glasskit_eval {__version__}")
+    opts.env_file_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=opts.Parser)
     for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
         if command in (None, name):
             add(sub)
+    for command_parser in sub.choices.values():
+        opts.env_file_options(command_parser)
     return parser
 
 
@@ -369,6 +374,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         if args.command is None:
             parser.print_help(out)
             return ExitCode.ERROR
+        # Before anything else: adapters, stores and their factories read the environment.
+        opts.apply_env_files(args)
         return int(args.handler(args, out, err))
     except opts.ParserExit as exc:
         return exc.status

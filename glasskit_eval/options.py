@@ -183,6 +183,28 @@ def call_options(p: argparse.ArgumentParser) -> None:
                    help="start at most this many adapter calls per second across the whole run")
 
 
+def env_file_options(p: argparse.ArgumentParser) -> None:
+    """``--env-file``, accepted by every command (and before the command name)."""
+    p.add_argument("--env-file", dest="env_file", action="append", default=argparse.SUPPRESS, metavar="PATH",
+                   help="read environment variables from this dotenv file first (repeatable; later files "
+                   "win; variables already set win unless --env-file-override)")
+    p.add_argument("--env-file-override", action="store_true", default=argparse.SUPPRESS,
+                   help="let --env-file values replace variables already in the environment")
+
+
+def apply_env_files(args: argparse.Namespace) -> None:
+    """Load ``--env-file`` files into the environment, before the command does anything."""
+    files = getattr(args, "env_file", None)
+    override = bool(getattr(args, "env_file_override", False))
+    if not files:
+        if override:
+            raise UsageError("--env-file-override needs --env-file PATH")
+        return
+    from .support.dotenv import load_env_files
+
+    load_env_files(files, override=override)
+
+
 def allow_empty_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-empty", action="store_true", help="allow evals or cases with no samples")
 
