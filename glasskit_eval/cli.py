@@ -32,6 +32,7 @@ def add_run(sub: Any) -> None:
                        description="Decode selected frames, call the adapter, compare observations, "
                        "apply quality gates, and report results.")
     opts.adapter_options(p, "default: <eval-dir>/adapter.py:create_evaluator")
+    opts.code_free_adapter_options(p)
     opts.eval_dir_option(p)
     opts.case_option(p, "only run one case, by filename or stem")
     opts.target_options(p)
@@ -70,7 +71,9 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _resume_run(args, out, err)
     if args.max_flaky_samples is not None and args.repeat < 2:
         raise UsageError("--max-flaky-samples needs --repeat of at least 2")
-    opts.check_adapter_options(args)
+    from .adapters.choose import check_exclusive
+
+    check_exclusive(args.adapter, args.adapter_command, args.adapter_http, args.adapter_exec)
     opts.filters(args).check()
     request = RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
@@ -81,7 +84,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
         allow_empty=args.allow_empty, timeout_s=args.timeout_s, retries=args.retries,
-        retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second)
+        retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
+        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 

@@ -168,6 +168,14 @@ def adapter_options(p: argparse.ArgumentParser, default_help: str) -> None:
                    help="YAML or JSON object passed to the adapter (default: <eval-dir>/adapter.yaml when present)")
 
 
+def code_free_adapter_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--adapter-http", metavar="URL",
+                   help="POST each sample as JSON to this URL and take the response as the observation "
+                   "(more settings: adapter.yaml `adapter: {type: http, ...}`)")
+    p.add_argument("--adapter-exec", metavar="\"CMD ARGS\"",
+                   help="run this command once per sample: request JSON on stdin, observation JSON on stdout")
+
+
 def call_options(p: argparse.ArgumentParser) -> None:
     """Timeouts, retries and the rate limit of adapter calls (adapters/resilient.py)."""
     p.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",

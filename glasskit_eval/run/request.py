@@ -62,6 +62,8 @@ class RunRequest:
     retries: int = 0
     retry_backoff_s: float = 1.0
     max_calls_per_second: float | None = None
+    adapter_http: str | None = None
+    adapter_exec: str | None = None
 
     def call_policy(self) -> CallPolicy:
         from ..adapters.resilient import CallPolicy
@@ -132,5 +134,5 @@ _CHECKS = {
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
     "timeout_s": opt_positive_number, "retries": count, "retry_backoff_s": nonnegative_number,
-    "max_calls_per_second": opt_positive_number,
+    "max_calls_per_second": opt_positive_number, "adapter_http": opt_str, "adapter_exec": opt_str,
 }
