@@ -100,22 +100,28 @@ class ExecAdapterSpec:
         track_group(proc.pid)
         # Kept for error messages only: one process per sample would flood the console.
         stderr = StderrMirror(io.StringIO())
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        pump = asyncio.ensure_future(stderr.pump(proc.stderr))
         try:
-            assert proc.stderr is not None
-            pump = asyncio.ensure_future(stderr.pump(proc.stderr))
-            try:
-                out, _ = await proc.communicate(request)
-            finally:
-                await asyncio.wait({pump}, timeout=1.0)
-        except asyncio.CancelledError:
-            # A timeout or an interrupt: nothing it started may outlive the call.
-            signal_group(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                await asyncio.shield(proc.wait())
-            raise
+            proc.stdin.write(request)
+            with contextlib.suppress(ConnectionError):
+                await proc.stdin.drain()
+            proc.stdin.close()
+            out = await proc.stdout.read()
+            await proc.wait()
+            await asyncio.wait({pump}, timeout=1.0)
         finally:
+            # Normal end, timeout or interrupt: nothing it started may outlive the call.
             signal_group(proc.pid, signal.SIGKILL)
             untrack_group(proc.pid)
+            if proc.returncode is None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)
+            if not pump.done():
+                pump.cancel()
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
         if proc.returncode != 0:
             raise AdapterError(f"{label} {describe_returncode(proc.returncode)}.\n{stderr.render()}")
         text = out.decode("utf-8", errors="replace").strip()
