@@ -48,6 +48,11 @@ def add_run(sub: Any) -> None:
     p.add_argument("--max-failures", type=opts.nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
     p.add_argument("--max-flaky-samples", type=opts.nonnegative_int, metavar="INTEGER",
                    help="maximum samples whose status varies across trials (needs --repeat >= 2)")
+    p.add_argument("--max-p95-latency", dest="max_p95_latency_s", type=opts.nonnegative_number,
+                   metavar="SECONDS", help="gate: the run's p95 evaluation latency (config.yaml: "
+                   "thresholds.max_p95_latency_s)")
+    p.add_argument("--max-cost", type=opts.nonnegative_number, metavar="NUMBER",
+                   help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")
@@ -85,7 +90,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
         allow_empty=args.allow_empty, timeout_s=args.timeout_s, retries=args.retries,
         retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
-        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec)
+        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
+        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 

@@ -255,3 +255,29 @@ def test_bad_option_values_are_usage_errors(tmp_path: Path) -> None:
 
 
 _ = (ROOT, textwrap)
+
+
+def test_cost_and_latency_gates(tmp_path: Path) -> None:
+    eval_dir = python_eval(tmp_path)
+    report = tmp_path / "r.json"
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--max-cost", "0.02", "--max-p95-latency", "600",
+                              "--output-json", report)
+    assert code == 1
+    gates = {g["name"]: g for g in read_json(report)["gates"]}
+    assert not gates["max_cost"]["passed"] and "cost 0.03 (gate: <= 0.02)" in gates["max_cost"]["message"]
+    assert gates["max_p95_latency"]["passed"]
+    assert "max_cost" in out
+    code, _out, _err = run_cli("run", "--eval-dir", eval_dir, "--max-cost", "0.05")
+    assert code == 0
+    code, _out, _err = run_cli("run", "--eval-dir", eval_dir, "--max-p95-latency", "0")
+    assert code == 1
+
+
+def test_config_yaml_cost_gate_and_case_files_refuse_it(tmp_path: Path) -> None:
+    eval_dir = python_eval(tmp_path)
+    (eval_dir / "config.yaml").write_text("thresholds:\n  max_cost: 0.01\n  max_p95_latency_s: 600\n")
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 1 and "max_cost" in out
+    (eval_dir / "cases" / "case.yaml").write_text(CASE + "thresholds:\n  max_cost: 1\n")
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 2 and "max_cost" in err

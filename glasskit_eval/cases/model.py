@@ -29,6 +29,8 @@ _TARGET_KEYS = {"label", "config", "sample_defaults", "samples"}
 _BLOCK_KEYS = {"range", "at", "expect", "every_s", "field", "compare", "comment", "ignore"}
 _CLOUD_VIDEO_KEYS = {"store", "key", "sha256"}
 _THRESHOLD_KEYS = {"min_pass_rate", "max_failures", "per_target"}
+#: Run-wide gates, so only in config.yaml (a case's latency or cost is not gated on its own).
+_RUN_THRESHOLD_KEYS = {"max_p95_latency_s", "max_cost"}
 
 
 class LocalVideo(Frozen):
@@ -59,14 +61,18 @@ VideoRef = LocalVideo | CloudVideo
 
 
 class Thresholds(Frozen):
-    _fields = ("min_pass_rate", "max_failures", "per_target")
+    _fields = ("min_pass_rate", "max_failures", "per_target", "max_p95_latency_s", "max_cost")
     min_pass_rate: float | None
     max_failures: int | None
     per_target: Mapping[str, float] | None
+    max_p95_latency_s: float | None
+    max_cost: float | None
 
     def __init__(self, min_pass_rate: float | None = None, max_failures: int | None = None,
-                 per_target: Mapping[str, float] | None = None) -> None:
-        self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target)
+                 per_target: Mapping[str, float] | None = None, max_p95_latency_s: float | None = None,
+                 max_cost: float | None = None) -> None:
+        self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target,
+                             max_p95_latency_s=max_p95_latency_s, max_cost=max_cost)
 
     @property
     def empty(self) -> bool:
@@ -152,8 +158,18 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
     mapping = checker.mapping(value, path, "thresholds")
     if mapping is None:
         return None
-    checker.unknown_keys(mapping, _THRESHOLD_KEYS, path)
+    run_wide = target_ids is None
+    checker.unknown_keys(mapping, _THRESHOLD_KEYS | _RUN_THRESHOLD_KEYS if run_wide else _THRESHOLD_KEYS, path)
     min_rate = _rate(checker, mapping, "min_pass_rate", path)
+    limits: dict[str, float] = {}
+    for key in sorted(_RUN_THRESHOLD_KEYS) if run_wide else ():
+        raw = mapping.get(key)
+        if raw is None:
+            continue
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw < 0:
+            checker.add((*path, key), f"{key} must be a nonnegative number, got {raw!r}")
+        else:
+            limits[key] = float(raw)
     max_failures = None
     if mapping.get("max_failures") is not None:
         raw = mapping["max_failures"]
@@ -178,7 +194,8 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
             rate = _rate(checker, tmap, "min_pass_rate", tpath)
             if rate is not None:
                 per_target[target_id] = rate
-    return Thresholds(min_pass_rate=min_rate, max_failures=max_failures, per_target=per_target or None)
+    return Thresholds(min_pass_rate=min_rate, max_failures=max_failures, per_target=per_target or None,
+                      **limits)
 
 
 def _rate(checker: Checker, mapping: dict[str, Any], key: str, path: PathKey) -> float | None:

@@ -64,6 +64,8 @@ class RunRequest:
     max_calls_per_second: float | None = None
     adapter_http: str | None = None
     adapter_exec: str | None = None
+    max_p95_latency_s: float | None = None
+    max_cost: float | None = None
 
     def call_policy(self) -> CallPolicy:
         from ..adapters.resilient import CallPolicy
@@ -115,6 +117,10 @@ def nonnegative_number(value: object) -> bool:
     return _number(value) and value >= 0  # type: ignore[operator]
 
 
+def opt_nonnegative_number(value: object) -> bool:
+    return value is None or nonnegative_number(value)
+
+
 def count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -135,4 +141,5 @@ _CHECKS = {
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
     "timeout_s": opt_positive_number, "retries": count, "retry_backoff_s": nonnegative_number,
     "max_calls_per_second": opt_positive_number, "adapter_http": opt_str, "adapter_exec": opt_str,
+    "max_p95_latency_s": opt_nonnegative_number, "max_cost": opt_nonnegative_number,
 }

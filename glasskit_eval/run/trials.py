@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ..adapters.base import AdapterSpec, FactoryConfig
 from ..adapters.resilient import CallLedger, RateLimiter, wrap
+from ..cases.model import Thresholds
 from ..errors import AdapterError, SampleFailure
 from ..plan.planning import CasePlan, Plan
 from ..plan.schedule import ScheduledSample
@@ -19,7 +20,7 @@ from ..results import Gate, SampleResult, Status, TimingMode, TrialResult, stabi
 from ..summary import RunResult
 from ..support import threads
 from .case import CaseWork, ResultSink, run_case
-from .gates import CaseThresholds, evaluate_gates, flaky_gate
+from .gates import CaseThresholds, cost_gate, evaluate_gates, flaky_gate, latency_gate
 from .judge import ignored_result
 from .request import RunRequest
 
@@ -150,9 +151,29 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
     if request.max_flaky_samples is not None:
         flaky = sum(1 for s in stability(trials) if s.flaky)
         run_gates.append(flaky_gate(flaky, request.max_flaky_samples))
+    run_gates += _call_gates(trials, request, plan.eval_dir.config.thresholds)
     return RunResult(eval_dir=str(plan.eval_dir.root), cases=tuple(c.case.name for c in plan.cases),
                      repeat=request.repeat, trials=tuple(trials), gates=tuple(run_gates),
                      duration_seconds=time.perf_counter() - started)
+
+
+def _call_gates(trials: list[TrialResult], request: RunRequest, thresholds: Thresholds | None) -> list[Gate]:
+    """Latency and cost gates over the whole run; the command line wins over config.yaml."""
+    from ..summary import Counts
+
+    eval_t = thresholds or Thresholds()
+    max_p95 = request.max_p95_latency_s if request.max_p95_latency_s is not None else eval_t.max_p95_latency_s
+    max_cost = request.max_cost if request.max_cost is not None else eval_t.max_cost
+    if max_p95 is None and max_cost is None:
+        return []
+    counts = Counts.of(r for t in trials for r in t.results)
+    gates = []
+    if max_p95 is not None:
+        latency = counts.latency
+        gates.append(latency_gate(latency.p95 if latency is not None else None, max_p95))
+    if max_cost is not None:
+        gates.append(cost_gate(counts.cost, max_cost))
+    return gates
 
 
 def _timing_mode(results: list[SampleResult], evaluator: Any) -> TimingMode | None:
