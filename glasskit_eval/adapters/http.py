@@ -338,8 +338,9 @@ class HttpEvaluator:
                 continue  # a response without usage (say, a cached answer) costs nothing
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 numbers[name] = value
+        share = len(samples)
         for sample in samples:
-            add_usage(sample.usage, {k: v / len(samples) for k, v in numbers.items()})
+            add_usage(sample.usage, numbers if share == 1 else {k: v / share for k, v in numbers.items()})
 
 
 class HttpAdapterSpec:
