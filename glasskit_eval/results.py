@@ -87,6 +87,9 @@ class SampleResult:
     #: Numbers the adapter reported for this sample (``input_tokens``, ``output_tokens``,
     #: ``cost``, ...), summed over its attempts; None when nothing was reported.
     usage: dict[str, float] | None = None
+    #: A batch sample's whole ``evaluate_many`` call duration (``evaluation_duration_seconds`` is
+    #: its amortized share); None for individual calls.
+    call_duration_seconds: float | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -149,14 +152,14 @@ class SampleResult:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
-_OPTIONAL = ("attempts", "usage")
+_OPTIONAL = ("attempts", "usage", "call_duration_seconds")
 _REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "case": str, "target": str, "target_label": str, "sample_index": int,
     "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
     "evaluation_duration_seconds": (int, float), "frame_index": int,
     "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str,
-    "attempts": int,
+    "attempts": int, "call_duration_seconds": (int, float),
 }
 
 

@@ -40,6 +40,8 @@ class Counts:
     usage: tuple[tuple[str, float], ...] = ()
     #: Evaluation durations of the evaluated results that have one, sorted (latency percentiles).
     durations: tuple[float, ...] = ()
+    #: Whole-call durations of batch results (one per sample of each call), sorted.
+    call_durations: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, results: Iterable[SampleResult]) -> Counts:
@@ -47,7 +49,10 @@ class Counts:
         duration = 0.0
         usage: dict[str, float] = {}
         durations: list[float] = []
+        calls: list[float] = []
         for r in results:
+            if r.call_duration_seconds is not None:
+                calls.append(r.call_duration_seconds)
             if r.attempts is not None and r.attempts > 1:
                 retried += 1
             if r.error_kind is ErrorKind.TIMEOUT and r.status is Status.ERROR:
@@ -69,11 +74,17 @@ class Counts:
             if r.evaluation_duration_seconds:
                 duration += r.evaluation_duration_seconds
         return cls(passed, failed, errors, ignored, duration, retried, timeouts, tuple(sorted(usage.items())),
-                   tuple(sorted(durations)))
+                   tuple(sorted(durations)), tuple(sorted(calls)))
 
     @property
     def latency(self) -> Latency | None:
+        """Of evaluation durations (batch calls: each sample's amortized share)."""
         return Latency.of(self.durations)
+
+    @property
+    def call_latency(self) -> Latency | None:
+        """Of whole batch calls (weighted by their samples); None without batch calls."""
+        return Latency.of(self.call_durations)
 
     @property
     def cost(self) -> float | None:

@@ -186,6 +186,10 @@ def test_batch_url(tmp_path: Path, model_server: ModelServer) -> None:
     got = results(report)
     assert got[0]["evaluation_timing_mode"] == "batch_amortized"
     assert sum(r["usage"]["input_tokens"] for r in got) == 30
+    # Amortized share and the whole call: both latencies are reported.
+    assert got[0]["call_duration_seconds"] == pytest.approx(3 * got[0]["evaluation_duration_seconds"])
+    assert report["summary"]["batch_call_latency"]["count"] == 3
+    assert report["summary"]["latency"]["max_s"] < report["summary"]["batch_call_latency"]["max_s"]
 
 
 def test_config_errors() -> None:

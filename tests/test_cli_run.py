@@ -38,7 +38,7 @@ UPSTREAM_RESULT_KEYS = {"artifact_image", "artifact_json", "case", "compare_mode
                         "observed", "observed_value", "reason", "sample_index", "source", "status", "target",
                         "target_label", "timestamp_s"}
 #: Ours beside upstream's: latency, retries, timeouts and usage (issue 20).
-OUR_SUMMARY_KEYS = {"latency", "retried_samples", "timeout_errors", "usage"}
+OUR_SUMMARY_KEYS = {"batch_call_latency", "latency", "retried_samples", "timeout_errors", "usage"}
 OUR_TOP_KEYS = {"by_target", "by_case"}
 UPSTREAM_SUMMARY_KEYS = {"attempt_pass_rate", "average_evaluation_seconds_per_attempt",
                          "consistently_failed_samples", "consistently_passed_samples", "duration_seconds",
@@ -77,7 +77,8 @@ def test_report_has_upstream_keys_plus_frame_fields(tmp_path: Path) -> None:
     assert [r["sample_index"] for r in results] == [0, 1, 2, 3, 4, 5]
     for r in results:
         assert UPSTREAM_RESULT_KEYS <= set(r)
-        assert set(r) - UPSTREAM_RESULT_KEYS <= {"frame_index", "media_timestamp_s", "error_kind", "attempts", "usage"}
+        assert set(r) - UPSTREAM_RESULT_KEYS <= {"frame_index", "media_timestamp_s", "error_kind", "attempts",
+                                                 "usage", "call_duration_seconds"}
     by_time = {(r["target"], r["timestamp_s"]): r for r in results}
     assert by_time[("ready", 1.7)]["frame_index"] == 17
     assert by_time[("ready", 1.7)]["media_timestamp_s"] == pytest.approx(1.7)

@@ -147,6 +147,8 @@ class CallLedger:
             batch = result.evaluation_timing_mode is TimingMode.BATCH
             changes["evaluation_duration_seconds"] = (
                 entry.call_seconds / entry.batch_size if batch else entry.call_seconds)
+            if batch:
+                changes["call_duration_seconds"] = entry.call_seconds
         return replace(result, **changes) if changes else result
 
     def annotating(self, sink: Callable[[SampleResult], None] | None) -> Callable[[SampleResult], None] | None:

@@ -27,6 +27,9 @@ def console_lines(summary: RunSummary) -> list[str]:
     latency = total.latency
     if latency is not None:
         lines.append(f"Latency: {latency_text(latency)}")
+    calls = total.call_latency
+    if calls is not None:
+        lines.append(f"Batch call latency: {latency_text(calls)}")
     if total.retried:
         lines.append(f"Retried: {total.retried} samples")
     if total.timeouts:
@@ -48,7 +51,9 @@ def console_lines(summary: RunSummary) -> list[str]:
 
 def counts_json(counts: Counts) -> dict[str, Any]:
     latency = counts.latency
+    calls = counts.call_latency
     return {
+        "batch_call_latency": calls.to_json() if calls is not None else None,
         "latency": latency.to_json() if latency is not None else None,
         "retried_samples": counts.retried,
         "timeout_errors": counts.timeouts,
