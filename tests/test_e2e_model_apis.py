@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -254,7 +253,7 @@ def test_bad_option_values_are_usage_errors(tmp_path: Path) -> None:
         assert code == 2 and argv[0] in err
 
 
-_ = (ROOT, textwrap)
+
 
 
 def test_cost_and_latency_gates(tmp_path: Path) -> None:
@@ -281,3 +280,18 @@ def test_config_yaml_cost_gate_and_case_files_refuse_it(tmp_path: Path) -> None:
     (eval_dir / "cases" / "case.yaml").write_text(CASE + "thresholds:\n  max_cost: 1\n")
     code, _out, err = run_cli("run", "--eval-dir", eval_dir)
     assert code == 2 and "max_cost" in err
+
+
+def test_protocol_server_sends_transient_errors_and_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    eval_dir = python_eval(tmp_path, {"mode": "transient", "fail_times": 1})
+    served = shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server",
+                         f"{eval_dir / 'adapter.py'}:create_evaluator"])
+    report = tmp_path / "r.json"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", served, "--retries", "2",
+                              "--retry-backoff", "0", "--output-json", report)
+    assert code == 0, err
+    got = results(read_json(report))
+    assert [r["attempts"] for r in got] == [2, 2, 2]
+    # The failed attempt's report is lost with its error answer; the answered one arrives.
+    assert got[0]["usage"] == {"input_tokens": 100, "output_tokens": 5, "cost": 0.01}

@@ -33,7 +33,7 @@ def console_lines(summary: RunSummary) -> list[str]:
     if total.retried:
         lines.append(f"Retried: {total.retried} samples")
     if total.timeouts:
-        lines.append(f"Timeouts: {total.timeouts} calls")
+        lines.append(f"Timeouts: {total.timeouts} samples")
     if total.usage:
         lines.append(f"Usage: {usage_text(total.usage)}")
     groups = [("target", g) for g in summary.targets] + [("case", g) for g in summary.cases]
