@@ -210,3 +210,13 @@ def test_dig_and_retry_after() -> None:
     assert retry_after_seconds("2") == 2
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480) == pytest.approx(10)
     assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
+def test_a_hanging_batch_call_times_out_after_timeout_times_batch_size(tmp_path: Path,
+                                                                       model_server: ModelServer) -> None:
+    eval_dir = http_eval(tmp_path, model_server, "/ok", batch_url=model_server.url + "/hang")
+    code, _out, err, report = run_http(eval_dir, tmp_path, "--timeout", "0.1", "--keep-going")
+    assert code == 1, err
+    got = results(report)
+    assert [r["error_kind"] for r in got] == ["timeout"] * 3
+    assert "timed out after 0.3s" in got[0]["reason"]
