@@ -16,10 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["BatchEvaluator", "FactoryConfig", "Sample", "SampleEvaluator", "Target", "__version__"]
+__all__ = ["BatchEvaluator", "FactoryConfig", "Sample", "SampleEvaluator", "Target", "TransientError",
+           "__version__"]
 
 if TYPE_CHECKING:
-    from .adapters.base import BatchEvaluator, FactoryConfig, Sample, SampleEvaluator, Target
+    from .adapters.base import (
+        BatchEvaluator,
+        FactoryConfig,
+        Sample,
+        SampleEvaluator,
+        Target,
+        TransientError,
+    )
 
 _ADAPTER_API = frozenset(__all__) - {"__version__"}
 

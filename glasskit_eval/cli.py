@@ -32,6 +32,7 @@ def add_run(sub: Any) -> None:
                        description="Decode selected frames, call the adapter, compare observations, "
                        "apply quality gates, and report results.")
     opts.adapter_options(p, "default: <eval-dir>/adapter.py:create_evaluator")
+    opts.code_free_adapter_options(p)
     opts.eval_dir_option(p)
     opts.case_option(p, "only run one case, by filename or stem")
     opts.target_options(p)
@@ -40,12 +41,18 @@ def add_run(sub: Any) -> None:
                    help="maximum concurrent evaluate calls (default: 1)")
     p.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="number of sequential trials, each with a fresh evaluator (default: 1)")
+    opts.call_options(p)
     p.add_argument("--min-pass-rate", type=opts.rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
     p.add_argument("--min-target-pass-rate", type=opts.rate, metavar="FLOAT",
                    help="pass-rate gate applied to every selected target")
     p.add_argument("--max-failures", type=opts.nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
     p.add_argument("--max-flaky-samples", type=opts.nonnegative_int, metavar="INTEGER",
                    help="maximum samples whose status varies across trials (needs --repeat >= 2)")
+    p.add_argument("--max-p95-latency", dest="max_p95_latency_s", type=opts.nonnegative_number,
+                   metavar="SECONDS", help="gate: the run's p95 evaluation latency (config.yaml: "
+                   "thresholds.max_p95_latency_s)")
+    p.add_argument("--max-cost", type=opts.nonnegative_number, metavar="NUMBER",
+                   help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")
@@ -108,7 +115,9 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _resume_run(args, out, err)
     if args.max_flaky_samples is not None and args.repeat < 2:
         raise UsageError("--max-flaky-samples needs --repeat of at least 2")
-    opts.check_adapter_options(args)
+    from .adapters.choose import check_exclusive
+
+    check_exclusive(args.adapter, args.adapter_command, args.adapter_http, args.adapter_exec)
     opts.filters(args).check()
     cache_dir = _cache_dir(args)
     request = RunRequest(
@@ -123,7 +132,10 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
         baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=_shard_text(args),
         keep_checkpoints=args.keep_checkpoints, cache_dir=cache_dir, cache_mode=args.cache_mode or "readwrite",
-        cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins)
+        cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
+        retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
+        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
+        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
@@ -160,7 +172,8 @@ def _cache_dir(args: argparse.Namespace) -> str | None:
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
 #: up an id, and --output-json (run) only where the report goes.
-_RESUME_COMPATIBLE = {"resume", "eval_dir", "checkpoint_dir", "handler", "command", "output_json"}
+_RESUME_COMPATIBLE = {"resume", "eval_dir", "checkpoint_dir", "handler", "command", "output_json", "env_file",
+                      "env_file_override"}
 
 
 def _resume_overrides(args: argparse.Namespace, command: str) -> list[str]:
@@ -384,6 +397,8 @@ def add_video_store(sub: Any) -> None:
                        help="with --observations: the observation cache (default: as `run --cache`)")
     prune.add_argument("--max-mb", type=opts.nonnegative_int, default=None, metavar="INTEGER",
                        help="with --observations: the size to prune to (default: 512)")
+    for nested in (pull, upload, prune):
+        opts.env_file_options(nested)
     p.set_defaults(handler=run_video_store, store_parser=p)
 
 
@@ -548,11 +563,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = opts.Parser(prog=PROG, description="Turn recorded video into repeatable evals of apps that make "
                      "decisions from images.")
     parser.add_argument("--version", action="version", version=f"glasskit_eval {__version__}")
+    opts.env_file_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=opts.Parser)
     for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
         if command in (None, name):
             add(sub)
             sub.choices[name].teaches = name
+    for command_parser in sub.choices.values():
+        opts.env_file_options(command_parser)
     return parser
 
 
@@ -569,6 +587,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         if args.command is None:
             parser.print_help(out)
             return ExitCode.ERROR
+        # Before anything else: adapters, stores and their factories read the environment.
+        opts.apply_env_files(args)
         return int(args.handler(args, out, err))
     except opts.ParserExit as exc:
         return exc.status

@@ -119,6 +119,11 @@ class VideoError(EvalError):
 class AdapterError(EvalError):
     """The adapter could not be loaded, constructed, called or closed."""
 
+    #: A failure worth retrying (``--retries``): a command adapter's ``"transient": true``,
+    #: an HTTP 429/5xx. ``retry_after`` is the wait in seconds the adapter asked for.
+    transient: bool = False
+    retry_after: float | None = None
+
     def __init__(self, message: str = "", *, stack: str | None = None) -> None:
         super().__init__(message)
         #: The adapter's own stack trace, when its error answer carried one (command adapters).

@@ -159,6 +159,26 @@ def rate(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number greater than zero, got {text}")
+    return value
+
+
+def nonnegative_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a nonnegative number, got {text}")
+    return value
+
+
 # --- shared option groups --------------------------------------------------------
 
 
@@ -190,6 +210,51 @@ def adapter_options(p: argparse.ArgumentParser, default_help: str) -> None:
                    help="NDJSON process adapter command, e.g. \"node eval/adapter.mjs\" (no shell)")
     p.add_argument("--adapter-config", metavar="PATH",
                    help="YAML or JSON object passed to the adapter (default: <eval-dir>/adapter.yaml when present)")
+
+
+def code_free_adapter_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--adapter-http", metavar="URL",
+                   help="POST each sample as JSON to this URL and take the response as the observation "
+                   "(more settings: adapter.yaml `adapter: {type: http, ...}`)")
+    p.add_argument("--adapter-exec", metavar="\"CMD ARGS\"",
+                   help="run this command once per sample: request JSON on stdin, observation JSON on stdout")
+
+
+def call_options(p: argparse.ArgumentParser) -> None:
+    """Timeouts, retries and the rate limit of adapter calls (adapters/resilient.py)."""
+    p.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",
+                   help="cancel an adapter call after this long and record a `timeout` error "
+                   "(batch calls: x batch size, at most 600 s; default: config.yaml run.timeout_s, else none)")
+    p.add_argument("--retries", type=nonnegative_int, default=0, metavar="INTEGER",
+                   help="retry transient failures (timeouts, TransientError, transient command-adapter "
+                   "errors, HTTP 408/429/5xx) up to this many times (default: 0)")
+    p.add_argument("--retry-backoff", dest="retry_backoff_s", type=nonnegative_number, default=1.0,
+                   metavar="SECONDS", help="base of the exponential full-jitter backoff between attempts, "
+                   "doubled per attempt up to 60 s; a retry_after/Retry-After is honoured (default: 1)")
+    p.add_argument("--max-calls-per-second", type=positive_number, metavar="RATE",
+                   help="start at most this many adapter calls per second across the whole run")
+
+
+def env_file_options(p: argparse.ArgumentParser) -> None:
+    """``--env-file``, accepted by every command (and before the command name)."""
+    p.add_argument("--env-file", dest="env_file", action="append", default=argparse.SUPPRESS, metavar="PATH",
+                   help="read environment variables from this dotenv file first (repeatable; later files "
+                   "win; variables already set win unless --env-file-override)")
+    p.add_argument("--env-file-override", action="store_true", default=argparse.SUPPRESS,
+                   help="let --env-file values replace variables already in the environment")
+
+
+def apply_env_files(args: argparse.Namespace) -> None:
+    """Load ``--env-file`` files into the environment, before the command does anything."""
+    files = getattr(args, "env_file", None)
+    override = bool(getattr(args, "env_file_override", False))
+    if not files:
+        if override:
+            raise UsageError("--env-file-override needs --env-file PATH")
+        return
+    from .support.dotenv import load_env_files
+
+    load_env_files(files, override=override)
 
 
 def allow_empty_option(p: argparse.ArgumentParser) -> None:

@@ -109,6 +109,13 @@ class Sample:
         self.video_path: str = wire["videoPath"]
         self.case_name: str = wire["caseName"]
         self._image: Any = None
+        self.usage: dict[str, float] = {}
+
+    def report_usage(self, **numbers: float | None) -> None:
+        """Record tokens, cost and other numbers for this sample; sent beside the result."""
+        for key, value in numbers.items():
+            if value is not None:
+                self.usage[key] = self.usage.get(key, 0) + value
 
     @property
     def image(self) -> Any:
@@ -267,7 +274,14 @@ def _error_payload(error: BaseException) -> dict[str, Any]:
     text = str(error)
     message = f"{type(error).__name__}: {text}" if text else type(error).__name__
     stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return {"message": message, "stack": stack}
+    payload: dict[str, Any] = {"message": message, "stack": stack}
+    # Retryable failures (glasskit_eval.TransientError or any `transient = True` exception).
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool) and retry_after >= 0:
+        payload["retryAfterS"] = retry_after
+    if getattr(error, "transient", False) is True:
+        payload["transient"] = True
+    return payload
 
 
 # -- serving ---------------------------------------------------------------------
@@ -297,11 +311,14 @@ class _Server:
         self._out.write(data + b"\n")
         self._out.flush()
 
-    def answer(self, request_id: Any, result: Any) -> None:
+    def answer(self, request_id: Any, result: Any, usage: Any = None) -> None:
         problem = _json_problem(result)
         if problem is None:
             try:
-                self.send({"id": request_id, "result": result})
+                message = {"id": request_id, "result": result}
+                if usage:
+                    message["usage"] = usage
+                self.send(message)
                 return
             except (TypeError, ValueError, RecursionError) as error:
                 problem = str(error)
@@ -421,7 +438,10 @@ class _Server:
             self.fail(request_id, error)
             return
         self._release(samples)
-        self.answer(request_id, result)
+        usage: Any = None
+        if any(sample.usage for sample in samples):
+            usage = samples[0].usage if method == "evaluate" else [s.usage or None for s in samples]
+        self.answer(request_id, result, usage)
 
     @staticmethod
     def _release(samples: list[Sample]) -> None:

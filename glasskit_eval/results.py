@@ -30,6 +30,8 @@ class ErrorKind(str, enum.Enum):
 
     ADAPTER = "adapter"
     COMPARISON = "comparison"
+    #: The adapter call ran past ``--timeout`` and was cancelled (resumable, like ADAPTER).
+    TIMEOUT = "timeout"
 
     def __str__(self) -> str:
         return self.value
@@ -84,6 +86,15 @@ class SampleResult:
     traceback: str | None = None
     #: The observation came from ``run --cache`` (judged afresh, not from the adapter).
     cached: bool = False
+    #: Adapter calls made for this sample (1 + retries); None when no call was made or the
+    #: result predates retries.
+    attempts: int | None = None
+    #: Numbers the adapter reported for this sample (``input_tokens``, ``output_tokens``,
+    #: ``cost``, ...), summed over its attempts; None when nothing was reported.
+    usage: dict[str, float] | None = None
+    #: A batch sample's whole ``evaluate_many`` call duration (``evaluation_duration_seconds`` is
+    #: its amortized share); None for individual calls.
+    call_duration_seconds: float | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -106,6 +117,13 @@ class SampleResult:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _FIELD_NAMES}
+        # Optional fields are left out while unset, so reports of runs without retries or
+        # usage keep upstream's exact keys.
+        for name in _OPTIONAL:
+            if data[name] is None:
+                del data[name]
+        if self.usage is not None:
+            data["usage"] = dict(self.usage)
         for name in ("status", "evaluation_timing_mode", "error_kind"):
             value = data[name]
             if value is not None:
@@ -137,17 +155,33 @@ class SampleResult:
                 raise ResultFormatError(f"a result's {name} is {type(value).__name__}")
         if not isinstance(values.get("cached", False), bool):
             raise ResultFormatError("a result's cached is not a boolean")
+        usage = values.get("usage")
+        if usage is not None:
+            values["usage"] = _usage(usage)
         return cls(**values)
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
+_OPTIONAL = ("attempts", "usage", "call_duration_seconds")
 _REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "case": str, "target": str, "target_label": str, "sample_index": int,
     "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
     "evaluation_duration_seconds": (int, float), "frame_index": int,
     "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str, "traceback": str,
+    "attempts": int, "call_duration_seconds": (int, float),
 }
+
+
+def _usage(value: object) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ResultFormatError(f"a result's usage is {type(value).__name__}")
+    usage: dict[str, float] = {}
+    for key, number in value.items():
+        if not isinstance(key, str) or not isinstance(number, (int, float)) or isinstance(number, bool):
+            raise ResultFormatError(f"a result's usage entry {key!r} is not a number")
+        usage[key] = number
+    return usage
 
 
 @dataclass(frozen=True, slots=True)

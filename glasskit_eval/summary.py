@@ -8,10 +8,20 @@ reporters read these fields and never count results themselves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .results import Gate, SampleResult, Stability, Status, TimingMode, TrialResult, stability
+from .results import (
+    ErrorKind,
+    Gate,
+    SampleResult,
+    Stability,
+    Status,
+    TimingMode,
+    TrialResult,
+    stability,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,12 +32,36 @@ class Counts:
     ignored: int = 0
     #: Sum of evaluation durations (seconds) of the evaluated results that have one.
     duration_total: float = 0.0
+    #: Results whose adapter call was attempted more than once (``--retries``).
+    retried: int = 0
+    #: Error results whose last call ran past ``--timeout``.
+    timeouts: int = 0
+    #: Summed usage (name -> number), names sorted.
+    usage: tuple[tuple[str, float], ...] = ()
+    #: Evaluation durations of the evaluated results that have one, sorted (latency percentiles).
+    durations: tuple[float, ...] = ()
+    #: Whole-call durations of batch results (one per sample of each call), sorted.
+    call_durations: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, results: Iterable[SampleResult]) -> Counts:
-        passed = failed = errors = ignored = 0
+        passed = failed = errors = ignored = retried = timeouts = 0
         duration = 0.0
+        usage: dict[str, float] = {}
+        durations: list[float] = []
+        calls: list[float] = []
         for r in results:
+            if r.call_duration_seconds is not None:
+                calls.append(r.call_duration_seconds)
+            if r.attempts is not None and r.attempts > 1:
+                retried += 1
+            if r.error_kind is ErrorKind.TIMEOUT and r.status is Status.ERROR:
+                timeouts += 1
+            if r.usage:
+                for key, value in r.usage.items():
+                    usage[key] = usage.get(key, 0) + value
+            if r.evaluation_duration_seconds is not None and r.status is not Status.IGNORED:
+                durations.append(r.evaluation_duration_seconds)
             status = r.status
             if status is Status.PASSED:
                 passed += 1
@@ -39,7 +73,22 @@ class Counts:
                 ignored += 1
             if r.evaluation_duration_seconds:
                 duration += r.evaluation_duration_seconds
-        return cls(passed, failed, errors, ignored, duration)
+        return cls(passed, failed, errors, ignored, duration, retried, timeouts, tuple(sorted(usage.items())),
+                   tuple(sorted(durations)), tuple(sorted(calls)))
+
+    @property
+    def latency(self) -> Latency | None:
+        """Of evaluation durations (batch calls: each sample's amortized share)."""
+        return Latency.of(self.durations)
+
+    @property
+    def call_latency(self) -> Latency | None:
+        """Of whole batch calls (weighted by their samples); None without batch calls."""
+        return Latency.of(self.call_durations)
+
+    @property
+    def cost(self) -> float | None:
+        return dict(self.usage).get("cost")
 
     @property
     def evaluated(self) -> int:
@@ -52,6 +101,33 @@ class Counts:
     @property
     def average_latency(self) -> float | None:
         return self.duration_total / self.evaluated if self.evaluated else None
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Percentiles of evaluation durations (nearest rank: p95 is a duration some sample really took)."""
+
+    p50: float
+    p90: float
+    p95: float
+    max: float
+    count: int
+
+    @classmethod
+    def of(cls, ordered: tuple[float, ...]) -> Latency | None:
+        if not ordered:
+            return None
+        return cls(percentile(ordered, 50), percentile(ordered, 90), percentile(ordered, 95), ordered[-1],
+                   len(ordered))
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"count": self.count, "max_s": self.max, "p50_s": self.p50, "p90_s": self.p90, "p95_s": self.p95}
+
+
+def percentile(ordered: tuple[float, ...], p: float) -> float:
+    """Nearest-rank percentile of sorted values (p in 0..100)."""
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -345,7 +345,39 @@ def test_error_answer_carries_the_adapter_message_and_stack() -> None:
     assert isinstance(event, Reply)
     assert type(event.error) is AdapterError and str(event.error) == "quota exceeded"
     assert event.error is not None and event.error.stack == "Error\n at x"
+    assert event.error.transient is False
     assert not conn.pending
+
+
+def test_transient_error_answers_carry_transient_and_retry_after() -> None:
+    conn = ready()
+    first, _ = conn.request("evaluate", {})
+    second, _ = conn.request("evaluate", {})
+    events = conn.feed(line({"id": first, "error": {"message": "503", "transient": True}})
+                       + line({"id": second, "error": {"message": "429", "retryAfterS": 2.5}}))
+    errors = [e.error for e in events if isinstance(e, Reply)]
+    assert [(getattr(e, "transient", None), getattr(e, "retry_after", None)) for e in errors] == [
+        (True, None), (True, 2.5)]
+
+
+@pytest.mark.parametrize("payload", [{"message": "x", "transient": "yes"}, {"message": "x", "retryAfterS": -1},
+                                     {"message": "x", "retryAfterS": "soon"}])
+def test_malformed_transient_fields_are_protocol_errors(payload: Any) -> None:
+    conn = ready()
+    request_id, _ = conn.request("evaluate", {})
+    error = reply_error(conn.feed(line({"id": request_id, "error": payload})))
+    assert isinstance(error, ProtocolError)
+
+
+def test_usage_beside_a_result_is_returned_and_checked() -> None:
+    conn = ready()
+    good, _ = conn.request("evaluate", {})
+    bad, _ = conn.request("evaluate", {})
+    events = conn.feed(line({"id": good, "result": 1, "usage": {"input_tokens": 5, "cost": 0.1}})
+                       + line({"id": bad, "result": 1, "usage": {"cost": "free"}}))
+    replies = [e for e in events if isinstance(e, Reply)]
+    assert replies[0].usage == {"input_tokens": 5, "cost": 0.1} and replies[0].error is None
+    assert isinstance(replies[1].error, ProtocolError) and "'cost'" in str(replies[1].error)
 
 
 @pytest.mark.parametrize(

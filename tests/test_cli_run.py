@@ -37,6 +37,9 @@ UPSTREAM_RESULT_KEYS = {"artifact_image", "artifact_json", "case", "compare_mode
                         "evaluation_duration_seconds", "evaluation_timing_mode", "expected", "field",
                         "observed", "observed_value", "reason", "sample_index", "source", "status", "target",
                         "target_label", "timestamp_s"}
+#: Ours beside upstream's: latency, retries, timeouts and usage (issue 20).
+OUR_SUMMARY_KEYS = {"batch_call_latency", "latency", "retried_samples", "timeout_errors", "usage"}
+OUR_TOP_KEYS = {"by_target", "by_case"}
 UPSTREAM_SUMMARY_KEYS = {"attempt_pass_rate", "average_evaluation_seconds_per_attempt",
                          "consistently_failed_samples", "consistently_passed_samples", "duration_seconds",
                          "error_attempts", "error_samples", "evaluated_attempts", "evaluated_samples",
@@ -67,14 +70,15 @@ def test_report_has_upstream_keys_plus_frame_fields(tmp_path: Path) -> None:
     text = report_path.read_text()
     report = json.loads(text)
     assert text == json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    assert set(report) == UPSTREAM_TOP_KEYS
+    assert set(report) == UPSTREAM_TOP_KEYS | OUR_TOP_KEYS
     assert report["schema_version"] == 1 and report["report_type"] == "eval_run"
-    assert set(report["summary"]) == UPSTREAM_SUMMARY_KEYS
+    assert set(report["summary"]) == UPSTREAM_SUMMARY_KEYS | OUR_SUMMARY_KEYS
     results = report["trials"][0]["results"]
     assert [r["sample_index"] for r in results] == [0, 1, 2, 3, 4, 5]
     for r in results:
         assert UPSTREAM_RESULT_KEYS <= set(r)
-        assert set(r) - UPSTREAM_RESULT_KEYS <= {"frame_index", "media_timestamp_s", "error_kind", "traceback"}
+        assert set(r) - UPSTREAM_RESULT_KEYS <= {"frame_index", "media_timestamp_s", "error_kind", "traceback",
+                                                 "attempts", "usage", "call_duration_seconds"}
     by_time = {(r["target"], r["timestamp_s"]): r for r in results}
     assert by_time[("ready", 1.7)]["frame_index"] == 17
     assert by_time[("ready", 1.7)]["media_timestamp_s"] == pytest.approx(1.7)

@@ -112,7 +112,8 @@ class Counting:
 ARGS = ("--repeat", "3", "--concurrency", "2", "--min-pass-rate", "0.5")
 VOLATILE = {"duration_seconds", "evaluation_duration_seconds", "average_evaluation_seconds_per_attempt",
             "average_evaluation_seconds_per_sample", "throughput_attempts_per_second",
-            "throughput_samples_per_second", "eval_dir", "path", "resumed"}
+            "throughput_samples_per_second", "eval_dir", "path", "resumed", "latency",
+            "batch_call_latency", "call_duration_seconds"}
 
 Key = tuple[int, str, str, int]
 

@@ -336,3 +336,19 @@ def test_review_and_seed_download_cloud_videos(env: Path, s3_server: S3Server, t
     case = load_cases(ed, ed.case_paths, allow_empty=True)[0]
     sha = hashlib.sha256(video.read_bytes()).hexdigest()
     assert casedata.video_path(case) == env / "sha256" / sha[:2] / f"{sha}.mp4"
+
+
+def test_store_credentials_arrive_through_an_env_file(env: Path, s3_server: S3Server, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ID_VAR)
+    monkeypatch.delenv(SECRET_VAR)
+    eval_dir = make_eval(tmp_path, s3_server)
+    video = unique_video(tmp_path)
+    code, _out, err = upload(eval_dir, video, "--store", "team")
+    assert code == 2 and "needs credentials" in err
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(f"# team store\nexport {ID_VAR}={s3_server.access_key}\n{SECRET_VAR}='{s3_server.secret_key}'\n")
+    code, out, err = run_cli("video-store", "upload", video, "--eval-dir", eval_dir, "--store", "team",
+                             "--env-file", dotenv)
+    assert code == 0, err
+    assert s3_server.secret_key not in out + err

@@ -14,7 +14,7 @@ PACKAGE = Path(glasskit_eval.__file__).parent
 
 def test_public_surface_is_pinned() -> None:
     assert glasskit_eval.__all__ == ["BatchEvaluator", "FactoryConfig", "Sample", "SampleEvaluator", "Target",
-                                     "__version__"]
+                                     "TransientError", "__version__"]
     from glasskit_eval.adapters import base
 
     for name in glasskit_eval.__all__[:-1]:

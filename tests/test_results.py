@@ -77,3 +77,18 @@ def test_stability_collects_statuses_across_trials() -> None:
     assert second.consistently_failed and not second.flaky
     assert first.to_json()["statuses"] == ["passed", "failed"]
     assert Stability(result(Status.IGNORED), (Status.IGNORED,)).to_json()["pass_rate"] is None
+
+
+def test_model_api_fields_are_optional_and_round_trip() -> None:
+    plain = result().to_json()
+    assert not {"attempts", "usage", "call_duration_seconds"} & set(plain)
+    rich = result(attempts=3, usage={"input_tokens": 10, "cost": 0.5}, call_duration_seconds=1.5,
+                  status=Status.ERROR, error_kind=ErrorKind.TIMEOUT)
+    data = json.loads(json.dumps(rich.to_json()))
+    assert data["attempts"] == 3 and data["usage"] == {"input_tokens": 10, "cost": 0.5}
+    assert data["error_kind"] == "timeout"
+    again = SampleResult.from_json(data)
+    assert again == rich and again.resumable_error
+    for bad in ({"usage": {"cost": "free"}}, {"usage": [1]}, {"attempts": "2"}):
+        with pytest.raises(ResultFormatError):
+            SampleResult.from_json({**data, **bad})

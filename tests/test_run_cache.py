@@ -78,7 +78,7 @@ def run(eval_dir: Path, cache: Path, *extra: str | Path) -> tuple[list[dict[str,
 
 
 def comparable(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    skip = {"evaluation_duration_seconds", "cached"}
+    skip = {"evaluation_duration_seconds", "call_duration_seconds", "cached"}
     return [{k: v for k, v in r.items() if k not in skip} for r in results]
 
 

@@ -243,3 +243,12 @@ def test_flaky_gate() -> None:
 def test_gate_json_keys() -> None:
     (gate,) = evaluate_gates([], options=GateOptions(), eval_thresholds=None, cases=[])
     assert gate.to_json() == {"message": "no adapter/comparison errors", "name": "adapter_errors", "passed": True}
+
+
+def test_latency_and_cost_gates() -> None:
+    from glasskit_eval.run.gates import cost_gate, latency_gate
+
+    assert latency_gate(0.4, 0.5).passed and not latency_gate(0.6, 0.5).passed
+    assert latency_gate(None, 0.5).passed
+    assert cost_gate(1.0, 1.0).passed and not cost_gate(1.01, 1.0).passed
+    assert cost_gate(None, 1.0).passed and "no cost" in cost_gate(None, 1.0).message

@@ -58,3 +58,14 @@ def test_a_run_that_evaluated_nothing_reports_zero_rates_and_no_timing_mode() ->
     assert summary["evaluation_timing_mode"] is None
     assert report["trials"][0]["summary"]["pass_rate"] == 0.0
     assert report["trials"][0]["summary"]["evaluation_timing_mode"] is None
+
+
+def test_latency_percentiles_are_nearest_rank() -> None:
+    from glasskit_eval.summary import Latency, percentile
+
+    ordered = tuple(float(i) for i in range(1, 21))
+    assert percentile(ordered, 50) == 10 and percentile(ordered, 95) == 19 and percentile(ordered, 90) == 18
+    latency = Latency.of(ordered)
+    assert latency is not None and latency.max == 20 and latency.count == 20
+    assert Latency.of(()) is None
+    assert percentile((3.0,), 95) == 3.0

@@ -6,6 +6,7 @@ both become an :class:`Evaluator`; the runner never knows which it is talking to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,18 @@ class Sample:
     sample_index: int
     video_path: str
     case_name: str
+    #: What :meth:`report_usage` has recorded for this sample (summed across retries).
+    usage: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def report_usage(self, *, input_tokens: float | None = None, output_tokens: float | None = None,
+                     cost: float | None = None, **other: float) -> None:
+        """Record what evaluating this sample used; numbers are added to earlier reports.
+
+        Any keyword is accepted (``cached_tokens=...``); the run sums each name per target,
+        case and run, and ``cost`` is what ``--max-cost`` gates.
+        """
+        numbers = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost, **other}
+        add_usage(self.usage, {k: v for k, v in numbers.items() if v is not None})
 
     def wire_fields(self) -> dict[str, Any]:
         """The sample's fields in the command protocol's spelling, without the image."""
@@ -62,6 +75,29 @@ class Sample:
             "videoPath": self.video_path,
             "caseName": self.case_name,
         }
+
+
+def add_usage(into: dict[str, float], numbers: Mapping[str, object]) -> None:
+    """Add usage numbers into ``into``; raises ValueError naming a key whose value is not a number."""
+    for key, value in numbers.items():
+        if (not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value)):
+            raise ValueError(f"usage {key!r} must be a finite number, got {value!r}")
+        into[key] = into.get(key, 0) + value
+
+
+class TransientError(Exception):
+    """Raise it from ``evaluate`` for a failure worth retrying (``--retries``): a 429, a 503, a reset.
+
+    Any exception with a true ``transient`` attribute counts too; ``retry_after`` (seconds)
+    makes the next attempt wait at least that long.
+    """
+
+    transient = True
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Evaluator(Protocol):

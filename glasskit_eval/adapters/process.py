@@ -25,7 +25,7 @@ from typing import Any, Final, TextIO
 
 from ..errors import AdapterError, ProtocolError
 from ..video.png import encode_png
-from .base import FactoryConfig, Sample, Target
+from .base import FactoryConfig, Sample, Target, add_usage
 from .procio import (
     StderrMirror,
     describe_returncode,
@@ -86,6 +86,19 @@ def encode_sample(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> bytes:
         return b"".join((head[:-2], b',"dataBase64":"', base64.b64encode(png), b'"}}'))
     fields["image"]["dataBase64"] = base64.b64encode(png).decode("ascii")
     return encode_params(fields)
+
+
+def _share_usage(samples: Sequence[Sample], usage: Any) -> None:
+    """A batch's usage: a list gives each sample its own, one object is divided evenly."""
+    if usage is None or not samples:
+        return
+    if isinstance(usage, list):
+        for sample, item in zip(samples, usage):
+            if item is not None:
+                add_usage(sample.usage, item)
+        return
+    for sample in samples:
+        add_usage(sample.usage, {k: v / len(samples) for k, v in usage.items()})
 
 
 class CommandAdapterSpec:
@@ -189,7 +202,7 @@ class CommandEvaluator:
         self._conn = Connection(
             max_incoming_bytes=spec.max_message_bytes, max_outgoing_bytes=spec.max_message_bytes
         )
-        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._futures: dict[int, asyncio.Future[Reply]] = {}
         self._drain_lock = asyncio.Lock()
         self._failure: AdapterError | None = None
         self._failure_delivered = False
@@ -229,7 +242,10 @@ class CommandEvaluator:
         params = b"".join(
             (b'{"sample":', sample_json, b',"target":', encode_params(target.to_wire()), b"}")
         )
-        return await self._call("evaluate", params)
+        reply = await self._request("evaluate", params)
+        if reply.usage is not None:
+            add_usage(sample.usage, reply.usage)
+        return reply.result
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         self._check_usable()
@@ -257,8 +273,9 @@ class CommandEvaluator:
             (b'{"samples":[', b",".join(encoded), b'],"target":', target_json, b"}")
         )
         del encoded
-        result = await self._call("evaluateMany", params, expected_results=len(samples))
-        return list(result)
+        reply = await self._request("evaluateMany", params, expected_results=len(samples))
+        _share_usage(samples, reply.usage)
+        return list(reply.result)
 
     async def cancel_pending(self) -> None:
         """Abandon every call in flight: tell the adapter, release the callers."""
@@ -357,12 +374,15 @@ class CommandEvaluator:
             raise AdapterError(f"{self._label} is shutting down; no new calls are sent")
 
     async def _call(self, method: str, params: bytes, *, expected_results: int | None = None) -> Any:
+        return (await self._request(method, params, expected_results=expected_results)).result
+
+    async def _request(self, method: str, params: bytes, *, expected_results: int | None = None) -> Reply:
         if method != "close":
             self._check_usable()
         request_id, data = self._conn.request_encoded(
             method, params, expected_results=expected_results
         )
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
         try:
             if self._stdin.is_closing():
@@ -417,7 +437,7 @@ class CommandEvaluator:
                 if event.error is not None:
                     future.set_exception(event.error)
                 else:
-                    future.set_result(event.result)
+                    future.set_result(event)
             else:
                 self._fail(ProtocolError(f"{self._label} broke the protocol: {event.error}"))
 

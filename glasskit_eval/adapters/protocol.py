@@ -120,6 +120,10 @@ class Reply:
     method: str
     result: Any = None
     error: AdapterError | None = None
+    #: The optional ``usage`` beside ``result``: an object of numbers (for ``evaluateMany``
+    #: also a list with one object or null per sample).
+    usage: Any = None
+
 
 
 @dataclass(frozen=True)
@@ -462,11 +466,27 @@ class Connection:
                 )
             stack = payload.get("stack")
             stack = stack if isinstance(stack, str) else None
+            transient = payload.get("transient", False)
+            retry_after = payload.get("retryAfterS")
+            if not isinstance(transient, bool):
+                return broken(f"error.transient in the adapter's answer to {method} must be true or false")
+            if retry_after is not None and (not _is_number(retry_after) or retry_after < 0):
+                return broken(f"error.retryAfterS in the adapter's answer to {method} must be a "
+                              "non-negative number of seconds")
+            error = AdapterError(payload["message"], stack=stack)
+            # `retryAfterS` alone marks the failure transient too.
+            error.transient = transient or retry_after is not None
+            error.retry_after = retry_after
             return Reply(
                 request_id,
                 method,
-                error=AdapterError(payload["message"], stack=stack),
+                error=error,
             )
+        usage = message.get("usage")
+        if usage is not None:
+            problem = _usage_problem(usage, pending.expected_results)
+            if problem is not None:
+                return broken(f"the adapter's usage beside its answer to {method} {problem}")
         result = message["result"]
         if method == "initialize":
             try:
@@ -483,7 +503,29 @@ class Connection:
                 f"evaluateMany must return a list with exactly one observation per sample in "
                 f"order: sent {pending.expected_results} samples, got {got}"
             )
-        return Reply(request_id, method, result=result)
+        return Reply(request_id, method, result=result, usage=usage)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _usage_problem(usage: object, batch: int | None) -> str | None:
+    """Why a ``usage`` value is not usable, or None."""
+    if batch is not None and isinstance(usage, list):
+        if len(usage) != batch:
+            return f"must have one entry per sample ({batch}), got {len(usage)}"
+        for item in usage:
+            problem = None if item is None else _usage_problem(item, None)
+            if problem is not None:
+                return problem
+        return None
+    if not isinstance(usage, dict):
+        return "must be an object of numbers such as {\"input_tokens\": 812, \"cost\": 0.0021}"
+    for key, value in usage.items():
+        if not _is_number(value):
+            return f"must hold finite numbers only; {key!r} is {value!r}"
+    return None
 
 
 def parse_initialize_result(result: object) -> Capabilities:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,19 +17,25 @@ from .checks import Checker
 from .model import Case, Thresholds
 from .parse import load_case, parse_thresholds
 
-_CONFIG_KEYS = {"thresholds", "video_stores"}
+_CONFIG_KEYS = {"thresholds", "video_stores", "run"}
+#: config.yaml ``run:`` defaults, used when the command line does not give the option.
+_RUN_KEYS = {"timeout_s"}
 _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
                "access_key_id_env", "secret_access_key_env", "session_token_env"}
 
 
 class EvalConfig(Frozen):
-    _fields = ("thresholds", "video_stores")
+    _fields = ("thresholds", "video_stores", "run_timeout_s")
     thresholds: Thresholds | None
     video_stores: Mapping[str, VideoStoreConfig]
+    #: ``run: timeout_s``: the per-call timeout when ``--timeout`` is not given.
+    run_timeout_s: float | None
 
     def __init__(self, thresholds: Thresholds | None = None,
-                 video_stores: Mapping[str, VideoStoreConfig] | None = None) -> None:
-        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores)
+                 video_stores: Mapping[str, VideoStoreConfig] | None = None,
+                 run_timeout_s: float | None = None) -> None:
+        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores,
+                             run_timeout_s=run_timeout_s)
 
 
 class EvalDir(Frozen):
@@ -109,8 +116,25 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
             store = _parse_store(c, str(name), raw)
             if store is not None:
                 stores[str(name)] = store
+    run_timeout = _parse_run(c, root.get("run"))
     c.problems.sort(key=lambda problem: problem.line or 0)
-    return EvalConfig(thresholds=thresholds, video_stores=stores), c.problems
+    return EvalConfig(thresholds=thresholds, video_stores=stores, run_timeout_s=run_timeout), c.problems
+
+
+def _parse_run(c: Checker, raw: Any) -> float | None:
+    if raw is None:
+        return None
+    mapping = c.mapping(raw, ("run",), "run")
+    if mapping is None:
+        return None
+    c.unknown_keys(mapping, _RUN_KEYS, ("run",))
+    value = mapping.get("timeout_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        c.add(("run", "timeout_s"), f"timeout_s must be a number of seconds greater than zero, got {value!r}")
+        return None
+    return float(value)
 
 
 def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:

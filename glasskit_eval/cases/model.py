@@ -49,14 +49,18 @@ VideoRef = LocalVideo | CloudVideo
 
 
 class Thresholds(Frozen):
-    _fields = ("min_pass_rate", "max_failures", "per_target")
+    _fields = ("min_pass_rate", "max_failures", "per_target", "max_p95_latency_s", "max_cost")
     min_pass_rate: float | None
     max_failures: int | None
     per_target: Mapping[str, float] | None
+    max_p95_latency_s: float | None
+    max_cost: float | None
 
     def __init__(self, min_pass_rate: float | None = None, max_failures: int | None = None,
-                 per_target: Mapping[str, float] | None = None) -> None:
-        self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target)
+                 per_target: Mapping[str, float] | None = None, max_p95_latency_s: float | None = None,
+                 max_cost: float | None = None) -> None:
+        self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target,
+                             max_p95_latency_s=max_p95_latency_s, max_cost=max_cost)
 
     @property
     def empty(self) -> bool:

@@ -7,6 +7,7 @@ on what a command selected (drafts, empty scopes) live in ``plan.schedule``.
 
 from __future__ import annotations
 
+import math
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -35,6 +36,8 @@ _TARGET_KEYS = {"label", "config", "sample_defaults", "samples"}
 _BLOCK_KEYS = {"range", "at", "expect", "every_s", "field", "compare", "comment", "ignore"}
 _CLOUD_VIDEO_KEYS = {"store", "key", "sha256"}
 _THRESHOLD_KEYS = {"min_pass_rate", "max_failures", "per_target"}
+#: Run-wide gates, so only in config.yaml (a case's latency or cost is not gated on its own).
+_RUN_THRESHOLD_KEYS = {"max_p95_latency_s", "max_cost"}
 
 
 def parse_thresholds(checker: Checker, value: Any, path: PathKey,
@@ -42,10 +45,21 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
     """Parse a ``thresholds`` mapping (case files and config.yaml share the shape)."""
     if value is None:
         return None
-    mapping = checker.section(value, path, "thresholds", _THRESHOLD_KEYS)
+    run_wide = target_ids is None
+    mapping = checker.section(value, path, "thresholds",
+                              _THRESHOLD_KEYS | _RUN_THRESHOLD_KEYS if run_wide else _THRESHOLD_KEYS)
     if mapping is None:
         return None
     min_rate = _rate(checker, mapping, "min_pass_rate", path)
+    limits: dict[str, float] = {}
+    for key in sorted(_RUN_THRESHOLD_KEYS) if run_wide else ():
+        raw = mapping.get(key)
+        if raw is None:
+            continue
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw < 0:
+            checker.add((*path, key), f"{key} must be a nonnegative number, got {raw!r}")
+        else:
+            limits[key] = float(raw)
     max_failures = None
     if mapping.get("max_failures") is not None:
         raw = mapping["max_failures"]
@@ -69,7 +83,8 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
             rate = _rate(checker, tmap, "min_pass_rate", tpath)
             if rate is not None:
                 per_target[target_id] = rate
-    return Thresholds(min_pass_rate=min_rate, max_failures=max_failures, per_target=per_target or None)
+    return Thresholds(min_pass_rate=min_rate, max_failures=max_failures, per_target=per_target or None,
+                      **limits)
 
 
 def _rate(checker: Checker, mapping: dict[str, Any], key: str, path: PathKey) -> float | None:

@@ -17,6 +17,7 @@ from ..results import SampleResult, Status
 from ..summary import Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.timevalues import format_time
 from ..support.tracebacks import last_frame
+from .calls import console_lines
 from .progress import ProgressDisplay
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
@@ -177,6 +178,8 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         p(f"Avg evaluation latency: {total.average_latency * 1000:.2f}ms/{unit}")
     if run.duration_seconds > 0:
         p(f"Throughput: {total.evaluated / run.duration_seconds:.2f} {unit}s/s")
+    for line in console_lines(summary):
+        p(line)
 
     if many:
         rows = [[str(t.trial.trial), pct(t.counts.pass_rate), str(t.counts.passed), str(t.counts.failed),

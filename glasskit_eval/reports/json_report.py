@@ -8,6 +8,7 @@ from typing import Any
 
 from ..summary import RunSummary, TrialSummary, mean
 from ..support.fsio import write_text_atomic
+from .calls import counts_json, groups_json
 
 SCHEMA_VERSION = 1
 
@@ -35,6 +36,7 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
             "pass_rate": c.pass_rate or 0.0,
             "passed": c.passed,
             "throughput_samples_per_second": t.throughput,
+            **counts_json(c),
         },
         "trial": trial.trial,
     }
@@ -80,7 +82,10 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
             "successful_trials": sum(1 for t in run.trials if t.success),
             "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,
             "trials": len(run.trials),
+            **counts_json(total),
         },
+        "by_target": groups_json(summary.targets),
+        "by_case": groups_json(summary.cases),
         "trials": [_trial_json(t) for t in summary.trials],
     }
 

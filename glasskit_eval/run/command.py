@@ -60,7 +60,7 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
     Errors are raised: before the checkpoint exists as they are, after it as
     :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
     """
-    from ..adapters.choose import adapter_spec, python_target
+    from ..adapters.choose import adapter_spec, python_target, uses_python
     from ..cases.evaldir import load_adapter_config
     from ..plan.planning import build_plan
     from ..plan.shard import parse_shard, shard_plan
@@ -93,12 +93,18 @@ def execute_run(request: RunRequest | None, out: TextIO, err: TextIO, *, resume:
             plan = shard_plan(full, parse_shard(request.shard))
         _check_pins(plan, request.strict_pins, err)
         root = plan.eval_dir.root
-        if request.adapter_command is None:
-            request = replace(request, adapter=python_target(request.adapter, root))
         if request.adapter_config is None:
             request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
+        if uses_python(request.adapter, request.adapter_command, request.adapter_http, request.adapter_exec,
+                       request.adapter_config):
+            request = replace(request, adapter=python_target(request.adapter, root))
+        if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
+            # Recorded resolved, so a resume keeps the timeout even if config.yaml changes.
+            request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
+        spec = adapter_spec(request.adapter, request.adapter_command, root, err,
+                            adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
+                            adapter_config=request.adapter_config)
         check_writable(destinations(request, root))
-        spec = adapter_spec(request.adapter, request.adapter_command, root, err)
         caching = _caching(spec, request, err)
         if life.checkpoint is None:
             request = replace(request, eval_dir=str(root), output_json=_absolute(request.output_json),

@@ -104,3 +104,17 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
 def flaky_gate(flaky_samples: int, maximum: int) -> Gate:
     return Gate("max_flaky_samples", flaky_samples <= maximum,
                 f"{flaky_samples} flaky samples (gate: <= {maximum})")
+
+
+def latency_gate(p95: float | None, maximum: float) -> Gate:
+    """``--max-p95-latency``: the run's p95 evaluation duration (nearest rank)."""
+    if p95 is None:
+        return Gate("max_p95_latency", True, f"no evaluation durations (gate: p95 <= {maximum:g}s)")
+    return Gate("max_p95_latency", p95 <= maximum, f"p95 latency {p95:.3f}s (gate: <= {maximum:g}s)")
+
+
+def cost_gate(cost: float | None, maximum: float) -> Gate:
+    """``--max-cost``: the run's summed reported ``cost`` (every trial, resumed results included)."""
+    if cost is None:
+        return Gate("max_cost", True, f"the adapter reported no cost (gate: <= {maximum:g})")
+    return Gate("max_cost", cost <= maximum, f"cost {cost:.6g} (gate: <= {maximum:g})")

@@ -24,7 +24,8 @@ from ..video.frames import DecodedFrame
 Judge = Callable[[ScheduledSample, Any, DecodedFrame, float, TimingMode], SampleResult]
 
 #: Upstream's reason prefixes for error results, kept so reports read the same.
-_PREFIX = {ErrorKind.ADAPTER: "adapter_error: ", ErrorKind.COMPARISON: "comparison_error: "}
+_PREFIX = {ErrorKind.ADAPTER: "adapter_error: ", ErrorKind.TIMEOUT: "adapter_error: ",
+           ErrorKind.COMPARISON: "comparison_error: "}
 
 
 def source_text(sample: ScheduledSample) -> str:

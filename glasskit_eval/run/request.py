@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import lifecycle as lc
 from ..checkpoints.lifecycle import AdapterRequest, restore_fields
@@ -13,6 +14,9 @@ from ..errors import CheckpointError
 from ..plan.schedule import Filters
 from .ci_options import CHECKS as CI_CHECKS
 from .gates import GateOptions
+
+if TYPE_CHECKING:
+    from ..adapters.resilient import CallPolicy
 
 KIND = "run"
 
@@ -57,6 +61,21 @@ class RunRequest(AdapterRequest):
     cache_max_mb: int = 512
     #: Frame-lock mismatches are validation errors, not warnings.
     strict_pins: bool = False
+    #: Per-call timeout in seconds (``--timeout`` or config.yaml ``run: timeout_s``).
+    timeout_s: float | None = None
+    retries: int = 0
+    retry_backoff_s: float = 1.0
+    max_calls_per_second: float | None = None
+    adapter_http: str | None = None
+    adapter_exec: str | None = None
+    max_p95_latency_s: float | None = None
+    max_cost: float | None = None
+
+    def call_policy(self) -> CallPolicy:
+        from ..adapters.resilient import CallPolicy
+
+        return CallPolicy(timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.retry_backoff_s,
+                          max_calls_per_second=self.max_calls_per_second)
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -87,6 +106,26 @@ def time_text(value: Fraction | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def opt_positive_number(value: object) -> bool:
+    return value is None or (_number(value) and value > 0)  # type: ignore[operator]
+
+
+def nonnegative_number(value: object) -> bool:
+    return _number(value) and value >= 0  # type: ignore[operator]
+
+
+def opt_nonnegative_number(value: object) -> bool:
+    return value is None or nonnegative_number(value)
+
+
+def count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _is_time(text: str) -> bool:
     try:
         return Fraction(text) >= 0
@@ -108,5 +147,8 @@ _CHECKS = lc.COMMON_CHECKS | {
     "keep_checkpoints": lambda value: value is not None and lc.opt_count(value),
     "cache_dir": lc.opt_str, "cache_mode": _is_cache_mode, "cache_max_mb": lc.positive_int,
     "strict_pins": lc.is_bool,
+    "timeout_s": opt_positive_number, "retries": count, "retry_backoff_s": nonnegative_number,
+    "max_calls_per_second": opt_positive_number, "adapter_http": lc.opt_str, "adapter_exec": lc.opt_str,
+    "max_p95_latency_s": opt_nonnegative_number, "max_cost": opt_nonnegative_number,
 }
 _CHECKS.update(CI_CHECKS)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..adapters.base import AdapterSpec, FactoryConfig
+from ..adapters.resilient import CallLedger, RateLimiter, wrap
+from ..cases.model import Thresholds
 from ..errors import AdapterError, SampleFailure
 from ..plan.planning import CasePlan, Plan
 from ..plan.schedule import ScheduledSample
@@ -18,7 +20,7 @@ from ..results import Gate, SampleResult, Status, TimingMode, TrialResult, stabi
 from ..summary import RunResult
 from ..support import threads
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
-from .gates import CaseThresholds, evaluate_gates, flaky_gate
+from .gates import CaseThresholds, cost_gate, evaluate_gates, flaky_gate, latency_gate
 from .judge import Judge, ignored_result, judge
 from .request import RunRequest
 
@@ -99,6 +101,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                                    artifacts_dir=Path(request.artifacts_dir) if request.artifacts_dir else None,
                                    verbose=request.verbose)
     case_thresholds = [CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases]
+    policy = request.call_policy()
+    # One limiter for the whole run: the provider's quota does not reset between trials.
+    limiter = RateLimiter(policy.max_calls_per_second) if policy.max_calls_per_second else None
     for trial in range(1, request.repeat + 1):
         work = _split(plan, trial, store)
         anything = any(w.pending for w in work) or plan.sample_count == 0
@@ -106,9 +111,10 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
             listener.trial_started(trial, request.repeat)
         trial_started = time.perf_counter()
         needs_adapter = any(not s.ignored for w in work for s in w.pending)
-        evaluator = await spec.create(factory_config) if needs_adapter else None
+        ledger = CallLedger(record_attempts=policy.retries > 0)
+        evaluator = wrap(await spec.create(factory_config), policy, ledger, limiter) if needs_adapter else None
         sink = store.sink(trial) if store is not None else None
-        on_result = _announcing(sink, listener, trial, request.repeat)
+        on_result = ledger.annotating(_announcing(sink, listener, trial, request.repeat))
         results: list[SampleResult] = []
         ticker = asyncio.create_task(_tick(listener))
         try:
@@ -120,10 +126,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                         shown = CasePlan(w.plan.case, tuple(w.pending), w.plan.video_path, w.plan.video)
                     listener.case_started(shown, trial, request.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
-                        new = await run_case(CaseWork(w.pending, w.plan.video_path, judge, keep_frame=keep_frame),
-                                             evaluator,
-                                             concurrency=request.concurrency,
-                                             keep_going=request.keep_going, sink=on_result)
+                        new = [ledger.annotate(r) for r in await run_case(
+                            CaseWork(w.pending, w.plan.video_path, judge, keep_frame=keep_frame), evaluator,
+                            concurrency=request.concurrency, keep_going=request.keep_going, sink=on_result)]
                     else:
                         new = [ignored_result(s) for s in w.pending]
                         for result in new:
@@ -162,6 +167,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
     if request.max_flaky_samples is not None:
         flaky = sum(1 for s in stability(trials) if s.flaky)
         run_gates.append(flaky_gate(flaky, request.max_flaky_samples))
+    run_gates += _call_gates(trials, request, plan.eval_dir.config.thresholds)
     return RunResult(eval_dir=str(plan.eval_dir.root), cases=tuple(c.case.name for c in plan.cases),
                      repeat=request.repeat, trials=tuple(trials), gates=tuple(run_gates),
                      duration_seconds=time.perf_counter() - started)
@@ -182,6 +188,25 @@ async def _tick(listener: RunListener) -> None:
     while True:
         await asyncio.sleep(TICK_S)
         listener.tick()
+
+
+def _call_gates(trials: list[TrialResult], request: RunRequest, thresholds: Thresholds | None) -> list[Gate]:
+    """Latency and cost gates over the whole run; the command line wins over config.yaml."""
+    from ..summary import Counts
+
+    eval_t = thresholds or Thresholds()
+    max_p95 = request.max_p95_latency_s if request.max_p95_latency_s is not None else eval_t.max_p95_latency_s
+    max_cost = request.max_cost if request.max_cost is not None else eval_t.max_cost
+    if max_p95 is None and max_cost is None:
+        return []
+    counts = Counts.of(r for t in trials for r in t.results)
+    gates = []
+    if max_p95 is not None:
+        latency = counts.latency
+        gates.append(latency_gate(latency.p95 if latency is not None else None, max_p95))
+    if max_cost is not None:
+        gates.append(cost_gate(counts.cost, max_cost))
+    return gates
 
 
 def _timing_mode(results: list[SampleResult], evaluator: Any) -> TimingMode | None:

@@ -1,0 +1,73 @@
+"""What the adapter calls cost a run: latency percentiles, retries, timeouts and usage (pure).
+
+Shared by the console and JSON reporters so both show the same figures from one
+:class:`~glasskit_eval.summary.RunSummary`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..summary import Counts, GroupSummary, Latency, RunSummary
+
+
+def latency_text(latency: Latency) -> str:
+    return (f"p50 {_ms(latency.p50)} / p90 {_ms(latency.p90)} / p95 {_ms(latency.p95)} / "
+            f"max {_ms(latency.max)}")
+
+
+def usage_text(usage: tuple[tuple[str, float], ...]) -> str:
+    return ", ".join(f"{key} {_number(value)}" for key, value in usage)
+
+
+def console_lines(summary: RunSummary) -> list[str]:
+    """Lines for the console summary; none for a run without retries, timeouts or usage."""
+    total = summary.total
+    lines = []
+    latency = total.latency
+    if latency is not None:
+        lines.append(f"Latency: {latency_text(latency)}")
+    calls = total.call_latency
+    if calls is not None:
+        lines.append(f"Batch call latency: {latency_text(calls)}")
+    if total.retried:
+        lines.append(f"Retried: {total.retried} samples")
+    if total.timeouts:
+        lines.append(f"Timeouts: {total.timeouts} samples")
+    if total.usage:
+        lines.append(f"Usage: {usage_text(total.usage)}")
+    groups = [("target", g) for g in summary.targets] + [("case", g) for g in summary.cases]
+    if len(groups) > 2:
+        for kind, g in groups:
+            parts = []
+            if g.counts.latency is not None:
+                parts.append(latency_text(g.counts.latency))
+            if g.counts.usage:
+                parts.append(usage_text(g.counts.usage))
+            if parts:
+                lines.append(f"  {kind} {g.display}: " + "; ".join(parts))
+    return lines
+
+
+def counts_json(counts: Counts) -> dict[str, Any]:
+    latency = counts.latency
+    calls = counts.call_latency
+    return {
+        "batch_call_latency": calls.to_json() if calls is not None else None,
+        "latency": latency.to_json() if latency is not None else None,
+        "retried_samples": counts.retried,
+        "timeout_errors": counts.timeouts,
+        "usage": dict(counts.usage),
+    }
+
+
+def groups_json(groups: tuple[GroupSummary, ...]) -> dict[str, Any]:
+    return {g.name: counts_json(g.counts) for g in groups}
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:.1f}ms" if value < 10 else f"{value:.2f}s"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if float(value).is_integer() else f"{value:.6g}"

@@ -1,0 +1,96 @@
+"""--adapter-exec: one real process per sample; happy path, crash, garbage and timeout."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalkit import make_eval, read_json, run_cli
+
+from glasskit_eval.adapters.procio import live_group_members
+
+CASE = """
+video: cfr_h264.mp4
+targets:
+  t:
+    samples:
+    - at: [0.0, 0.5]
+      field: width
+      expect: 128
+"""
+
+SCRIPT = r"""
+import base64, json, os, subprocess, sys, time
+request = json.load(sys.stdin)
+sample = request["sample"]
+mode = sys.argv[1]
+state = sys.argv[2]
+with open(os.path.join(state, f"pid-{sample['sampleIndex']}"), "w") as f:
+    f.write(str(os.getpid()))
+if mode == "crash":
+    print("model exploded: out of memory", file=sys.stderr)
+    sys.exit(3)
+if mode == "garbage":
+    print("not json at all")
+    sys.exit(0)
+if mode == "hang":
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    with open(os.path.join(state, f"child-{sample['sampleIndex']}"), "w") as f:
+        f.write(str(child.pid))
+    time.sleep(3600)
+image = sample["image"]
+with open(image["path"], "rb") as f:
+    same = f.read() == base64.b64decode(image["dataBase64"])
+json.dump({"width": image["width"], "same_png": same, "frame": sample["frameIndex"],
+           "target": request["target"]["id"]}, sys.stdout)
+"""
+
+
+def run_exec(tmp_path: Path, mode: str, *argv: str) -> tuple[int, str, dict[str, Any], Path]:
+    eval_dir = make_eval(tmp_path, {"case": CASE})
+    script = tmp_path / "judge.py"
+    script.write_text(SCRIPT)
+    state = tmp_path / "state"
+    state.mkdir()
+    report = tmp_path / "r.json"
+    command = shlex.join([sys.executable, str(script), mode, str(state)])
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-exec", command, "--output-json", report,
+                              *argv)
+    return code, err, read_json(report) if report.exists() else {}, state
+
+
+def test_happy_path_sends_path_and_base64(tmp_path: Path) -> None:
+    code, err, report, state = run_exec(tmp_path, "ok", "--concurrency", "2")
+    assert code == 0, err
+    observed = [r["observed"] for r in report["trials"][0]["results"]]
+    assert observed == [{"width": 128, "same_png": True, "frame": 0, "target": "t"},
+                        {"width": 128, "same_png": True, "frame": 5, "target": "t"}]
+    assert len({(state / f"pid-{i}").read_text() for i in (0, 1)}) == 2  # one process per sample
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("glasskit-frame-*.png"))
+
+
+def test_crash_quotes_the_stderr_tail(tmp_path: Path) -> None:
+    code, err, _report, _state = run_exec(tmp_path, "crash")
+    assert code == 2
+    assert "exited with status 3" in err and "model exploded: out of memory" in err
+
+
+def test_garbage_stdout_is_an_adapter_error(tmp_path: Path) -> None:
+    code, _err, report, _state = run_exec(tmp_path, "garbage", "--keep-going")
+    assert code == 1
+    reason = report["trials"][0]["results"][0]["reason"]
+    assert "'not json at all'" in reason and "not JSON" in reason
+
+
+def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    code, _err, report, state = run_exec(tmp_path, "hang", "--timeout", "2", "--concurrency", "2", "--keep-going")
+    assert code == 1
+    assert [r["error_kind"] for r in report["trials"][0]["results"]] == ["timeout", "timeout"]
+    for index in (0, 1):
+        pid = int((state / f"pid-{index}").read_text())
+        # The group holds the process and the child it started; neither is alive (zombies aside).
+        assert (state / f"child-{index}").exists()
+        assert not live_group_members(pid)
