@@ -122,6 +122,23 @@ export function renderHeader() {
       + (changed ? ` · ${changed} changed since run` : "");
   }
   renderHistory();
+  renderPinBadge();
+}
+
+// "frame lock: …" in the top bar: what the lock says about the whole case; P jumps to a problem.
+export function renderPinBadge() {
+  const badge = $("pin-badge");
+  const pins = state.pins;
+  badge.hidden = !pins;
+  if (!pins) return;
+  const counts = pins.counts || {};
+  const words = { moved: "moved", pixels_changed: "pixels changed", time_edited: "time edited",
+    pixels_slightly_changed: "pixels slightly changed", unpinned: "unpinned" };
+  const parts = Object.entries(words).filter(([k]) => counts[k]).map(([k, w]) => `${counts[k]} ${w}`);
+  const text = pins.loading ? "checking…" : pins.error ? "cannot check" : parts.length ? parts.join(" · ") : `all ${counts.ok || 0} pinned`;
+  badge.textContent = `frame lock: ${text}`;
+  badge.className = `pin-badge${pins.error || pins.problems ? " problem" : ""}`;
+  badge.title = pins.error ? pins.error : `${pins.lockFile || state.detail?.frame_lock}: ${pins.problems ? "P jumps to the next sample whose frame changed" : "every sample is on its pinned frame"}`;
 }
 
 export function renderHistory() {
