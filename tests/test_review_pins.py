@@ -208,3 +208,32 @@ def test_edited_blocks_are_found_anywhere_in_the_list(state: ReviewState) -> Non
                                                       + CASE.replace("        every_s: 0.2\n", "")).encode())
     assert spaced.case is not None and respaced.case is not None
     assert pins.edited_blocks(spaced.case, respaced.case) == {("door", 1)}
+
+
+def test_statuses_agree_with_the_pinning_module_and_decode_only_new_times(
+        state: ReviewState, monkeypatch: pytest.MonkeyPatch) -> None:
+    from glasskit_eval.plan import pinning
+
+    pin(state)
+    move = CASE.replace("at: 0.2", "at: 0.3")
+    case_file(state).write_text(move)
+    plan = pins._case_plan(state.root, "clip")
+    expected = {(t, i): dict(v) for (t, i), v in pinning.case_pin_statuses(plan).items()}
+    assert {(s["target"], s["sample_index"]): {"status": s["status"], "problem": s["problem"],
+                                               "message": s["message"]}
+            for s in get(state, "/api/cases/clip/pins")["samples"]} == expected
+    decoded: list[list[float]] = []
+    real = pinning.frame_pins
+
+    def spy(video: Path, samples: Any) -> Any:
+        decoded.append(sorted(float(s.time) for s in samples))
+        return real(video, samples)
+
+    monkeypatch.setattr(pinning, "frame_pins", spy)
+    detail = get(state, "/api/cases/clip")
+    write(state, "PUT", "/api/cases/clip/targets/door/samples",
+          {"revision": detail["revision"], "blocks": [{"at": [0.5, 1.5], "expect": "closed"}, {"at": 0.8, "expect": "ajar"},
+                                                      {"range": [1.0, 1.4], "every_s": 0.2, "expect": "open"}]})
+    assert statuses(state)[("door", 0.8)] == "ok"
+    # One decode to re-pin the new block, one for its status; the case's other frames are reused.
+    assert decoded == [[0.8], [0.8]]

@@ -1,10 +1,11 @@
 """Frame locks on the review page: each sample's pin status, and the lock kept in step with edits.
 
 A case without ``<case>.frames.lock`` costs one ``stat`` here: nothing is decoded and the
-pinning modules are not even imported. With a lock, the statuses come from
-:func:`..plan.pinning.case_pin_statuses` (it decodes the case's frames), cached per state of the
-case file, the lock and the video, so reopening a case or redrawing after a refused edit does
-not decode again.
+pinning modules are not even imported. With a lock, the statuses are those of
+:func:`..plan.pinning.case_pin_statuses` (the pure :func:`..plan.pins.review_status` of each
+sample's decoded frame), cached per state of the case file, the lock and the video, with the
+decoded frames kept per state of the video, so reopening a case, redrawing after a refused edit
+or saving an edit does not decode the whole case again.
 
 After the page writes a locked case (a save, an undo, a redo), the blocks the write changed are
 pinned again, so the lock follows the edits the reviewer made while looking at the frames. The
@@ -19,6 +20,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,11 +72,25 @@ def _state_key(loaded: LoadedCase, lock: Path) -> tuple[str, str, tuple[int, int
             (stamp.size, stamp.mtime_ns, stamp.inode))
 
 
+class _VideoState:
+    """What one state of a video file says: its SHA-256, and the pins of the times decoded so far."""
+
+    def __init__(self, stamp: object) -> None:
+        self.stamp = stamp
+        self.sha256: str | None = None
+        self.by_time: dict[Fraction, FramePin] = {}
+
+
 class PinStatuses:
-    """Pin statuses per case, computed on first request for each state of case, lock and video."""
+    """Pin statuses per case, computed on first request for each state of case, lock and video.
+
+    The frames' pins are kept per video state, so after an edit only the times the edit
+    introduced are decoded again, and the video is hashed once, not on every save.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[object, dict[str, Any]]] = {}
+        self._videos: dict[Path, _VideoState] = {}
         self._lock = threading.Lock()
 
     def of(self, root: Path, loaded: LoadedCase) -> dict[str, Any]:
@@ -90,7 +106,8 @@ class PinStatuses:
         if cached is not None and cached[0] == key:
             return cached[1]
         try:
-            body = statuses_json(_case_plan(root, loaded.id), lock)
+            case_plan = _case_plan(root, loaded.id)
+            body = statuses_json(case_plan, self._statuses(case_plan), lock)
         except EvalError as exc:
             # A damaged lock or a missing video: the page says so instead of a status per sample.
             return _failed(lock, str(exc))
@@ -98,18 +115,52 @@ class PinStatuses:
             self._cache[loaded.id] = (key, body)
         return body
 
+    def _video(self, path: Path) -> _VideoState:
+        from .media import FileStamp
+
+        stamp = FileStamp.of(path)
+        with self._lock:
+            video = self._videos.get(path)
+            if video is None or video.stamp != stamp:
+                video = self._videos[path] = _VideoState(stamp)
+            return video
+
+    def _statuses(self, case_plan: CasePlan) -> dict[tuple[str, int], Mapping[str, Any]]:
+        """As :func:`..plan.pinning.case_pin_statuses` says, with this server's decoded frames reused."""
+        from dataclasses import replace
+
+        from ..checkpoints.fingerprints import sha256_file
+        from ..plan.pinning import current_decoder, frame_pins, read_lock
+        from ..plan.pins import review_status
+        from ..plan.schedule import expand_case
+
+        lock = read_lock(case_plan.case)
+        if lock is None:
+            raise EvalError(f"{lock_path(case_plan.case)} was removed while reading it")
+        video = self._video(case_plan.video_path)
+        missing = list({s.time: s for s in case_plan.samples if s.time not in video.by_time}.values())
+        # Decoded outside the lock: two requests may decode the same frame, never disagree on it.
+        for found in frame_pins(case_plan.video_path, missing):
+            video.by_time[found.time] = found
+        if video.sha256 is None:
+            video.sha256 = sha256_file(case_plan.video_path)
+        decoder = current_decoder(case_plan.video.codec if case_plan.video is not None else "unknown")
+        all_times = [(s.target.id, s.time) for s in expand_case(case_plan.case)]
+        return {(s.target.id, s.sample_index):
+                review_status(lock, replace(video.by_time[s.time], target=s.target.id, sample_index=s.sample_index),
+                              video_sha256=video.sha256, decoder=decoder, all_times=all_times)
+                for s in case_plan.samples}
+
 
 def _failed(lock: Path, message: str) -> dict[str, Any]:
     return {"locked": True, "lock_file": lock.name, "error": message, "samples": []}
 
 
-def statuses_json(case_plan: CasePlan, lock: Path) -> dict[str, Any]:
-    from ..plan.pinning import case_pin_statuses
-
-    statuses = case_pin_statuses(case_plan)
+def statuses_json(case_plan: CasePlan, statuses: Mapping[tuple[str, int], Mapping[str, Any]],
+                  lock: Path) -> dict[str, Any]:
     samples = []
     for sample in case_plan.samples:
-        status: Mapping[str, Any] = statuses[(sample.target.id, sample.sample_index)]
+        status = statuses[(sample.target.id, sample.sample_index)]
         samples.append({"target": sample.target.id, "block": sample.block.index,
                         "sample_index": sample.sample_index, "time": format_time(sample.time),
                         "time_s": float(sample.time), "status": status["status"],
