@@ -51,6 +51,11 @@ def move_pin(lock: Path, target: str, time: str, frame: int) -> None:
     lock.write_text("\n".join(lines) + "\n")
 
 
+class ServerAndFiles:
+    def __init__(self, server: ReviewServer, case: Path, lock: Path) -> None:
+        self.server, self.case, self.lock = server, case, lock
+
+
 @pytest.fixture
 def review(tmp_path: Path) -> Iterator[tuple[ServerAndFiles, Path]]:
     root = make_eval(tmp_path, CASE)
@@ -61,11 +66,6 @@ def review(tmp_path: Path) -> Iterator[tuple[ServerAndFiles, Path]]:
     move_pin(root / "cases" / "clip.frames.lock", "light", "1/5", 3)
     with served(root) as server:
         yield ServerAndFiles(server, case, root / "cases" / "clip.frames.lock"), tmp_path
-
-
-class ServerAndFiles:
-    def __init__(self, server: ReviewServer, case: Path, lock: Path) -> None:
-        self.server, self.case, self.lock = server, case, lock
 
 
 @pytest.fixture
@@ -125,6 +125,14 @@ def test_pin_statuses_are_shown_reached_by_keyboard_and_kept_in_step(
     tab.wait_for_selector(".tl-row[data-target='light'] .tl-at[data-time='0.2'][data-pin='ok']")
     assert "expect: false" in files.case.read_text()
     assert tab.inner_text("#pin-badge") == "frame lock: 1 time edited"
+    # The samples table has the lock's word on each block.
+    tab.click(".tab[data-tab='samples']")
+    assert tab.is_visible("#pin-column")
+    assert tab.inner_text("#samples-body tr[data-block='0'] td:last-child") == "pin ok"
+    page.press("ArrowUp")  # to the door target
+    tab.wait_for_selector("#samples-body tr[data-block='1']")
+    assert tab.inner_text("#samples-body tr[data-block='0'] td:last-child") == "time edited"
+    assert tab.inner_text("#samples-body tr[data-block='1'] td:last-child") == "pin ok"
     assert page.problems == []
 
 
@@ -135,4 +143,5 @@ def test_a_case_without_a_lock_shows_no_pin_marks(browser: Any, tmp_path: Path) 
         assert page.tab.is_hidden("#pin-badge") and page.tab.is_hidden("#insp-pin")
         assert page.tab.locator(".tl-pin").count() == 0
         assert page.tab.locator(".tl-at[data-pin]").count() == 0
+        assert page.tab.locator("#samples-body tr").first.locator("td").count() == 7
         assert page.problems == []

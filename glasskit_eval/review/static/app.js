@@ -99,6 +99,7 @@ async function loadPins() {
 function renderPins() {
   renderPinBadge();
   timeline.render();
+  renderSamplesTable(select);
   inspector.render();
 }
 
