@@ -237,3 +237,13 @@ def test_statuses_agree_with_the_pinning_module_and_decode_only_new_times(
     assert statuses(state)[("door", 0.8)] == "ok"
     # One decode to re-pin the new block, one for its status; the case's other frames are reused.
     assert decoded == [[0.8], [0.8]]
+
+
+def test_removing_a_target_drops_its_pins_and_keeps_the_rest(state: ReviewState) -> None:
+    pin(state)
+    before = lock_pins(state)
+    detail = get(state, "/api/cases/clip")
+    removed = write(state, "DELETE", "/api/cases/clip/targets/light", {"revision": detail["revision"]})
+    assert removed["saved"]["pins"] == {"repinned": 0, "error": None}
+    assert lock_pins(state) == [p for p in before if p["target"] != "light"]
+    assert set(statuses(state).values()) == {"ok"}
