@@ -21,6 +21,7 @@ from ..errors import EvalError, VideoError
 from ..support.timevalues import format_time, parse_cli_time
 from . import casedata, edits, media
 from .errors import ApiError, Denied, NotFound, ReviewError
+from .pins import PinStatuses
 from .security import Secrets, check_host, check_session, check_write
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,8 @@ class ReviewState:
     frames: media.FrameCache = field(default_factory=media.FrameCache)
     #: File states served or written: what undo and redo may restore.
     revisions: edits.Revisions = field(default_factory=edits.Revisions)
+    #: Frame-lock statuses, decoded on the first /pins request for each state of a locked case.
+    pins: PinStatuses = field(default_factory=PinStatuses)
 
     def detail(self, loaded: casedata.LoadedCase) -> dict[str, Any]:
         """The case as the page gets it, report markers annotated; remembers its revision."""
@@ -321,6 +324,11 @@ def _video(state: ReviewState, request: Request, case_id: str) -> Response:
                     FileBody(path, first, last - first + 1))
 
 
+def _pins(state: ReviewState, request: Request, case_id: str) -> Response:
+    loaded = casedata.load(state.root, case_id)
+    return Response.json({"revision": loaded.revision, **state.pins.of(state.root, loaded)})
+
+
 _CASE_READS: dict[str, Callable[[ReviewState, Request, str], Response]] = {
-    "frame": _frame, "frames": _frames, "thumbs": _thumbs, "video": _video,
+    "frame": _frame, "frames": _frames, "pins": _pins, "thumbs": _thumbs, "video": _video,
 }

@@ -16,6 +16,7 @@ from ..cases.model import Case, LocalVideo, SampleBlock, block_times
 from ..cases.parse import parse_case
 from ..compare.values import infer_mode
 from ..errors import Problem, VideoError
+from ..plan.lockfiles import lock_path
 from ..yamltext.source import YamlDocument, load_yaml_text
 from .errors import NotFound
 from .media import content_type
@@ -210,6 +211,9 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
         "video": None,
         "every_s": None,
         "markers": annotate(markers or [], loaded.case),
+        # Only whether there is a lock (one stat): the statuses cost decoding, so the page
+        # asks /pins for them, and only for a locked case.
+        "frame_lock": None,
     }
     case = loaded.case
     if case is None:
@@ -218,6 +222,8 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
     every = sampling.get("every_s") if isinstance(sampling, dict) else None
     out["every_s"] = every if isinstance(every, (int, float)) and not isinstance(every, bool) else 0.5
     out["video"] = video_json(loaded.id, case)
+    lock = lock_path(case)
+    out["frame_lock"] = lock.name if lock.is_file() else None
     out["targets"] = [
         {"id": t.id, "label": t.label, "defaults": _defaults_json(case.document, t.id),
          "blocks": [block_json(case.document, b) for b in t.blocks]}

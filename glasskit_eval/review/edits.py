@@ -20,6 +20,7 @@ from ..cases.write import content_hash
 from . import casedata
 from .checks import candidate_problems, empty_targets, short
 from .errors import ApiError, NotFound
+from .pins import keep_in_step
 
 MAX_BLOCKS = 10_000
 
@@ -91,7 +92,7 @@ def save_blocks(root: Path, case_id: str, target_id: str, body: Any) -> Written:
             result = edit_samples(loaded.text, target_id, blocks)
         except CaseEditError as exc:
             raise ApiError(422, "invalid_edit", str(exc)) from None
-        return _write(loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+        return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
 
 
 def remove_target(root: Path, case_id: str, target_id: str, body: Any) -> Written:
@@ -111,7 +112,7 @@ def remove_target(root: Path, case_id: str, target_id: str, body: Any) -> Writte
         except CaseEditError as exc:
             raise ApiError(422, "invalid_edit", str(exc)) from None
         keep = [t for t in _empty(loaded) if t != target_id]
-        return _write(loaded, result.text, result.fallback, result.reason, keep_empty=keep)
+        return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=keep)
 
 
 def restore_text(root: Path, case_id: str, body: Any, seen: Revisions) -> Written:
@@ -125,7 +126,7 @@ def restore_text(root: Path, case_id: str, body: Any, seen: Revisions) -> Writte
                        "read or wrote; only undo and redo may restore a file")
     with _save_lock:
         loaded = _current(root, case_id, revision)
-        return _write(loaded, text, False, None, keep_empty=None)
+        return _write(root, loaded, text, False, None, keep_empty=None)
 
 
 # --- shared steps ----------------------------------------------------------------------------------
@@ -158,7 +159,7 @@ def _empty(loaded: casedata.LoadedCase) -> list[str]:
     return empty_targets(loaded.case)
 
 
-def _write(loaded: casedata.LoadedCase, text: str, fallback: bool, reason: str | None, *,
+def _write(root: Path, loaded: casedata.LoadedCase, text: str, fallback: bool, reason: str | None, *,
            keep_empty: list[str] | None) -> Written:
     from ..cases.write import replace_text
     from ..errors import CaseConflictError, OutputError
@@ -179,7 +180,12 @@ def _write(loaded: casedata.LoadedCase, text: str, fallback: bool, reason: str |
     # The page's next edit (and undo) must start from exactly these bytes, not a re-read
     # that another writer may already have changed.
     after = casedata.loaded_from(loaded.id, loaded.path, text.encode("utf-8"))
-    return Written({"fallback": fallback, "reason": reason, "changed": True}, after)
+    # Still under the save lock: the frame lock follows the writes in the order they were made.
+    saved: dict[str, Any] = {"fallback": fallback, "reason": reason, "changed": True}
+    pins = keep_in_step(root, loaded, after)
+    if pins is not None:
+        saved["pins"] = pins
+    return Written(saved, after)
 
 
 # --- number spelling -----------------------------------------------------------------------------

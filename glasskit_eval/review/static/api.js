@@ -30,6 +30,8 @@ export const api = {
   frameTimes: async (caseId) => (await request(`/api/cases/${enc(caseId)}/frames`)).times,
   // The exact eval frame: a Response whose headers say which frame the decoder chose.
   frame: (caseId, t, signal) => request(`/api/cases/${enc(caseId)}/frame?t=${t}`, { signal }),
+  // Each sample's frame-lock status (decodes the case's frames on the server; only for a locked case).
+  pins: (caseId) => request(`/api/cases/${enc(caseId)}/pins`),
   thumbs: async (caseId, times) => (await request(`/api/cases/${enc(caseId)}/thumbs?t=${times.join(",")}`)).thumbs,
   saveSamples: (caseId, targetId, revision, blocks) =>
     write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/samples`, { revision, blocks }),

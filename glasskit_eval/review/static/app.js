@@ -8,8 +8,8 @@ import * as edits from "./edits.js";
 import { Inspector } from "./inspector.js";
 import { installKeys, renderHelp } from "./keys.js";
 import { Player } from "./player.js";
-import { notify, renderCases, renderHeader, renderHistory, renderPrompt, renderSamplesTable, renderTargets, setStatus, showBanner } from "./render.js";
-import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, playheadTime, selectedRaw, selectedSampleTime, targetTimes } from "./state.js";
+import { notify, renderCases, renderHeader, renderHistory, renderPinBadge, renderPrompt, renderSamplesTable, renderTargets, setStatus, showBanner } from "./render.js";
+import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, targetTimes } from "./state.js";
 import { Timeline } from "./timeline.js";
 import { clone, compact, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
 
@@ -37,7 +37,7 @@ function open(caseId) { openCase(caseId).catch(fail); }
 async function openCase(caseId, { target = null, time = null } = {}) {
   await writer.settled();
   const detail = await api.detail(caseId);
-  Object.assign(state, { caseId, conflict: false, selection: null, frame: null, frameTimes: [], prompt: null });
+  Object.assign(state, { caseId, conflict: false, selection: null, frame: null, frameTimes: [], prompt: null, pins: null });
   adopt(detail, null);
   state.targetId = detail.targets.some((t) => t.id === target) ? target : detail.targets[0]?.id || null;
   player.reset();
@@ -67,6 +67,40 @@ function adopt(detail, selection, { keepRaws = false, reveal = false } = {}) {
   renderAll(false);
   const t = reveal ? selectedSampleTime() : null;
   if (t !== null && !sameTime(t, state.time)) seek(t);
+  loadPins();
+}
+
+// The frame lock's statuses for the case as the server last sent it. Only a locked case asks
+// (the server decodes its frames for this); the marks of the previous answer stay until the
+// new one arrives, and an answer overtaken by a later request is dropped.
+let pinRequests = 0;
+async function loadPins() {
+  const caseId = state.caseId;
+  if (!state.detail?.frame_lock) {
+    if (state.pins) { state.pins = null; renderPins(); }
+    return;
+  }
+  const mine = ++pinRequests;
+  if (!state.pins || state.pins.caseId !== caseId) state.pins = { caseId, loading: true, byTime: new Map() };
+  renderPins();
+  let pins;
+  try {
+    const body = await api.pins(caseId);
+    pins = { caseId, revision: body.revision, lockFile: body.lock_file, error: body.error, counts: body.counts || {},
+      problems: body.problems || 0, byTime: new Map(body.samples.map((s) => [pinKey(s.target, s.time_s), s])) };
+  } catch (error) {
+    pins = { caseId, lockFile: state.detail?.frame_lock, error: error.message || String(error), counts: {}, problems: 0, byTime: new Map() };
+  }
+  if (mine !== pinRequests || caseId !== state.caseId) return;
+  state.pins = pins;
+  renderPins();
+}
+
+function renderPins() {
+  renderPinBadge();
+  timeline.render();
+  renderSamplesTable(select);
+  inspector.render();
 }
 
 async function reloadAfterRefusal(selection) {
@@ -143,6 +177,21 @@ function stepTarget(direction) {
   const at = targets.findIndex((t) => t.id === state.targetId);
   const next = targets[at + direction];
   if (next) focusTarget(next.id);
+}
+
+// P / Shift+P: the next / previous sample whose frame lock reports a problem.
+function jumpPinProblem(direction) {
+  if (!state.pins) { notify("This case has no frame lock: run `validate --pin` to pin its frames.", "info"); return; }
+  const list = pinProblems();
+  if (!list.length) { notify(state.pins.loading ? "Still checking the frame lock…" : "No sample of this case has a frame-lock problem.", "info"); return; }
+  const rank = (state.detail.targets || []).findIndex((t) => t.id === state.targetId);
+  const after = (x) => x.time > state.time + 1e-6 || (sameTime(x.time, state.time) && x.rank > rank);
+  const before = (x) => x.time < state.time - 1e-6 || (sameTime(x.time, state.time) && x.rank < rank);
+  const next = direction > 0 ? list.find(after) : list.filter(before).pop();
+  if (!next) { notify(direction > 0 ? "No later frame-lock problem in this case." : "No earlier frame-lock problem in this case.", "info"); return; }
+  notify("");
+  const hit = findBlockAt(next.target, next.time);
+  select(next.target, hit ? hit.block : null, hit ? hit.tick : null, next.time);
 }
 
 function jumpFailure(direction) {
@@ -354,7 +403,7 @@ function moveTab(tab, key) {
 
 const actions = {
   togglePlay: () => player.togglePlay(), stepFrame: (d) => player.stepFrame(d), nudge: (s) => player.nudge(s),
-  stepSample, stepTarget, jumpFailure, addSample, addRange, setValue, split, useObserved, remove, undo, redo,
+  stepSample, stepTarget, jumpFailure, jumpPinProblem, addSample, addRange, setValue, split, useObserved, remove, undo, redo,
   seekEnd: (end) => seek(end ? state.frameTimes.at(-1) ?? duration() : 0),
   zoom: (key) => timeline.setZoom(key === "0" ? 1 : key === "-" ? timeline.zoom / 2 : timeline.zoom * 2),
   escape: () => { if (state.prompt) cancelPrompt(); else select(state.targetId, null, null, null); },
@@ -406,6 +455,7 @@ function wire() {
   click("add-range", addRange);
   click("split", split);
   click("next-failure", () => jumpFailure(1));
+  click("pin-badge", () => jumpPinProblem(1));
   $("rate").addEventListener("change", (event) => { $("video").playbackRate = Number(event.target.value); });
   $("time-input").addEventListener("change", (event) => {
     const value = Number(event.target.value);

@@ -83,7 +83,9 @@ export class Writer {
     state.saves += 1;
     // While later edits are queued the page stays ahead of the file; the last write draws it anew.
     this.ctx.adopt(detail, selection, { keepRaws: this.queue.length > 0, reveal: job.kind !== "edit" });
-    if (detail.saved?.fallback) {
+    if (detail.saved?.pins?.error) {
+      this.ctx.notify(`Saved, but ${detail.saved.pins.error}`);
+    } else if (detail.saved?.fallback) {
       this.ctx.notify(`Saved, but the whole file was re-rendered (${detail.saved.reason}); YAML comments may be gone.`);
     } else if (job.kind !== "edit") {
       this.ctx.notify(`${job.kind === "undo" ? "Undid" : "Redid"}: ${step.label}`, "info");

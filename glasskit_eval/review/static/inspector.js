@@ -2,7 +2,7 @@
 // A field's value is committed on Enter or when the field loses focus (until then the text box
 // keeps its own undo); every commit is one edit through ctx.commit, which saves it.
 import { MODES, atList, clone, fmtS, typeOf, el, pretty } from "./util.js";
-import { markersAt, markerFor, selectedRaw, selectedSampleTime, target } from "./state.js";
+import { markersAt, markerFor, pinAt, selectedRaw, selectedSampleTime, target } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -194,7 +194,36 @@ export class Inspector {
     set("f-ignore-reason", raw.ignore ?? "");
     set("f-comment", raw.comment ?? "");
     $("f-delete").firstChild.textContent = !isRange && times.length > 1 ? `Delete timestamp ${t} s ` : isRange ? "Delete range " : "Delete sample ";
+    this.renderPin(sel.target, times, t);
     this.renderResults(sel.target, times, t);
+  }
+
+  // What the frame lock says about the selected sample (and, for a block of several, all of it).
+  renderPin(targetId, times, selectedTime) {
+    const pins = this.ctx.state.pins;
+    $("insp-pin").hidden = !pins;
+    if (!pins) return;
+    const pin = selectedTime === null ? null : pinAt(targetId, selectedTime);
+    const status = $("pin-status");
+    $("pin-file").textContent = pins.lockFile || this.ctx.state.detail?.frame_lock || "";
+    let label = "not checked";
+    let message = "";
+    let kind = "pending";
+    if (pins.loading) message = "Checking the frames against the lock…";
+    else if (pins.error) { label = "cannot check"; kind = "error"; message = pins.error; }
+    else if (pin) {
+      ({ label, message } = pin);
+      kind = pin.problem ? "problem" : pin.status;
+      if (pin.problem) message += ". Check the label against this frame: an edit saved here pins the block again (so does `validate --pin`).";
+    } else message = "This sample is not saved yet; its frame is checked after the save.";
+    status.textContent = label;
+    status.className = `pin-status ${kind}`;
+    $("pin-message").textContent = message;
+    const mine = times.map((t) => pinAt(targetId, t)).filter(Boolean);
+    const counts = new Map();
+    for (const p of mine) counts.set(p.label, (counts.get(p.label) || 0) + 1);
+    $("pin-block").hidden = times.length < 2 || !mine.length;
+    $("pin-block").textContent = `This block's ${times.length} samples: ${[...counts].map(([l, n]) => `${n} ${l}`).join(", ")}`;
   }
 
   // Every run result of the block, and in full the one for the selected sample.

@@ -18,6 +18,7 @@ export const SHORTCUTS = [
   ["↑ / ↓", "Previous / next target", (e) => e.key === "ArrowUp" || e.key === "ArrowDown", (a, e) => a.stepTarget(e.key === "ArrowUp" ? -1 : 1)],
   ["Home / End", "Start / last frame of the video", (e) => e.key === "Home" || e.key === "End", (a, e) => a.seekEnd(e.key === "End")],
   ["F / Shift + F", "Next / previous failed or errored sample of the report", (e) => e.key.toLowerCase() === "f", (a, e) => a.jumpFailure(e.shiftKey ? -1 : 1)],
+  ["P / Shift + P", "Next / previous sample whose frame lock reports a problem (moved, pixels changed, time edited)", (e) => e.key.toLowerCase() === "p", (a, e) => a.jumpPinProblem(e.shiftKey ? -1 : 1)],
   ["A", "Add a sample at this frame", (e) => e.key.toLowerCase() === "a", (a) => a.addSample()],
   ["R", "Add a range starting at this frame", (e) => e.key.toLowerCase() === "r", (a) => a.addRange()],
   ["Y / N", "Set the selected sample to true / false: a tick of an at list changes that timestamp only; a range asks first", (e) => e.key.toLowerCase() === "y" || e.key.toLowerCase() === "n", (a, e) => a.setValue(e.key.toLowerCase() === "y", e.key.toUpperCase())],

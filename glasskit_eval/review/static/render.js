@@ -1,6 +1,6 @@
 // Drawing the page from the state: lists, the samples table, the header, messages.
 // Nothing here changes the state; clicks call the actions app.js passes in.
-import { state, blockTimes, target, targetTimes, markersOf, history } from "./state.js";
+import { state, blockTimes, target, targetTimes, markersOf, history, pinAt } from "./state.js";
 import { activatable, el, compact, keepFocus, sameTime, typeOf } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -80,7 +80,18 @@ function runCell(mine) {
   return el("td", { class: changed && !current.length ? "st-changed" : failed ? "st-failed" : "st-passed", text: parts.join(" · ") });
 }
 
+// The frame lock's word on a block: its problems by kind, else "pin ok" (empty until checked).
+function pinCell(times) {
+  const pins = times.map((t) => pinAt(state.targetId, t)).filter(Boolean);
+  const bad = pins.filter((p) => p.problem || p.status !== "ok");
+  const counts = new Map();
+  for (const p of bad) counts.set(p.label, (counts.get(p.label) || 0) + 1);
+  const text = !pins.length ? "" : bad.length ? [...counts].map(([label, n]) => (times.length > 1 ? `${n} ${label}` : label)).join(" · ") : "pin ok";
+  return el("td", { class: bad.some((p) => p.problem) ? "st-pin-problem" : bad.length ? "st-changed" : "st-passed", text });
+}
+
 export function renderSamplesTable(select) {
+  $("pin-column").hidden = !state.pins;
   const raws = state.raws[state.targetId] || [];
   const current = target();
   const markers = markersOf(state.targetId);
@@ -97,7 +108,7 @@ export function renderSamplesTable(select) {
     el("td", {}, el("span", { class: "pill", text: type }), type === "draft" ? "" : compact(raw.expect)),
     el("td", { class: "mono" }, raw.field ?? el("span", { class: "muted", text: current?.defaults.field ?? "" })),
     el("td", { text: raw.compare ? `${raw.compare.mode}${raw.compare.tolerance !== undefined ? ` ±${raw.compare.tolerance}` : ""}` : "auto" }),
-    el("td", { text: raw.ignore ?? "" }), el("td", { text: raw.comment ?? "" }), runCell(mine));
+    el("td", { text: raw.ignore ?? "" }), el("td", { text: raw.comment ?? "" }), runCell(mine), state.pins ? pinCell(times) : null);
     return activatable(row, `Select samples[${index}]: ${when}`, () => select(state.targetId, index, 0, times[0]));
   })));
 }
@@ -122,6 +133,23 @@ export function renderHeader() {
       + (changed ? ` · ${changed} changed since run` : "");
   }
   renderHistory();
+  renderPinBadge();
+}
+
+// "frame lock: …" in the top bar: what the lock says about the whole case; P jumps to a problem.
+export function renderPinBadge() {
+  const badge = $("pin-badge");
+  const pins = state.pins;
+  badge.hidden = !pins;
+  if (!pins) return;
+  const counts = pins.counts || {};
+  const words = { moved: "moved", pixels_changed: "pixels changed", time_edited: "time edited",
+    pixels_slightly_changed: "pixels slightly changed", unpinned: "unpinned" };
+  const parts = Object.entries(words).filter(([k]) => counts[k]).map(([k, w]) => `${counts[k]} ${w}`);
+  const text = pins.loading ? "checking…" : pins.error ? "cannot check" : parts.length ? parts.join(" · ") : `all ${counts.ok || 0} pinned`;
+  badge.textContent = `frame lock: ${text}`;
+  badge.className = `pin-badge${pins.error || pins.problems ? " problem" : ""}`;
+  badge.title = pins.error ? pins.error : `${pins.lockFile || state.detail?.frame_lock}: ${pins.problems ? "P jumps to the next sample whose frame changed" : "every sample is on its pinned frame"}`;
 }
 
 export function renderHistory() {

@@ -19,6 +19,10 @@ export const state = {
   frame: null, // the exact frame shown: {requested, index, media, hash}
   conflict: false, // the file changed on disk: writes stop until the case is reloaded
   prompt: null, // a question the next key answers: {text, keys: {key: action}, buttons}
+  // The frame lock's view of the case, for the revision it was computed on: {revision, lock_file,
+  // error, counts, problems, byTime: Map "target@time" -> {status, label, problem, message}};
+  // null for a case without a lock, {loading: true} while the server decodes.
+  pins: null,
   histories: new Map(), // caseId -> History
   saves: 0, // writes completed (tests wait on it)
 };
@@ -71,6 +75,23 @@ export function selectedSampleTime() {
   const times = blockTimes(raw);
   const before = times.filter((t) => t <= state.time + 1e-9);
   return before.length ? before.at(-1) : times[0] ?? null;
+}
+
+export const pinKey = (targetId, t) => `${targetId}@${Number(t).toFixed(6)}`;
+
+// The frame-lock status of the sample of targetId at t, or null (no lock, not loaded, no sample).
+export function pinAt(targetId, t) {
+  return state.pins?.byTime?.get(pinKey(targetId, t)) || null;
+}
+
+// Samples whose frame lock reports a problem (moved, pixels changed, time edited), in time order.
+export function pinProblems() {
+  const order = new Map((state.detail?.targets || []).map((t, i) => [t.id, i]));
+  const out = [];
+  for (const [key, pin] of state.pins?.byTime || []) {
+    if (pin.problem && order.has(pin.target)) out.push({ target: pin.target, time: pin.time_s, rank: order.get(pin.target), key });
+  }
+  return out.sort((a, b) => a.time - b.time || a.rank - b.rank);
 }
 
 export const markersOf = (targetId) => (state.detail?.markers || []).filter((m) => m.target === targetId);

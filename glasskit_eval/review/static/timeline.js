@@ -3,6 +3,7 @@
 // ranges share moves both (Alt: one). Bars and ticks are focusable: Tab to them, Enter selects.
 import { activatable, compact, el, rawTimes, atList, fmtS, keepFocus } from "./util.js";
 import { clearOfRanges, dragEdge, moveRange, moveTick } from "./edits.js";
+import { pinAt } from "./state.js";
 
 const NAME_WIDTH = 140;
 const DRAG_THRESHOLD_PX = 3;
@@ -111,17 +112,23 @@ export class Timeline {
     const [start, end] = raw.range;
     const every = raw.every_s ?? this.ctx.state.detail.every_s;
     const times = rawTimes(raw, this.ctx.state.detail.every_s);
+    const pins = times.map((t) => pinAt(targetId, t));
+    const bad = pins.filter((p) => p?.problem);
+    const pinText = bad.length ? `frame lock: ${bad.length} of ${times.length} samples ${[...new Set(bad.map((p) => p.label))].join(", ")}`
+      : pins.some(Boolean) ? "frame lock: pin ok" : "";
     const bar = el("div", { class: `tl-range ${flags}`, dataset: { block: index },
-      title: `range [${start}, ${end}) every ${every}: ${times.length} samples` });
-    activatable(bar, `${targetId}: range ${start} to ${end} s, ${times.length} samples, ${"expect" in raw ? `expect ${JSON.stringify(raw.expect)}` : "draft"}`,
+      title: `range [${start}, ${end}) every ${every}: ${times.length} samples${pinText ? `\n${pinText}` : ""}` });
+    activatable(bar, `${targetId}: range ${start} to ${end} s, ${times.length} samples, ${"expect" in raw ? `expect ${JSON.stringify(raw.expect)}` : "draft"}${pinText ? `, ${pinText}` : ""}`,
       () => this.ctx.select(targetId, index, null, start));
     this.placeRange(bar, start, end);
     bar.append(el("span", { class: "tl-value", text: "expect" in raw ? compact(raw.expect, 24) : "draft" }));
-    for (const t of times) {
-      const dot = el("div", { class: "tl-dot" });
+    times.forEach((t, k) => {
+      const dot = el("div", { class: `tl-dot${pins[k]?.problem ? " pin-problem" : ""}` });
       dot.style.left = `${this.x(t - start)}px`;
       bar.append(dot);
-    }
+    });
+    if (bad.length) bar.append(el("span", { class: "tl-pin problem", "aria-hidden": "true", text: "!" }));
+    else if (pins.some(Boolean)) bar.append(pinMark(pins.find(Boolean)));
     const startHandle = el("div", { class: "tl-handle start", title: "Drag to change the start (a shared boundary moves both ranges; Alt: this edge only)" });
     const endHandle = el("div", { class: "tl-handle end", title: "Drag to change the end (a shared boundary moves both ranges; Alt: this edge only)" });
     bar.append(startHandle, endHandle);
@@ -140,9 +147,12 @@ export class Timeline {
 
   atTick(targetId, index, tick, t, flags) {
     const raw = this.ctx.state.raws[targetId][index];
-    const node = el("div", { class: `tl-at ${flags}`, dataset: { block: index, tick, time: t }, title: `at ${t}` });
-    activatable(node, `${targetId}: sample at ${t} s, ${"expect" in raw ? `expect ${JSON.stringify(raw.expect)}` : "draft"}`,
+    const pin = pinAt(targetId, t);
+    const node = el("div", { class: `tl-at ${flags}`, dataset: { block: index, tick, time: t, ...(pin ? { pin: pin.status } : {}) },
+      title: `at ${t}${pin ? `\nframe lock: ${pin.label} (${pin.message})` : ""}` });
+    activatable(node, `${targetId}: sample at ${t} s, ${"expect" in raw ? `expect ${JSON.stringify(raw.expect)}` : "draft"}${pin ? `, frame lock: ${pin.label}` : ""}`,
       () => this.ctx.select(targetId, index, tick, t));
+    if (pin) node.append(pinMark(pin));
     node.style.left = `${this.x(t)}px`;
     node.addEventListener("pointerdown", (event) => this.drag(event, node, targetId, index, "at", tick, t));
     return node;
@@ -222,6 +232,13 @@ export class Timeline {
     const rect = track.getBoundingClientRect();
     this.ctx.seek(Math.max(0, Math.min(this.duration, (event.clientX - rect.left) / this.pxPerSecond)));
   }
+}
+
+// The small mark over a sample of a locked case: a dot when its frame is the pinned one, "!" when
+// the lock reports a problem. Decorative for screen readers: the tick's label says the same.
+function pinMark(pin) {
+  const kind = pin.problem ? "problem" : pin.status;
+  return el("span", { class: `tl-pin ${kind}`, "aria-hidden": "true", text: pin.problem ? "!" : "" });
 }
 
 function niceStep(raw) {
