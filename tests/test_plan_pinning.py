@@ -205,17 +205,3 @@ def test_case_pin_statuses_for_the_review_page(eval_dir: Path) -> None:
     assert now[("index", 1)] == "moved" and now[("second", 6)] == "moved"
     assert now[("index", 0)] in ("ok", "pixels_slightly_changed", "pixels_changed")
 
-
-def test_repin_block_after_an_edit(eval_dir: Path) -> None:
-    from glasskit_eval.plan.pinning import repin_block_after_edit
-
-    assert repin_block_after_edit(eval_dir, "clip", "index", 0) is None  # no lock: nothing written
-    assert not lock_of(eval_dir).exists()
-    pin(eval_dir)
-    case = eval_dir / "cases" / "clip.yaml"
-    case.write_text(case.read_text().replace("at: [0.0, 0.5, 1.0]", "at: [0.0, 0.6, 1.0]"))
-    assert repin_block_after_edit(eval_dir, "clip", "index", 0) == lock_of(eval_dir)
-    pins = {(p["target"], p["sample_index"]): (p["time"], p["frame_index"]) for p in lines_of(lock_of(eval_dir))[1:]}
-    assert pins[("index", 1)] == ("3/5", 6) and len(pins) == 7
-    code, text = validate(eval_dir, "--strict-pins")
-    assert code == 0 and "warning" not in text

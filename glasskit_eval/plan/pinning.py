@@ -192,19 +192,3 @@ def case_pin_statuses(case_plan: CasePlan) -> dict[tuple[str, int], Mapping[str,
 
 def _unpinned(sample: ScheduledSample) -> FramePin:
     return FramePin(sample.target.id, sample.sample_index, sample.time, -1, sample.time, (0, 0), "", "")
-
-
-def repin_block_after_edit(eval_dir: Path, case: str, target_id: str, block_index: int) -> Path | None:
-    """After an edit saved to one sample block (the review page), re-pin that block's samples.
-
-    Only when the case has a lock; returns its path then. The case is planned afresh from the
-    saved file, so the pins follow the edited times.
-    """
-    from .planning import build_plan
-    from .schedule import Filters
-
-    plan = build_plan(eval_dir, Filters(case=case), allow_empty=True, allow_drafts=True)
-    for case_plan in plan.cases:
-        samples = [s for s in case_plan.samples if s.target.id == target_id and s.block.index == block_index]
-        return repin_if_locked(case_plan, samples)
-    return None
