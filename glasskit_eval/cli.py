@@ -12,7 +12,9 @@ import contextlib
 import sys
 
 from . import __version__
-from . import options as opts
+from .cmdline import options as opts
+from .cmdline.reports import add_compare, add_merge_reports, add_report
+from .cmdline.tools import add_build_zipapp, add_review, add_video_store
 from .errors import CommandStopped, EvalError, ExitCode, UsageError, ValidationError, exit_code_for
 
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
@@ -119,7 +121,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     check_exclusive(args.adapter, args.adapter_command, args.adapter_http, args.adapter_exec)
     opts.filters(args).check()
-    cache_dir = _cache_dir(args)
+    cache_dir = opts.cache_dir(args)
     request = RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
         adapter_config_path=args.adapter_config, case=args.case, targets=tuple(args.target),
@@ -130,44 +132,13 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
         checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
         html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
-        baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=_shard_text(args),
+        baseline=args.baseline, fail_on_regression=args.fail_on_regression, shard=opts.shard_text(args),
         keep_checkpoints=args.keep_checkpoints, cache_dir=cache_dir, cache_mode=args.cache_mode or "readwrite",
         cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
         retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
         adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
         max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
-
-
-def _shard_text(args: argparse.Namespace) -> str | None:
-    """``--shard`` as ``I/N``; ``auto`` is resolved now, so a resume runs the same part."""
-    if args.fail_on_regression and args.baseline is None:
-        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
-    if args.shard is None:
-        return None
-    import os
-
-    from .plan.shard import parse_shard, shard_from_env
-
-    if args.baseline is not None:
-        raise UsageError("--baseline compares whole runs; pass it to merge-reports instead of to each shard")
-    if args.output_json is None:
-        raise UsageError("--shard needs --output-json PATH: merge-reports merges the shards' JSON reports")
-    shard = shard_from_env(os.environ) if args.shard == "auto" else parse_shard(args.shard)
-    return str(shard)
-
-
-def _cache_dir(args: argparse.Namespace) -> str | None:
-    """The observation cache directory the run options ask for, absolute; None when off."""
-    if args.cache is None:
-        if args.cache_mode is not None or args.cache_max_mb is not None:
-            raise UsageError("--cache-mode and --cache-max-mb need --cache")
-        return None
-    from pathlib import Path
-
-    from .run.obscache import default_observation_dir
-
-    return str((Path(args.cache).expanduser() if args.cache else default_observation_dir()).resolve())
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
@@ -198,60 +169,6 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     passed = execute_run(None, out, err, resume=resolve(args.resume, Path(args.eval_dir),
                                                         opts.checkpoint_dir(args)),
                          output_json=args.output_json)
-    return ExitCode.OK if passed else ExitCode.FAILED
-
-
-# --- compare, merge-reports ------------------------------------------------------------
-
-
-def add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare", help="compare two run reports sample by sample",
-                       description="Compare two --output-json reports (ours or upstream's), matching samples "
-                       "by case, target and time: pass->fail, fail->pass, error and observed-value changes, "
-                       "added and removed samples. Exits 1 when B regressed (pass->fail or new errors).")
-    p.add_argument("baseline", metavar="A.json", help="the earlier report (the baseline)")
-    p.add_argument("current", metavar="B.json", help="the later report")
-    p.add_argument("--output-json", metavar="PATH", help="write the comparison as JSON")
-    p.set_defaults(handler=run_compare)
-
-
-def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pathlib import Path
-
-    from .reports.baseline import compare_reports, format_diff
-    from .reports.json_report import write_report
-
-    found = compare_reports(Path(args.baseline), Path(args.current))
-    print(format_diff(found), file=out)
-    if args.output_json:
-        write_report(Path(args.output_json), found.to_json())
-    return ExitCode.FAILED if found.regressions else ExitCode.OK
-
-
-def add_merge_reports(sub: Any) -> None:
-    p = sub.add_parser("merge-reports", help="merge the reports of `run --shard` jobs and apply the gates",
-                       description="Check that shard reports come from one eval and options and cover every "
-                       "selected sample exactly once, then recompute summaries, stability and gates as one "
-                       "unsharded run would. Exits 0 when every gate passed, 1 otherwise.")
-    p.add_argument("reports", nargs="+", metavar="SHARD.json", help="the shards' --output-json reports")
-    p.add_argument("--output-json", metavar="PATH", help="write the merged report")
-    p.add_argument("--junit-xml", metavar="PATH", help="write the merged JUnit XML report")
-    p.add_argument("--annotations", choices=("auto", "github", "none"), default="auto",
-                   help="GitHub Actions annotations and job summary (default: auto)")
-    p.add_argument("--baseline", metavar="PREVIOUS.json", help="compare the merged run with a previous report")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="add the gate baseline_regressions (needs --baseline)")
-    p.set_defaults(handler=run_merge_reports)
-
-
-def run_merge_reports(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .run.merge_command import execute_merge
-
-    if args.fail_on_regression and args.baseline is None:
-        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
-    passed = execute_merge(args.reports, out, output_json=args.output_json, junit_xml=args.junit_xml,
-                           annotations=args.annotations, baseline=args.baseline,
-                           fail_on_regression=args.fail_on_regression)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
@@ -335,168 +252,6 @@ def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     resolve = video_resolver(lambda message: print(message, file=err))
     for path in export_frames(args.eval_dir, args.case, args.at, args.output_dir, resolve_video=resolve):
         print(path, file=out)
-    return ExitCode.OK
-
-
-# --- build-zipapp ----------------------------------------------------------------------
-
-
-def add_build_zipapp(sub: Any) -> None:
-    p = sub.add_parser("build-zipapp", help="build a single-file, reproducible zipapp of glasskit_eval",
-                       description="Build OUTPUT.pyz, run with `python OUTPUT.pyz <command> ...`. The "
-                       "same sources give the same bytes. A plain archive needs pyyaml, pillow and av "
-                       "in the Python that runs it; --include-deps also packs this environment's "
-                       "copies, so the archive runs on its own on the same Python version and platform.")
-    p.add_argument("output", metavar="OUTPUT.pyz", help="archive to write (replaced atomically)")
-    p.add_argument("--include-deps", action="store_true",
-                   help="also pack the installed pyyaml, pillow and av (platform-specific)")
-    p.add_argument("--python", default="/usr/bin/env python3", metavar="INTERPRETER",
-                   help="interpreter for the archive's #! line (default: /usr/bin/env python3)")
-    p.set_defaults(handler=run_build_zipapp)
-
-
-def run_build_zipapp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .dist.zipapp import build_zipapp
-
-    result = build_zipapp(args.output, include_deps=args.include_deps, interpreter=args.python)
-    print(result.describe(), file=out)
-    return ExitCode.OK
-
-
-# --- video-store ----------------------------------------------------------------------
-
-
-def add_video_store(sub: Any) -> None:
-    p = sub.add_parser("video-store", help="pull, upload, and prune cached videos in cloud object storage",
-                       description="Manage case videos stored in AWS S3, Cloudflare R2, or another "
-                       "S3-compatible store (video_stores in <eval-dir>/config.yaml). Downloads are "
-                       "content-addressed and used only after their declared SHA-256 verifies; set "
-                       "GLASSKIT_EVAL_CACHE_DIR to move the per-user cache.")
-    commands = p.add_subparsers(dest="store_command", metavar="<command>", parser_class=opts.Parser)
-    pull = commands.add_parser("pull", help="download and verify the selected cases' cloud videos",
-                               description="Download every cloud video referenced by the selected cases "
-                               "into the cache, verify its SHA-256 and print each distinct cached path.")
-    opts.eval_dir_option(pull)
-    opts.case_option(pull, "only download one case's video, by filename or stem")
-    upload = commands.add_parser("upload", help="upload a local video and print its case-file block",
-                                 description="Upload a local video through the named store's S3 API and "
-                                 "print the `video:` block for a case file. An existing object is reused "
-                                 "only when its size and SHA-256 match, and never overwritten.")
-    upload.add_argument("file", metavar="FILE", help="local video file (.mp4, .mov, .m4v, .webm, .mkv)")
-    upload.add_argument("--store", required=True, metavar="NAME", help="video store from config.yaml")
-    upload.add_argument("--key", metavar="TEXT", help="object key (default: <sha256><extension>)")
-    opts.eval_dir_option(upload)
-    prune = commands.add_parser("prune-cache", help="remove stale incomplete downloads (--all: everything)",
-                                description="Remove interrupted downloads and stale locks from the "
-                                "per-user video cache; --all also removes verified videos.")
-    prune.add_argument("--all", action="store_true", help="also remove downloaded videos")
-    prune.add_argument("--observations", action="store_true",
-                       help="prune the observation cache of `run --cache` instead, least recently used "
-                       "first down to --max-mb (with --all: empty it)")
-    prune.add_argument("--cache", metavar="DIR",
-                       help="with --observations: the observation cache (default: as `run --cache`)")
-    prune.add_argument("--max-mb", type=opts.nonnegative_int, default=None, metavar="INTEGER",
-                       help="with --observations: the size to prune to (default: 512)")
-    for nested in (pull, upload, prune):
-        opts.env_file_options(nested)
-    p.set_defaults(handler=run_video_store, store_parser=p)
-
-
-def run_video_store(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .store import commands
-
-    if args.store_command == "pull":
-        commands.pull(args.eval_dir, args.case, out, err)
-    elif args.store_command == "upload":
-        commands.upload(args.file, args.store, args.key, args.eval_dir, out)
-    elif args.store_command == "prune-cache" and args.observations:
-        _prune_observations(args, out)
-    elif args.store_command == "prune-cache":
-        if args.cache is not None or args.max_mb is not None:
-            raise UsageError("--cache and --max-mb apply to --observations")
-        commands.prune_cache(args.all, out)
-    else:
-        args.store_parser.print_help(out)
-        return ExitCode.ERROR
-    return ExitCode.OK
-
-
-def _prune_observations(args: argparse.Namespace, out: TextIO) -> None:
-    from pathlib import Path
-
-    from .run.obscache import DEFAULT_MAX_MB, ObservationStore, default_observation_dir
-    from .store.cache import format_size
-
-    if args.all and args.max_mb is not None:
-        raise UsageError("--all empties the observation cache; drop --max-mb or --all")
-    root = Path(args.cache).expanduser() if args.cache else default_observation_dir()
-    limit = 0 if args.all else (DEFAULT_MAX_MB if args.max_mb is None else args.max_mb) * 1024 * 1024
-    stats = ObservationStore(root).prune(limit)
-    print(f"Removed {stats.files} cached observations ({format_size(stats.bytes)}) from {root}; "
-          f"{format_size(stats.kept_bytes)} kept", file=out)
-
-
-# --- review -----------------------------------------------------------------------------
-
-
-def add_review(sub: Any) -> None:
-    p = sub.add_parser("review", help="open the local browser UI to check and correct timed expectations",
-                       description="Serve a local page (127.0.0.1 only, behind a per-launch secret URL) "
-                       "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
-                       "file at once, keeping its comments and formatting outside the edited blocks.")
-    opts.eval_dir_option(p)
-    p.add_argument("--case", metavar="TEXT",
-                   help="initially open this case, by filename or stem (default: the first case)")
-    p.add_argument("--target", metavar="TEXT", help="initially focus this target of --case")
-    p.add_argument("--time", type=opts.time_value, metavar="FLOAT", help="initially seek to this time in --case")
-    p.add_argument("--port", type=opts.nonnegative_int, default=0, metavar="INTEGER",
-                   help="loopback port (default: 0, any free port)")
-    p.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
-    p.add_argument("--report", metavar="PATH",
-                   help="overlay a run's pass/fail/error markers from its --output-json report")
-    p.set_defaults(handler=run_review)
-
-
-def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .review.launch import ReviewOptions, start_review
-    from .review.server import run
-
-    server = start_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target,
-                                        time=args.time, port=args.port, report=args.report))
-    run(server, out, open_browser=not args.no_open)
-    return ExitCode.OK
-
-
-# --- report ---------------------------------------------------------------------------
-
-
-def add_report(sub: Any) -> None:
-    p = sub.add_parser("report", help="render JSON run reports (shards merge) as one HTML page",
-                       description="Render one or more --output-json reports as one self-contained HTML "
-                       "page, without the adapter. Several reports (shards) merge trial by trial. "
-                       "Thumbnails of failed frames come from --save-failures artifacts and, with "
-                       "--eval-dir and the videos present, from decoding the recorded frames.")
-    p.add_argument("reports", nargs="+", metavar="RESULTS.json", help="reports written by run --output-json")
-    p.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
-    p.add_argument("--eval-dir", metavar="PATH",
-                   help="eval directory whose videos give thumbnails and clip durations (default: none)")
-    p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
-                   help="size budget of the embedded thumbnails (default: 25)")
-    p.set_defaults(handler=run_report)
-
-
-def run_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pathlib import Path
-
-    from .reports.publish import execute_report
-
-    html = Path(args.html)
-    summary = execute_report([Path(p) for p in args.reports], html,
-                             eval_dir=Path(args.eval_dir) if args.eval_dir else None,
-                             budget_bytes=args.html_budget_mb * 1000 * 1000,
-                             notify=lambda line: print(line, file=err))
-    print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
-          f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
     return ExitCode.OK
 
 

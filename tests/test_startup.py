@@ -69,7 +69,8 @@ def test_help_is_laid_out_exactly_as_argparse_would(monkeypatch: pytest.MonkeyPa
     # The CLI sizes help without shutil; the text must not change because of that.
     import argparse
 
-    from glasskit_eval import cli, options
+    from glasskit_eval import cli
+    from glasskit_eval.cmdline import options
 
     monkeypatch.setenv("COLUMNS", columns)
     ours = cli.build_parser()
@@ -87,7 +88,8 @@ def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
     # main() builds only the command named first; nothing the user sees may change.
     import argparse
 
-    from glasskit_eval import cli, options
+    from glasskit_eval import cli
+    from glasskit_eval.cmdline import options
 
     def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices

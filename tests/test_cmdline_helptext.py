@@ -6,7 +6,7 @@ import pytest
 from evalkit import run_cli
 
 from glasskit_eval.cli import COMMAND_NAMES
-from glasskit_eval.options import suggestion
+from glasskit_eval.cmdline.options import suggestion
 
 
 @pytest.mark.parametrize("command", COMMAND_NAMES)
@@ -30,7 +30,7 @@ def test_examples_in_help_parse() -> None:
     import shlex
 
     from glasskit_eval.cli import build_parser
-    from glasskit_eval.helptext import _EXAMPLES
+    from glasskit_eval.cmdline.helptext import _EXAMPLES
 
     for command, examples in _EXAMPLES.items():
         for text, _why in examples:

@@ -10,7 +10,7 @@ import argparse
 import math
 import sys
 
-from .errors import UsageError
+from ..errors import UsageError
 
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
 TYPE_CHECKING = False
@@ -120,7 +120,7 @@ class ParserExit(Exception):
 
 
 def time_value(text: str) -> Fraction:
-    from .support.timevalues import parse_cli_time
+    from ..support.timevalues import parse_cli_time
 
     try:
         value = parse_cli_time(text)
@@ -252,7 +252,7 @@ def apply_env_files(args: argparse.Namespace) -> None:
         if override:
             raise UsageError("--env-file-override needs --env-file PATH")
         return
-    from .support.dotenv import load_env_files
+    from ..support.dotenv import load_env_files
 
     load_env_files(files, override=override)
 
@@ -262,14 +262,14 @@ def allow_empty_option(p: argparse.ArgumentParser) -> None:
 
 
 def filters(args: argparse.Namespace) -> Any:
-    from .plan.schedule import Filters
+    from ..plan.schedule import Filters
 
     return Filters(case=args.case, targets=tuple(args.target), at=tuple(getattr(args, "at", []) or ()),
                    from_s=getattr(args, "from_s", None), until_s=getattr(args, "until_s", None))
 
 
 def check_adapter_options(args: argparse.Namespace) -> None:
-    from .adapters.choose import check_exclusive
+    from ..adapters.choose import check_exclusive
 
     check_exclusive(args.adapter, args.adapter_command)
 
@@ -286,3 +286,37 @@ def checkpoint_dir(args: argparse.Namespace) -> Path | None:
     from pathlib import Path
 
     return Path(args.checkpoint_dir).expanduser() if args.checkpoint_dir else None
+
+
+# --- options to request values ------------------------------------------------
+
+
+def shard_text(args: argparse.Namespace) -> str | None:
+    """``--shard`` as ``I/N``; ``auto`` is resolved now, so a resume runs the same part."""
+    if args.fail_on_regression and args.baseline is None:
+        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
+    if args.shard is None:
+        return None
+    import os
+
+    from ..plan.shard import parse_shard, shard_from_env
+
+    if args.baseline is not None:
+        raise UsageError("--baseline compares whole runs; pass it to merge-reports instead of to each shard")
+    if args.output_json is None:
+        raise UsageError("--shard needs --output-json PATH: merge-reports merges the shards' JSON reports")
+    shard = shard_from_env(os.environ) if args.shard == "auto" else parse_shard(args.shard)
+    return str(shard)
+
+
+def cache_dir(args: argparse.Namespace) -> str | None:
+    """The observation cache directory the run options ask for, absolute; None when off."""
+    if args.cache is None:
+        if args.cache_mode is not None or args.cache_max_mb is not None:
+            raise UsageError("--cache-mode and --cache-max-mb need --cache")
+        return None
+    from pathlib import Path
+
+    from ..run.obscache import default_observation_dir
+
+    return str((Path(args.cache).expanduser() if args.cache else default_observation_dir()).resolve())
