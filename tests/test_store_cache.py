@@ -88,8 +88,7 @@ def test_download_verifies_then_renames_and_reuses(tmp_path: Path) -> None:
     assert path.read_bytes() == DATA
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert notes == ["Downloading team:clip into the video cache"]
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, f".{path.name}.lock",
-                                                                    f".{path.name}.verified.json"])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, f".{path.name}.lock"])
     assert cache.fetch(SHA, KEY, served, describe="team:clip") == path
     assert served.starts == [0]
 
@@ -164,11 +163,36 @@ def test_tampered_cache_entry_is_rehashed_and_replaced(tmp_path: Path) -> None:
     served = Served()
     assert cache.fetch(SHA, KEY, served, describe="x").read_bytes() == DATA
     assert served.starts == [0]
-    # A lost marker costs one hash, not a download.
-    marker = path.with_name(f".{path.name}.verified.json")
-    marker.unlink()
-    assert cache.lookup(SHA, KEY) == path
-    assert json.loads(marker.read_text())["sha256"] == SHA
+
+
+def test_bytes_replaced_with_the_same_size_and_mtime_are_not_used(tmp_path: Path) -> None:
+    cache = VideoCache(tmp_path)
+    path = cache.fetch(SHA, KEY, Served(), describe="x")
+    before = path.stat()
+    assert cache.lookup(SHA, KEY) == path  # hashed, and remembered for this exact file state
+    with open(path, "r+b") as handle:  # in place: same inode, same size
+        handle.write(b"\xff" * 4096)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert cache.lookup(SHA, KEY) is None
+    assert not path.exists()
+    served = Served()
+    assert cache.fetch(SHA, KEY, served, describe="x").read_bytes() == DATA
+    assert served.starts == [0]
+
+
+def test_a_record_beside_the_video_is_not_trusted(tmp_path: Path) -> None:
+    cache = VideoCache(tmp_path)
+    final = cache.path_for(SHA, KEY)
+    final.parent.mkdir(parents=True)
+    final.write_bytes(b"\0" * len(DATA))
+    stat = final.stat()
+    marker = final.with_name(f".{final.name}.verified.json")
+    marker.write_text(json.dumps({"sha256": SHA, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}))
+    assert cache.lookup(SHA, KEY) is None
+    assert cache.fetch(SHA, KEY, Served(), describe="x").read_bytes() == DATA
+    assert not marker.exists()  # an old version's record is dropped once the video is fetched again
 
 
 def test_file_lock_is_exclusive_and_survives_removal(tmp_path: Path) -> None:
@@ -206,7 +230,7 @@ def test_prune_removes_stale_partials_but_not_running_downloads(tmp_path: Path) 
 
     result = cache.prune(everything=True)
     assert not done.exists() and not busy_partial.exists() and unrelated.exists()
-    assert result.files == 3 and result.busy == 0
+    assert result.files == 2 and result.busy == 0  # the video and the abandoned partial
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [unrelated]
 
 
