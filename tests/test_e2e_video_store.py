@@ -238,17 +238,17 @@ class _Interrupting:
         response = self.real.send(request)
         if request.method == "GET" and self.limit:
             limit, self.limit = self.limit, 0
-            inner = response.read
+            inner = response.read_some
 
-            def read(size: int | None = None) -> bytes:
-                if limit - read.sent <= 0:  # type: ignore[attr-defined]
+            def read_some(size: int = 1 << 20) -> bytes:
+                if limit - read_some.sent <= 0:  # type: ignore[attr-defined]
                     raise KeyboardInterrupt
-                data = inner(min(size or limit, limit - read.sent))  # type: ignore[attr-defined]
-                read.sent += len(data)  # type: ignore[attr-defined]
+                data = inner(min(size or limit, limit - read_some.sent))  # type: ignore[attr-defined]
+                read_some.sent += len(data)  # type: ignore[attr-defined]
                 return data
 
-            read.sent = 0  # type: ignore[attr-defined]
-            response.read = read  # type: ignore[method-assign]
+            read_some.sent = 0  # type: ignore[attr-defined]
+            response.read_some = read_some  # type: ignore[method-assign]
         return response
 
 
