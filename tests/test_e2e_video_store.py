@@ -289,6 +289,24 @@ def test_prune_cache_removes_stale_partials_then_everything(env: Path, s3_server
     assert run_cli("video-store", "pull", "--eval-dir", eval_dir)[0] == 0  # downloaded again when needed
 
 
+def test_cached_bytes_replaced_with_same_size_and_mtime_are_downloaded_again(
+        env: Path, s3_server: S3Server, tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, s3_server)
+    video = unique_video(tmp_path)
+    code, block, _ = upload(eval_dir, video, "--store", "team")
+    (eval_dir / "cases" / "task-01.yaml").write_text(case_text(block))
+    assert run_cli("video-store", "pull", "--eval-dir", eval_dir)[0] == 0
+    cached = next(p for p in env.rglob("*.mp4") if not p.name.startswith("."))
+    before = cached.stat()
+    cached.write_bytes(b"\0" * before.st_size)
+    os.utime(cached, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    counting = _Interrupting(limit=0)
+    paths = commands.pull(eval_dir, None, io.StringIO(), io.StringIO(), env=commands.StoreEnv(transport=counting))
+    assert paths == [cached] and cached.read_bytes() == video.read_bytes()
+    assert [r.method for r in counting.requests] == ["GET"]
+
+
 def test_two_concurrent_pull_subprocesses(env: Path, s3_server: S3Server, tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, s3_server)
     big = tmp_path / "big.mp4"
@@ -337,20 +355,3 @@ def test_review_and_seed_download_cloud_videos(env: Path, s3_server: S3Server, t
     sha = hashlib.sha256(video.read_bytes()).hexdigest()
     assert casedata.video_path(case) == env / "sha256" / sha[:2] / f"{sha}.mp4"
 
-
-def test_cached_bytes_replaced_with_same_size_and_mtime_are_downloaded_again(
-        env: Path, s3_server: S3Server, tmp_path: Path) -> None:
-    eval_dir = make_eval(tmp_path, s3_server)
-    video = unique_video(tmp_path)
-    code, block, _ = upload(eval_dir, video, "--store", "team")
-    (eval_dir / "cases" / "task-01.yaml").write_text(case_text(block))
-    assert run_cli("video-store", "pull", "--eval-dir", eval_dir)[0] == 0
-    cached = next(p for p in env.rglob("*.mp4") if not p.name.startswith("."))
-    before = cached.stat()
-    cached.write_bytes(b"\0" * before.st_size)
-    os.utime(cached, ns=(before.st_atime_ns, before.st_mtime_ns))
-
-    counting = _Interrupting(limit=0)
-    paths = commands.pull(eval_dir, None, io.StringIO(), io.StringIO(), env=commands.StoreEnv(transport=counting))
-    assert paths == [cached] and cached.read_bytes() == video.read_bytes()
-    assert [r.method for r in counting.requests] == ["GET"]
