@@ -354,4 +354,3 @@ def test_review_and_seed_download_cloud_videos(env: Path, s3_server: S3Server, t
     case = load_cases(ed, ed.case_paths, allow_empty=True)[0]
     sha = hashlib.sha256(video.read_bytes()).hexdigest()
     assert casedata.video_path(case) == env / "sha256" / sha[:2] / f"{sha}.mp4"
-
