@@ -627,3 +627,15 @@ def test_the_browser_is_started_on_a_private_login_file_not_on_the_token(tmp_pat
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_no_place_for_the_login_file_is_exit_2_and_frees_the_port(tmp_path: Path) -> None:
+    from glasskit_eval.errors import UsageError
+    from glasskit_eval.review.server import run
+
+    server = start_review(ReviewOptions(eval_dir=make_eval(tmp_path)))
+    port = server.port
+    with pytest.raises(UsageError) as info:
+        run(server, io.StringIO(), open_browser=False, login_dir=str(tmp_path / "missing"))
+    assert f"cannot create the private login file in {tmp_path / 'missing'}" in str(info.value)
+    start_review(ReviewOptions(eval_dir=tmp_path / "eval", port=port)).server_close()  # the port is free again

@@ -209,7 +209,11 @@ class LoginFile:
 def run(server: ReviewServer, out: TextIO, *, open_browser: bool,
         opener: Callable[[str], bool] | None = None, login_dir: str | None = None) -> None:
     """Print the URLs, open the browser on the login file unless told not to, serve until Ctrl+C."""
-    login = LoginFile(login_dir)
+    try:
+        login = LoginFile(login_dir)
+    except BaseException:
+        server.server_close()
+        raise
     try:
         login.attach(server)
         if open_browser:
