@@ -254,3 +254,45 @@ def test_pip_installs_the_same_data_files_the_zipapp_carries() -> None:
         return len(parts) == len(globs) and all(map(fnmatch.fnmatchcase, parts, globs))
 
     assert [n for n in data if not any(matches(n, p) for p in declared)] == []
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_dependency_cache_another_user_could_write_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    monkeypatch.setenv(zipapp.CACHE_ENV, str(root))
+    digest = "d" * 64
+    final = root / digest
+    final.mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    archive = str(tmp_path / "app.pyz")  # never opened: a trusted cache is used as it is
+    assert zipapp.dependency_path(archive, digest) == str(final)
+
+    final.chmod(0o770)
+    with pytest.raises(BootError) as info:
+        zipapp.dependency_path(archive, digest)
+    assert f"the unpacked dependencies at {final}" in str(info.value)
+    assert "can be written by other users (mode 770)" in str(info.value)
+    final.chmod(0o700)
+
+    root.chmod(0o777)
+    with pytest.raises(BootError) as info:
+        zipapp.dependency_path(archive, digest)
+    assert f"the dependency cache at {root}" in str(info.value) and zipapp.CACHE_ENV in str(info.value)
+    root.chmod(0o700)
+
+    final.rmdir()
+    elsewhere = tmp_path / "planted"
+    elsewhere.mkdir(mode=0o700)
+    final.symlink_to(elsewhere)
+    with pytest.raises(BootError) as info:
+        zipapp.dependency_path(archive, digest)
+    assert "is a symbolic link" in str(info.value)
+    final.unlink()
+
+    if os.getuid() == 0:  # only root can hand a directory to another user
+        final.mkdir(mode=0o700)
+        os.chown(final, 65534, 65534)
+        with pytest.raises(BootError) as info:
+            zipapp.dependency_path(archive, digest)
+        assert "is owned by user id 65534, not by you (0)" in str(info.value)

@@ -238,17 +238,17 @@ class _Interrupting:
         response = self.real.send(request)
         if request.method == "GET" and self.limit:
             limit, self.limit = self.limit, 0
-            inner = response.read
+            inner = response.read_some
 
-            def read(size: int | None = None) -> bytes:
-                if limit - read.sent <= 0:  # type: ignore[attr-defined]
+            def read_some(size: int = 1 << 20) -> bytes:
+                if limit - read_some.sent <= 0:  # type: ignore[attr-defined]
                     raise KeyboardInterrupt
-                data = inner(min(size or limit, limit - read.sent))  # type: ignore[attr-defined]
-                read.sent += len(data)  # type: ignore[attr-defined]
+                data = inner(min(size or limit, limit - read_some.sent))  # type: ignore[attr-defined]
+                read_some.sent += len(data)  # type: ignore[attr-defined]
                 return data
 
-            read.sent = 0  # type: ignore[attr-defined]
-            response.read = read  # type: ignore[method-assign]
+            read_some.sent = 0  # type: ignore[attr-defined]
+            response.read_some = read_some  # type: ignore[method-assign]
         return response
 
 
@@ -284,9 +284,27 @@ def test_prune_cache_removes_stale_partials_then_everything(env: Path, s3_server
     assert run_cli("video-store", "prune-cache") == (0, f"Removed 1 cached files (2.0 KiB) from {env}\n", "")
     assert not stale.exists()
     code, out, _ = run_cli("video-store", "prune-cache", "--all")
-    assert code == 0 and out.startswith("Removed 2 cached files (")
+    assert code == 0 and out.startswith("Removed 1 cached files (")
     assert not [p for p in env.rglob("*") if p.is_file()]
     assert run_cli("video-store", "pull", "--eval-dir", eval_dir)[0] == 0  # downloaded again when needed
+
+
+def test_cached_bytes_replaced_with_same_size_and_mtime_are_downloaded_again(
+        env: Path, s3_server: S3Server, tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, s3_server)
+    video = unique_video(tmp_path)
+    code, block, _ = upload(eval_dir, video, "--store", "team")
+    (eval_dir / "cases" / "task-01.yaml").write_text(case_text(block))
+    assert run_cli("video-store", "pull", "--eval-dir", eval_dir)[0] == 0
+    cached = next(p for p in env.rglob("*.mp4") if not p.name.startswith("."))
+    before = cached.stat()
+    cached.write_bytes(b"\0" * before.st_size)
+    os.utime(cached, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    counting = _Interrupting(limit=0)
+    paths = commands.pull(eval_dir, None, io.StringIO(), io.StringIO(), env=commands.StoreEnv(transport=counting))
+    assert paths == [cached] and cached.read_bytes() == video.read_bytes()
+    assert [r.method for r in counting.requests] == ["GET"]
 
 
 def test_two_concurrent_pull_subprocesses(env: Path, s3_server: S3Server, tmp_path: Path) -> None:

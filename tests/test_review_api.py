@@ -13,14 +13,13 @@ from typing import Any
 import pytest
 
 from glasskit_eval.review.api import (
-    CSRF_PLACEHOLDER,
     FileBody,
     Request,
     Response,
     ReviewState,
     handle,
 )
-from glasskit_eval.review.security import COOKIE_NAME, CSRF_HEADER
+from glasskit_eval.review.security import CSRF_HEADER, cookie_name
 
 VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 PORT = 8123
@@ -45,7 +44,17 @@ def state(tmp_path: Path) -> ReviewState:
     (root / "cases").mkdir(parents=True)
     shutil.copy(VIDEOS / "cfr_h264.mp4", root / "cases" / "clip.mp4")
     (root / "cases" / "clip.yaml").write_text(CASE, encoding="utf-8")
-    return ReviewState(root=root, port=PORT)
+    made = ReviewState(root=root, port=PORT)
+    _SESSIONS[id(made)] = made.secrets.open_session()
+    return made
+
+
+_SESSIONS: dict[int, str] = {}
+
+
+def session(state: ReviewState) -> str:
+    """The logged-in session the helpers below send (as if its login had happened)."""
+    return _SESSIONS[id(state)]
 
 
 class Reads:
@@ -61,7 +70,7 @@ class Reads:
 
 
 def headers(state: ReviewState, **extra: str) -> dict[str, str]:
-    out = {"host": f"127.0.0.1:{PORT}", "cookie": f"{COOKIE_NAME}={state.secrets.session}"}
+    out = {"host": f"127.0.0.1:{PORT}", "cookie": f"{cookie_name(PORT)}={session(state)}"}
     out.update(extra)
     return out
 
@@ -74,7 +83,8 @@ def write(state: ReviewState, method: str, target: str, value: Any, **extra: str
     data = json.dumps(value).encode()
     body = Reads(data)
     hdrs = headers(state, **{"content-type": "application/json", "content-length": str(len(data)),
-                             "origin": f"http://127.0.0.1:{PORT}", CSRF_HEADER: state.secrets.new_csrf_token()})
+                             "origin": f"http://127.0.0.1:{PORT}",
+                             CSRF_HEADER: state.secrets.new_csrf_token(session(state))})
     hdrs.update(extra)
     return handle(state, Request(method, target, hdrs, body)), body
 
@@ -101,14 +111,33 @@ def test_host_is_checked_before_login_and_session(state: ReviewState) -> None:
     assert header(response, "Set-Cookie") is None
 
 
-def test_login_redirects_and_sets_the_cookie(state: ReviewState) -> None:
-    response = handle(state, Request("GET", f"/?token={state.secrets.launch_token}",
-                                     {"host": f"localhost:{PORT}"}))
-    assert response.status == 303 and header(response, "Location") == "/"
-    assert header(response, "Set-Cookie") == state.secrets.session_cookie()
-    assert header(response, "Cache-Control") == "no-store"
+def test_login_spends_the_token_sets_the_cookie_and_hands_out_the_write_key(state: ReviewState) -> None:
+    token = state.secrets.launch_token
+    response = handle(state, Request("GET", f"/?token={token}", {"host": f"localhost:{PORT}"}))
+    assert response.status == 200 and header(response, "Cache-Control") == "no-store"
+    cookie = header(response, "Set-Cookie") or ""
+    match = re.fullmatch(rf"{cookie_name(PORT)}=([\w-]+); Path=/; HttpOnly; SameSite=Strict", cookie)
+    assert match
+    new_session = match.group(1)
+    assert isinstance(response.body, bytes)
+    refresh = re.search(rb'<meta http-equiv="refresh" content="0;url=/#write=([\w.-]+)">', response.body)
+    assert refresh  # a fragment: never sent back to any server
+    key = refresh.group(1).decode()
+    assert state.secrets.check_csrf_token(new_session, key)
+    assert not state.secrets.check_csrf_token(session(state), key)
+
+    again = handle(state, Request("GET", f"/?token={token}", {"host": f"127.0.0.1:{PORT}"}))
+    assert again.status == 403 and body_of(again)["code"] == "bad_token"
+    assert "already used" in body_of(again)["message"]
+    # The same browser reloading its spent link just goes to the page, with nothing new.
+    reload = handle(state, Request("GET", f"/?token={token}", {"host": f"127.0.0.1:{PORT}",
+                                                               "cookie": f"{cookie_name(PORT)}={new_session}"}))
+    assert reload.status == 303 and header(reload, "Location") == "/" and header(reload, "Set-Cookie") is None
+    assert state.secrets.launch_token != token
     wrong = handle(state, Request("GET", "/?token=nope", {"host": f"127.0.0.1:{PORT}"}))
     assert wrong.status == 403 and body_of(wrong)["code"] == "bad_token"
+    head = handle(state, Request("HEAD", f"/?token={state.secrets.launch_token}", {"host": f"127.0.0.1:{PORT}"}))
+    assert head.status == 401  # a link previewer's HEAD does not spend the token
 
 
 def test_every_read_needs_the_session(state: ReviewState) -> None:
@@ -131,16 +160,16 @@ def test_write_checks_run_before_the_body_is_read(state: ReviewState) -> None:
 # --- pages and reads ------------------------------------------------------------------------------
 
 
-def test_index_carries_a_fresh_csrf_token(state: ReviewState) -> None:
-    pages = [get(state, "/"), get(state, "/index.html")]
-    tokens = []
-    for page in pages:
-        assert page.status == 200 and header(page, "Content-Type") == "text/html; charset=utf-8"
-        assert isinstance(page.body, bytes) and CSRF_PLACEHOLDER.encode() not in page.body
-        match = re.search(rb'name="csrf-token" content="([^"]+)"', page.body)
-        assert match
-        tokens.append(match.group(1).decode())
-    assert tokens[0] != tokens[1] and all(state.secrets.check_csrf_token(t) for t in tokens)
+def test_no_page_the_cookie_can_fetch_carries_a_write_key(state: ReviewState) -> None:
+    for target in ("/", "/index.html", "/api/session", "/static/api.js"):
+        page = get(state, target)
+        assert page.status == 200 and isinstance(page.body, bytes)
+        text = page.body.decode()
+        for word in re.findall(r"[\w-]{20,}\.[0-9a-f]{64}", text):
+            assert not state.secrets.check_csrf_token(session(state), word), target
+    page = get(state, "/")
+    assert header(page, "Content-Type") == "text/html; charset=utf-8"
+    assert b"csrf" not in page.body  # type: ignore[operator]
 
 
 def test_static_files_by_name_and_type_only(state: ReviewState) -> None:
@@ -193,7 +222,8 @@ def test_an_internal_fault_is_a_500_without_details(state: ReviewState, caplog: 
         raise RuntimeError("disk on fire")  # a fault no real request can cause
 
     hdrs = headers(state, **{"content-type": "application/json", "content-length": "2",
-                             CSRF_HEADER: state.secrets.new_csrf_token()})
+                             "origin": f"http://127.0.0.1:{PORT}",
+                             CSRF_HEADER: state.secrets.new_csrf_token(session(state))})
     with caplog.at_level(logging.ERROR, logger="glasskit_eval.review.api"):
         response = handle(state, Request("PUT", "/api/cases/clip/targets/door/samples", hdrs, broken))
     error = body_of(response)

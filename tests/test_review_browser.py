@@ -6,14 +6,15 @@ ranges, report overlay) are in test_review_browser_edits.py.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from reviewpage import Page, browser, make_eval, opened, served
+from reviewpage import VIEWPORT, Page, browser, make_eval, opened, served
 
-from glasskit_eval.review.server import ReviewServer
+from glasskit_eval.review.server import LoginFile, ReviewServer
 
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
@@ -233,3 +234,54 @@ def test_shortcuts_work_with_focus_anywhere_but_text_boxes(page: Page, review: t
     assert tab.input_value("#f-string") == "closed"
     assert page.saves_now() == 2 and case_file.read_text() == CASE
     assert page.problems == []
+
+
+def test_the_login_file_logs_a_browser_in_and_each_link_works_once(
+        browser: Any, review: tuple[ReviewServer, Path], tmp_path: Path) -> None:
+    server, case_file = review
+    login = LoginFile(str(tmp_path))
+    login.attach(server)
+    try:
+        assert stat.S_IMODE(login.directory.stat().st_mode) == 0o700
+        assert stat.S_IMODE(login.path.stat().st_mode) == 0o600
+        first = server.login_url
+        assert first.replace("&", "&amp;") in login.path.read_text()
+        context = browser.new_context(viewport=VIEWPORT)
+        try:
+            tab = context.new_page()
+            problems: list[str] = []
+            tab.on("console", lambda m: problems.append(f"console {m.type}: {m.text}"))
+            tab.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            tab.goto(login.uri)  # what the browser is started with: a file name, no token
+            tab.wait_for_selector("#frame-label[data-index]")
+            assert problems == []
+            assert tab.url == f"http://127.0.0.1:{server.port}/"  # neither token nor write key left
+            assert first not in login.path.read_text() and server.login_url in login.path.read_text()
+            page = Page(tab, [])
+            page.press("End", ",")
+            page.press("a")
+            page.saves(1)
+            tab.reload()  # the tab keeps its write key
+            tab.wait_for_selector("#frame-label[data-index]")
+            page.press("End", ",", ",")
+            page.press("a")
+            page.saves(1)
+            assert case_file.read_text().count("- at:") == 4
+
+            spent = context.new_page()
+            response = spent.goto(first)  # this browser's spent link: just the page, nothing new
+            assert response is not None and response.status == 200 and spent.url == tab.url
+        finally:
+            context.close()
+        stranger = browser.new_context(viewport=VIEWPORT)
+        try:
+            response = stranger.new_page().goto(first)
+            assert response is not None and response.status == 403
+            again = stranger.new_page()
+            again.goto(login.uri)  # the file holds the next token: another browser logs in
+            again.wait_for_selector("#frame-label[data-index]")
+        finally:
+            stranger.close()
+    finally:
+        login.detach(server)
+    assert not login.directory.exists()

@@ -8,12 +8,15 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -50,7 +53,8 @@ targets:
 class Client:
     def __init__(self, server: ReviewServer) -> None:
         self.port = server.port
-        self.token = server.state.secrets.launch_token
+        self.secrets = server.state.secrets
+        self.origin = f"http://127.0.0.1:{self.port}"
         self.cookie: str | None = None
         self.csrf: str | None = None
 
@@ -75,13 +79,18 @@ class Client:
         finally:
             conn.close()
 
+    @property
+    def token(self) -> str:
+        """The current one-time launch token (each login spends it)."""
+        return self.secrets.launch_token
+
     def login(self) -> None:
-        status, headers, _ = self.request("GET", f"/?token={self.token}", cookie=False)
-        assert status == 303
-        self.cookie = headers["set-cookie"].split(";")[0]
-        status, _, page = self.request("GET", "/")
+        status, headers, page = self.request("GET", f"/?token={self.token}", cookie=False)
         assert status == 200
-        match = re.search(rb'name="csrf-token" content="([^"]+)"', page)
+        self.cookie = headers["set-cookie"].split(";")[0]
+        # The write key comes in the fragment the login page moves on to; the page keeps it in
+        # sessionStorage.
+        match = re.search(rb'content="0;url=/#write=([\w.-]+)"', page)
         assert match
         self.csrf = match.group(1).decode()
 
@@ -152,14 +161,41 @@ def test_every_route_needs_the_session_cookie(served: tuple[Client, Path]) -> No
     assert status == 401
 
 
-def test_login_sets_a_strict_httponly_cookie_and_drops_the_token(served: tuple[Client, Path]) -> None:
-    client, _ = served
+def test_login_sets_a_strict_httponly_cookie_and_spends_the_token(served: tuple[Client, Path]) -> None:
+    client, root = served
     status, _, data = client.request("GET", "/?token=wrong", cookie=False)
     assert status == 403 and error_of(data)["code"] == "bad_token"
-    status, headers, _ = client.request("GET", f"/?token={client.token}", cookie=False)
-    assert status == 303 and headers["location"] == "/"
+    token = client.token
+    status, headers, page = client.request("GET", f"/?token={token}", cookie=False)
+    assert status == 200 and b'content="0;url=/#write=' in page
     cookie = headers["set-cookie"]
+    assert cookie.startswith(f"glasskit_review_{client.port}=")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    status, _, data = client.request("GET", f"/?token={token}", cookie=False)
+    assert status == 403 and "already used" in error_of(data)["message"]
+
+
+def test_the_cookie_alone_cannot_write(served: tuple[Client, Path]) -> None:
+    """What a thief of the cookie (sent to every port of 127.0.0.1) can do: read, not write."""
+    client, root = served
+    before = (root / "cases" / "clip.yaml").read_bytes()
+    body = _save_body(client, [{"at": 0.2, "expect": "stolen"}])
+    status, _, page = client.request("GET", "/")
+    assert status == 200 and b"write=" not in page and client.csrf and client.csrf.encode() not in page
+    for headers in ({}, {"Origin": client.origin}, {"Origin": client.origin, "X-CSRF-Token": "x.y"}):
+        status, _, data = client.request("PUT", SAVE, json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json", **headers})
+        assert status == 403 and error_of(data)["code"] in ("wrong_origin", "bad_csrf"), headers
+    # A second login (another browser) gets its own session; keys do not cross sessions.
+    other = Client.__new__(Client)
+    other.__dict__.update(client.__dict__)
+    other.login()
+    assert other.cookie != client.cookie
+    status, _, data = client.request("PUT", SAVE, json.dumps(body).encode(), headers={
+        "Content-Type": "application/json", "Origin": client.origin, "X-CSRF-Token": other.csrf or ""})
+    assert status == 403 and error_of(data)["code"] == "bad_csrf"
+    assert (root / "cases" / "clip.yaml").read_bytes() == before
+    assert client.put_json(SAVE, body)[0] == 200  # its own key works
 
 
 def test_security_headers_on_pages_and_errors(served: tuple[Client, Path]) -> None:
@@ -230,18 +266,20 @@ def test_huge_body_is_refused_from_content_length_alone(served: tuple[Client, Pa
     client, _ = served
     # Declares 50 MB but sends nothing: the answer must come without reading the body.
     status, headers, data = client.request("PUT", SAVE, b"", headers={
-        "Content-Type": "application/json", "X-CSRF-Token": client.csrf or "", "Content-Length": str(50 << 20)})
+        "Content-Type": "application/json", "X-CSRF-Token": client.csrf or "", "Content-Length": str(50 << 20),
+        "Origin": client.origin})
     assert status == 413 and error_of(data)["code"] == "body_too_large"
     assert headers.get("connection") == "close"
     status, _, data = client.request("PUT", SAVE, b"", headers={
-        "Content-Type": "application/json", "X-CSRF-Token": client.csrf or "", "Transfer-Encoding": "chunked"})
+        "Content-Type": "application/json", "X-CSRF-Token": client.csrf or "", "Transfer-Encoding": "chunked",
+        "Origin": client.origin})
     assert status == 411
 
 
 def test_bad_json_and_bad_shapes(served: tuple[Client, Path]) -> None:
     client, _ = served
     status, _, data = client.request("PUT", SAVE, b"{not json", headers={
-        "Content-Type": "application/json", "X-CSRF-Token": client.csrf or ""})
+        "Content-Type": "application/json", "X-CSRF-Token": client.csrf or "", "Origin": client.origin})
     assert status == 400 and error_of(data)["code"] == "bad_json"
     status, error = client.put_json(SAVE, {"blocks": []})
     assert status == 400 and "revision" in error["message"]
@@ -520,7 +558,7 @@ def test_subprocess_serves_then_exits_0_on_ctrl_c(tmp_path: Path) -> None:
         assert match, line
         conn = http.client.HTTPConnection("127.0.0.1", int(match.group(1)), timeout=30)
         conn.request("GET", f"/?token={match.group(2)}")
-        assert conn.getresponse().status == 303
+        assert conn.getresponse().status == 200
         conn.close()
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
@@ -530,3 +568,74 @@ def test_subprocess_serves_then_exits_0_on_ctrl_c(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+BROWSER_SCRIPT = """\
+import sys
+from pathlib import Path
+Path(sys.argv[1]).write_text("\\n".join(sys.argv[2:]))
+"""
+
+
+def test_the_browser_is_started_on_a_private_login_file_not_on_the_token(tmp_path: Path) -> None:
+    """What `ps` shows of the browser `review` starts: a file name, never the token."""
+    root = make_eval(tmp_path)
+    argv_log = tmp_path / "browser-argv.txt"
+    script = tmp_path / "browser.py"
+    script.write_text(BROWSER_SCRIPT)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "BROWSER": f"{sys.executable} {script} {argv_log} %s", "XDG_RUNTIME_DIR": str(runtime)}
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "review", "--eval-dir", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert "token" not in lines[0] and "Review UI: http://127.0.0.1:" in lines[0], lines
+        port = int(re.search(r"127\.0\.0\.1:(\d+)/", lines[0]).group(1))  # type: ignore[union-attr]
+        while not (argv_log.exists() and argv_log.read_text()):  # the "browser" runs after those lines
+            assert proc.poll() is None, proc.communicate()
+            threading.Event().wait(0.05)
+        argv = argv_log.read_text().split("\n")
+        assert not [a for a in argv if "token" in a], argv
+        assert len(argv) == 1 and argv[0].startswith("file://")
+        login = Path(urllib.parse.unquote(urllib.parse.urlsplit(argv[0]).path))
+        assert login.parent.parent == runtime and argv[0] in lines[1]
+        assert stat.S_IMODE(login.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(login.stat().st_mode) == 0o600
+        first = re.search(r'url=http://127\.0\.0\.1:\d+/\?token=([\w-]+)"', login.read_text())
+        assert first, login.read_text()
+
+        def log_in(token: str) -> int:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                conn.request("GET", f"/?token={token}")
+                return conn.getresponse().status
+            finally:
+                conn.close()
+
+        assert log_in(first.group(1)) == 200
+        assert log_in(first.group(1)) == 403  # spent
+        second = re.search(r'token=([\w-]+)"', login.read_text())
+        assert second and second.group(1) != first.group(1)
+        assert log_in(second.group(1)) == 200  # the renewed file logs in the next browser
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        assert not login.parent.exists()  # removed at exit
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_no_place_for_the_login_file_is_exit_2_and_frees_the_port(tmp_path: Path) -> None:
+    from glasskit_eval.errors import UsageError
+    from glasskit_eval.review.server import run
+
+    server = start_review(ReviewOptions(eval_dir=make_eval(tmp_path)))
+    port = server.port
+    with pytest.raises(UsageError) as info:
+        run(server, io.StringIO(), open_browser=False, login_dir=str(tmp_path / "missing"))
+    assert f"cannot create the private login file in {tmp_path / 'missing'}" in str(info.value)
+    start_review(ReviewOptions(eval_dir=tmp_path / "eval", port=port)).server_close()  # the port is free again

@@ -9,12 +9,18 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from glasskit_eval.errors import StoreError
 from glasskit_eval.store.cache import VideoCache, default_cache_dir, format_size
+from glasskit_eval.store.config import VideoStoreConfig
+from glasskit_eval.store.progress import TerminalProgress
+from glasskit_eval.store.s3 import S3Client
 from glasskit_eval.store.transport import HttpResponse, TransportError
 from glasskit_eval.support.fsio import FileLock
 
@@ -37,6 +43,8 @@ class _Cut(io.BytesIO):
             raise self._error
         want = self._limit - self.tell() if size is None or size < 0 else min(size, self._limit - self.tell())
         return super().read(want)
+
+    read1 = read  # HttpResponse.read_some prefers read1
 
 
 class Served:
@@ -88,8 +96,7 @@ def test_download_verifies_then_renames_and_reuses(tmp_path: Path) -> None:
     assert path.read_bytes() == DATA
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert notes == ["Downloading team:clip into the video cache"]
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, f".{path.name}.lock",
-                                                                    f".{path.name}.verified.json"])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, f".{path.name}.lock"])
     assert cache.fetch(SHA, KEY, served, describe="team:clip") == path
     assert served.starts == [0]
 
@@ -164,11 +171,36 @@ def test_tampered_cache_entry_is_rehashed_and_replaced(tmp_path: Path) -> None:
     served = Served()
     assert cache.fetch(SHA, KEY, served, describe="x").read_bytes() == DATA
     assert served.starts == [0]
-    # A lost marker costs one hash, not a download.
-    marker = path.with_name(f".{path.name}.verified.json")
-    marker.unlink()
-    assert cache.lookup(SHA, KEY) == path
-    assert json.loads(marker.read_text())["sha256"] == SHA
+
+
+def test_bytes_replaced_with_the_same_size_and_mtime_are_not_used(tmp_path: Path) -> None:
+    cache = VideoCache(tmp_path)
+    path = cache.fetch(SHA, KEY, Served(), describe="x")
+    before = path.stat()
+    assert cache.lookup(SHA, KEY) == path  # hashed, and remembered for this exact file state
+    with open(path, "r+b") as handle:  # in place: same inode, same size
+        handle.write(b"\xff" * 4096)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert cache.lookup(SHA, KEY) is None
+    assert not path.exists()
+    served = Served()
+    assert cache.fetch(SHA, KEY, served, describe="x").read_bytes() == DATA
+    assert served.starts == [0]
+
+
+def test_a_record_beside_the_video_is_not_trusted(tmp_path: Path) -> None:
+    cache = VideoCache(tmp_path)
+    final = cache.path_for(SHA, KEY)
+    final.parent.mkdir(parents=True)
+    final.write_bytes(b"\0" * len(DATA))
+    stat = final.stat()
+    marker = final.with_name(f".{final.name}.verified.json")
+    marker.write_text(json.dumps({"sha256": SHA, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}))
+    assert cache.lookup(SHA, KEY) is None
+    assert cache.fetch(SHA, KEY, Served(), describe="x").read_bytes() == DATA
+    assert not marker.exists()  # an old version's record is dropped once the video is fetched again
 
 
 def test_file_lock_is_exclusive_and_survives_removal(tmp_path: Path) -> None:
@@ -206,7 +238,7 @@ def test_prune_removes_stale_partials_but_not_running_downloads(tmp_path: Path) 
 
     result = cache.prune(everything=True)
     assert not done.exists() and not busy_partial.exists() and unrelated.exists()
-    assert result.files == 3 and result.busy == 0
+    assert result.files == 2 and result.busy == 0  # the video and the abandoned partial
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [unrelated]
 
 
@@ -261,3 +293,130 @@ def test_two_processes_downloading_the_same_video_do_not_collide(tmp_path: Path)
     assert Path(paths.pop()).read_bytes() == source.read_bytes()
     assert log.read_text().splitlines() == ["0"]  # one download; the other waited and reused it
     assert not list((tmp_path / "cache").rglob("*.partial"))
+
+
+# --- against a real HTTP server on 127.0.0.1 that misbehaves on purpose ---------------------
+
+
+class _FaultyHandler(BaseHTTPRequestHandler):
+    server: _FaultyHTTPServer
+
+    def do_GET(self) -> None:
+        served = self.server.served
+        header = self.headers.get("Range")
+        served.ranges.append(header)
+        fault = served.faults.pop(0) if served.faults else None
+        start = int(header[len("bytes="):].rstrip("-")) if header else 0
+        body = served.data[start:]
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{len(served.data) - 1}/{len(served.data)}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            if fault == "cut":  # a clean close halfway: no reset, no error, just fewer bytes
+                self.wfile.write(body[:len(body) // 2])
+            elif fault == "trickle":  # one byte every 50 ms: never silent long enough to time out
+                for byte in body:
+                    if served.stop.wait(0.05):
+                        return
+                    self.wfile.write(bytes([byte]))
+            elif fault == "silent":  # headers and a little, then nothing
+                self.wfile.write(body[:1000])
+                served.stop.wait()
+            else:
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on us, as it should
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _FaultyHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    served: FaultyServer
+
+
+class FaultyServer:
+    """Serves ``data`` with Range support; each GET takes the next of ``faults`` (then behaves)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.faults: list[str] = []
+        self.ranges: list[str | None] = []
+        self.stop = threading.Event()
+        self.httpd = _FaultyHTTPServer(("127.0.0.1", 0), _FaultyHandler)
+        self.httpd.served = self
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def opener(self, *, timeout_s: float = 10.0) -> Callable[[int], HttpResponse]:
+        base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        client = S3Client(VideoStoreConfig("pub", "bucket", public_base_url=base), None, timeout_s=timeout_s)
+        return lambda start: client.get(KEY, start, public=True)
+
+
+@pytest.fixture
+def http_server() -> Iterator[FaultyServer]:
+    server = FaultyServer(DATA)
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.stop.set()
+        server.httpd.shutdown()
+        server.httpd.server_close()
+        server.thread.join()
+
+
+def test_body_cut_cleanly_before_content_length_is_resumed_with_range(tmp_path: Path,
+                                                                      http_server: FaultyServer) -> None:
+    http_server.faults = ["cut"]
+    path = VideoCache(tmp_path).fetch(SHA, KEY, http_server.opener(), describe="pub:clip")
+    assert path.read_bytes() == DATA
+    assert http_server.ranges == [None, f"bytes={len(DATA) // 2}-"]
+
+
+def test_bodies_cut_every_time_end_in_an_error_and_keep_the_bytes(tmp_path: Path,
+                                                                  http_server: FaultyServer) -> None:
+    http_server.faults = ["cut"] * 3
+    cache = VideoCache(tmp_path, resume_attempts=3)
+    with pytest.raises(StoreError) as info:
+        cache.fetch(SHA, KEY, http_server.opener(), describe="pub:clip")
+    half, quarter = len(DATA) // 2, (len(DATA) - len(DATA) // 2) // 2
+    assert str(info.value) == (f"download of pub:clip kept failing (the connection closed after "
+                               f"{half + quarter + (len(DATA) - half - quarter) // 2} of {len(DATA)} bytes); "
+                               "run the command again to resume it")
+    assert cache.lookup(SHA, KEY) is None
+    # The next command resumes where this one stopped, and the result is verified.
+    assert cache.fetch(SHA, KEY, http_server.opener(), describe="pub:clip").read_bytes() == DATA
+    assert http_server.ranges[-1] == f"bytes={half + quarter + (len(DATA) - half - quarter) // 2}-"
+
+
+def test_a_trickling_server_is_dropped_as_stalled(tmp_path: Path, http_server: FaultyServer) -> None:
+    http_server.faults = ["trickle", "trickle"]
+    cache = VideoCache(tmp_path, resume_attempts=2, stall_timeout_s=0.3, stall_bytes=1024)
+    with pytest.raises(StoreError) as info:
+        cache.fetch(SHA, KEY, http_server.opener(), describe="pub:clip")
+    assert str(info.value) == ("download of pub:clip kept failing (stalled: less than 1.0 KiB in 0.3 s); "
+                               "run the command again to resume it")
+    assert len(http_server.ranges) == 2 and http_server.ranges[1] is not None  # resumed once, then gave up
+    assert cache.fetch(SHA, KEY, http_server.opener(), describe="pub:clip").read_bytes() == DATA
+
+
+def test_a_silent_server_times_out_and_the_download_resumes(tmp_path: Path, http_server: FaultyServer) -> None:
+    http_server.faults = ["silent"]
+    path = VideoCache(tmp_path).fetch(SHA, KEY, http_server.opener(timeout_s=0.5), describe="pub:clip")
+    assert path.read_bytes() == DATA
+    assert http_server.ranges == [None, "bytes=1000-"]
+
+
+def test_progress_is_reported_up_to_the_whole_size(tmp_path: Path, http_server: FaultyServer) -> None:
+    http_server.faults = ["cut"]
+    screen = io.StringIO()
+    ticks = iter(range(1000))
+    progress = TerminalProgress(screen, "  pub:clip", interval_s=0, clock=lambda: float(next(ticks)))
+    VideoCache(tmp_path).fetch(SHA, KEY, http_server.opener(), describe="pub:clip", progress=progress)
+    lines = screen.getvalue().split("\r")
+    assert lines[0] == "" and lines[1].startswith("  pub:clip: 0 B of 1.0 MiB (0%)")
+    assert lines[-1].startswith("  pub:clip: 1.0 MiB of 1.0 MiB (100%), ") and lines[-1].endswith("/s\n")

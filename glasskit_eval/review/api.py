@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 
 STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                 ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
-CSRF_PLACEHOLDER = "__CSRF_TOKEN__"
 
 
 @dataclass
@@ -115,9 +114,9 @@ def _handle(state: ReviewState, request: Request) -> Response:
     check_host(request.headers, state.port)
     method = request.method.upper()
     path = request.path
-    if method in ("GET", "HEAD") and path == "/" and "token" in request.query:
+    if method == "GET" and path == "/" and "token" in request.query:
         return _login(state, request)
-    check_session(state.secrets, request.headers)
+    session = check_session(state.secrets, request.headers, state.port)
     parts = [unquote(p) for p in path.split("/")[1:]]
     if method in ("GET", "HEAD"):
         response = _route_read(state, request, parts)
@@ -127,7 +126,7 @@ def _handle(state: ReviewState, request: Request) -> Response:
         return response
     write = _WRITES.get((method, _route_shape(parts)))
     if write is not None:
-        length = check_write(state.secrets, request.headers, state.port)
+        length = check_write(state.secrets, request.headers, state.port, session)
         body = _json_body(request.read_body(length))
         written = write(state, parts, body)
         return Response.json({**state.detail(written.loaded), "saved": written.saved})
@@ -166,13 +165,28 @@ _WRITES: dict[tuple[str, tuple[str, ...]], Callable[[ReviewState, list[str], Any
 
 
 def _login(state: ReviewState, request: Request) -> Response:
-    token = request.query["token"][0]
-    if not state.secrets.check_launch_token(token):
-        raise Denied(403, "bad_token", "wrong or expired token; open the URL the current `review` "
-                     "process printed")
-    # Redirect so the token leaves the address bar and the history.
-    return Response(303, [("Location", "/"), ("Set-Cookie", state.secrets.session_cookie()),
-                          ("Cache-Control", "no-store")])
+    """Spend the one-time launch token: a session cookie, and the write key in the fragment."""
+    secrets_ = state.secrets
+    session = secrets_.redeem(request.query["token"][0])
+    if session is None:
+        if secrets_.session_of(request.headers.get("cookie"), state.port) is not None:
+            # This browser is logged in already (a reload of a spent link): nothing to hand out.
+            return Response(303, [("Location", "/"), ("Cache-Control", "no-store")])
+        raise Denied(403, "bad_token", "this login link is wrong or was already used (each works "
+                     "once); open the login file `review` printed, or restart `review`")
+    # A page that moves on by itself, not a 303: a redirect continues the navigation that
+    # brought the token, and when that came from the login file (file://, another site) the
+    # SameSite=Strict cookie would not go with it. The refresh is this page's own navigation.
+    # It takes the token out of the address bar; the write key rides in the fragment, which
+    # is never sent to a server, and the page moves it into this tab's sessionStorage. The
+    # empty icon keeps the browser from asking for /favicon.ico (a 404 in its console).
+    target = f"/#write={secrets_.new_csrf_token(session)}"
+    page = (f'<!doctype html>\n<html><head><meta charset="utf-8"><meta http-equiv="refresh" '
+            f'content="0;url={target}"><link rel="icon" href="data:,"><title>glasskit review</title>'
+            f'</head>\n<body><p><a href="{target}">Open the review page</a></p></body></html>\n')
+    return Response(200, [("Content-Type", STATIC_TYPES[".html"]),
+                          ("Set-Cookie", secrets_.session_cookie(session, state.port)),
+                          ("Cache-Control", "no-store")], page.encode("utf-8"))
 
 
 def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Response:
@@ -200,9 +214,8 @@ def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Respo
 
 
 def _index(state: ReviewState) -> Response:
-    html = _asset("index.html").decode("utf-8").replace(CSRF_PLACEHOLDER, state.secrets.new_csrf_token())
     return Response(200, [("Content-Type", STATIC_TYPES[".html"]), ("Cache-Control", "no-store")],
-                    html.encode("utf-8"))
+                    _asset("index.html"))
 
 
 _asset_cache: dict[str, bytes] = {}

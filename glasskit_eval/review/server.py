@@ -6,10 +6,16 @@ security headers to every response and streams file bodies.
 
 from __future__ import annotations
 
+import contextlib
+import html
+import os
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, TextIO
 
 from .api import FileBody, Request, Response, ReviewState, handle
@@ -110,8 +116,16 @@ class ReviewServer(ThreadingHTTPServer):
         return int(self.server_address[1])
 
     @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/"
+
+    @property
     def login_url(self) -> str:
-        return f"http://{HOST}:{self.port}/?token={self.state.secrets.launch_token}"
+        """The current one-time login URL (each login spends it and makes the next)."""
+        return self.token_url(self.state.secrets.launch_token)
+
+    def token_url(self, token: str) -> str:
+        return f"{self.url}?token={token}"
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Never a traceback on the console for a client that went away; real bugs are
@@ -129,25 +143,101 @@ def serve_in_thread(server: ReviewServer) -> threading.Thread:
     return thread
 
 
-def run(server: ReviewServer, out: TextIO, *, open_browser: bool,
-        opener: Callable[[str], bool] | None = None) -> None:
-    """Print the URL, open it unless told not to, and serve until Ctrl+C."""
-    url = server.login_url
-    print(f"Review UI: {url}", file=out)
-    print("Open that URL (it carries this session's access token). Press Ctrl+C to stop.", file=out)
-    out.flush()
-    if open_browser:
-        try:
-            import webbrowser
+class LoginFile:
+    """The current one-time login URL in a file only this user can read, for the browser to open.
 
-            opened = (opener or webbrowser.open)(url)
-        except Exception:
-            opened = False
-        if not opened:
-            print("Could not open a browser; open the URL above yourself.", file=out)
+    A URL on a command line is visible to every local user (``ps``, ``/proc/*/cmdline``),
+    and that is how ``webbrowser`` starts a browser. So, as Jupyter does, the browser gets
+    ``file://.../login.html``, a 0600 file in a private (0700) temporary directory that
+    redirects to the token URL. The file is rewritten with the next token after each login,
+    so it opens a session as often as needed while ``review`` runs, and removed at exit.
+    """
+
+    def __init__(self, parent: str | None = None) -> None:
+        from ..errors import UsageError
+
+        places = [parent] if parent is not None else [os.environ.get("XDG_RUNTIME_DIR"), None]
+        problem: OSError | None = None
+        for place in places:  # XDG_RUNTIME_DIR: per user, on tmpfs, gone at logout
+            if place is not None and not os.path.isdir(place):
+                continue
+            try:
+                self.directory = Path(tempfile.mkdtemp(prefix="glasskit-review-", dir=place))
+                break
+            except OSError as exc:
+                problem = exc
+        else:
+            where = parent or tempfile.gettempdir()
+            reason = problem.strerror if problem is not None and problem.strerror else "not a directory"
+            raise UsageError(f"cannot create the private login file in {where}: {reason}; point TMPDIR "
+                             "at a writable directory")
+        self.path = self.directory / "login.html"
+
+    @property
+    def uri(self) -> str:
+        return self.path.as_uri()
+
+    def write(self, url: str) -> None:
+        quoted = html.escape(url, quote=True)
+        page = ("<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+                f"<meta http-equiv=\"refresh\" content=\"0;url={quoted}\">"
+                "<meta name=\"referrer\" content=\"no-referrer\"><title>glasskit review</title></head>\n"
+                f"<body><p><a href=\"{quoted}\">Open the review page</a> (a one-time login link).</p>"
+                "</body></html>\n")
+        tmp = self.directory / ".login.html.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(page)
+        os.replace(tmp, self.path)  # a browser reading it never sees half a file
+
+    def attach(self, server: ReviewServer) -> None:
+        """Hold ``server``'s current login URL from now on, renewed after every login."""
+        self.write(server.login_url)
+
+        def renew(token: str) -> None:
+            # A full disk must not fail the login that spent the old token.
+            with contextlib.suppress(OSError):
+                self.write(server.token_url(token))
+
+        server.state.secrets.on_new_token = renew
+
+    def detach(self, server: ReviewServer) -> None:
+        server.state.secrets.on_new_token = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def run(server: ReviewServer, out: TextIO, *, open_browser: bool,
+        opener: Callable[[str], bool] | None = None, login_dir: str | None = None) -> None:
+    """Print the URLs, open the browser on the login file unless told not to, serve until Ctrl+C."""
     try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
+        login = LoginFile(login_dir)
+    except BaseException:
+        server.server_close()
+        raise
+    try:
+        login.attach(server)
+        if open_browser:
+            print(f"Review UI: {server.url}", file=out)
+            print(f"Opening your browser on {login.uri} (readable only by you; a one-time login link, "
+                  "renewed after each use). Press Ctrl+C to stop.", file=out)
+        else:
+            print(f"Review UI: {server.login_url}", file=out)
+            print(f"That link logs one browser in, once; for another, open {login.uri} (readable only "
+                  "by you, renewed after each use). Press Ctrl+C to stop.", file=out)
+        out.flush()
+        if open_browser:
+            try:
+                import webbrowser
+
+                # The file's name goes on the browser's command line; the token does not.
+                opened = (opener or webbrowser.open)(login.uri)
+            except Exception:
+                opened = False
+            if not opened:
+                print(f"Could not open a browser; open {login.uri} yourself, or restart with --no-open "
+                      "and open the one-time link it prints.", file=out)
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever(poll_interval=0.2)
     finally:
+        login.detach(server)
         server.server_close()

@@ -16,6 +16,7 @@ from ..errors import PreconditionFailed, StoreError, UsageError
 from .cache import VideoCache, default_cache_dir, format_size, hash_stream
 from .config import VideoStoreConfig
 from .credentials import require_credentials, resolve_credentials
+from .progress import terminal_progress
 from .s3 import ObjectInfo, Part, S3Client
 from .transport import Transport
 
@@ -57,8 +58,11 @@ def _store(config: EvalConfig, name: str) -> VideoStoreConfig:
 
 
 def download_video(video: CloudVideo, config: EvalConfig, *, env: StoreEnv | None = None,
-                   notify: Callable[[str], None] | None = None) -> Path:
-    """The verified local copy of a cloud video, downloading it into the cache if needed."""
+                   notify: Callable[[str], None] | None = None, terminal: TextIO | None = None) -> Path:
+    """The verified local copy of a cloud video, downloading it into the cache if needed.
+
+    ``terminal`` gets a progress line redrawn in place, but only if it is a TTY.
+    """
     env = env or StoreEnv()
     store = _store(config, video.store)
     cache = env.cache()
@@ -77,7 +81,8 @@ def download_video(video: CloudVideo, config: EvalConfig, *, env: StoreEnv | Non
         public = False
 
     return cache.fetch(video.sha256, video.key, lambda start: client.get(video.key, start, public=public),
-                       describe=video.describe(), notify=notify)
+                       describe=video.describe(), notify=notify,
+                       progress=terminal_progress(terminal, f"  {video.describe()}"))
 
 
 def pull(eval_dir: str | Path, case: str | None, out: TextIO, err: TextIO, *,
@@ -94,7 +99,7 @@ def pull(eval_dir: str | Path, case: str | None, out: TextIO, err: TextIO, *,
         return []
     paths: list[Path] = []
     for video in videos.values():
-        path = download_video(video, ed.config, env=env, notify=lambda m: print(m, file=err))
+        path = download_video(video, ed.config, env=env, notify=lambda m: print(m, file=err), terminal=err)
         if path not in paths:
             paths.append(path)
             print(path, file=out)

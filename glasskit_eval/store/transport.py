@@ -63,9 +63,30 @@ class HttpResponse:
             raise TransportError(f"connection lost while reading the response: {_reason(exc)}",
                                  retryable=True) from None
 
+    def read_some(self, size: int = CHUNK_SIZE) -> bytes:
+        """Up to ``size`` bytes, returning as soon as any arrived (b"" at the end).
+
+        ``read(size)`` waits until ``size`` bytes or the end, so a server trickling a byte
+        every few seconds would hold it for days; this returns after one socket read, which
+        the request timeout bounds, so the caller can notice a stalled transfer.
+        """
+        if self._stream is None:
+            return b""
+        read1 = getattr(self._stream, "read1", None)
+        try:
+            return read1(size) if read1 is not None else self._stream.read(size)
+        except (OSError, http.client.HTTPException) as exc:
+            raise TransportError(f"connection lost while reading the response: {_reason(exc)}",
+                                 retryable=True) from None
+
     def iter_chunks(self, size: int = CHUNK_SIZE) -> Iterator[bytes]:
+        """The body in pieces of at most ``size`` bytes, each yielded as soon as it arrives.
+
+        A body that ends early without an error (the server closed the connection before
+        its Content-Length) just ends: callers that know the length compare it.
+        """
         while True:
-            chunk = self.read(size)
+            chunk = self.read_some(size)
             if not chunk:
                 return
             yield chunk

@@ -1,5 +1,14 @@
 // The server's API: every request the page makes, and its errors as ApiError.
-const CSRF = document.querySelector('meta[name="csrf-token"]').content;
+// The write key comes once, in the fragment of the login redirect, and never in a page the
+// session cookie alone could fetch; it stays in this tab's sessionStorage (bound to this exact
+// origin, port included), so reloads keep it and other local servers never see it.
+const WRITE_KEY = "glasskit-review-write-key";
+const fragment = /^#write=([A-Za-z0-9_.-]+)$/.exec(location.hash);
+if (fragment) {
+  sessionStorage.setItem(WRITE_KEY, fragment[1]);
+  history.replaceState(null, "", location.pathname + location.search);
+}
+const CSRF = sessionStorage.getItem(WRITE_KEY) || "";
 const enc = encodeURIComponent;
 
 export class ApiError extends Error {
