@@ -16,7 +16,7 @@ from evalkit import run_cli
 
 from glasskit_eval.review import pins
 from glasskit_eval.review.api import Request, Response, ReviewState, handle
-from glasskit_eval.review.security import COOKIE_NAME, CSRF_HEADER
+from glasskit_eval.review.security import CSRF_HEADER, cookie_name
 
 VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 PORT = 8124
@@ -60,8 +60,19 @@ def pin(state: ReviewState) -> None:
     assert code == 0, out + err
 
 
+_SESSIONS: dict[int, str] = {}
+
+
+def session(state: ReviewState) -> str:
+    """A logged-in session of ``state`` (as if its one-time login had happened)."""
+    known = _SESSIONS.get(id(state))  # ids are reused: check that it is this state's session
+    if known is None or state.secrets.session_of(f"{cookie_name(PORT)}={known}", PORT) is None:
+        known = _SESSIONS[id(state)] = state.secrets.open_session()
+    return known
+
+
 def get(state: ReviewState, target: str) -> Any:
-    hdrs = {"host": f"127.0.0.1:{PORT}", "cookie": f"{COOKIE_NAME}={state.secrets.session}"}
+    hdrs = {"host": f"127.0.0.1:{PORT}", "cookie": f"{cookie_name(PORT)}={session(state)}"}
     response = handle(state, Request("GET", target, hdrs))
     assert response.status == 200, response.body
     return body_of(response)
@@ -69,9 +80,9 @@ def get(state: ReviewState, target: str) -> Any:
 
 def write(state: ReviewState, method: str, target: str, value: Any) -> Any:
     data = json.dumps(value).encode()
-    hdrs = {"host": f"127.0.0.1:{PORT}", "cookie": f"{COOKIE_NAME}={state.secrets.session}",
+    hdrs = {"host": f"127.0.0.1:{PORT}", "cookie": f"{cookie_name(PORT)}={session(state)}",
             "content-type": "application/json", "content-length": str(len(data)),
-            "origin": f"http://127.0.0.1:{PORT}", CSRF_HEADER: state.secrets.new_csrf_token()}
+            "origin": f"http://127.0.0.1:{PORT}", CSRF_HEADER: state.secrets.new_csrf_token(session(state))}
     response = handle(state, Request(method, target, hdrs, lambda n: data[:n]))
     assert response.status == 200, response.body
     return body_of(response)

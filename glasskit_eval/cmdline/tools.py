@@ -13,7 +13,7 @@ from . import options as opts
 
 def add_review(sub: Any) -> None:
     p = sub.add_parser("review", help="open the local browser UI to check and correct timed expectations",
-                       description="Serve a local page (127.0.0.1 only, behind a per-launch secret URL) "
+                       description="Serve a local page (127.0.0.1 only, opened through a one-time login file) "
                        "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
                        "file at once, keeping its comments and formatting outside the edited blocks.")
     opts.eval_dir_option(p)
