@@ -142,3 +142,18 @@ def test_baseline_changes_are_a_table_with_escaped_values() -> None:
     assert "pass to fail" in section and html.escape(HOSTILE, quote=True) in section
     assert "<script>alert" not in section
     assert '<section id="baseline">' not in render_html(summary_of([result()]))
+
+
+def test_latency_and_usage_come_from_the_summary() -> None:
+    import dataclasses
+
+    results = [dataclasses.replace(result(index=i, t=0.5 * i, duration=d), usage={"cost": 0.01, "input_tokens": 10.0})
+               for i, d in enumerate([0.1, 0.2, 0.3, 0.4])]
+    page = render_html(summary_of(results))
+    section = page[page.index('<section id="latency">'):]
+    section = section[:section.index("</section>")]
+    assert "Latency and usage per target" in section
+    assert [h for h in re.findall(r"<th>([^<]*)</th>", section)] == [
+        "Target", "Timed", "Mean", "p50", "p90", "p95", "Max", "cost", "input_tokens"]
+    assert "<td>250.0 ms</td>" in section and "<td>400.0 ms</td>" in section  # mean, max
+    assert "<td>0.04</td>" in section and "<td>40</td>" in section

@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..results import SampleResult, Stability, Status
+from ..results import SampleResult, Stability, Status, TimingMode
 from ..summary import Counts, GroupSummary, RunSummary
 from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, data_uri_size, wants_thumbnail
 
@@ -386,23 +386,25 @@ def _groups(title: str, section_id: str, groups: Sequence[GroupSummary]) -> str:
 
 
 def _latency(summary: RunSummary) -> str:
+    """Latency percentiles (and usage, when the adapter reported any) per target and overall."""
+    groups = [(g.display, g.counts) for g in summary.targets]
+    if len(groups) > 1:
+        groups.append(("All targets", summary.total))
+    usage_keys = [key for key, _value in summary.total.usage]
     rows = []
-    for g in summary.targets:
-        times = sorted(r.evaluation_duration_seconds for t in summary.run.trials for r in t.results
-                       if r.target == g.name and r.evaluation_duration_seconds is not None)
-        if not times:
+    for name, counts in groups:
+        latency = counts.latency
+        if latency is None:
             continue
-        rows.append([_e(g.display), str(len(times)), _e(_seconds(sum(times) / len(times))),
-                     _e(_seconds(_quantile(times, 0.5))), _e(_seconds(_quantile(times, 0.95))),
-                     _e(_seconds(times[-1]))])
-    mode = summary.timing_mode
+        usage = dict(counts.usage)
+        rows.append([_e(name), str(len(counts.durations)), _e(_seconds(counts.average_latency)),
+                     *(_e(_seconds(v)) for v in (latency.p50, latency.p90, latency.p95, latency.max)),
+                     *(_e(f"{usage[k]:g}") if k in usage else "–" for k in usage_keys)])
+    batch = summary.timing_mode is TimingMode.BATCH
     extra = ('<p class="hint">Batch timing: each evaluate_many call\'s duration is divided among its '
-             "samples.</p>" if mode is not None and mode.value == "batch" else "")
-    return _table("latency", "Latency per target", ["Target", "Timed", "Mean", "p50", "p95", "Max"], rows, extra)
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+             "samples.</p>" if batch else "")
+    return _table("latency", "Latency and usage per target" if usage_keys else "Latency per target",
+                  ["Target", "Timed", "Mean", "p50", "p90", "p95", "Max", *usage_keys], rows, extra)
 
 
 def _stability(summary: RunSummary) -> str:

@@ -126,6 +126,20 @@ def _gates(summary: RunSummary) -> list[tuple[str, Gate]]:
     return out
 
 
+def _call_properties(summary: RunSummary) -> list[tuple[str, str]]:
+    """The run's latency percentiles and usage sums (``--max-p95-latency``, ``--max-cost``)."""
+    total = summary.total
+    out = []
+    latency = total.latency
+    if latency is not None:
+        out += [(f"latency.{name}_s", f"{value:.6f}") for name, value in
+                (("p50", latency.p50), ("p90", latency.p90), ("p95", latency.p95), ("max", latency.max))]
+    out += [(f"usage.{key}", f"{value:g}") for key, value in total.usage]
+    if total.retried:
+        out.append(("retried_samples", str(total.retried)))
+    return out
+
+
 def render_junit(summary: RunSummary, context: JunitContext) -> str:
     """The whole document, ending in a newline."""
     root = ET.Element("testsuites", name="glasskit_eval")
@@ -136,9 +150,10 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
     failed = sum(1 for _name, g in gates if not g.passed)
     suite = ET.SubElement(root, "testsuite", name="gates", tests=str(len(gates)), failures=str(failed),
                           errors="0", skipped="0", time=_seconds(0.0))
-    if context.properties:
+    measured = [*context.properties, *_call_properties(summary)]
+    if measured:
         properties = ET.SubElement(suite, "properties")
-        for name, value in context.properties:
+        for name, value in measured:
             ET.SubElement(properties, "property", name=_text(name), value=_text(value))
     for name, gate in gates:
         case = ET.SubElement(suite, "testcase", name=_text(name), classname="gates", time=_seconds(0.0))
