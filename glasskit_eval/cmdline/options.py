@@ -15,6 +15,7 @@ from ..errors import UsageError
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from fractions import Fraction
     from pathlib import Path
     from typing import Any
@@ -149,34 +150,26 @@ def nonnegative_int(text: str) -> int:
     return _integer(text, 0, "nonnegative")
 
 
-def rate(text: str) -> float:
+def _number(text: str, ok: Callable[[float], bool], rule: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be from 0.0 to 1.0, got {text}")
+    if not math.isfinite(value) or not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
     return value
+
+
+def rate(text: str) -> float:
+    return _number(text, lambda v: 0.0 <= v <= 1.0, "from 0.0 to 1.0")
 
 
 def positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number greater than zero, got {text}")
-    return value
+    return _number(text, lambda v: v > 0, "a number greater than zero")
 
 
 def nonnegative_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a nonnegative number, got {text}")
-    return value
+    return _number(text, lambda v: v >= 0, "a nonnegative number")
 
 
 # --- shared option groups --------------------------------------------------------
