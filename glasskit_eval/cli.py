@@ -380,7 +380,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         return int(exit_code_for(exc))
     except KeyboardInterrupt:
         print("interrupted", file=err)
-        return int(ExitCode.ERROR)
+        return int(ExitCode.INTERRUPTED)
 
 
 def console_main() -> int:

@@ -15,7 +15,7 @@ The tree::
     ├── OutputError             a report, frame, artifact or case file could not be written
     │   └── CaseConflictError   a case file changed on disk since it was read
     ├── CheckpointError         a checkpoint cannot be read, resumed or written
-    ├── Interrupted             SIGINT or SIGTERM asked a command to stop
+    ├── Interrupted             SIGINT or SIGTERM asked a command to stop (exit 130)
     └── CommandStopped          a long command stopped after reporting what it kept
 
 ``cli.main`` is the one place that turns them into exit codes (``exit_code_for``). Every
@@ -34,6 +34,8 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     #: Usage, setup, config, video or adapter error aborted the command.
     ERROR = 2
+    #: SIGINT (Ctrl+C) or SIGTERM stopped the command: 128 + SIGINT, as shells and upstream report it.
+    INTERRUPTED = 130
 
 
 class Problem:
@@ -172,6 +174,8 @@ class CheckpointError(EvalError):
 class Interrupted(EvalError):
     """The user (or a supervisor) asked the command to stop."""
 
+    exit_code = ExitCode.INTERRUPTED
+
     def __init__(self, signal_name: str) -> None:
         super().__init__(f"interrupted by {signal_name}")
         self.signal_name = signal_name
@@ -199,5 +203,5 @@ def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, EvalError):
         return error.exit_code
     if isinstance(error, KeyboardInterrupt):
-        return ExitCode.ERROR
+        return ExitCode.INTERRUPTED
     return ExitCode.ERROR

@@ -204,3 +204,10 @@ def test_written_files_get_the_umask_permissions_not_a_temp_files(tmp_path: Path
         os.umask(old)
     assert code == 0
     assert stat.S_IMODE(Path(out.strip()).stat().st_mode) == 0o644
+
+
+def test_interrupts_map_to_exit_130_like_upstream() -> None:
+    from glasskit_eval.errors import ExitCode, Interrupted, exit_code_for
+
+    assert exit_code_for(Interrupted("SIGINT")) == ExitCode.INTERRUPTED == 130
+    assert exit_code_for(KeyboardInterrupt()) == 130
