@@ -132,12 +132,12 @@ def test_export_frames_writes_the_adapters_exact_frames(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"a": CASE.replace("cfr_h264.mp4", "rotate90.mp4")},
                          FRAMECODE_ADAPTER, videos=("rotate90.mp4",))
     code, out, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a",
-                             "--at", "1.5", "--at", "0.25", "--at", "1.5", "--at", "1")
+                             "--at", "1.5", "--at", "0.25", "--at", "1.50", "--at", "1")
     assert code == 0, err
     paths = [Path(p) for p in out.splitlines()]
     folder = eval_dir / "runs" / "frames" / "a"
-    assert paths == [folder / "at-1.5s.png", folder / "at-0.25s.png", folder / "at-1.5s.png",
-                     folder / "at-1.0s.png"]
+    # A repeated time is one file, written and printed once, in the order first requested.
+    assert paths == [folder / "at-1.5s.png", folder / "at-0.25s.png", folder / "at-1.0s.png"]
     assert sorted(p.name for p in folder.iterdir()) == ["at-0.25s.png", "at-1.0s.png", "at-1.5s.png"]
     with Image.open(folder / "at-1.5s.png") as image:
         assert image.mode == "RGB" and image.size == (128, 72)
@@ -162,6 +162,15 @@ def test_export_frames_rejects_times_past_the_end(tmp_path: Path) -> None:
     code, _, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "9")
     assert code == 2 and "past the end" in err
     assert not (eval_dir / "runs").exists()
+    # cfr_h264.mp4 lasts exactly 2 s: `run` would accept 2.01 (within its 0.05 s tolerance for
+    # rounded durations), export-frames does not ("a time beyond the source video duration").
+    code, _, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "2.01")
+    assert code == 2 and "--at 2.01s is past the end" in err and "clip length 2.0s" in err, err
+    assert not (eval_dir / "runs").exists()
+    code, out, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "2")
+    assert code == 0, err
+    with Image.open(out.strip()) as image:
+        assert read_frame_index(image) == 19
 
 
 def test_export_frames_custom_output_dir(tmp_path: Path) -> None:
