@@ -119,6 +119,17 @@ def test_list_samples_table(tmp_path: Path) -> None:
     assert "blurry" in lines[8]
 
 
+def test_list_samples_shows_a_labelled_target_as_label_and_id(tmp_path: Path) -> None:
+    case = ("video: cfr_h264.mp4\ntargets:\n  door:\n    label: Door open\n    samples:\n"
+            "    - at: 0.5\n      expect: true\n  bare:\n    samples:\n    - at: 0.5\n      expect: 1\n")
+    eval_dir = make_eval(tmp_path, {"a": case})
+    code, out, err = run_cli("list-samples", "--eval-dir", eval_dir)
+    assert code == 0, err
+    body = out.splitlines()[3:]
+    assert body[0].split()[:5] == ["a", "Door", "open", "(door)", "0.5s"]
+    assert body[1].split()[:3] == ["a", "bare", "0.5s"]
+
+
 def test_list_samples_filters(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"a": CASE})
     code, out, _ = run_cli("list-samples", "--eval-dir", eval_dir, "--case", "a", "--from", "0.5", "--until", "1.5")
