@@ -231,3 +231,32 @@ def test_interrupts_map_to_exit_130_like_upstream() -> None:
 
     assert exit_code_for(Interrupted("SIGINT")) == ExitCode.INTERRUPTED == 130
     assert exit_code_for(KeyboardInterrupt()) == 130
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_config_yml_and_adapter_yml_are_not_ignored_silently(tmp_path: Path, both: bool) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE}, FRAMECODE_ADAPTER)
+    # The gate in config.yml would fail this run; silently ignored, CI would pass without it.
+    (eval_dir / "config.yml").write_text("thresholds:\n  min_pass_rate: 1.0\n")
+    if both:
+        (eval_dir / "config.yaml").write_text("thresholds: {}\n")
+    todo = "merge it into config.yaml and delete it" if both else "rename it to config.yaml"
+    message = f"{eval_dir / 'config.yml'}: found config.yml, but only config.yaml is read: {todo}"
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and f"- {message}" in out.splitlines(), out
+    code, _, err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 2 and message in err, err
+    assert not (eval_dir / "runs").exists()
+
+    (eval_dir / "config.yml").unlink()
+    (eval_dir / "adapter.yml").write_text("model: small\n")
+    message = f"{eval_dir / 'adapter.yml'}: found adapter.yml, but only adapter.yaml is read: rename it to adapter.yaml"
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and f"- {message}" in out.splitlines(), out
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    assert code == 1 and f"- {message}" in out.splitlines(), out
+    code, _, err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 2 and message in err and "--adapter-config" in err, err
+    # Named explicitly, it is an ordinary adapter config.
+    code, _, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-config", eval_dir / "adapter.yml")
+    assert code in (0, 1), err

@@ -79,11 +79,28 @@ def open_eval_dir(path: str | Path) -> EvalDir:
             # Refused rather than skipped: a silently ignored case would let CI pass untested.
             problems.append(Problem(str(entry), "", "case files must use the lowercase .yaml suffix; "
                                     f"rename it to {entry.stem}.yaml"))
+    problems.extend(misnamed_yml_problems(root, "config"))
     config, config_problems = load_eval_config(root / "config.yaml")
     problems.extend(config_problems)
     if problems:
         raise ValidationError(problems)
     return EvalDir(root=root, config=config, case_paths=tuple(case_paths))
+
+
+def misnamed_yml_problems(root: Path, stem: str) -> list[Problem]:
+    """``<stem>.yml`` next to ``<stem>.yaml``: refused, since only ``.yaml`` is read.
+
+    Ignoring it silently would drop its gates or adapter config without a word, and CI
+    would pass with checks nobody ran.
+    """
+    stray = root / f"{stem}.yml"
+    if not stray.is_file():
+        return []
+    if (root / f"{stem}.yaml").exists():
+        todo = f"merge it into {stem}.yaml and delete it"
+    else:
+        todo = f"rename it to {stem}.yaml"
+    return [Problem(str(stray), "", f"found {stem}.yml, but only {stem}.yaml is read: {todo}")]
 
 
 def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
@@ -168,8 +185,12 @@ def _check_store_reference(case: Case, config: EvalConfig) -> list[Problem]:
 def load_adapter_config(eval_dir: Path, explicit: str | None) -> dict[str, Any]:
     """``--adapter-config`` (YAML or JSON object) or the discovered ``adapter.yaml``, else {}."""
     path = Path(explicit).expanduser() if explicit else eval_dir / "adapter.yaml"
-    if explicit is None and not path.exists():
-        return {}
+    if explicit is None:
+        stray = misnamed_yml_problems(eval_dir, "adapter")
+        if stray:
+            raise ValidationError(stray, hint="Or pass it explicitly with --adapter-config.")
+        if not path.exists():
+            return {}
     if not path.is_file():
         raise UsageError(f"adapter config {path} does not exist; check --adapter-config")
     if path.suffix.lower() == ".json":

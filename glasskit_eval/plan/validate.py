@@ -38,6 +38,13 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
                           resolve_video=video_resolver(lambda message: print(message, file=stderr)))
         if adapter is not None or adapter_command is not None:
             _check_adapter(adapter, adapter_command, adapter_config, plan.eval_dir.root, stderr)
+        elif adapter_config is None:
+            from ..cases.evaldir import misnamed_yml_problems
+
+            # `run` would refuse it when it looks for adapter.yaml; say so before it gets there.
+            stray = misnamed_yml_problems(plan.eval_dir.root, "adapter")
+            if stray:
+                raise ValidationError(stray, hint="Or pass it explicitly with --adapter-config.")
     except UsageError:
         raise
     except ValidationError as exc:
