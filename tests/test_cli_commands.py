@@ -260,3 +260,29 @@ def test_config_yml_and_adapter_yml_are_not_ignored_silently(tmp_path: Path, bot
     # Named explicitly, it is an ordinary adapter config.
     code, _, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-config", eval_dir / "adapter.yml")
     assert code in (0, 1), err
+
+
+BROKEN_OTHER = """
+video: missing.mp4
+targets:
+  other:
+    samples:
+    - range: [2, 1]
+      expect: true
+      bogus_key: 1
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "list-samples", "validate", "seed"])
+def test_target_filter_skips_unrelated_broken_case_files(tmp_path: Path, command: str) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE, "b-broken": BROKEN_OTHER}, FRAMECODE_ADAPTER)
+    code, out, err = run_cli(command, "--eval-dir", eval_dir)
+    assert code in (1, 2) and "b-broken.yaml" in out + err  # unfiltered, the broken file is reported
+    code, out, err = run_cli(command, "--eval-dir", eval_dir, "--target", "ready")
+    assert code == 0, out + err
+    assert "b-broken" not in out + err
+    if command == "list-samples":
+        assert {line.split()[0] for line in out.splitlines()[3:]} == {"a"}
+    # A broken file that does declare the target is still reported.
+    code, out, err = run_cli(command, "--eval-dir", eval_dir, "--target", "other")
+    assert code in (1, 2) and "b-broken.yaml" in out + err and "bogus_key" in out + err

@@ -84,7 +84,7 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
     filters.check()
     eval_dir = open_eval_dir(eval_dir_path)
     paths = eval_dir.select_case_paths(filters.case)
-    cases = load_cases(eval_dir, paths, allow_empty=allow_empty)
+    cases = load_cases(eval_dir, paths, allow_empty=allow_empty, targets=filters.targets)
     selected = select_cases(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)
     plans: list[CasePlan] = []
     problems: list[Problem] = []
