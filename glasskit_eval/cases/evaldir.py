@@ -20,13 +20,17 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
 
 
 class EvalConfig(Frozen):
-    _fields = ("thresholds", "video_stores")
+    _fields = ("thresholds", "video_stores", "per_target_lines")
     thresholds: Thresholds | None
     video_stores: Mapping[str, VideoStoreConfig]
+    #: The config.yaml line of each ``thresholds.per_target`` entry, for messages about it.
+    per_target_lines: Mapping[str, int]
 
     def __init__(self, thresholds: Thresholds | None = None,
-                 video_stores: Mapping[str, VideoStoreConfig] | None = None) -> None:
-        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores)
+                 video_stores: Mapping[str, VideoStoreConfig] | None = None,
+                 per_target_lines: Mapping[str, int] | None = None) -> None:
+        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores,
+                             per_target_lines={} if per_target_lines is None else per_target_lines)
 
 
 class EvalDir(Frozen):
@@ -126,7 +130,9 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
             if store is not None:
                 stores[str(name)] = store
     c.problems.sort(key=lambda problem: problem.line or 0)
-    return EvalConfig(thresholds=thresholds, video_stores=stores), c.problems
+    lines = {target: doc.line(("thresholds", "per_target", target)) or 0
+             for target in ((thresholds.per_target or {}) if thresholds is not None else {})}
+    return EvalConfig(thresholds=thresholds, video_stores=stores, per_target_lines=lines), c.problems
 
 
 def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:

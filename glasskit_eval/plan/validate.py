@@ -51,6 +51,11 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
         return ValidationReport(False, None, 0, tuple(str(p) for p in exc.problems) or (str(exc),), exc.hint)
     except EvalError as exc:
         return ValidationReport(False, None, 0, (str(exc),))
+    from .planning import undeclared_gate_targets
+
+    for target, why in undeclared_gate_targets(plan, filters).items():
+        # Valid YAML, but `run` will fail this gate: say so now.
+        print(f"warning: gate eval_{target}_min_pass_rate will fail: {why}", file=stderr)
     details: list[str] = []
     if describe_videos:
         from ..video.frames import stream_orientation

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from ..adapters.base import AdapterSpec, FactoryConfig
 from ..errors import AdapterError, SampleFailure
-from ..plan.planning import CasePlan, Plan
+from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, TimingMode, TrialResult, stability
 from ..summary import RunResult
@@ -86,6 +86,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                                    artifacts_dir=Path(request.artifacts_dir) if request.artifacts_dir else None,
                                    verbose=request.verbose)
     case_thresholds = [CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases]
+    undeclared = undeclared_gate_targets(plan, request.filters())
     for trial in range(1, request.repeat + 1):
         work = _split(plan, trial, store)
         anything = any(w.pending for w in work) or plan.sample_count == 0
@@ -138,7 +139,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
             except Exception as exc:
                 raise AdapterError(f"adapter close failed: {exc}") from exc
         gates = evaluate_gates(results, options=request.gate_options(),
-                               eval_thresholds=plan.eval_dir.config.thresholds, cases=case_thresholds)
+                               eval_thresholds=plan.eval_dir.config.thresholds, cases=case_thresholds,
+                               undeclared=undeclared)
         trials.append(TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                                   duration_seconds=time.perf_counter() - trial_started, timing_mode=timing_mode))
     run_gates: list[Gate] = []
