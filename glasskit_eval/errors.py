@@ -11,6 +11,8 @@ The tree::
     │       └── PreconditionFailed  an upload found an object already at its key
     ├── AdapterError            loading, constructing, calling or closing the adapter failed
     │   ├── ProtocolError       a command adapter broke the NDJSON protocol
+    │   │   └── ProtocolBroken  ... and is therefore gone (also an AdapterGone)
+    │   ├── AdapterGone         a command adapter's process ended: no call can succeed any more
     │   └── SampleFailure       a fail-fast adapter error, naming its sample
     ├── OutputError             a report, frame, artifact or case file could not be written
     │   └── CaseConflictError   a case file changed on disk since it was read
@@ -124,6 +126,18 @@ class AdapterError(EvalError):
 
 class ProtocolError(AdapterError):
     """A command adapter sent something protocol version 1 does not allow."""
+
+
+class AdapterGone(AdapterError):
+    """A command adapter's process exited or stopped talking: no further call can succeed.
+
+    Not "an individual call failure": even with ``--keep-going`` it stops the run (exit 2,
+    checkpoint kept), instead of recording every remaining sample with the same error.
+    """
+
+
+class ProtocolBroken(ProtocolError, AdapterGone):
+    """A command adapter broke the protocol; it is stopped and takes no more calls."""
 
 
 class SampleFailure(AdapterError):

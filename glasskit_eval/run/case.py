@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..adapters.base import Evaluator, Sample, Target
-from ..errors import AdapterError, SampleFailure
+from ..errors import AdapterError, AdapterGone, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
 from ..video.frames import DecodedFrame, decode_at
@@ -174,7 +174,8 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
         except Exception as exc:
             duration = time.perf_counter() - started
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
-            if keep_going:
+            # A dead adapter process is not one call's failure: stop even with --keep-going.
+            if keep_going and not isinstance(exc, AdapterGone):
                 record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
                                     timing_mode=TimingMode.INDIVIDUAL))
             elif not failure:
@@ -269,7 +270,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
     except Exception as exc:
         duration = time.perf_counter() - started
         message = f"adapter failed for {what}: {exception_text(exc)}"
-        if not keep_going:
+        if not keep_going or isinstance(exc, AdapterGone):
             raise SampleFailure(message, 0) from exc
         for sample, frame, _image in items:
             record(error_result(sample, ErrorKind.ADAPTER, message, frame=frame,
