@@ -52,6 +52,9 @@ def add_run(sub: Any) -> None:
     p.add_argument("--output-json", metavar="PATH", help="write a machine-readable JSON report")
     p.add_argument("--artifacts-dir", metavar="PATH",
                    help="base directory for artifacts (default: <eval-dir>/runs/)")
+    p.add_argument("--order", choices=("declaration", "time"), default="declaration",
+                   help="call order within a case: target by target in case-file order (default), or "
+                   "all targets interleaved by sample time")
     p.add_argument("--save-failures", action="store_true",
                    help="save a JPEG frame and a JSON record for every failed or errored sample")
     p.add_argument("--resume", metavar="PATH",
@@ -79,7 +82,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
         max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
         output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        allow_empty=args.allow_empty)
+        allow_empty=args.allow_empty, order=args.order)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 

@@ -200,7 +200,10 @@ targets:
 )
 def test_fail_fast_error_cancels_hanging_calls_and_closes(tmp_path: Path, command: str) -> None:
     eval_dir = make_eval(tmp_path, {"clip": FAILING_CASE})
-    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "4")
+    # Time order interleaves the targets, so broken's call fails while slow's two hang (in
+    # declaration order slow's calls would have to finish before broken starts).
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "4",
+                              "--order", "time")
     assert code == 2
     assert "backend exploded" in err
     mirrored = err  # adapter stderr is mirrored into the command's error stream

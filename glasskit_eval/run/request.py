@@ -53,6 +53,8 @@ class RunRequest:
     artifacts_dir: str | None = None
     save_failures: bool = False
     allow_empty: bool = False
+    #: ``declaration`` (target by target, as the adapter reference says) or ``time``.
+    order: str = "declaration"
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -100,4 +102,5 @@ _CHECKS = {
     "min_pass_rate": opt_rate, "min_target_pass_rate": opt_rate, "max_failures": opt_count,
     "max_flaky_samples": opt_count, "keep_going": is_bool, "verbose": is_bool, "output_json": opt_str,
     "artifacts_dir": opt_str, "save_failures": is_bool, "allow_empty": is_bool,
+    "order": lambda value: value in ("declaration", "time"),
 }

@@ -108,7 +108,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                     if evaluator is not None and any(not s.ignored for s in w.pending):
                         new = await run_case(CaseWork(w.pending, w.plan.video_path), evaluator,
                                              concurrency=request.concurrency,
-                                             keep_going=request.keep_going, sink=sink)
+                                             keep_going=request.keep_going, sink=sink, order=request.order)
                     else:
                         new = [ignored_result(s) for s in w.pending]
                         for result in new:
