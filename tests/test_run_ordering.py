@@ -183,6 +183,8 @@ def test_the_cost_model_keeps_sparse_frames_and_decodes_dense_ones_again(tmp_pat
     # (one frame) than to keep.
     assert KEEP_WRITE_COST + KEEP_READ_COST > 1
     assert assign_passes([by_target["a"], by_target["b"], by_target["c"]], costs) == [0, 0, 2]
+    # Without room for a spill file, every later target that would keep frames decodes again.
+    assert assign_passes([by_target["a"], by_target["b"], by_target["c"]], costs, limit=0) == [0, 1, 2]
     # A later target wanting every frame: decoding all 20 again costs 20, keeping the 16 that
     # were decoded before its turn costs more than three times as much.
     (tmp_path / "dense").mkdir()

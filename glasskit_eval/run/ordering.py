@@ -20,6 +20,8 @@ every frame's image belongs to the receiver.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
@@ -29,7 +31,7 @@ from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame, available_cores, decode_at
 from ..video.frametable import FrameTable, frame_table
 from ..video.strategy import plan
-from .framestore import FrameStore, image_bytes
+from .framestore import FrameStore
 
 DECLARATION = "declaration"
 TIME = "time"
@@ -41,8 +43,9 @@ ORDERS = (DECLARATION, TIME)
 #: footage decodes slower, which only makes keeping frames cheaper still.
 KEEP_WRITE_COST = 2.5
 KEEP_READ_COST = 1.0
-#: At most this much spill file per case; a target that would need more is decoded again.
-SPILL_LIMIT = 4 << 30
+#: At most this much spill file per case (and never more than half the free space of the
+#: temporary directory); a target that would need more is decoded again.
+SPILL_LIMIT = 16 << 30
 
 Items = Generator[tuple[ScheduledSample, DecodedFrame], None, None]
 Decoder = Callable[[Path, Sequence[Fraction]], Iterator[tuple[Fraction, DecodedFrame]]]
@@ -99,18 +102,28 @@ class _Costs:
 
     @property
     def frame_bytes(self) -> int:
+        """Bytes of one frame in the spill file (RGB, 3 bytes per pixel)."""
         table = self.table
-        return image_bytes(table.width, table.height) if table is not None else 0
+        return table.width * table.height * 3 if table is not None else 0
 
 
-def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs) -> list[int]:
+def spill_limit() -> int:
+    try:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+    except OSError:
+        return 0
+    return min(SPILL_LIMIT, free // 2)
+
+
+def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
+                  limit: int = SPILL_LIMIT) -> list[int]:
     """Per target (in call order), the pass that decodes its frames: 0 shared, else its own.
 
     Greedy in call order. When target ``t``'s turn comes, the shared pass has decoded up
     to the furthest frame of the earlier targets in it; ``t``'s frames up to there were
     kept for it (written once, read per use), the rest arrive live. ``t`` joins the shared
     pass when that plus the extra decoding it adds costs less than decoding its frames
-    again, and the spill stays under :data:`SPILL_LIMIT`.
+    again, and the spill stays under ``limit`` bytes.
     """
     passes: list[int] = []
     shared: set[int] = set()
@@ -129,7 +142,7 @@ def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs) -
                     + KEEP_WRITE_COST * len(new_kept) + KEEP_READ_COST * len(early))
             again = costs.decode(distinct)
             more_bytes = len(new_kept) * costs.frame_bytes
-            if keep <= again and spill_bytes + more_bytes <= SPILL_LIMIT:
+            if keep <= again and spill_bytes + more_bytes <= limit:
                 passes.append(0)
                 kept |= new_kept
                 spill_bytes += more_bytes
@@ -185,7 +198,7 @@ def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], deco
         table: FrameTable | None = frame_table(path)
     except Exception:
         table = None  # the decoder will report what is wrong with the video
-    numbers = assign_passes(groups, _Costs(table, available_cores()))
+    numbers = assign_passes(groups, _Costs(table, available_cores()), spill_limit())
     store = store if store is not None else FrameStore()
     passes: dict[int, _Pass] = {}
     try:
