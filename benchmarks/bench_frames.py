@@ -317,7 +317,13 @@ def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{kind} failed with exit code {proc.returncode}")
+    CPU_SECONDS.setdefault(kind, []).append(usage.ru_utime + usage.ru_stime)
     return json.loads(output)["elapsed"], usage.ru_maxrss / 1024
+
+
+#: Per child kind, the CPU seconds (user + system) of each run, start-up included: steadier
+#: than wall time when other work shares the machine.
+CPU_SECONDS: dict[str, list[float]] = {}
 
 
 def main() -> int:
@@ -359,8 +365,8 @@ def main() -> int:
             for scenario, kind, video, secs in runs:
                 elapsed, rss = run_child(kind, video, secs)
                 samples.setdefault((scenario, kind), []).append((elapsed, rss))
-                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.3f}s {rss:7.0f} MB",
-                      flush=True)
+                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.3f}s {rss:7.0f} MB "
+                      f"cpu {CPU_SECONDS[kind][-1]:7.2f}s", flush=True)
     med = {key: (statistics.median(e for e, _ in vals), max(r for _, r in vals))
            for key, vals in samples.items()}
     print(f"\nmedians of {args.rounds} rounds (peak RSS is the max over rounds)")
