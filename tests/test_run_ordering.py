@@ -203,3 +203,18 @@ def test_the_same_frames_for_many_targets_are_kept_once(tmp_path: Path) -> None:
     assert got == [(f"t{i}", index) for i in range(5) for index in (1, 11, 19)]
     # t0's three frames were kept once (a copy went to t0) and read back by t1..t4.
     assert store.spilled_frames == 3
+
+
+def test_a_pass_of_its_own_and_the_shared_pass_keep_the_same_time_apart(tmp_path: Path) -> None:
+    # a needs every frame; b (0.1 then 0.0) is cheaper to decode again, on its own pass,
+    # which keeps 0.0 for its second sample while the shared pass keeps 0.0 for d.
+    case = ("video: cfr_h264.mp4\ntargets:\n  a:\n    samples:\n    - range: [0, 2]\n      every_s: 0.1\n"
+            "      expect: 0\n  b:\n    samples:\n    - at: 0.1\n      expect: 0\n    - at: 0.0\n      expect: 0\n"
+            "  d:\n    samples:\n    - at: [0.0, 1.9]\n      expect: 0\n")
+    samples = samples_of(tmp_path, case)
+    groups = [[s for s in samples if s.target.id == t] for t in "abd"]
+    assert assign_passes(groups, _Costs(frame_table(VIDEOS / "cfr_h264.mp4"), cores=1)) == [0, 1, 0]
+    store = FrameStore(memory_budget=0)
+    got = [(s.target.id, s.time, f.index, read_frame_index(f.image))
+           for s, f in declaration_order_items(tmp_path / "cfr_h264.mp4", samples, store=store)]
+    assert got[20:] == [("b", Fraction(1, 10), 1, 1), ("b", 0, 0, 0), ("d", 0, 0, 0), ("d", Fraction(19, 10), 19, 19)]

@@ -157,26 +157,27 @@ def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
 class _Pass:
     """One lazy decode serving its samples in call order, keeping frames decoded early."""
 
-    def __init__(self, path: Path, samples: Sequence[ScheduledSample], decode: Decoder,
+    def __init__(self, number: int, path: Path, samples: Sequence[ScheduledSample], decode: Decoder,
                  store: FrameStore) -> None:
+        self._number = number  # passes share the store (and its budget), keyed apart
         self._uses = Counter(s.time for s in samples)
         self._frames = iter(decode(path, sorted(self._uses)))
         self._store = store
 
     def frame_for(self, time: Fraction) -> DecodedFrame:
         self._uses[time] -= 1
-        if time in self._store:
-            return self._store.take(time)
+        if (self._number, time) in self._store:
+            return self._store.take((self._number, time))
         for want, frame in self._frames:
             if want == time:
                 if not self._uses[time]:
                     return frame
                 # Copied before the store takes the original (it may spill and close it).
                 copy = DecodedFrame(frame.index, frame.media_time, frame.image.copy())
-                self._store.put(time, frame, self._uses[time])
+                self._store.put((self._number, time), frame, self._uses[time])
                 return copy
             # Decoded before its turn: kept for every use still to come.
-            self._store.put(want, frame, self._uses[want])
+            self._store.put((self._number, want), frame, self._uses[want])
         raise AssertionError(f"the decoder never produced the frame for {time}s")
 
     def close(self) -> None:
@@ -205,7 +206,7 @@ def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], deco
         for number, group in zip(numbers, groups):
             if number not in passes:
                 members = [s for n, g in zip(numbers, groups) if n == number for s in g]
-                passes[number] = _Pass(path, members, decode, store)
+                passes[number] = _Pass(number, path, members, decode, store)
             current = passes[number]
             for sample in group:
                 yield sample, current.frame_for(sample.time)
