@@ -74,17 +74,31 @@ class FrameStore:
         return len(self._kept)
 
     def put(self, key: Hashable, frame: DecodedFrame, uses: int) -> None:
+        """Keep ``frame`` (its image is the store's now) for ``uses`` takes."""
+        self._keep(key, frame, uses, owned=True)
+
+    def put_copy(self, key: Hashable, frame: DecodedFrame, uses: int) -> None:
+        """Keep ``frame``'s pixels for ``uses`` takes; its image stays the caller's.
+
+        Cheaper than copying the image and putting the copy when the store spills: the
+        pixels go to the file straight from the caller's image.
+        """
+        self._keep(key, frame, uses, owned=False)
+
+    def _keep(self, key: Hashable, frame: DecodedFrame, uses: int, *, owned: bool) -> None:
         assert uses > 0 and key not in self._kept
         image = frame.image
         dims = image.size
         size = image_bytes(*dims)
         if self.in_memory + size <= self.memory_budget:
             self.in_memory += size
-            self._kept[key] = _Kept(frame.index, frame.media_time, image, 0, size, image.mode, dims, uses)
+            kept = image if owned else image.copy()
+            self._kept[key] = _Kept(frame.index, frame.media_time, kept, 0, size, image.mode, dims, uses)
             return
         data = image.tobytes()
         mode = image.mode
-        image.close()
+        if owned:
+            image.close()
         offset = self._slot(len(data))
         self._write(offset, data)
         self.spilled_frames += 1

@@ -170,12 +170,9 @@ class _Pass:
             return self._store.take((self._number, time))
         for want, frame in self._frames:
             if want == time:
-                if not self._uses[time]:
-                    return frame
-                # Copied before the store takes the original (it may spill and close it).
-                copy = DecodedFrame(frame.index, frame.media_time, frame.image.copy())
-                self._store.put((self._number, time), frame, self._uses[time])
-                return copy
+                if self._uses[time]:
+                    self._store.put_copy((self._number, time), frame, self._uses[time])
+                return frame
             # Decoded before its turn: kept for every use still to come.
             self._store.put((self._number, want), frame, self._uses[want])
         raise AssertionError(f"the decoder never produced the frame for {time}s")
