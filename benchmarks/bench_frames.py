@@ -12,6 +12,9 @@ Scenarios (the issue's):
                trivial adapter. Baseline: raw PyAV sequential decode, the same frames
                converted to RGB PIL images (PyAV's default threading; also shown with
                frame threading on).
+               Targets are called one after the other (declaration order); ``dense-time``
+               is the same with ``--order time`` (targets interleaved, no frame store).
+  dense-5t     dense with 5 targets on the same times (one decode, frames kept for 4).
   dense-2x     dense on a video twice as long: time per sample and RSS must stay flat.
   sparse-tail  the same video, 5 samples in the last 10 s. Baseline: PyAV keyframe seek
                and decode forward, per sample.
@@ -146,10 +149,13 @@ def child_engine(scenario: str, video: Path, seconds: int) -> float:
             importlib.import_module(module.name)
 
     with tempfile.TemporaryDirectory() as tmp:
-        if scenario == "dense":
+        if scenario in ("dense", "dense5", "densetime"):
             samples = f"- range: [0, {seconds}]\n  field: ok\n  expect: true\n"
-            eval_dir = write_eval(Path(tmp), video, {"a": samples, "b": samples}, TRIVIAL_ADAPTER, "0.5")
+            names = "abcde" if scenario == "dense5" else "ab"
+            eval_dir = write_eval(Path(tmp), video, {name: samples for name in names}, TRIVIAL_ADAPTER, "0.5")
             argv = ["run", "--eval-dir", str(eval_dir)]
+            if scenario == "densetime":
+                argv += ["--order", "time"]
         elif scenario == "sparse":
             times = ", ".join(str(t) for t in sparse_times(seconds))
             samples = f"- at: [{times}]\n  field: ok\n  expect: true\n"
@@ -311,7 +317,13 @@ def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{kind} failed with exit code {proc.returncode}")
+    CPU_SECONDS.setdefault(kind, []).append(usage.ru_utime + usage.ru_stime)
     return json.loads(output)["elapsed"], usage.ru_maxrss / 1024
+
+
+#: Per child kind, the CPU seconds (user + system) of each run, start-up included: steadier
+#: than wall time when other work shares the machine.
+CPU_SECONDS: dict[str, list[float]] = {}
 
 
 def main() -> int:
@@ -319,6 +331,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--minutes", type=int, default=10)
     parser.add_argument("--keep", type=Path, help="folder for the generated videos (reused)")
+    parser.add_argument("--only", help="comma-separated scenarios to run (default: all)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--video", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=int, help=argparse.SUPPRESS)
@@ -335,6 +348,8 @@ def main() -> int:
             ("dense", "engine-dense", videos["dense"], seconds),
             ("dense", "base-dense", videos["dense"], seconds),
             ("dense", "base-dense-auto", videos["dense"], seconds),
+            ("dense-time", "engine-densetime", videos["dense"], seconds),
+            ("dense-5t", "engine-dense5", videos["dense"], seconds),
             ("dense-2x", "engine-dense", videos["dense2x"], 2 * seconds),
             ("dense-2x", "base-dense", videos["dense2x"], 2 * seconds),
             ("sparse-tail", "engine-sparse", videos["dense"], seconds),
@@ -342,24 +357,40 @@ def main() -> int:
             ("latency", "engine-latency", videos["latency"], 60),
             ("latency", "base-latency", videos["latency"], 60),
         ]
+        if args.only:
+            chosen = set(args.only.split(","))
+            runs = [run for run in runs if run[0] in chosen]
         samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for round_no in range(1, args.rounds + 1):
             for scenario, kind, video, secs in runs:
                 elapsed, rss = run_child(kind, video, secs)
                 samples.setdefault((scenario, kind), []).append((elapsed, rss))
-                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.3f}s {rss:7.0f} MB",
-                      flush=True)
+                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.3f}s {rss:7.0f} MB "
+                      f"cpu {CPU_SECONDS[kind][-1]:7.2f}s", flush=True)
     med = {key: (statistics.median(e for e, _ in vals), max(r for _, r in vals))
            for key, vals in samples.items()}
     print(f"\nmedians of {args.rounds} rounds (peak RSS is the max over rounds)")
     for (scenario, kind), (elapsed, rss) in med.items():
         print(f"  {scenario:12s} {kind:16s} {elapsed:7.3f}s  peak RSS {rss:6.0f} MB")
+    print("\nratios (engine / baseline)")
+    if args.only:
+        for label in ("dense", "dense-time", "dense-5t"):
+            key = ("dense", "engine-dense") if label == "dense" else (label, "engine-" + label.replace("-", "")
+                                                                       .replace("5t", "5"))
+            if key in med and ("dense", "base-dense") in med:
+                elapsed, rss = med[key]
+                print(f"  {label + ':':12s} {elapsed / med[('dense', 'base-dense')][0]:.2f}x raw PyAV "
+                      f"(default threads); peak RSS {rss:.0f} MB")
+        return 0
     dense_e = med[("dense", "engine-dense")][0]
     dense2_e = med[("dense-2x", "engine-dense")][0]
-    print("\nratios (engine / baseline)")
     print(f"  dense:       {dense_e / med[('dense', 'base-dense')][0]:.2f}x raw PyAV (default threads), "
           f"{dense_e / med[('dense', 'base-dense-auto')][0]:.2f}x raw PyAV (frame threads); "
           f"peak RSS {med[('dense', 'engine-dense')][1]:.0f} MB")
+    for label, key in (("dense-time", "engine-densetime"), ("dense-5t", "engine-dense5")):
+        elapsed, rss = med[(label, key)]
+        print(f"  {label + ':':12s} {elapsed / med[('dense', 'base-dense')][0]:.2f}x raw PyAV (default threads), "
+              f"{elapsed / med[('dense', 'base-dense-auto')][0]:.2f}x (frame threads); peak RSS {rss:.0f} MB")
     print(f"  dense-2x:    {dense2_e / med[('dense-2x', 'base-dense')][0]:.2f}x raw PyAV; "
           f"time per sample {dense2_e / dense_e / 2:.2f}x the 1x video's, "
           f"peak RSS {med[('dense-2x', 'engine-dense')][1]:.0f} MB "

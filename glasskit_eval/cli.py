@@ -61,6 +61,9 @@ def add_run(sub: Any) -> None:
     p.add_argument("--output-json", metavar="PATH", help="write a machine-readable JSON report")
     p.add_argument("--artifacts-dir", metavar="PATH",
                    help="base directory for artifacts (default: <eval-dir>/runs/)")
+    p.add_argument("--order", choices=("declaration", "time"), default="declaration",
+                   help="call order within a case: target by target in case-file order (default), or "
+                   "all targets interleaved by sample time")
     p.add_argument("--save-failures", action="store_true",
                    help="save a JPEG frame and a JSON record for every failed or errored sample")
     p.add_argument("--html", metavar="PATH",
@@ -137,7 +140,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
         retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
         adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
-        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost)
+        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
@@ -357,7 +360,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         return int(exit_code_for(exc))
     except KeyboardInterrupt:
         print("interrupted", file=err)
-        return int(ExitCode.ERROR)
+        return int(ExitCode.INTERRUPTED)
 
 
 def console_main() -> int:

@@ -11,11 +11,13 @@ The tree::
     │       └── PreconditionFailed  an upload found an object already at its key
     ├── AdapterError            loading, constructing, calling or closing the adapter failed
     │   ├── ProtocolError       a command adapter broke the NDJSON protocol
+    │   │   └── ProtocolBroken  ... and is therefore gone (also an AdapterGone)
+    │   ├── AdapterGone         a command adapter's process ended: no call can succeed any more
     │   └── SampleFailure       a fail-fast adapter error, naming its sample
     ├── OutputError             a report, frame, artifact or case file could not be written
     │   └── CaseConflictError   a case file changed on disk since it was read
     ├── CheckpointError         a checkpoint cannot be read, resumed or written
-    ├── Interrupted             SIGINT or SIGTERM asked a command to stop
+    ├── Interrupted             SIGINT or SIGTERM asked a command to stop (exit 130)
     └── CommandStopped          a long command stopped after reporting what it kept
 
 ``cli.main`` is the one place that turns them into exit codes (``exit_code_for``). Every
@@ -34,6 +36,8 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     #: Usage, setup, config, video or adapter error aborted the command.
     ERROR = 2
+    #: SIGINT (Ctrl+C) or SIGTERM stopped the command: 128 + SIGINT, as shells and upstream report it.
+    INTERRUPTED = 130
 
 
 class Problem:
@@ -134,6 +138,18 @@ class ProtocolError(AdapterError):
     """A command adapter sent something protocol version 1 does not allow."""
 
 
+class AdapterGone(AdapterError):
+    """A command adapter's process exited or stopped talking: no further call can succeed.
+
+    Not "an individual call failure": even with ``--keep-going`` it stops the run (exit 2,
+    checkpoint kept), instead of recording every remaining sample with the same error.
+    """
+
+
+class ProtocolBroken(ProtocolError, AdapterGone):
+    """A command adapter broke the protocol; it is stopped and takes no more calls."""
+
+
 class SampleFailure(AdapterError):
     """A fail-fast adapter error, naming the sample it happened on."""
 
@@ -182,6 +198,8 @@ class CheckpointError(EvalError):
 class Interrupted(EvalError):
     """The user (or a supervisor) asked the command to stop."""
 
+    exit_code = ExitCode.INTERRUPTED
+
     def __init__(self, signal_name: str) -> None:
         super().__init__(f"interrupted by {signal_name}")
         self.signal_name = signal_name
@@ -209,5 +227,5 @@ def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, EvalError):
         return error.exit_code
     if isinstance(error, KeyboardInterrupt):
-        return ExitCode.ERROR
+        return ExitCode.INTERRUPTED
     return ExitCode.ERROR

@@ -229,13 +229,21 @@ async def _construct(factory: Callable[..., Any], config: AdapterConfig) -> Any:
     if not inspect.isclass(factory) and tuple(names[:2]) in _SIMPLE_SIGNATURES:
         return _FunctionAdapter(factory, pass_image=names[0] == "image")
     if required == 0:
-        return await _resolve(factory())
-    if required is not None and required > 1:
+        made = await _resolve(factory())
+    elif required is not None and required > 1:
         raise TypeError(
             f"the adapter factory takes {required} required arguments; "
             "a factory takes one config argument or none"
         )
-    return await _resolve(factory(config))
+    else:
+        made = await _resolve(factory(config))
+    # A factory may return a simple function adapter (a closure over its clients).
+    if callable(made) and not inspect.isclass(made) and not hasattr(made, "evaluate") \
+            and not hasattr(made, "evaluate_many"):
+        made_names, _ = _positional(made)
+        if tuple(made_names[:2]) in _SIMPLE_SIGNATURES:
+            return _FunctionAdapter(made, pass_image=made_names[0] == "image")
+    return made
 
 
 # -- JSON -----------------------------------------------------------------------

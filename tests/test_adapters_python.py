@@ -130,6 +130,41 @@ def test_factory_config_fields(tmp_path: Path) -> None:
     cfg.write_text('{"model": "m1"}')
     code, _, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-config", cfg, "--verbose",
                            "--artifacts-dir", tmp_path / "art")
-    assert code == 2  # the factory returned a lambda, which is not an evaluator
-    assert "has neither evaluate" in err
+    assert code == 0, err  # the factory returned a simple function adapter
     assert seen.read_text() == repr(("eval", {"model": "m1"}, tmp_path / "art", True))
+
+
+@pytest.mark.parametrize("returned", [
+    "lambda image, target_id: {'index': read_frame_index(image), 'target': target_id}",
+    "lambda sample, target: {'index': read_frame_index(sample.image), 'target': target.id}",
+    "evaluate_async",
+])
+def test_a_factory_may_return_a_simple_function_adapter(tmp_path: Path, returned: str) -> None:
+    from evalkit import TESTS, read_json
+
+    case = ("video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0]\n"
+            "      expect: {target: t}\n      compare: {mode: json_subset}\n")
+    eval_dir = make_eval(tmp_path, {"c": case}, f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from framecode import read_frame_index
+
+        async def evaluate_async(sample, target):
+            return {{'index': read_frame_index(sample.image), 'target': target.id}}
+
+        def create_evaluator(config):
+            return {returned}
+        """)
+    report = tmp_path / "r.json"
+    code, _, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report)
+    assert code == 0, err
+    observed = [r["observed"] for r in read_json(report)["trials"][0]["results"]]
+    assert observed == [{"index": 5, "target": "t"}, {"index": 10, "target": "t"}]
+
+
+def test_a_returned_function_with_other_parameter_names_is_explained(tmp_path: Path) -> None:
+    write(tmp_path, "def create(config):\n    def judge(frame, name):\n        return True\n    return judge\n")
+    with pytest.raises(AdapterError) as info:
+        create(f"{tmp_path}/adapter.py:create", tmp_path)
+    assert "returned the function judge(frame, name)" in str(info.value)
+    assert "`image, target_id` or `sample, target`" in str(info.value)

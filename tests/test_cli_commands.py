@@ -119,6 +119,17 @@ def test_list_samples_table(tmp_path: Path) -> None:
     assert "blurry" in lines[8]
 
 
+def test_list_samples_shows_a_labelled_target_as_label_and_id(tmp_path: Path) -> None:
+    case = ("video: cfr_h264.mp4\ntargets:\n  door:\n    label: Door open\n    samples:\n"
+            "    - at: 0.5\n      expect: true\n  bare:\n    samples:\n    - at: 0.5\n      expect: 1\n")
+    eval_dir = make_eval(tmp_path, {"a": case})
+    code, out, err = run_cli("list-samples", "--eval-dir", eval_dir)
+    assert code == 0, err
+    body = out.splitlines()[3:]
+    assert body[0].split()[:5] == ["a", "Door", "open", "(door)", "0.5s"]
+    assert body[1].split()[:3] == ["a", "bare", "0.5s"]
+
+
 def test_list_samples_filters(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"a": CASE})
     code, out, _ = run_cli("list-samples", "--eval-dir", eval_dir, "--case", "a", "--from", "0.5", "--until", "1.5")
@@ -132,12 +143,12 @@ def test_export_frames_writes_the_adapters_exact_frames(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"a": CASE.replace("cfr_h264.mp4", "rotate90.mp4")},
                          FRAMECODE_ADAPTER, videos=("rotate90.mp4",))
     code, out, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a",
-                             "--at", "1.5", "--at", "0.25", "--at", "1.5", "--at", "1")
+                             "--at", "1.5", "--at", "0.25", "--at", "1.50", "--at", "1")
     assert code == 0, err
     paths = [Path(p) for p in out.splitlines()]
     folder = eval_dir / "runs" / "frames" / "a"
-    assert paths == [folder / "at-1.5s.png", folder / "at-0.25s.png", folder / "at-1.5s.png",
-                     folder / "at-1.0s.png"]
+    # A repeated time is one file, written and printed once, in the order first requested.
+    assert paths == [folder / "at-1.5s.png", folder / "at-0.25s.png", folder / "at-1.0s.png"]
     assert sorted(p.name for p in folder.iterdir()) == ["at-0.25s.png", "at-1.0s.png", "at-1.5s.png"]
     with Image.open(folder / "at-1.5s.png") as image:
         assert image.mode == "RGB" and image.size == (128, 72)
@@ -162,6 +173,15 @@ def test_export_frames_rejects_times_past_the_end(tmp_path: Path) -> None:
     code, _, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "9")
     assert code == 2 and "past the end" in err
     assert not (eval_dir / "runs").exists()
+    # cfr_h264.mp4 lasts exactly 2 s: `run` would accept 2.01 (within its 0.05 s tolerance for
+    # rounded durations), export-frames does not ("a time beyond the source video duration").
+    code, _, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "2.01")
+    assert code == 2 and "--at 2.01s is past the end" in err and "clip length 2.0s" in err, err
+    assert not (eval_dir / "runs").exists()
+    code, out, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "a", "--at", "2")
+    assert code == 0, err
+    with Image.open(out.strip()) as image:
+        assert read_frame_index(image) == 19
 
 
 def test_export_frames_custom_output_dir(tmp_path: Path) -> None:
@@ -245,3 +265,65 @@ def test_a_symlinked_video_is_judged_by_the_name_the_case_uses(tmp_path: Path) -
     (eval_dir / "cases" / "clip.mp4").symlink_to(blob)
     code, out, err = run_cli("validate", "--eval-dir", eval_dir)
     assert code == 0, out + err
+
+
+def test_interrupts_map_to_exit_130_like_upstream() -> None:
+    from glasskit_eval.errors import ExitCode, Interrupted, exit_code_for
+
+    assert exit_code_for(Interrupted("SIGINT")) == ExitCode.INTERRUPTED == 130
+    assert exit_code_for(KeyboardInterrupt()) == 130
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_config_yml_and_adapter_yml_are_not_ignored_silently(tmp_path: Path, both: bool) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE}, FRAMECODE_ADAPTER)
+    # The gate in config.yml would fail this run; silently ignored, CI would pass without it.
+    (eval_dir / "config.yml").write_text("thresholds:\n  min_pass_rate: 1.0\n")
+    if both:
+        (eval_dir / "config.yaml").write_text("thresholds: {}\n")
+    todo = "merge it into config.yaml and delete it" if both else "rename it to config.yaml"
+    message = f"{eval_dir / 'config.yml'}: found config.yml, but only config.yaml is read: {todo}"
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and f"- {message}" in out.splitlines(), out
+    code, _, err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 2 and message in err, err
+    assert not (eval_dir / "runs").exists()
+
+    (eval_dir / "config.yml").unlink()
+    (eval_dir / "adapter.yml").write_text("model: small\n")
+    message = f"{eval_dir / 'adapter.yml'}: found adapter.yml, but only adapter.yaml is read: rename it to adapter.yaml"
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and f"- {message}" in out.splitlines(), out
+    code, out, _ = run_cli("validate", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    assert code == 1 and f"- {message}" in out.splitlines(), out
+    code, _, err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 2 and message in err and "--adapter-config" in err, err
+    # Named explicitly, it is an ordinary adapter config.
+    code, _, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-config", eval_dir / "adapter.yml")
+    assert code in (0, 1), err
+
+
+BROKEN_OTHER = """
+video: missing.mp4
+targets:
+  other:
+    samples:
+    - range: [2, 1]
+      expect: true
+      bogus_key: 1
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "list-samples", "validate", "seed"])
+def test_target_filter_skips_unrelated_broken_case_files(tmp_path: Path, command: str) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE, "b-broken": BROKEN_OTHER}, FRAMECODE_ADAPTER)
+    code, out, err = run_cli(command, "--eval-dir", eval_dir)
+    assert code in (1, 2) and "b-broken.yaml" in out + err  # unfiltered, the broken file is reported
+    code, out, err = run_cli(command, "--eval-dir", eval_dir, "--target", "ready")
+    assert code == 0, out + err
+    assert "b-broken" not in out + err
+    if command == "list-samples":
+        assert {line.split()[0] for line in out.splitlines()[3:]} == {"a"}
+    # A broken file that does declare the target is still reported.
+    code, out, err = run_cli(command, "--eval-dir", eval_dir, "--target", "other")
+    assert code in (1, 2) and "b-broken.yaml" in out + err and "bogus_key" in out + err

@@ -200,7 +200,10 @@ targets:
 )
 def test_fail_fast_error_cancels_hanging_calls_and_closes(tmp_path: Path, command: str) -> None:
     eval_dir = make_eval(tmp_path, {"clip": FAILING_CASE})
-    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "4")
+    # Time order interleaves the targets, so broken's call fails while slow's two hang (in
+    # declaration order slow's calls would have to finish before broken starts).
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--concurrency", "4",
+                              "--order", "time")
     assert code == 2
     assert "backend exploded" in err
     mirrored = err  # adapter stderr is mirrored into the command's error stream
@@ -242,3 +245,29 @@ def test_command_that_does_not_exist(tmp_path: Path) -> None:
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", "no-such-adapter-xyz")
     assert code == 2
     assert "'no-such-adapter-xyz' was not found" in err
+
+
+@pytest.mark.parametrize("mode", ["crash-after", "many-crash-after"])
+def test_keep_going_stops_when_the_adapter_process_exits_and_resume_finishes(tmp_path: Path, mode: str) -> None:
+    # An exited process is not "an individual call failure": upstream stops the run (exit 2),
+    # keeps the checkpoint and prints the resume command rather than failing every sample after it.
+    case = ("video: cfr_h264.mp4\ntargets:\n  a:\n    samples:\n    - at: [0.1, 0.2, 0.3]\n      expect: true\n"
+            "  b:\n    samples:\n    - at: [0.4, 0.5, 0.6]\n      expect: true\n")
+    eval_dir = make_eval(tmp_path, {"clip": case})
+    report = tmp_path / "report.json"
+    answered = "3" if mode == "crash-after" else "1"  # three calls, or target a's batch
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", misbehave(mode) + " " + answered,
+                             "--keep-going", "--concurrency", "1", "--output-json", report)
+    assert code == 2, out + err
+    assert "exited with status 7" in err
+    # Quoted in the one error (and mirrored once as the adapter wrote it), not once per sample.
+    assert err.count("model server connection refused") == 2, err
+    assert not report.exists()
+    checkpoint = err.split("run --resume ", 1)[1].split("`")[0]
+    records = (Path(checkpoint) / "records.jsonl").read_text()
+    assert records.count('"status": "passed"') + records.count('"status":"passed"') == 3
+    assert '"error"' not in records.replace('"error_kind"', "")
+    code, out, err = run_cli("run", "--resume", checkpoint)
+    assert code == 0, out + err
+    results = read_json(report)["trials"][0]["results"]
+    assert [r["status"] for r in results] == ["passed"] * 6

@@ -240,8 +240,21 @@ def test_module_target_is_imported_from_the_current_directory(tmp_path: Path) ->
         def create_evaluator(config):
             return E()
         """,
+        # a factory returning a simple function adapter (a closure)
+        """
+        def create_evaluator(config):
+            threshold = 0.5
+            return lambda sample, target: [sample.sample_index, threshold]
+        """,
+        """
+        async def create_evaluator():
+            async def judge(image, target_id):
+                return [image.size[0] - 18, 0.5 if target_id == "door" else 0]
+            return judge
+        """,
     ],
-    ids=["sync", "async", "class", "function-sample", "function-image", "awaitable"],
+    ids=["sync", "async", "class", "function-sample", "function-image", "awaitable", "factory-function-sample",
+         "factory-function-image"],
 )
 def test_every_adapter_shape(tmp_path: Path, source: str) -> None:
     target = write_adapter(tmp_path, source) + ":create_evaluator"

@@ -115,7 +115,7 @@ class E:
 """
     eval_dir = make_eval(tmp_path, {"walk": CASE.replace("[0.5, 1.0]", "[0.5, 1.0, 1.5]")}, adapter)
     code, err = interrupt_when_marked(["run", "--eval-dir", str(eval_dir)], mark)
-    assert code == 2
+    assert code == 130
     lines = err.splitlines()
     assert "Eval interrupted by SIGINT." in lines
     assert "1 of 3 samples finished and saved in the checkpoint." in lines

@@ -252,3 +252,16 @@ def test_latency_and_cost_gates() -> None:
     assert latency_gate(None, 0.5).passed
     assert cost_gate(1.0, 1.0).passed and not cost_gate(1.01, 1.0).passed
     assert cost_gate(None, 1.0).passed and "no cost" in cost_gate(None, 1.0).message
+
+
+def test_a_per_target_gate_for_an_undeclared_target_fails_instead_of_vanishing() -> None:
+    rs = results("alpha", "door", 2, 0)
+    why = "no case declares target 'dor', named in config.yaml:4 (...)"
+    gates = evaluate_gates(rs, options=GateOptions(), eval_thresholds=Thresholds(per_target={"dor": 0.5, "door": 0.5}),
+                           cases=[], undeclared={"dor": why})
+    assert table(gates)[1:] == [("eval_dor_min_pass_rate", False, why),
+                                ("eval_door_min_pass_rate", True, "100.0% pass rate (gate: >= 50.0%)")]
+    # --min-target-pass-rate replaces config.yaml's per_target gates, this one included.
+    gates = evaluate_gates(rs, options=GateOptions(min_target_pass_rate=0.5),
+                           eval_thresholds=Thresholds(per_target={"dor": 0.5}), cases=[], undeclared={"dor": why})
+    assert [g.name for g in gates] == ["adapter_errors", "all_targets_door_min_pass_rate"]

@@ -131,14 +131,14 @@ def test_fail_fast_prints_the_resume_command_and_resume_by_id_finishes(tmp_path:
     assert "Eval failed: adapter failed for a/door sample 2 at 1.0s: RuntimeError: boom at 1.0" in err
     path = checkpoint_from(err)
     assert "can be retried" not in err and not report.exists()
-    # Frames are decoded in time order, so calls interleave the targets.
-    assert calls(eval_dir) == ["create", "call a door 0", "call a lamp 4", "call a lamp 5", "call a door 1",
-                               "call a door 2", "close"]
+    # Targets are called one after the other, in declaration order: lamp never started.
+    assert calls(eval_dir) == ["create", "call a door 0", "call a door 1", "call a door 2", "close"]
 
     set_failures(eval_dir, None)
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--resume", path.name)
     assert code == 0, out + err
-    assert calls(eval_dir) == ["create", "call a door 2", "call a door 3", "close"]
+    assert calls(eval_dir) == ["create", "call a door 2", "call a door 3", "call a lamp 4", "call a lamp 5",
+                               "close"]
     data = read_json(report)
     assert data["checkpoint"]["resumed"] is True and data["summary"]["evaluated_attempts"] == 6
 
@@ -262,7 +262,8 @@ def test_torn_tail_in_a_real_checkpoint_is_ignored(tmp_path: Path) -> None:
     code, out, err = run_cli("run", "--resume", path)
     assert code == 0, out + err
     # Sample 2's record (the last before the failure at 3) was torn: it is evaluated again.
-    assert calls(eval_dir) == ["create", "call a door 2", "call a door 3", "close"]
+    assert calls(eval_dir) == ["create", "call a door 2", "call a door 3", "call a lamp 4", "call a lamp 5",
+                               "close"]
 
 
 def test_comparison_errors_are_reused_and_ignored_samples_never_sent(tmp_path: Path) -> None:
@@ -283,8 +284,8 @@ def test_comparison_errors_are_reused_and_ignored_samples_never_sent(tmp_path: P
     set_failures(eval_dir, None)
     code, out, err = run_cli("run", "--resume", path)
     assert code == 1, out + err  # the comparison error fails the adapter_errors gate
-    assert calls(eval_dir) == ["create", "call a lamp 5", "call a door 1", "call a door 2", "call a door 3",
-                               "close"]
+    # In declaration order every door sample was done before lamp's first call failed.
+    assert calls(eval_dir) == ["create", "call a lamp 5", "close"]
     assert "can be retried" not in out and "Resume with" not in out  # comparison errors are final
 
 
@@ -307,7 +308,7 @@ def test_resume_with_repeat_skips_finished_trials(tmp_path: Path) -> None:
     set_failures(eval_dir, None)
     code, out, err = run_cli("run", "--resume", path)
     assert code == 0, out + err
-    assert calls(eval_dir) == ["create", "call a door 3", "close"]
+    assert calls(eval_dir) == ["create", "call a door 3", "call a lamp 4", "call a lamp 5", "close"]
     assert "Trial 1/2" not in out and "Trial 2/2" in out
     data = read_json(report)
     assert [t["summary"]["evaluated"] for t in data["trials"]] == [6, 6]

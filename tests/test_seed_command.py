@@ -252,7 +252,7 @@ def test_interrupt_keeps_completed_proposals_and_resume_finishes(tmp_path: Path,
     monkeypatch.setenv("SEED_TEST_HANG_MARK", str(mark))
     eval_dir = make_eval(tmp_path, {"door": CASE}, INTERRUPTIBLE)
     code, err = interrupt_when_marked(["seed", "--eval-dir", str(eval_dir)], mark, getattr(signal, signame))
-    assert code == 2, err
+    assert code == 130, err
     assert f"Seed interrupted by {signame}" in err or "Seed interrupted by SIGINT or SIGTERM" in err, err
     assert (eval_dir / "cases" / "door.yaml").read_text() == CASE
     checkpoint = err.split("--resume ", 1)[1].split("`")[0]

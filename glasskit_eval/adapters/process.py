@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from ..errors import AdapterError, ProtocolError
+from ..errors import AdapterError, AdapterGone, ProtocolBroken
 from ..video.png import encode_png
 from .base import FactoryConfig, Sample, Target, add_usage
 from .procio import (
@@ -420,7 +420,7 @@ class CommandEvaluator:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._failed.wait(), _EXIT_STATUS_WAIT_S * 2)
         if self._failure is None:
-            self._fail(AdapterError(f"{fallback}.\n{self._stderr.render()}"))
+            self._fail(AdapterGone(f"{fallback}.\n{self._stderr.render()}"))
 
     def _abandon(self, request_id: int) -> None:
         notification = self._conn.cancel(request_id)
@@ -439,7 +439,7 @@ class CommandEvaluator:
                 else:
                     future.set_result(event)
             else:
-                self._fail(ProtocolError(f"{self._label} broke the protocol: {event.error}"))
+                self._fail(ProtocolBroken(f"{self._label} broke the protocol: {event.error}"))
 
     def _fail(self, error: AdapterError) -> None:
         if self._failure is not None:
@@ -481,7 +481,7 @@ class CommandEvaluator:
             when = f"while {count} call{'s were' if count != 1 else ' was'} pending"
         else:
             when = "unexpectedly"
-        self._fail(AdapterError(f"{self._label} {status} {when}.\n{self._stderr.render()}"))
+        self._fail(AdapterGone(f"{self._label} {status} {when}.\n{self._stderr.render()}"))
 
     # -- shutting down --------------------------------------------------------
 

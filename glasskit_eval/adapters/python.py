@@ -213,4 +213,20 @@ class PythonAdapterSpec:
             raise
         except Exception as exc:
             raise AdapterError(f"adapter factory {self.target!r} failed: {_describe(exc)}") from exc
-        return PythonEvaluator(obj)
+        return _evaluator_for(obj, self.target)
+
+
+def _evaluator_for(obj: Any, target: str) -> PythonEvaluator:
+    """What a factory returned: an evaluator object, or a simple function adapter."""
+    if callable(obj) and not inspect.isclass(obj) and not hasattr(obj, "evaluate") \
+            and not hasattr(obj, "evaluate_many"):
+        # A factory may build a closure over its clients and return it, as a simple function.
+        names = _positional_names(obj)
+        if tuple(names[:2]) in _SIMPLE_SIGNATURES:
+            return PythonEvaluator(obj, simple=(names[0], names[1]))
+        shown = getattr(obj, "__name__", type(obj).__name__)
+        raise AdapterError(f"the adapter factory {target!r} returned the function {shown}({', '.join(names)}); "
+                           "a function adapter's first two parameters must be named `image, target_id` or "
+                           "`sample, target`, or return an object with evaluate(sample, target) or "
+                           "evaluate_many(samples, target)")
+    return PythonEvaluator(obj)

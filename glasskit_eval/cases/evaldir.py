@@ -15,7 +15,7 @@ from ..support.records import Frozen
 from ..yamltext.source import load_yaml_file
 from .checks import Checker
 from .model import Case, Thresholds
-from .parse import load_case, parse_thresholds
+from .parse import parse_case, parse_thresholds
 
 _CONFIG_KEYS = {"thresholds", "video_stores", "run"}
 #: config.yaml ``run:`` defaults, used when the command line does not give the option.
@@ -25,17 +25,20 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
 
 
 class EvalConfig(Frozen):
-    _fields = ("thresholds", "video_stores", "run_timeout_s")
+    _fields = ("thresholds", "video_stores", "run_timeout_s", "per_target_lines")
     thresholds: Thresholds | None
     video_stores: Mapping[str, VideoStoreConfig]
     #: ``run: timeout_s``: the per-call timeout when ``--timeout`` is not given.
     run_timeout_s: float | None
+    #: The config.yaml line of each ``thresholds.per_target`` entry, for messages about it.
+    per_target_lines: Mapping[str, int]
 
     def __init__(self, thresholds: Thresholds | None = None,
                  video_stores: Mapping[str, VideoStoreConfig] | None = None,
-                 run_timeout_s: float | None = None) -> None:
+                 run_timeout_s: float | None = None, per_target_lines: Mapping[str, int] | None = None) -> None:
         self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores,
-                             run_timeout_s=run_timeout_s)
+                             run_timeout_s=run_timeout_s,
+                             per_target_lines={} if per_target_lines is None else per_target_lines)
 
 
 class EvalDir(Frozen):
@@ -88,11 +91,28 @@ def open_eval_dir(path: str | Path) -> EvalDir:
             # Refused rather than skipped: a silently ignored case would let CI pass untested.
             problems.append(Problem(str(entry), "", "case files must use the lowercase .yaml suffix; "
                                     f"rename it to {entry.stem}.yaml"))
+    problems.extend(misnamed_yml_problems(root, "config"))
     config, config_problems = load_eval_config(root / "config.yaml")
     problems.extend(config_problems)
     if problems:
         raise ValidationError(problems)
     return EvalDir(root=root, config=config, case_paths=tuple(case_paths))
+
+
+def misnamed_yml_problems(root: Path, stem: str) -> list[Problem]:
+    """``<stem>.yml`` next to ``<stem>.yaml``: refused, since only ``.yaml`` is read.
+
+    Ignoring it silently would drop its gates or adapter config without a word, and CI
+    would pass with checks nobody ran.
+    """
+    stray = root / f"{stem}.yml"
+    if not stray.is_file():
+        return []
+    if (root / f"{stem}.yaml").exists():
+        todo = f"merge it into {stem}.yaml and delete it"
+    else:
+        todo = f"rename it to {stem}.yaml"
+    return [Problem(str(stray), "", f"found {stem}.yml, but only {stem}.yaml is read: {todo}")]
 
 
 def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
@@ -118,7 +138,10 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
                 stores[str(name)] = store
     run_timeout = _parse_run(c, root.get("run"))
     c.problems.sort(key=lambda problem: problem.line or 0)
-    return EvalConfig(thresholds=thresholds, video_stores=stores, run_timeout_s=run_timeout), c.problems
+    lines = {target: doc.line(("thresholds", "per_target", target)) or 0
+             for target in ((thresholds.per_target or {}) if thresholds is not None else {})}
+    return EvalConfig(thresholds=thresholds, video_stores=stores, run_timeout_s=run_timeout,
+                      per_target_lines=lines), c.problems
 
 
 def _parse_run(c: Checker, raw: Any) -> float | None:
@@ -167,12 +190,24 @@ def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:
     return VideoStoreConfig(name=name, **values)
 
 
-def load_cases(eval_dir: EvalDir, paths: tuple[Path, ...], *, allow_empty: bool) -> list[Case]:
-    """Load the given case files, raising one ValidationError with every problem found."""
+def load_cases(eval_dir: EvalDir, paths: tuple[Path, ...], *, allow_empty: bool,
+               targets: tuple[str, ...] = ()) -> list[Case]:
+    """Load the given case files, raising one ValidationError with every problem found.
+
+    With ``targets`` (``--target``), a file whose ``targets:`` mapping declares none of them
+    is skipped before its schema is checked, as upstream does: a broken case about other
+    targets does not stop work on these.
+    """
     cases: list[Case] = []
     problems: list[Problem] = []
     for path in paths:
-        case, case_problems = load_case(path, allow_empty=allow_empty)
+        doc, yaml_problems = load_yaml_file(path)
+        if yaml_problems:
+            problems.extend(yaml_problems)
+            continue
+        if targets and not _may_declare(doc.value, targets):
+            continue
+        case, case_problems = parse_case(doc, path, allow_empty=allow_empty)
         problems.extend(case_problems)
         if case is not None:
             problems.extend(_check_store_reference(case, eval_dir.config))
@@ -183,6 +218,14 @@ def load_cases(eval_dir: EvalDir, paths: tuple[Path, ...], *, allow_empty: bool)
     if problems:
         raise ValidationError(problems)
     return cases
+
+
+def _may_declare(root: Any, targets: tuple[str, ...]) -> bool:
+    """False only when the file clearly declares none of ``targets`` (its targets are a mapping)."""
+    declared = root.get("targets") if isinstance(root, dict) else None
+    if not isinstance(declared, dict):
+        return True  # cannot tell: load it and let its problems be reported
+    return any(str(key) in targets for key in declared)
 
 
 def _check_store_reference(case: Case, config: EvalConfig) -> list[Problem]:
@@ -199,8 +242,12 @@ def _check_store_reference(case: Case, config: EvalConfig) -> list[Problem]:
 def load_adapter_config(eval_dir: Path, explicit: str | None) -> dict[str, Any]:
     """``--adapter-config`` (YAML or JSON object) or the discovered ``adapter.yaml``, else {}."""
     path = Path(explicit).expanduser() if explicit else eval_dir / "adapter.yaml"
-    if explicit is None and not path.exists():
-        return {}
+    if explicit is None:
+        stray = misnamed_yml_problems(eval_dir, "adapter")
+        if stray:
+            raise ValidationError(stray, hint="Or pass it explicitly with --adapter-config.")
+        if not path.exists():
+            return {}
     if path.is_dir():
         raise UsageError(f"adapter config {path} is a directory; it must be a YAML or JSON file")
     if not path.is_file():

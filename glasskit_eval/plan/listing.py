@@ -20,7 +20,9 @@ def list_samples(eval_dir: str | Path, filters: Filters, *, allow_empty: bool) -
             mode = ""
             if declared is not None:
                 mode = declared.mode + (f" ±{declared.tolerance:g}" if declared.tolerance else "")
-            rows.append([s.case.name, s.target.id, f"{format_time(s.time)}s",
+            # Shown as `run` and upstream show a target: `Label (id)` when it has a label.
+            target = f"{s.target.label} ({s.target.id})" if s.target.label else s.target.id
+            rows.append([s.case.name, target, f"{format_time(s.time)}s",
                          compact(s.expect) if s.block.has_expect else "(draft)", mode, s.field or "",
                          s.block.ignore or "", s.block.source()])
     return format_list_samples(str(plan.eval_dir.root), rows)

@@ -103,7 +103,7 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
     filters.check()
     eval_dir = open_eval_dir(eval_dir_path)
     paths = eval_dir.select_case_paths(filters.case)
-    cases = load_cases(eval_dir, paths, allow_empty=allow_empty)
+    cases = load_cases(eval_dir, paths, allow_empty=allow_empty, targets=filters.targets)
     selected = select_cases(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)
     plans: list[CasePlan] = []
     problems: list[Problem] = []
@@ -126,3 +126,20 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
     if problems:
         raise ValidationError(problems)
     return Plan(eval_dir, tuple(plans))
+
+
+def undeclared_gate_targets(plan: Plan, filters: Filters) -> dict[str, str]:
+    """config.yaml ``per_target`` gates naming a target no selected case declares: target -> why.
+
+    Upstream turns such a gate into a failing one rather than dropping it; with ``--case``
+    or ``--target`` the selection may leave the target out on purpose, so it is skipped.
+    """
+    thresholds = plan.eval_dir.config.thresholds
+    if thresholds is None or not thresholds.per_target or filters.case is not None or filters.targets:
+        return {}
+    declared = {t.id for c in plan.cases for t in c.case.targets}
+    lines = plan.eval_dir.config.per_target_lines
+    return {target: (f"no case declares target {target!r}, named in config.yaml:{lines.get(target, 0)} "
+                     f"(thresholds.per_target.{target}); fix the target id or remove the gate")
+            for target in thresholds.per_target if target not in declared}
+

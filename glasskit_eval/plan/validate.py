@@ -53,6 +53,13 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
                           resolve_video=video_resolver(lambda message: print(message, file=stderr)))
         if adapter is not None or adapter_command is not None:
             _check_adapter(adapter, adapter_command, adapter_config, plan.eval_dir.root, stderr)
+        elif adapter_config is None:
+            from ..cases.evaldir import misnamed_yml_problems
+
+            # `run` would refuse it when it looks for adapter.yaml; say so before it gets there.
+            stray = misnamed_yml_problems(plan.eval_dir.root, "adapter")
+            if stray:
+                raise ValidationError(stray, hint="Or pass it explicitly with --adapter-config.")
         pin_lines = _pin(plan) if pin else _check_pins(plan, strict_pins)
     except UsageError:
         raise
@@ -60,6 +67,11 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
         return ValidationReport(False, None, 0, tuple(str(p) for p in exc.problems) or (str(exc),), exc.hint)
     except EvalError as exc:
         return ValidationReport(False, None, 0, (str(exc),))
+    from .planning import undeclared_gate_targets
+
+    for target, why in undeclared_gate_targets(plan, filters).items():
+        # Valid YAML, but `run` will fail this gate: say so now.
+        print(f"warning: gate eval_{target}_min_pass_rate will fail: {why}", file=stderr)
     details: list[str] = []
     if describe_videos:
         from ..video.frames import stream_orientation

@@ -1,11 +1,12 @@
 """Evaluate one case's selected samples with one evaluator.
 
 Decoding runs on worker threads, a few frames ahead of the adapter calls through a
-bounded queue, and frames arrive in presentation order; each decoded frame is handed
-to every selected sample that wants it, so a case is decoded once for all of its
-targets. At most
-``concurrency`` individual calls are in flight. Results come back in
-declaration order whatever order the calls finish in.
+bounded queue. In declaration order (the default) the targets are called one after the
+other, in case-file order: at most ``concurrency`` calls of the current target are in
+flight, and the next target starts once they have all finished; ``ordering`` decides
+which decode serves which target and keeps frames decoded before their turn. In time
+order every decoded frame goes to every sample that wants it at once. Results come
+back in declaration order whatever order the calls finish in.
 """
 
 from __future__ import annotations
@@ -14,28 +15,19 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..adapters.base import Evaluator, Sample, Target
-from ..errors import AdapterError, SampleFailure
+from ..errors import AdapterError, AdapterGone, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
 from ..support.tracebacks import adapter_traceback, last_frame
-from ..video.frames import DecodedFrame, decode_at
-from .judge import (
-    Judge,
-    Misjudged,
-    describe,
-    error_result,
-    exception_text,
-    ignored_result,
-    judge,
-)
+from ..video.frames import DecodedFrame
+from .judge import Judge, Misjudged, describe, error_result, exception_text, ignored_result, judge
+from .ordering import DECLARATION, TIME, Items, declaration_order_items, time_order_items
 
 T = TypeVar("T")
 
@@ -87,8 +79,8 @@ class _DecodeFailed:
         self.error = error
 
 
-async def _frames(path: Path, times: Sequence[Fraction]) -> AsyncIterator[tuple[Fraction, DecodedFrame]]:
-    """Run ``decode_at`` on a worker thread, feeding a small bounded queue.
+async def _frames(make_items: Callable[[], Items]) -> AsyncIterator[tuple[ScheduledSample, DecodedFrame]]:
+    """Run an ``ordering`` generator on a worker thread, feeding a small bounded queue.
 
     Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
     when ``FRAME_QUEUE_DEPTH`` frames are waiting. Frames left when the consumer stops
@@ -113,7 +105,7 @@ async def _frames(path: Path, times: Sequence[Fraction]) -> AsyncIterator[tuple[
                     return False
 
     def produce() -> None:
-        gen = decode_at(path, times)
+        gen = make_items()
         try:
             for item in gen:
                 if not put(item):
@@ -157,10 +149,12 @@ def _make_sample(sample: ScheduledSample, frame: DecodedFrame, image: Any, video
 
 
 async def run_case(work: CaseWork, evaluator: Evaluator, *, concurrency: int, keep_going: bool,
-                   sink: ResultSink | None = None) -> list[SampleResult]:
+                   sink: ResultSink | None = None, order: str = DECLARATION) -> list[SampleResult]:
     """Evaluate one case; returns results for every selected sample in declaration order.
 
-    Raises :class:`SampleFailure` on the first adapter error unless ``keep_going``.
+    ``order`` is ``ordering.DECLARATION`` or ``ordering.TIME`` (batch adapters always get
+    one call per target, in declaration order). Raises :class:`SampleFailure` on the
+    first adapter error unless ``keep_going``.
     """
     results: dict[int, SampleResult] = {}
 
@@ -169,23 +163,23 @@ async def run_case(work: CaseWork, evaluator: Evaluator, *, concurrency: int, ke
         if sink is not None:
             sink(result)
 
-    by_time: dict[Fraction, list[ScheduledSample]] = defaultdict(list)
+    pending: list[ScheduledSample] = []
     for sample in work.samples:
         if sample.ignored:
             record(ignored_result(sample))
         else:
-            by_time[sample.time].append(sample)
-    if by_time:
+            pending.append(sample)
+    if pending:
         if evaluator.batch:
-            await _run_batches(work, by_time, evaluator, keep_going, record)
+            await _run_batches(work, pending, evaluator, keep_going, record)
         else:
-            await _run_individual(work, by_time, evaluator, concurrency, keep_going, record)
+            await _run_individual(work, pending, evaluator, concurrency, keep_going, record, order)
     return [results[s.sample_index] for s in work.samples]
 
 
-async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[ScheduledSample]],
+async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
                           evaluator: Evaluator, concurrency: int, keep_going: bool,
-                          record: Callable[[SampleResult], None]) -> None:
+                          record: Callable[[SampleResult], None], order: str) -> None:
     slots = asyncio.Semaphore(concurrency)
     tasks: set[asyncio.Task[None]] = set()
     failure: list[SampleFailure] = []
@@ -209,7 +203,8 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
         except Exception as exc:
             duration = time.perf_counter() - started
             message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
-            if keep_going:
+            # A dead adapter process is not one call's failure: stop even with --keep-going.
+            if keep_going and not isinstance(exc, AdapterGone):
                 _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
                                          timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)),
                       image, record)
@@ -231,30 +226,35 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
         completed += 1
         _keep(work, result, image, record)
 
-    try:
-        async for want, frame in _frames(work.video_path, sorted(by_time)):
-            samples = sorted(by_time[want], key=lambda s: s.sample_index)
-            for i, sample in enumerate(samples):
-                # The original goes to the last sample: an earlier call may finish (and
-                # close its image) while this loop waits for a slot.
-                last = i == len(samples) - 1
-                image = frame.image if last else frame.image.copy()
-                await slots.acquire()
-                if failure:
-                    slots.release()
-                    image.close()
-                    if not last:
-                        frame.image.close()
-                    break
-                task = asyncio.create_task(call(sample, frame, image))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-            if failure:
-                break
+    async def settle() -> None:
         # Wait for the calls still in flight, but stop waiting at the first fail-fast
         # error: a call that never answers must not hold the run hostage.
         while tasks and not failure:
             await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
+
+    if order == TIME:
+        def items() -> Items:
+            return time_order_items(work.video_path, pending)
+    else:
+        def items() -> Items:
+            return declaration_order_items(work.video_path, pending)
+
+    current_target: str | None = None
+    try:
+        async for sample, frame in _frames(items):
+            if order != TIME and sample.target.id != current_target:
+                # The next target starts once every call of the current one has finished.
+                await settle()
+                current_target = sample.target.id
+            await slots.acquire()
+            if failure:
+                slots.release()
+                frame.image.close()
+                break
+            task = asyncio.create_task(call(sample, frame, frame.image))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        await settle()
     finally:
         if tasks:
             if failure:
@@ -266,25 +266,27 @@ async def _run_individual(work: CaseWork, by_time: dict[Fraction, list[Scheduled
         raise failure[0]
 
 
-async def _run_batches(work: CaseWork, by_time: dict[Fraction, list[ScheduledSample]],
+async def _run_batches(work: CaseWork, pending: list[ScheduledSample],
                        evaluator: Evaluator, keep_going: bool,
                        record: Callable[[SampleResult], None]) -> None:
-    # evaluate_many needs a target's frames all at once, so they are held per target.
-    per_target: dict[str, list[tuple[ScheduledSample, DecodedFrame, Any]]] = defaultdict(list)
+    # evaluate_many needs a target's frames all at once: one target's are held at a time
+    # (later targets' frames wait in the ordering's store, bounded in memory).
+    items: list[tuple[ScheduledSample, DecodedFrame, Any]] = []
     try:
-        async for want, frame in _frames(work.video_path, sorted(by_time)):
-            samples = by_time[want]
-            for i, sample in enumerate(samples):
-                image = frame.image if i == 0 else frame.image.copy()
-                per_target[sample.target.id].append((sample, frame, image))
-        order = sorted(per_target.values(), key=lambda items: items[0][0].target.index)
-        for items in order:
-            items.sort(key=lambda item: item[0].sample_index)
+        async for sample, frame in _frames(lambda: declaration_order_items(work.video_path, pending)):
+            if items and items[0][0].target.id != sample.target.id:
+                batch, items = items, []
+                try:
+                    await _one_batch(batch, work, evaluator, keep_going, record)
+                finally:
+                    for _sample, _frame, image in batch:
+                        image.close()
+            items.append((sample, frame, frame.image))
+        if items:
             await _one_batch(items, work, evaluator, keep_going, record)
     finally:
-        for items in per_target.values():
-            for _sample, _frame, image in items:
-                image.close()
+        for _sample, _frame, image in items:
+            image.close()
 
 
 async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], work: CaseWork,
@@ -305,7 +307,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
     except Exception as exc:
         duration = time.perf_counter() - started
         message = f"adapter failed for {what}: {exception_text(exc)}"
-        if not keep_going:
+        if not keep_going or isinstance(exc, AdapterGone):
             raise SampleFailure(message + _at(exc), 0) from exc
         stack = traceback_of(exc)
         for sample, frame, image in items:

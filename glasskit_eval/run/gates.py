@@ -4,12 +4,13 @@ Precedence (upstream manual, "Threshold precedence"): ``--min-pass-rate`` and
 ``--max-failures`` override the eval-level keys of config.yaml and switch off
 every case-level gate; ``--min-target-pass-rate`` replaces config.yaml's
 ``per_target`` gates; eval-level per-target gates are skipped for targets with
-no selected results. ``adapter_errors`` is always present.
+no selected results, but one naming a target no selected case declares fails
+(``undeclared``), as upstream. ``adapter_errors`` is always present.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..cases.model import Thresholds
@@ -50,8 +51,12 @@ def _failures_gate(name: str, results: Sequence[SampleResult], maximum: int, pre
 
 
 def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
-                   eval_thresholds: Thresholds | None, cases: Sequence[CaseThresholds]) -> list[Gate]:
+                   eval_thresholds: Thresholds | None, cases: Sequence[CaseThresholds],
+                   undeclared: Mapping[str, str] | None = None) -> list[Gate]:
     """The gates of one trial, in upstream's order.
+
+    ``undeclared`` maps the eval-level ``per_target`` targets that no selected case
+    declares (without a case or target filter) to the message of their failing gate.
 
     ``results`` are all results of the trial, ignored ones included: a target
     counts as present for YAML ``per_target`` gates when it has any selected
@@ -81,6 +86,8 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
             if target in present:
                 subset = [r for r in evaluated if r.target == target]
                 gates.append(_rate_gate(f"eval_{target}_min_pass_rate", subset, minimum))
+            elif undeclared and target in undeclared:
+                gates.append(Gate(f"eval_{target}_min_pass_rate", False, undeclared[target]))
 
     if options.min_pass_rate is None and options.max_failures is None:
         for entry in cases:

@@ -76,6 +76,8 @@ class RunRequest(AdapterRequest):
 
         return CallPolicy(timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.retry_backoff_s,
                           max_calls_per_second=self.max_calls_per_second)
+    #: ``declaration`` (target by target, as the adapter reference says) or ``time``.
+    order: str = "declaration"
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
@@ -150,5 +152,6 @@ _CHECKS = lc.COMMON_CHECKS | {
     "timeout_s": opt_positive_number, "retries": count, "retry_backoff_s": nonnegative_number,
     "max_calls_per_second": opt_positive_number, "adapter_http": lc.opt_str, "adapter_exec": lc.opt_str,
     "max_p95_latency_s": opt_nonnegative_number, "max_cost": opt_nonnegative_number,
+    "order": lambda value: value in ("declaration", "time"),
 }
 _CHECKS.update(CI_CHECKS)

@@ -14,7 +14,7 @@ from ..adapters.base import AdapterSpec, FactoryConfig
 from ..adapters.resilient import CallLedger, RateLimiter, wrap
 from ..cases.model import Thresholds
 from ..errors import AdapterError, SampleFailure
-from ..plan.planning import CasePlan, Plan
+from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, TimingMode, TrialResult, stability
 from ..summary import RunResult
@@ -104,6 +104,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
     policy = request.call_policy()
     # One limiter for the whole run: the provider's quota does not reset between trials.
     limiter = RateLimiter(policy.max_calls_per_second) if policy.max_calls_per_second else None
+    undeclared = undeclared_gate_targets(plan, request.filters())
     for trial in range(1, request.repeat + 1):
         work = _split(plan, trial, store)
         anything = any(w.pending for w in work) or plan.sample_count == 0
@@ -128,7 +129,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                     if evaluator is not None and any(not s.ignored for s in w.pending):
                         new = [ledger.annotate(r) for r in await run_case(
                             CaseWork(w.pending, w.plan.video_path, judge, keep_frame=keep_frame), evaluator,
-                            concurrency=request.concurrency, keep_going=request.keep_going, sink=on_result)]
+                            concurrency=request.concurrency, keep_going=request.keep_going, sink=on_result,
+                            order=request.order)]
                     else:
                         new = [ignored_result(s) for s in w.pending]
                         for result in new:
@@ -160,7 +162,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
             except Exception as exc:
                 raise AdapterError(f"adapter close failed: {exc}") from exc
         gates = evaluate_gates(results, options=request.gate_options(),
-                               eval_thresholds=plan.eval_dir.config.thresholds, cases=case_thresholds)
+                               eval_thresholds=plan.eval_dir.config.thresholds, cases=case_thresholds,
+                               undeclared=undeclared)
         trials.append(TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                                   duration_seconds=time.perf_counter() - trial_started, timing_mode=timing_mode))
     run_gates: list[Gate] = []
