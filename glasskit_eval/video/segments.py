@@ -23,6 +23,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
+from .damage import Damage
 from .frametable import FrameTable, open_container, video_stream
 from .pixels import rgb_image
 from .strategy import Piece
@@ -49,8 +50,10 @@ def to_display_image(frame: Any, table: FrameTable) -> Image.Image:
 class PieceDecoder:
     """One container + decoder that decodes pieces one after another."""
 
-    def __init__(self, table: FrameTable, *, frame_threads: bool, skip_nonref: bool = True) -> None:
+    def __init__(self, table: FrameTable, *, frame_threads: bool, skip_nonref: bool = True,
+                 damage: Damage | None = None) -> None:
         self.table = table
+        self.damage = damage if damage is not None else Damage()
         self.frame_threads = frame_threads
         self.skip_nonref = skip_nonref and table.codec in NONREF_SKIP_CODECS
         self._container: Any = None
@@ -101,14 +104,21 @@ class PieceDecoder:
         checked_landing = False
         try:
             for packet in self._container.demux(self._stream):
-                if packet.size and not packet.is_discard and not checked_landing:
+                if packet.size and not checked_landing:
+                    # Discarded (edit-list pre-roll) packets count: they are decoded, not shown.
                     checked_landing = True
                     if not packet.is_keyframe or packet.pts is None or packet.pts > limit:
                         raise TableMismatch(f"a seek in {table.path} did not land on a keyframe "
                                             "at or before the wanted frame")
                 if self.skip_nonref:
                     ctx.skip_frame = "DEFAULT" if packet.pts in needed_pts else "NONREF"
-                for frame in ctx.decode(packet):
+                try:
+                    decoded = ctx.decode(packet)
+                except av.error.InvalidDataError:
+                    # A damaged packet: skip it; a needed frame it held is missed below.
+                    self.damage.skip()
+                    continue
+                for frame in decoded:
                     index = table.index_of(frame.pts) if frame.pts is not None else None
                     if index is None:
                         raise TableMismatch(f"{table.path}: decoded a frame (pts {frame.pts}) "
@@ -134,21 +144,22 @@ class PieceDecoder:
         raise TableMismatch(f"{table.path}: the video ended before frame {needed[want]}")
 
 
-def decode_pieces(table: FrameTable, pieces: Sequence[Piece], workers: int,
-                  skip_nonref: bool = True) -> Generator[tuple[int, Image.Image], None, None]:
+def decode_pieces(table: FrameTable, pieces: Sequence[Piece], workers: int, skip_nonref: bool = True,
+                  damage: Damage | None = None) -> Generator[tuple[int, Image.Image], None, None]:
     """Yield ``(frame index, image)`` for every needed frame of ``pieces``, in plan order.
 
     The caller owns (and must close) each yielded image. Closing the generator early
     stops the workers and closes what they had queued.
     """
     if workers <= 1:
-        yield from _serial(table, pieces, skip_nonref)
+        yield from _serial(table, pieces, skip_nonref, damage)
     else:
-        yield from _parallel(table, pieces, workers, skip_nonref)
+        yield from _parallel(table, pieces, workers, skip_nonref, damage)
 
 
-def _serial(table: FrameTable, pieces: Sequence[Piece], skip_nonref: bool) -> Iterator[tuple[int, Image.Image]]:
-    decoder = PieceDecoder(table, frame_threads=True, skip_nonref=skip_nonref)
+def _serial(table: FrameTable, pieces: Sequence[Piece], skip_nonref: bool,
+            damage: Damage | None) -> Iterator[tuple[int, Image.Image]]:
+    decoder = PieceDecoder(table, frame_threads=True, skip_nonref=skip_nonref, damage=damage)
     try:
         for piece in pieces:
             yield from decoder.frames(piece)
@@ -181,12 +192,12 @@ _ERROR = "error"
 
 
 def _parallel(table: FrameTable, pieces: Sequence[Piece], workers: int,
-              skip_nonref: bool) -> Iterator[tuple[int, Image.Image]]:
+              skip_nonref: bool, damage: Damage | None) -> Iterator[tuple[int, Image.Image]]:
     stop = threading.Event()
     queues: list[queue.Queue[Any]] = [queue.Queue(maxsize=QUEUE_DEPTH) for _ in range(workers)]
 
     def work(w: int) -> None:
-        decoder = PieceDecoder(table, frame_threads=False, skip_nonref=skip_nonref)
+        decoder = PieceDecoder(table, frame_threads=False, skip_nonref=skip_nonref, damage=damage)
         q = queues[w]
 
         try:
