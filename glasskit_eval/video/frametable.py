@@ -186,12 +186,40 @@ def video_stream(container: Any, path: Path) -> Any:
     return stream
 
 
+#: Containers kept open after reading a table, for the first decoder of the same video.
+MAX_SPARES = 4
+_spares: dict[FileKey, tuple[Any, Any]] = {}
+
+
+def take_spare(path: Path) -> tuple[Any, Any] | None:
+    """An open ``(container, video stream)`` of ``path`` whose single-threaded decoder has
+    decoded its first frame, if one is left from building the table (the caller owns it)."""
+    with _lock:
+        return _spares.pop(file_key(path), None)
+
+
+def _keep_spare(path: Path, container: Any, stream: Any) -> None:
+    with _lock:
+        old = _spares.pop(file_key(path), None)
+        _spares[file_key(path)] = (container, stream)
+        while len(_spares) > MAX_SPARES:
+            stale = _spares.pop(next(iter(_spares)))
+            stale[0].close()
+    if old is not None:
+        old[0].close()
+
+
 def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
     """The table of ``path``: from the MP4/MOV index when it can be read with certainty
-    (``mp4index``), else by demuxing every packet (``use_index=False`` forces the demux)."""
+    (``mp4index``), else by demuxing every packet (``use_index=False`` forces the demux).
+
+    An index-built table leaves its open container for the first decoder (``take_spare``):
+    a sparse run then opens each video once.
+    """
     import av
 
     container = open_container(path)
+    keep = False
     try:
         stream = video_stream(container, path)
         time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, 90000)
@@ -203,6 +231,9 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
         head_orientation: Orientation | None = None
         head_done = False
         decoder = stream.codec_context
+        # One thread: starting frame threads costs more than decoding one frame.
+        decoder.thread_type = "SLICE"
+        decoder.thread_count = 1
         checked = 0
         try:
             for packet in container.demux(stream):
@@ -227,6 +258,7 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
             raise VideoError(f"cannot read video {path}: {exc}") from None
         if index is not None and checked:
             reason = _head_problem(head_pts, index.pts[0])
+            keep = use_index
             return _assemble(path, container, stream, time_base, average_rate, index.pts,
                              list(index.keyframes), list(index.seek_points), reason, head_orientation,
                              has_b_frames=index.reordered, missing=0, packet_count=len(index.pts))
@@ -238,7 +270,10 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
         return _table(path, container, stream, time_base, average_rate, packets,
                       head_pts, head_orientation)
     finally:
-        container.close()
+        if keep:
+            _keep_spare(path, container, stream)
+        else:
+            container.close()
 
 
 def _read_index(path: Path, container: Any, stream: Any, time_base: Fraction) -> IndexTable | None:

@@ -299,17 +299,16 @@ def _read_ctts(data: bytes, start: int, end: int) -> tuple[list[tuple[int, int]]
     if not count:
         return None, 0
     raw = _be_array("i", data, start + 8, 2 * count, 4)
-    kept: list[tuple[int, int]] = []
-    shift = 0
-    for i, (samples, offset) in enumerate(zip(raw[0::2], raw[1::2], strict=True)):
-        if samples <= 0:
-            continue  # FFmpeg ignores these entries
-        if abs(offset) > _CTTS_LIMIT:
-            raise IndexUnusable("a ctts offset FFmpeg would reject")
-        kept.append((samples, offset))
-        if i + 2 < count and offset < 0:
-            # FFmpeg leaves the last two entries out of the shift.
-            shift = max(shift, -offset)
+    counts, values = raw[0::2], raw[1::2]
+    if max(map(abs, values)) > _CTTS_LIMIT:
+        raise IndexUnusable("a ctts offset FFmpeg would reject")
+    # FFmpeg ignores entries with no samples, and leaves the last two entries out of the shift.
+    shifting = [v for c, v in zip(counts[:count - 2], values[:count - 2], strict=True) if c > 0]
+    shift = max(0, -min(shifting, default=0))
+    if min(counts) > 0:
+        kept = list(zip(counts, values, strict=True))
+    else:
+        kept = [(c, v) for c, v in zip(counts, values, strict=True) if c > 0]
     return kept, shift
 
 

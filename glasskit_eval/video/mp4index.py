@@ -27,7 +27,6 @@ import bisect
 import itertools
 import operator
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -80,7 +79,7 @@ def index_table(track: Track, *, head: int = 8) -> IndexTable:
         if not shown:
             raise IndexUnusable("the edit shows no sample")
         start = shown[0]  # first shown sample in decode order
-        min_pts = _min_corrected(empty + cts[k] - dts[start] for k in shown) - empty
+        min_pts = _min_corrected([cts[k] for k in shown], empty - dts[start]) - empty
         correction = max(min_pts, 0)
         # timestamp = counter at the edit start + dts - dts[start], less the correction
         ts_base = -shift + empty - dts[start] - correction
@@ -174,10 +173,15 @@ def _edit_end(dts: list[int], cts: list[int], keyflags: list[bool], first: int, 
     return n - 1
 
 
-def _min_corrected(candidates: Iterator[int]) -> int:
-    # FFmpeg's running minimum restarts while it is negative.
+def _min_corrected(shown_cts: list[int], offset: int) -> int:
+    """FFmpeg's running minimum of ``cts + offset`` over the shown samples in decode order,
+    which restarts while it is negative."""
+    lowest = min(shown_cts) + offset
+    if lowest >= 0:
+        return lowest
     best = -1
-    for value in candidates:
+    for value in shown_cts:
+        value += offset
         if best < 0 or value < best:
             best = value
     return best
