@@ -133,3 +133,49 @@ def test_a_file_without_decodable_frames_is_a_video_error(tmp_path: Path) -> Non
     broken.write_bytes(data[:40])
     with pytest.raises(VideoError):
         list(decode_sequential(broken, [Fraction(0)], warn=lambda _m: None))
+
+
+# --------------------------------------------------------------------------- through the CLI
+
+
+@pytest.mark.parametrize("video", ["mpeg4_es.m4v", "cut_preroll_h264.mov", "fragmented_cut_h264.mp4"])
+def test_export_frames_of_two_times_on_one_frame(tmp_path: Path, video: str) -> None:
+    from evalkit import make_eval, run_cli
+    from PIL import Image
+
+    entry = MANIFEST[video]
+    times = [Fraction(t) for t in entry["frame_times"]]
+    # Two decimals nearest the same frame (21 of 24 at 12 fps, 1.74 and 1.75 of the issue).
+    frame = len(times) * 7 // 8
+    a, b = times[frame] - (times[frame] - times[frame - 1]) / 8, times[frame]
+    case = f"video: {video}\ntargets:\n  t:\n    samples:\n    - at: 0\n      expect: true\n"
+    eval_dir = make_eval(tmp_path, {"c": case}, videos=(video,))
+    code, out, err = run_cli("export-frames", "--eval-dir", eval_dir, "--case", "c",
+                             "--at", str(float(a)), "--at", str(float(b)))
+    assert code == 0, err
+    paths = out.split()
+    assert len(paths) == 2
+    for path in paths:
+        with Image.open(path) as image:
+            assert read_frame_index(image) == entry["frame_codes"][frame]
+
+
+def test_a_run_whose_samples_are_all_at_the_end_of_a_truncated_mp4(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalkit import FRAMECODE_ADAPTER, make_eval, read_json, run_cli
+
+    video = "truncated_h264.mp4"
+    entry = MANIFEST[video]
+    samples = "".join(f"    - at: {t}\n      expect: {code}\n" for t, code in
+                      (("1.84", 55), ("1.87", 56), ("1.9", 56), ("1.97", 59), ("2.0", 59)))
+    case = f"video: {video}\ntargets:\n  frame:\n    sample_defaults:\n      field: index\n    samples:\n{samples}"
+    eval_dir = make_eval(tmp_path, {"c": case}, FRAMECODE_ADAPTER, videos=(video,))
+    report = tmp_path / "r.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report, "--min-pass-rate", "1")
+    assert code == 0, out + err
+    results = read_json(report)["trials"][0]["results"]
+    assert [r["status"] for r in results] == ["passed"] * 5
+    assert [r["frame_index"] for r in results] == [55, 56, 56, 58, 58]  # frame 58 holds code 59
+    assert entry["frame_indices"][-1] == 58
+    warning = capsys.readouterr().err
+    assert warning.count("warning: ") == 1 and "sample time 1.9s got the nearest decodable frame" in warning
