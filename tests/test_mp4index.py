@@ -119,7 +119,7 @@ def mutations(data: bytes, rng: random.Random, count: int) -> list[tuple[str, by
     return out
 
 
-FUZZED = ["bframes_h264.mp4", "cut_preroll_h264.mov", "negative_cts_h264.mp4", "start_offset_bframes_h264.mov",
+FUZZED = ["bframes_h264.mp4", "audio_first_h264.mp4", "cut_preroll_h264.mov", "negative_cts_h264.mp4", "start_offset_bframes_h264.mov",
           "hevc_bframes.mp4", "co64_h264.mp4", "vfr_h264.mp4"]
 
 
