@@ -63,62 +63,53 @@ def index_table(track: Track, *, head: int = 8) -> IndexTable:
     offsets = _expand(track.ctts) if track.ctts is not None else [0] * n
     cts = list(map(operator.add, dts, offsets))
     shift = track.dts_shift
-    keyflags = _keyframe_flags(track)
+    keys = _keyframe_samples(track)
     empty, media_time, duration = _single_edit(track)
+    lo, hi = -(1 << 62), 1 << 62  # shown: lo <= cts < hi
     if media_time is None:
         first, last = 0, n - 1
+        window = cts
         offset = 0
         ts_base = -shift  # timestamp = dts - shift; pts = cts
-        lo, hi = None, None
     else:
-        first = _edit_start(dts, cts, keyflags, media_time, track.ctts is not None)
-        hi_cts = media_time + duration
-        last = _edit_end(dts, cts, keyflags, first, hi_cts, duration, track.ctts is not None)
-        lo, hi = media_time, hi_cts
-        shown = [k for k in range(first, last + 1) if lo <= cts[k] < hi]
-        if not shown:
+        first = _edit_start(dts, cts, keys, media_time, track.ctts is not None)
+        lo, hi = media_time, media_time + duration
+        last = _edit_end(dts, cts, keys, first, hi, duration, track.ctts is not None)
+        window = [c for c in cts[first:last + 1] if lo <= c < hi]
+        if not window:
             raise IndexUnusable("the edit shows no sample")
-        start = shown[0]  # first shown sample in decode order
-        min_pts = _min_corrected([cts[k] for k in shown], empty - dts[start]) - empty
+        start = next(k for k in range(first, last + 1) if lo <= cts[k] < hi)  # first shown, decode order
+        min_pts = _min_corrected(window, empty - dts[start]) - empty
         correction = max(min_pts, 0)
         # timestamp = counter at the edit start + dts - dts[start], less the correction
         ts_base = -shift + empty - dts[start] - correction
         offset = empty - dts[start] - correction
-    pts_all = [cts[k] + offset for k in range(first, last + 1)] if offset else cts[first:last + 1]
-    if lo is None:
-        shown_pts = pts_all
-        shown_keys = [k for k in range(first, last + 1) if keyflags[k]]
-    else:
-        assert hi is not None
-        shown_pts = [p for p, c in zip(pts_all, cts[first:last + 1], strict=True) if lo <= c < hi]
-        shown_keys = [k for k in range(first, last + 1) if keyflags[k] and lo <= cts[k] < hi]
-    ordered = array("q", sorted(shown_pts))
+    ordered = array("q", sorted(window))
+    if offset:
+        ordered = array("q", map(offset.__add__, ordered))
     if len(ordered) != len(set(ordered)):
         raise IndexUnusable("duplicate presentation timestamps")
     keyframes, seek_points = [], []
-    for k in shown_keys:
-        pts = cts[k] + offset
-        keyframes.append(bisect.bisect_left(ordered, pts))
-        seek_points.append(min(pts, dts[k] + ts_base))
-    packets = []
-    for k in range(first, min(last + 1, first + head)):
-        discard = lo is not None and hi is not None and not lo <= cts[k] < hi
-        packets.append((cts[k] + offset, dts[k] + ts_base, keyflags[k], discard))
-    reordered = any(b < a for a, b in itertools.pairwise(shown_pts))
+    for k in keys:
+        if first <= k <= last and lo <= cts[k] < hi:
+            pts = cts[k] + offset
+            keyframes.append(bisect.bisect_left(ordered, pts))
+            seek_points.append(min(pts, dts[k] + ts_base))
+    key_set = set(keys[bisect.bisect_left(keys, first):bisect.bisect_left(keys, first + head)])
+    packets = [(cts[k] + offset, dts[k] + ts_base, k in key_set, not lo <= cts[k] < hi)
+               for k in range(first, min(last + 1, first + head))]
+    reordered = any(map(operator.gt, window, itertools.islice(window, 1, None)))
     return IndexTable(Fraction(1, track.timescale), ordered, keyframes, seek_points, reordered, packets,
                       track.track_id, n)
 
 
-def _keyframe_flags(track: Track) -> list[bool]:
+def _keyframe_samples(track: Track) -> list[int]:
+    """0-based sample numbers of keyframes, ascending."""
     n = track.sample_count
     if track.sync is None:
-        return [True] * n
+        return list(range(n))
     key_off = 1 if track.sync[0] > 0 else 0  # stss is 1-based; some writers use 0
-    flags = [False] * n
-    for s in track.sync:
-        if 0 <= s - key_off < n:
-            flags[s - key_off] = True
-    return flags
+    return [s - key_off for s in track.sync if 0 <= s - key_off < n]
 
 
 def _single_edit(track: Track) -> tuple[int, int | None, int]:
@@ -140,30 +131,29 @@ def _rescale(value: int, to_scale: int, from_scale: int) -> int:
     return (value * to_scale + from_scale // 2) // from_scale
 
 
-def _edit_start(dts: list[int], cts: list[int], keyflags: list[bool], media_time: int, has_ctts: bool) -> int:
+def _edit_start(dts: list[int], cts: list[int], keys: list[int], media_time: int, has_ctts: bool) -> int:
     """The sample FFmpeg's index starts at: the last keyframe at or before the edit."""
-    n = len(keyflags)
+    n = len(cts)
     a = bisect.bisect_right(dts, media_time, 0, n) - 1
-    while a >= 0 and not keyflags[a]:
-        a -= 1
-    if a < 0:
+    # The last keyframe at or before sample a ...
+    i = bisect.bisect_right(keys, a) - 1
+    if i < 0:
         raise IndexUnusable("no keyframe before the edit")
     if has_ctts:
-        while a >= 0 and not (keyflags[a] and cts[a] <= media_time):
-            a -= 1
-        if a < 0:
+        # ... that is also shown at or before the edit's start.
+        while i >= 0 and cts[keys[i]] > media_time:
+            i -= 1
+        if i < 0:
             raise IndexUnusable("no keyframe shown before the edit")
-    return a
+    return keys[i]
 
 
-def _edit_end(dts: list[int], cts: list[int], keyflags: list[bool], first: int, end_cts: int, duration: int,
+def _edit_end(dts: list[int], cts: list[int], keys: list[int], first: int, end_cts: int, duration: int,
               has_ctts: bool) -> int:
     """The last sample FFmpeg keeps: the (second, with ctts) keyframe reaching the edit end."""
-    n = len(keyflags)
+    n = len(cts)
     seen = False
-    for k in range(first, n):
-        if not keyflags[k]:
-            continue
+    for k in keys[bisect.bisect_left(keys, first):]:
         frame_duration = dts[k + 1] - dts[k] if k + 1 < n else duration
         if cts[k] + frame_duration >= end_cts:
             if has_ctts and not seen:
