@@ -1,9 +1,11 @@
-"""The frame table: every frame's presentation time and the keyframes, learned by demuxing.
+"""The frame table: every frame's presentation time and the keyframes.
 
-Demuxing reads packet headers only, so a table for an hour of video costs well under a
-second. Selection (nearest rebased timestamp, ties to the earlier frame) is answered
-from the table, which is what makes every decode path agree on ``frame_index`` and
-``media_timestamp_s``.
+MP4, MOV and M4V tables come from the sample tables in ``moov`` (``mp4index``: a few small
+reads, whatever the video's length), checked against the first packets the demuxer
+delivers; other containers, and MP4s the index reader refuses (fragmented, truncated,
+damaged), are demuxed packet by packet, which reads the whole file. Selection (nearest
+rebased timestamp, ties to the earlier frame) is answered from the table, which is what
+makes every decode path agree on ``frame_index`` and ``media_timestamp_s``.
 
 A table is only *trusted* when the container gives what the decoder will produce: a
 timestamp on every packet, no duplicates, and a first decoded frame that is the
