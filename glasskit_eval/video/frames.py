@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import VideoError
 from .damage import Damage, Warn, report
-from .frametable import frame_table, open_container, video_stream
+from .frametable import frame_table, open_container, take_spare, video_stream
 from .orientation import Orientation, orientation_from_side_data
 from .segments import TableMismatch, decode_pieces
 from .selection import DecodedFrame, NearestSelector
@@ -95,6 +95,10 @@ def decode_at(path: Path, times: Sequence[Fraction], *, mode: str = AUTO, worker
         finally:
             frames.close()
     finally:
+        # A container the table left open and no decoder took is not needed any more.
+        spare = take_spare(path)
+        if spare is not None:
+            spare[0].close()
         report(path, damage, warn)
 
 
