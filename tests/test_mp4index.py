@@ -169,3 +169,39 @@ def check_frames_match_a_sequential_decode(path: Path) -> None:
                                                                 warn=lambda _m: None)]
     want = [(w, f.index, f.image.tobytes()) for w, f in decode_sequential(path, times, warn=lambda _m: None)]
     assert got == want
+
+
+def insert_into_stbl(data: bytes, box: bytes) -> bytes:
+    """``data`` with ``box`` appended to the video track's stbl (moov follows the media data,
+    so no sample moves)."""
+    chain = [b"moov", b"trak", b"mdia", b"minf", b"stbl"]
+    out = bytearray(data)
+    parents: list[int] = []
+    start, end = 0, len(out)
+    for kind in chain:
+        for k, s, e in _table_boxes(bytes(out)):
+            if k == kind and start <= s < end and (not parents or s > parents[-1]):
+                parents.append(s)
+                start, end = s + 8, e
+                break
+    stbl_end = end
+    out[stbl_end:stbl_end] = box
+    for p in parents:
+        (size,) = struct.unpack(">I", out[p:p + 4])
+        out[p:p + 4] = struct.pack(">I", size + len(box))
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("grouping", "uses_index"), [(b"tscl", True), (b"sync", False), (b"rap ", False)])
+def test_sample_groups_that_mark_keyframes_send_the_file_to_the_demuxer(
+        grouping: bytes, uses_index: bool, tmp_path: Path) -> None:
+    payload = struct.pack(">I4sII", 0, grouping, 1, 50) + struct.pack(">I", 1)  # 50 samples in group 1
+    box = struct.pack(">I4s", 8 + len(payload), b"sbgp") + payload
+    path = tmp_path / "grouped.mp4"
+    path.write_bytes(insert_into_stbl((VIDEOS / "bframes_h264.mp4").read_bytes(), box))
+    if uses_index:
+        assert_same_table(read_index(path, path.stat().st_size), demuxed(path), path)
+    else:
+        with pytest.raises(IndexUnusable, match="keyframes beyond stss"):
+            read_index(path, path.stat().st_size)
+    assert list(build_frame_table(path).pts) == list(demuxed(path).pts)

@@ -179,6 +179,13 @@ def _trak_boxes(data: bytes, start: int, end: int) -> dict[bytes, tuple[int, int
                 continue  # QuickTime's data handler (in minf) says nothing about the media
             elif kind in boxes and kind in _TABLES:
                 raise IndexUnusable(f"two {kind.decode('latin-1')} boxes")
+            elif kind in (b"sbgp", b"sgpd"):
+                # FFmpeg reads the 'rap ' and 'sync' groupings (they mark keyframes and open-GOP
+                # seek points); others, such as temporal layers, do not change its packets.
+                if ce - cs < 8:
+                    raise IndexUnusable("a sample group box is cut short")
+                if data[cs + 4:cs + 8] in (b"rap ", b"sync"):
+                    boxes[b"group " + data[cs + 4:cs + 8]] = (cs, ce)
             else:
                 boxes.setdefault(kind, (cs, ce))
 
@@ -222,9 +229,9 @@ def _video_track(data: bytes, boxes: dict[bytes, tuple[int, int]], movie_timesca
         ts, te = boxes[b"tkhd"]
         version = _full(data, ts, te, 20)
         (track_id,) = struct.unpack_from(">I", data, ts + 4 + (16 if version == 1 else 8))
-    for unsupported in (b"stps", b"sbgp", b"sgpd"):
+    for unsupported in (b"stps", b"group rap ", b"group sync"):
         if unsupported in boxes:
-            raise IndexUnusable(f"{unsupported.decode('latin-1')} box")
+            raise IndexUnusable(f"{unsupported.decode('latin-1')} box (keyframes beyond stss)")
     for needed in (b"mdhd", b"stsd", b"stts"):
         if needed not in boxes:
             raise IndexUnusable(f"no {needed.decode('latin-1')} box")
