@@ -118,7 +118,10 @@ class PieceDecoder:
         import av
 
         table = self.table
-        packets = self._packets(piece)
+        try:
+            packets = self._packets(piece)
+        except av.error.FFmpegError as exc:
+            raise VideoError(f"cannot decode video {table.path}: {exc}") from None
         ctx = self._stream.codec_context
         needed = piece.needed
         needed_pts = {table.pts[i] for i in needed}
