@@ -121,7 +121,8 @@ class PieceDecoder:
         try:
             packets = self._packets(piece)
         except av.error.FFmpegError as exc:
-            raise VideoError(f"cannot decode video {table.path}: {exc}") from None
+            # The index promised a seek it cannot do: decode from the start instead.
+            raise TableMismatch(f"a seek in {table.path} failed: {exc}") from None
         ctx = self._stream.codec_context
         needed = piece.needed
         needed_pts = {table.pts[i] for i in needed}
