@@ -13,7 +13,7 @@ import operator
 import struct
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -27,6 +27,24 @@ class IndexUnusable(Exception):
 
 
 @dataclass(frozen=True)
+class Runs:
+    """A run-length table (``stts``, ``ctts``): ``counts[i]`` samples have ``values[i]``."""
+
+    counts: Sequence[int]
+    values: Sequence[int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    def expand(self) -> list[int]:
+        """One value per sample."""
+        if max(self.counts, default=0) == 1:
+            return list(self.values)  # ctts of a B-frame stream: nearly one entry per sample
+        return list(itertools.chain.from_iterable(map(itertools.repeat, self.values, self.counts)))
+
+
+@dataclass(frozen=True)
 class Track:
     """The sample tables of one video track, as stored."""
 
@@ -34,8 +52,8 @@ class Track:
     timescale: int
     movie_timescale: int
     sample_count: int
-    stts: list[tuple[int, int]]  # (count, delta)
-    ctts: list[tuple[int, int]] | None  # (count, offset), entries FFmpeg keeps
+    stts: Runs  # decode time deltas
+    ctts: Runs | None  # composition offsets, the entries FFmpeg keeps
     dts_shift: int
     sync: list[int] | None  # 1-based sample numbers (None: every sample is a keyframe)
     sizes: array[int]  # per sample
@@ -120,10 +138,6 @@ def _be_array(kind: str, data: bytes, start: int, count: int, itemsize: int) -> 
     if sys.byteorder == "little":
         values.byteswap()
     return values
-
-
-def _pairs(values: array[int]) -> list[tuple[int, int]]:
-    return list(zip(values[0::2], values[1::2], strict=True))
 
 
 @dataclass(frozen=True)
@@ -252,13 +266,13 @@ def _video_track(data: bytes, boxes: dict[bytes, tuple[int, int]], movie_timesca
 
     stts = _read_stts(data, *boxes[b"stts"])
     sample_count = len(layout.sizes)
-    if sum(count for count, _delta in stts) != sample_count:
+    if stts.total != sample_count:
         raise IndexUnusable("stts and stsz disagree on the sample count")
-    ctts: list[tuple[int, int]] | None = None
+    ctts: Runs | None = None
     dts_shift = 0
     if b"ctts" in boxes:
         ctts, dts_shift = _read_ctts(data, *boxes[b"ctts"])
-        if ctts is not None and sum(c for c, _o in ctts) != sample_count:
+        if ctts is not None and ctts.total != sample_count:
             raise IndexUnusable("ctts and stsz disagree on the sample count")
     sync = _read_stss(data, *boxes[b"stss"], sample_count) if b"stss" in boxes else None
     if sync is None and fourcc not in INTRA_ONLY:
@@ -290,18 +304,22 @@ def _count(data: bytes, start: int, end: int, entry: int, extra: int = 0) -> int
     return count
 
 
-def _read_stts(data: bytes, start: int, end: int) -> list[tuple[int, int]]:
+def _read_stts(data: bytes, start: int, end: int) -> Runs:
     count = _count(data, start, end, 8)
-    runs = [(c, d) for c, d in _pairs(_be_array("I", data, start + 8, 2 * count, 4)) if c]
-    if any(delta >= 1 << 31 for _count, delta in runs):
+    raw = _be_array("I", data, start + 8, 2 * count, 4)
+    counts, deltas = raw[0::2], raw[1::2]
+    if count and min(counts) == 0:
+        kept = [(c, d) for c, d in zip(counts, deltas, strict=True) if c]
+        counts, deltas = array("I", [c for c, _d in kept]), array("I", [d for _c, d in kept])
+    if max(deltas, default=0) >= 1 << 31:
         raise IndexUnusable("an stts delta FFmpeg would correct")
     # A zero delta gives two samples one decode time; only the last sample may have one.
-    if any(delta == 0 for _count, delta in runs[:-1]) or (runs and runs[-1][1] == 0 and runs[-1][0] > 1):
+    if (len(deltas) > 1 and min(deltas[:-1]) == 0) or (deltas and deltas[-1] == 0 and counts[-1] > 1):
         raise IndexUnusable("samples share a decode time")
-    return runs
+    return Runs(counts, deltas)
 
 
-def _read_ctts(data: bytes, start: int, end: int) -> tuple[list[tuple[int, int]] | None, int]:
+def _read_ctts(data: bytes, start: int, end: int) -> tuple[Runs | None, int]:
     count = _count(data, start, end, 8)
     if not count:
         return None, 0
@@ -310,13 +328,13 @@ def _read_ctts(data: bytes, start: int, end: int) -> tuple[list[tuple[int, int]]
     if max(map(abs, values)) > _CTTS_LIMIT:
         raise IndexUnusable("a ctts offset FFmpeg would reject")
     # FFmpeg ignores entries with no samples, and leaves the last two entries out of the shift.
+    if min(counts) > 0:
+        shift = max(0, -min(values[:count - 2], default=0))
+        return Runs(counts, values), shift
     shifting = [v for c, v in zip(counts[:count - 2], values[:count - 2], strict=True) if c > 0]
     shift = max(0, -min(shifting, default=0))
-    if min(counts) > 0:
-        kept = list(zip(counts, values, strict=True))
-    else:
-        kept = [(c, v) for c, v in zip(counts, values, strict=True) if c > 0]
-    return kept, shift
+    kept = [(c, v) for c, v in zip(counts, values, strict=True) if c > 0]
+    return Runs(array("i", [c for c, _v in kept]), array("i", [v for _c, v in kept])), shift
 
 
 def _read_stss(data: bytes, start: int, end: int, sample_count: int) -> list[int]:

@@ -50,18 +50,13 @@ class IndexTable:
     sample_count: int
 
 
-def _expand(runs: list[tuple[int, int]]) -> list[int]:
-    return list(itertools.chain.from_iterable(itertools.repeat(value, count) for count, value in runs))
-
-
 def index_table(track: Track, *, head: int = 8) -> IndexTable:
     """The frames the demuxer will deliver, and its first ``head`` packets (for a cross-check)."""
     n = track.sample_count
     if not n:
         raise IndexUnusable("no samples")
-    dts = list(itertools.accumulate(_expand(track.stts), initial=0))  # n + 1 values
-    offsets = _expand(track.ctts) if track.ctts is not None else [0] * n
-    cts = list(map(operator.add, dts, offsets))
+    dts = list(itertools.accumulate(track.stts.expand(), initial=0))  # n + 1 values
+    cts = list(map(operator.add, dts, track.ctts.expand())) if track.ctts is not None else dts[:n]
     shift = track.dts_shift
     keys = _keyframe_samples(track)
     empty, media_time, duration = _single_edit(track)
