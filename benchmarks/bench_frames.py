@@ -1,29 +1,34 @@
-"""Frame engine benchmark: the engine and its baselines side by side, in one run.
+"""Frame engine benchmark: whole `run`s against bare PyAV baselines, side by side, in one run.
 
-Usage: python3 benchmarks/bench_frames.py [--rounds 3] [--minutes 10] [--keep DIR]
+Usage: python3 benchmarks/bench_frames.py [--rounds 3] [--minutes 10] [--long-minutes 60]
+                                          [--keep DIR] [--only SCENARIO ...]
 
-Generates deterministic synthetic videos (low-complexity content, x264 ultrafast, a
-keyframe every 2 s) in a temporary directory (or ``--keep DIR``, reused when present),
-then runs every scenario and baseline in its own subprocess, ``--rounds`` times,
-interleaved, and prints medians, ratios and each subprocess's peak RSS (``wait4``).
+Generates deterministic synthetic videos encoded the way most encoders do it (x264
+``veryfast``, CRF 23, a keyframe every 2 s, **with B-frames**, 30 fps) in a temporary
+directory (or ``--keep DIR``, reused when present; nothing is committed):
 
-Scenarios (the issue's):
-  dense        N-minute 1280x720 30 fps video, 2 targets, ``range: [0, N*60]`` every 0.5 s,
-               trivial adapter. Baseline: raw PyAV sequential decode, the same frames
-               converted to RGB PIL images (PyAV's default threading; also shown with
-               frame threading on).
-               Targets are called one after the other (declaration order); ``dense-time``
-               is the same with ``--order time`` (targets interleaved, no frame store).
-  dense-5t     dense with 5 targets on the same times (one decode, frames kept for 4).
-  dense-2x     dense on a video twice as long: time per sample and RSS must stay flat.
-  sparse-tail  the same video, 5 samples in the last 10 s. Baseline: PyAV keyframe seek
-               and decode forward, per sample.
-  latency      60 s 640x480 video, 120 samples, adapter sleeping 50 ms, concurrency 8.
-               Baseline: decode on a thread while the sleeps run (bounded queue,
-               8 in flight); ideal: 120 x 0.05 / 8 s.
+  main   ``--minutes`` (10) of 1280x720, textured content panning (about 2 MB/min);
+  long   ``--long-minutes`` (60; 0 to skip) of 1920x1080, low-complexity content (a gradient
+         and a moving block, so generating an hour takes minutes, not an hour).
 
-Times are measured inside the child around the work (interpreter start-up excluded;
-the engine's time includes planning, probing and the frame table).
+Every scenario and baseline runs in its own subprocess, ``--rounds`` times, interleaved.
+Each child times its work (interpreter start-up and imports excluded, both sides) in wall
+and CPU seconds (all threads); the parent reads each child's peak RSS from ``wait4``.
+
+Scenarios (issue 22, items 2 and 3):
+  sparse-tail    a whole `run` of 5 samples in the last 10 s.
+  sparse-spread  a whole `run` of 20 samples spread over the video.
+                 Baseline for both: a bare PyAV keyframe-seek loop that decodes to each
+                 sample's nearest frame and converts it to RGB (one decoder, default threads).
+  dense-2        a whole `run` of 2 targets, ``range: [0, N*60]`` every 0.5 s, trivial adapter.
+  dense-5        the same with 5 targets.
+                 Baseline for both: one PyAV decoder with frame threads over the whole video,
+                 converting only the needed frames to RGB.
+  latency        60 s 640x480, 120 samples, adapter sleeping 50 ms, concurrency 8. Baseline:
+                 decode on a thread while the sleeps run (bounded queue, 8 in flight).
+
+The load average of the machine is printed at the start and the end: other processes make
+every figure noisier, so compare ratios from the same run.
 """
 
 from __future__ import annotations
@@ -43,36 +48,45 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FPS = 30
+GOP = 2 * FPS
+X264 = {"preset": "veryfast", "crf": "23", "g": str(GOP), "keyint_min": str(GOP), "sc_threshold": "0"}
 
 
 # --------------------------------------------------------------------------- videos
 
 
-def make_video(path: Path, seconds: int, width: int, height: int) -> None:
-    """Mostly static gradient with a small moving block: cheap to encode and decode."""
+def make_video(path: Path, seconds: int, width: int, height: int, *, textured: bool) -> None:
+    """x264 veryfast CRF 23 (B-frames on, x264's default), 2 s GOP, deterministic content."""
     import av
+    from PIL import Image, ImageFilter
 
     tmp = path.with_suffix(".tmp.mp4")
     container = av.open(str(tmp), "w")
     stream = container.add_stream("libx264", rate=FPS)
     stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-    stream.options = {"preset": "ultrafast", "g": str(2 * FPS), "keyint_min": str(2 * FPS),
-                      "sc_threshold": "0"}
+    stream.options = dict(X264)
+    if textured:
+        noise = Image.effect_noise((width + 512, height + 256), 64).filter(ImageFilter.GaussianBlur(1))
+        texture = Image.merge("RGB", (noise, noise.transpose(Image.Transpose.FLIP_LEFT_RIGHT),
+                                      noise.transpose(Image.Transpose.FLIP_TOP_BOTTOM)))
     row = bytes((x * 255 // width) & 255 for x in range(width))
-    base = row * height
     chroma = bytes([128]) * (width * height // 4)
     block = 32
     for i in range(seconds * FPS):
-        luma = bytearray(base)
-        bx, by = (i * 7) % (width - block), (i * 3) % (height - block)
-        fill = bytes([(i * 5) & 255]) * block
-        for r in range(block):
-            off = (by + r) * width + bx
-            luma[off:off + block] = fill
-        frame = av.VideoFrame(width, height, "yuv420p")
-        frame.planes[0].update(bytes(luma))
-        frame.planes[1].update(chroma)
-        frame.planes[2].update(chroma)
+        if textured:
+            x, y = (i * 3) % 512, (i * 2) % 256
+            frame = av.VideoFrame.from_image(texture.crop((x, y, x + width, y + height)))
+        else:
+            luma = bytearray(row * height)
+            bx, by = (i * 7) % (width - block), (i * 3) % (height - block)
+            fill = bytes([(i * 5) & 255]) * block
+            for r in range(block):
+                off = (by + r) * width + bx
+                luma[off:off + block] = fill
+            frame = av.VideoFrame(width, height, "yuv420p")
+            frame.planes[0].update(bytes(luma))
+            frame.planes[1].update(chroma)
+            frame.planes[2].update(chroma)
         frame.pts = i
         for packet in stream.encode(frame):
             container.mux(packet)
@@ -82,20 +96,25 @@ def make_video(path: Path, seconds: int, width: int, height: int) -> None:
     tmp.rename(path)
 
 
-def ensure_videos(folder: Path, minutes: int) -> dict[str, Path]:
+def ensure_videos(folder: Path, minutes: int, long_minutes: int,
+                  needed: set[str]) -> dict[str, tuple[Path, int]]:
     wanted = {
-        "dense": (f"dense_{minutes}m_720p.mp4", minutes * 60, 1280, 720),
-        "dense2x": (f"dense_{2 * minutes}m_720p.mp4", 2 * minutes * 60, 1280, 720),
-        "latency": ("latency_60s_480p.mp4", 60, 640, 480),
+        "main": (f"bframes_{minutes}m_720p.mp4", minutes * 60, 1280, 720, True),
+        "latency": ("bframes_60s_480p.mp4", 60, 640, 480, True),
     }
+    if long_minutes:
+        wanted["long"] = (f"bframes_{long_minutes}m_1080p.mp4", long_minutes * 60, 1920, 1080, False)
     out = {}
-    for key, (name, seconds, width, height) in wanted.items():
+    for key, (name, seconds, width, height, textured) in wanted.items():
+        if key not in needed:
+            continue
         path = folder / name
         if not path.exists():
             started = time.perf_counter()
-            make_video(path, seconds, width, height)
-            print(f"generated {name} in {time.perf_counter() - started:.1f}s", flush=True)
-        out[key] = path
+            make_video(path, seconds, width, height, textured=textured)
+            print(f"generated {name} ({path.stat().st_size / 1e6:.0f} MB) in "
+                  f"{time.perf_counter() - started:.0f}s", flush=True)
+        out[key] = (path, seconds)
     return out
 
 
@@ -123,20 +142,36 @@ class Sleepy:
 """
 
 
-def write_eval(folder: Path, video: Path, targets: dict[str, str], adapter: str, every: str) -> Path:
+def sparse_tail_times(seconds: int) -> list[Fraction]:
+    return [Fraction(seconds - 10) + 2 * i + Fraction(1, 4) for i in range(5)]
+
+
+def sparse_spread_times(seconds: int) -> list[Fraction]:
+    # 20 samples, none on a keyframe: a fixed, irregular offset into each twentieth.
+    return [Fraction(seconds * i, 20) + Fraction(7 + (i * 13) % 50, FPS) for i in range(20)]
+
+
+def write_eval(folder: Path, video: Path, targets: dict[str, str], adapter: str) -> Path:
     cases = folder / "cases"
     cases.mkdir(parents=True)
     (cases / video.name).symlink_to(video)
     body = "".join(f"  {name}:\n    samples:\n{textwrap.indent(samples, '    ')}"
                    for name, samples in targets.items())
-    (cases / "bench.yaml").write_text(f"video: {video.name}\nsampling:\n  every_s: {every}\n"
-                                      f"targets:\n{body}")
+    (cases / "bench.yaml").write_text(f"video: {video.name}\nsampling:\n  every_s: 0.5\ntargets:\n{body}")
     (folder / "adapter.py").write_text(adapter)
     return folder
 
 
-def child_engine(scenario: str, video: Path, seconds: int) -> float:
+def _usage() -> tuple[float, float]:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return time.perf_counter(), r.ru_utime + r.ru_stime
+
+
+def child_engine(scenario: str, video: Path, seconds: int) -> tuple[float, float]:
     import importlib
+    import io
     import pkgutil
 
     import av  # noqa: F401  (imports are start-up, not work: the baselines pay them untimed too)
@@ -149,82 +184,59 @@ def child_engine(scenario: str, video: Path, seconds: int) -> float:
             importlib.import_module(module.name)
 
     with tempfile.TemporaryDirectory() as tmp:
-        if scenario in ("dense", "dense5", "densetime"):
+        argv = ["run", "--eval-dir", tmp]
+        if scenario.startswith("dense-"):
             samples = f"- range: [0, {seconds}]\n  field: ok\n  expect: true\n"
-            names = "abcde" if scenario == "dense5" else "ab"
-            eval_dir = write_eval(Path(tmp), video, {name: samples for name in names}, TRIVIAL_ADAPTER, "0.5")
-            argv = ["run", "--eval-dir", str(eval_dir)]
-            if scenario == "densetime":
-                argv += ["--order", "time"]
-        elif scenario == "sparse":
-            times = ", ".join(str(t) for t in sparse_times(seconds))
-            samples = f"- at: [{times}]\n  field: ok\n  expect: true\n"
-            eval_dir = write_eval(Path(tmp), video, {"a": samples}, TRIVIAL_ADAPTER, "0.5")
-            argv = ["run", "--eval-dir", str(eval_dir)]
+            count = int(scenario.removeprefix("dense-").removesuffix("-time"))
+            if scenario.endswith("-time"):
+                argv += ["--order", "time"]  # targets interleaved in time: no frame store
+            write_eval(Path(tmp), video, {f"t{i}": samples for i in range(count)}, TRIVIAL_ADAPTER)
+        elif scenario in ("sparse-tail", "sparse-spread"):
+            times = sparse_tail_times(seconds) if scenario == "sparse-tail" else sparse_spread_times(seconds)
+            listed = ", ".join(str(float(t)) for t in times)
+            write_eval(Path(tmp), video, {"a": f"- at: [{listed}]\n  field: ok\n  expect: true\n"},
+                       TRIVIAL_ADAPTER)
+        elif scenario == "latency":
+            samples = f"- range: [0, {seconds}]\n  field: ok\n  expect: true\n"
+            write_eval(Path(tmp), video, {"a": samples}, SLEEPY_ADAPTER)
+            argv += ["--concurrency", "8"]
         else:
-            samples = f"- range: [0, {seconds}]\n  field: ok\n  expect: true\n"
-            eval_dir = write_eval(Path(tmp), video, {"a": samples}, SLEEPY_ADAPTER, "0.5")
-            argv = ["run", "--eval-dir", str(eval_dir), "--concurrency", "8"]
-        import io
-
+            raise SystemExit(f"unknown scenario {scenario}")
         out = io.StringIO()
-        started = time.perf_counter()
+        wall, cpu = _usage()
         code = main(argv, out=out, err=out)
-        elapsed = time.perf_counter() - started
+        wall2, cpu2 = _usage()
         if code != 0:
             raise SystemExit(f"engine run failed ({code}):\n{out.getvalue()}")
-        return elapsed
+        return wall2 - wall, cpu2 - cpu
 
 
-def sparse_times(seconds: int) -> list[str]:
-    return [f"{seconds - 10 + 2 * i + 0.25:.2f}" for i in range(5)]
-
-
-def dense_times(seconds: int) -> list[Fraction]:
-    return [Fraction(i, 2) for i in range(2 * seconds)]
-
-
-def nearest_indices(times: list[Fraction], wanted: list[Fraction]) -> list[int]:
-    import bisect
-
-    out = []
-    for want in wanted:
-        i = bisect.bisect_left(times, want)
-        if i >= len(times):
-            out.append(len(times) - 1)
-        elif i == 0:
-            out.append(0)
-        else:
-            out.append(i - 1 if want - times[i - 1] <= times[i] - want else i)
-    return out
-
-
-def child_baseline_dense(video: Path, seconds: int, threads: str) -> float:
-    """Raw PyAV: one sequential decode, the needed frames converted to RGB PIL images."""
+def child_baseline_dense(video: Path, seconds: int) -> tuple[float, float]:
+    """One PyAV decoder with frame threads; the frames every 0.5 s converted to RGB."""
     import av
 
-    started = time.perf_counter()
+    wall, cpu = _usage()
     container = av.open(str(video))
     stream = container.streams.video[0]
-    if threads != "default":
-        stream.thread_type = threads
-    wanted = set(range(0, seconds * FPS, FPS // 2))  # every 0.5 s of a 30 fps video
+    stream.thread_type = "AUTO"
+    wanted = set(range(0, seconds * FPS, FPS // 2))
     for index, frame in enumerate(container.decode(stream)):
         if index in wanted:
             frame.to_image().close()
     container.close()
-    return time.perf_counter() - started
+    wall2, cpu2 = _usage()
+    return wall2 - wall, cpu2 - cpu
 
 
-def child_baseline_sparse(video: Path, seconds: int) -> float:
-    """Raw PyAV: per sample, seek to the keyframe before it and decode forward."""
+def child_baseline_sparse(video: Path, times: list[Fraction]) -> tuple[float, float]:
+    """Per sample: seek to the keyframe before it, decode to its nearest frame, convert to RGB."""
     import av
 
-    started = time.perf_counter()
+    wall, cpu = _usage()
     container = av.open(str(video))
     stream = container.streams.video[0]
-    for text in sparse_times(seconds):
-        target = int(Fraction(text) / stream.time_base)
+    for want in times:
+        target = int(want / stream.time_base)
         container.seek(target, stream=stream, backward=True)
         best = None
         for frame in container.decode(stream):
@@ -236,10 +248,11 @@ def child_baseline_sparse(video: Path, seconds: int) -> float:
         assert best is not None
         best.to_image().close()
     container.close()
-    return time.perf_counter() - started
+    wall2, cpu2 = _usage()
+    return wall2 - wall, cpu2 - cpu
 
 
-def child_baseline_latency(video: Path, seconds: int) -> float:
+def child_baseline_latency(video: Path, seconds: int) -> tuple[float, float]:
     """Decode on a thread into a bounded queue while 8 adapter sleeps run at a time."""
     import asyncio
     import threading
@@ -279,9 +292,10 @@ def child_baseline_latency(video: Path, seconds: int) -> float:
         await asyncio.gather(*tasks)
         thread.join()
 
-    started = time.perf_counter()
+    wall, cpu = _usage()
     asyncio.run(run())
-    return time.perf_counter() - started
+    wall2, cpu2 = _usage()
+    return wall2 - wall, cpu2 - cpu
 
 
 def child(args: argparse.Namespace) -> None:
@@ -289,25 +303,25 @@ def child(args: argparse.Namespace) -> None:
     seconds = args.seconds
     kind = args.child
     if kind.startswith("engine-"):
-        elapsed = child_engine(kind.removeprefix("engine-"), video, seconds)
+        wall, cpu = child_engine(kind.removeprefix("engine-"), video, seconds)
     elif kind == "base-dense":
-        elapsed = child_baseline_dense(video, seconds, "default")
-    elif kind == "base-dense-auto":
-        elapsed = child_baseline_dense(video, seconds, "AUTO")
-    elif kind == "base-sparse":
-        elapsed = child_baseline_sparse(video, seconds)
+        wall, cpu = child_baseline_dense(video, seconds)
+    elif kind == "base-sparse-tail":
+        wall, cpu = child_baseline_sparse(video, sparse_tail_times(seconds))
+    elif kind == "base-sparse-spread":
+        wall, cpu = child_baseline_sparse(video, sparse_spread_times(seconds))
     elif kind == "base-latency":
-        elapsed = child_baseline_latency(video, seconds)
+        wall, cpu = child_baseline_latency(video, seconds)
     else:
         raise SystemExit(f"unknown child {kind}")
-    print(json.dumps({"elapsed": elapsed}))
+    print(json.dumps({"wall": wall, "cpu": cpu}))
 
 
 # --------------------------------------------------------------------------- parent
 
 
-def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float]:
-    """(elapsed seconds, peak RSS in MB) of one child run."""
+def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one child run."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, __file__, "--child", kind, "--video", str(video),
                              "--seconds", str(seconds)], stdout=subprocess.PIPE, env=env)
@@ -317,21 +331,30 @@ def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{kind} failed with exit code {proc.returncode}")
-    CPU_SECONDS.setdefault(kind, []).append(usage.ru_utime + usage.ru_stime)
-    return json.loads(output)["elapsed"], usage.ru_maxrss / 1024
+    result = json.loads(output)
+    return result["wall"], result["cpu"], usage.ru_maxrss / 1024
 
 
-#: Per child kind, the CPU seconds (user + system) of each run, start-up included: steadier
-#: than wall time when other work shares the machine.
-CPU_SECONDS: dict[str, list[float]] = {}
+#: scenario -> (video key, engine child, baseline child)
+SCENARIOS = {
+    "sparse-tail": ("main", "engine-sparse-tail", "base-sparse-tail"),
+    "sparse-spread": ("main", "engine-sparse-spread", "base-sparse-spread"),
+    "long-sparse-tail": ("long", "engine-sparse-tail", "base-sparse-tail"),
+    "long-sparse-spread": ("long", "engine-sparse-spread", "base-sparse-spread"),
+    "dense-2": ("main", "engine-dense-2", "base-dense"),
+    "dense-5": ("main", "engine-dense-5", "base-dense"),
+    "dense-2-time": ("main", "engine-dense-2-time", "base-dense"),
+    "latency": ("latency", "engine-latency", "base-latency"),
+}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument("--long-minutes", type=int, default=60)
     parser.add_argument("--keep", type=Path, help="folder for the generated videos (reused)")
-    parser.add_argument("--only", help="comma-separated scenarios to run (default: all)")
+    parser.add_argument("--only", nargs="+", choices=sorted(SCENARIOS), help="run these scenarios")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--video", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=int, help=argparse.SUPPRESS)
@@ -339,68 +362,42 @@ def main() -> int:
     if args.child:
         child(args)
         return 0
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"({os.cpu_count()} cores)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        videos = ensure_videos(folder, args.minutes)
-        seconds = args.minutes * 60
-        runs: list[tuple[str, str, Path, int]] = [
-            ("dense", "engine-dense", videos["dense"], seconds),
-            ("dense", "base-dense", videos["dense"], seconds),
-            ("dense", "base-dense-auto", videos["dense"], seconds),
-            ("dense-time", "engine-densetime", videos["dense"], seconds),
-            ("dense-5t", "engine-dense5", videos["dense"], seconds),
-            ("dense-2x", "engine-dense", videos["dense2x"], 2 * seconds),
-            ("dense-2x", "base-dense", videos["dense2x"], 2 * seconds),
-            ("sparse-tail", "engine-sparse", videos["dense"], seconds),
-            ("sparse-tail", "base-sparse", videos["dense"], seconds),
-            ("latency", "engine-latency", videos["latency"], 60),
-            ("latency", "base-latency", videos["latency"], 60),
-        ]
-        if args.only:
-            chosen = set(args.only.split(","))
-            runs = [run for run in runs if run[0] in chosen]
-        samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        names = [name for name in (args.only or SCENARIOS) if SCENARIOS[name][0] != "long" or args.long_minutes]
+        videos = ensure_videos(folder, args.minutes, args.long_minutes, {SCENARIOS[n][0] for n in names})
+        chosen = [name for name in names if SCENARIOS[name][0] in videos]
+        # Baselines shared by scenarios run once per round.
+        runs: list[tuple[str, Path, int]] = []
+        for name in chosen:
+            key, engine, base = SCENARIOS[name]
+            path, seconds = videos[key]
+            for kind in (engine, base):
+                if (kind, path, seconds) not in runs:
+                    runs.append((kind, path, seconds))
+        samples: dict[tuple[str, Path], list[tuple[float, float, float]]] = {}
         for round_no in range(1, args.rounds + 1):
-            for scenario, kind, video, secs in runs:
-                elapsed, rss = run_child(kind, video, secs)
-                samples.setdefault((scenario, kind), []).append((elapsed, rss))
-                print(f"round {round_no}: {scenario:12s} {kind:16s} {elapsed:7.3f}s {rss:7.0f} MB "
-                      f"cpu {CPU_SECONDS[kind][-1]:7.2f}s", flush=True)
-    med = {key: (statistics.median(e for e, _ in vals), max(r for _, r in vals))
-           for key, vals in samples.items()}
-    print(f"\nmedians of {args.rounds} rounds (peak RSS is the max over rounds)")
-    for (scenario, kind), (elapsed, rss) in med.items():
-        print(f"  {scenario:12s} {kind:16s} {elapsed:7.3f}s  peak RSS {rss:6.0f} MB")
-    print("\nratios (engine / baseline)")
-    if args.only:
-        for label in ("dense", "dense-time", "dense-5t"):
-            key = ("dense", "engine-dense") if label == "dense" else (label, "engine-" + label.replace("-", "")
-                                                                       .replace("5t", "5"))
-            if key in med and ("dense", "base-dense") in med:
-                elapsed, rss = med[key]
-                print(f"  {label + ':':12s} {elapsed / med[('dense', 'base-dense')][0]:.2f}x raw PyAV "
-                      f"(default threads); peak RSS {rss:.0f} MB")
-        return 0
-    dense_e = med[("dense", "engine-dense")][0]
-    dense2_e = med[("dense-2x", "engine-dense")][0]
-    print(f"  dense:       {dense_e / med[('dense', 'base-dense')][0]:.2f}x raw PyAV (default threads), "
-          f"{dense_e / med[('dense', 'base-dense-auto')][0]:.2f}x raw PyAV (frame threads); "
-          f"peak RSS {med[('dense', 'engine-dense')][1]:.0f} MB")
-    for label, key in (("dense-time", "engine-densetime"), ("dense-5t", "engine-dense5")):
-        elapsed, rss = med[(label, key)]
-        print(f"  {label + ':':12s} {elapsed / med[('dense', 'base-dense')][0]:.2f}x raw PyAV (default threads), "
-              f"{elapsed / med[('dense', 'base-dense-auto')][0]:.2f}x (frame threads); peak RSS {rss:.0f} MB")
-    print(f"  dense-2x:    {dense2_e / med[('dense-2x', 'base-dense')][0]:.2f}x raw PyAV; "
-          f"time per sample {dense2_e / dense_e / 2:.2f}x the 1x video's, "
-          f"peak RSS {med[('dense-2x', 'engine-dense')][1]:.0f} MB "
-          f"({med[('dense-2x', 'engine-dense')][1] / med[('dense', 'engine-dense')][1]:.2f}x)")
-    print(f"  sparse-tail: {med[('sparse-tail', 'engine-sparse')][0] / med[('sparse-tail', 'base-sparse')][0]:.2f}x "
-          "the seek baseline")
-    ideal = 120 * 0.05 / 8
-    lat = med[("latency", "engine-latency")][0]
-    print(f"  latency:     {lat / med[('latency', 'base-latency')][0]:.2f}x the pipelined baseline "
-          f"({lat:.2f}s; ideal {ideal:.2f}s)")
+            for kind, path, seconds in runs:
+                wall, cpu, rss = run_child(kind, path, seconds)
+                samples.setdefault((kind, path), []).append((wall, cpu, rss))
+                print(f"round {round_no}: {path.name:26s} {kind:22s} wall {wall:8.3f}s  cpu {cpu:8.3f}s  "
+                      f"peak RSS {rss:5.0f} MiB", flush=True)
+    med = {key: (statistics.median(w for w, _c, _r in vals), statistics.median(c for _w, c, _r in vals),
+                 max(r for _w, _c, r in vals)) for key, vals in samples.items()}
+    print(f"\nmedians of {args.rounds} rounds (peak RSS: the largest of the rounds)")
+    print(f"  {'scenario':20s} {'engine wall':>12s} {'base wall':>10s} {'wall ratio':>10s} "
+          f"{'engine cpu':>11s} {'base cpu':>9s} {'cpu ratio':>9s} {'engine RSS':>11s} {'base RSS':>9s}")
+    for name in chosen:
+        key, engine, base = SCENARIOS[name]
+        path = videos[key][0]
+        ew, ec, er = med[(engine, path)]
+        bw, bc, br = med[(base, path)]
+        print(f"  {name:20s} {ew:11.3f}s {bw:9.3f}s {ew / bw:9.2f}x {ec:10.3f}s {bc:8.3f}s "
+              f"{ec / bc:8.2f}x {er:7.0f} MiB {br:5.0f} MiB")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

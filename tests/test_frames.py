@@ -11,8 +11,10 @@ import pytest
 from framecode import read_frame_index
 
 from glasskit_eval.errors import VideoError
-from glasskit_eval.video.frames import NearestSelector, decode_at, frame_times, stream_orientation
+from glasskit_eval.video import damage
+from glasskit_eval.video.frames import NearestSelector, decode_at, stream_orientation
 from glasskit_eval.video.probe import probe
+from glasskit_eval.video.sequential import FrameClock
 
 VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 MANIFEST = json.loads((VIDEOS / "manifest.json").read_text())
@@ -37,21 +39,26 @@ def probe_times(times: list[Fraction]) -> list[Fraction]:
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
-def test_every_fixture_selects_the_exact_frame(name: str) -> None:
+def test_every_fixture_selects_the_exact_frame(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(damage, "_reported", set())  # damage is reported once per process
     entry = MANIFEST[name]
     times = [Fraction(t) for t in entry["frame_times"]]
     requests = probe_times(times)
-    got = dict(decode_at(VIDEOS / name, requests))
+    warnings: list[str] = []
+    got = dict(decode_at(VIDEOS / name, requests, warn=warnings.append))
     assert sorted(got) == requests
+    assert bool(warnings) is entry["truncated"], warnings
     for want in requests:
         frame = got[want]
-        expected = expected_index(times, want)
+        position = expected_index(times, want)
+        # A truncated file's indices and codes have gaps where frames were lost.
+        expected = entry["frame_indices"][position]
         assert frame.index == expected, f"{name} @ {want}"
-        assert frame.media_time == times[expected]
+        assert frame.media_time == times[position]
         assert frame.image.mode == "RGB"
         assert frame.image.size == (entry["display_width"], entry["display_height"])
         # The pixels say which frame this is, and raise if it is not upright and unmirrored.
-        assert read_frame_index(frame.image) == expected, f"{name} @ {want}"
+        assert read_frame_index(frame.image) == entry["frame_codes"][position], f"{name} @ {want}"
         frame.image.close()
 
 
@@ -123,21 +130,42 @@ def test_missing_and_broken_videos_raise_video_errors(tmp_path: Path) -> None:
         probe(broken)
 
 
-class _Frame:
-    def __init__(self, pts: int | None) -> None:
-        self.pts = pts
+def test_frame_clock_estimates_from_rate_when_timestamps_are_missing() -> None:
+    clock = FrameClock(Fraction(1, 1000), Fraction(25))
+    for _ in range(3):
+        clock.packet(None)
+    assert [clock.frame(None)[:2] for _ in range(3)] == [(0, Fraction(0)), (1, Fraction(1, 25)),
+                                                         (2, Fraction(2, 25))]
 
 
-def test_frame_times_estimate_from_rate_when_timestamps_are_missing() -> None:
-    frames = [_Frame(None), _Frame(None), _Frame(None)]
-    got = [(i, t) for i, t, _ in frame_times(frames, Fraction(1, 1000), Fraction(25))]
-    assert got == [(0, Fraction(0)), (1, Fraction(1, 25)), (2, Fraction(2, 25))]
+def test_frame_clock_rebases_to_the_first_frame_and_numbers_by_timestamp_rank() -> None:
+    clock = FrameClock(Fraction(1, 1000), None)
+    for pts in (3000, 3100, 3040):  # decode order of a B-frame stream
+        clock.packet(pts)
+    assert clock.frame(3000) == (0, Fraction(0), [])
+    assert clock.frame(3040) == (1, Fraction(4, 100), [])
+    assert clock.frame(3100) == (2, Fraction(1, 10), [])
 
 
-def test_frame_times_rebase_to_first_frame() -> None:
-    frames = [_Frame(3000), _Frame(3040), _Frame(3100)]
-    got = [t for _, t, _ in frame_times(frames, Fraction(1, 1000), None)]
-    assert got == [Fraction(0), Fraction(4, 100), Fraction(1, 10)]
+def test_frame_clock_leaves_a_gap_for_a_lost_frame_and_names_its_time() -> None:
+    clock = FrameClock(Fraction(1, 10), None)
+    for pts in range(6):
+        clock.packet(pts)
+    assert clock.frame(0)[:2] == (0, Fraction(0))
+    clock.skipped()
+    assert clock.frame(2) == (2, Fraction(1, 5), [Fraction(1, 10)])
+    assert clock.frame(3)[2] == []
+    assert clock.tail_lost() == [Fraction(2, 5), Fraction(1, 2)]
+    assert not clock.guessed
+
+
+def test_frame_clock_without_timestamps_numbers_a_skipped_packet_as_one_frame() -> None:
+    clock = FrameClock(Fraction(1, 1000), Fraction(10))
+    clock.packet(None)
+    assert clock.frame(None)[:2] == (0, Fraction(0))
+    clock.skipped()
+    assert clock.frame(None)[:2] == (2, Fraction(1, 5))
+    assert clock.guessed
 
 
 def test_selector_ties_go_to_the_earlier_frame() -> None:

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import av
 import pytest
+from fixturevideos import MANIFEST, VIDEOS, decode_all
 
 from glasskit_eval.video.pixels import rgb_image
-
-VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
-MANIFEST = json.loads((VIDEOS / "manifest.json").read_text())
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
 def test_every_fixture_frame_converts_to_the_same_pixels(name: str) -> None:
     count = 0
-    with av.open(str(VIDEOS / name)) as container:
-        for frame in container.decode(video=0):
-            ours, theirs = rgb_image(frame), frame.to_image()
-            assert (ours.mode, ours.size) == ("RGB", (frame.width, frame.height))
-            assert ours.tobytes() == theirs.tobytes(), f"{name} frame {count}"
-            count += 1
+    for frame in decode_all(VIDEOS / name):
+        ours, theirs = rgb_image(frame), frame.to_image()
+        assert (ours.mode, ours.size) == ("RGB", (frame.width, frame.height))
+        assert ours.tobytes() == theirs.tobytes(), f"{name} frame {count}"
+        count += 1
     assert count == MANIFEST[name]["frame_count"]
 
 

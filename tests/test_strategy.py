@@ -49,12 +49,14 @@ def test_sparse_requests_seek_to_the_keyframe_before_each() -> None:
 
 
 def test_sparse_seek_pieces_go_to_parallel_decoders_when_there_are_cores() -> None:
-    needed = [17710, 17770, 17830, 17890, 17950]
+    needed = [17740, 17800, 17860, 17890, 17950]
     p = plan(KEYS, needed, cores=2)
     # Frame threading cannot help a decoder that restarts at every seek; two decoders can.
     assert p.kind == "segments" and p.workers == 2
     assert p.pieces == plan(KEYS, needed, cores=1).pieces
-    # Too little work to pay for opening a second decoder.
+    # A handful of short seeks does not pay for a second decoder.
+    few = plan(KEYS, [17710, 17770, 17830, 17890, 17950], cores=2)
+    assert few.kind == "seek" and few.workers == 1
     tiny = plan(KEYS, [17700, 17760], cores=2)
     assert tiny.kind == "seek" and tiny.workers == 1
     # One long span is left to frame threading unless it is worth cutting.
@@ -110,8 +112,8 @@ def test_sparse_seeks_on_two_decoders_deliver_the_sequential_frames() -> None:
     video = VIDEOS / "bframes_h264.mp4"  # 25 fps, a keyframe every 10 frames
     wanted = [Fraction(i, 25) for i in (7, 27, 47)]
     table = frame_table(video)
-    assert plan(table.keyframes, [7, 27, 47], cores=2).kind == "segments"
-    got = [(w, f.index, f.image.tobytes()) for w, f in decode_at(video, wanted, workers=2)]
+    assert plan(table.keyframes, [7, 27, 47], mode="segments", cores=2).kind == "segments"
+    got = [(w, f.index, f.image.tobytes()) for w, f in decode_at(video, wanted, mode="segments", workers=2)]
     assert got == [(w, f.index, f.image.tobytes()) for w, f in decode_sequential(video, wanted)]
     assert [index for _w, index, _image in got] == [7, 27, 47]
 
@@ -146,3 +148,45 @@ def test_closing_early_stops_the_parallel_decoders() -> None:
     frame.image.close()
     gen.close()
     assert want == 0
+
+
+def test_a_sparse_run_opens_the_video_once_and_seeks_straight_to_each_keyframe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from glasskit_eval.video import frametable
+
+    video = tmp_path / "sparse.mp4"
+    shutil.copy(VIDEOS / "bframes_h264.mp4", video)  # 25 fps, a keyframe every 10 frames
+    opened: list[str] = []
+    real_open = frametable.open_container
+
+    def counting_open(path: Path) -> object:
+        opened.append(str(path))
+        return real_open(path)
+
+    monkeypatch.setattr(frametable, "open_container", counting_open)
+    monkeypatch.setattr(segments, "open_container", counting_open)
+    packets: list[int] = []
+    real_packets = segments.PieceDecoder._packets
+
+    def counting_packets(self: segments.PieceDecoder, piece: Piece) -> object:
+        positioned = real_packets(self, piece)
+        assert self._stream.codec_context.thread_type.name == "SLICE"  # no frame threads to start
+
+        def counted() -> object:
+            for packet in positioned:
+                packets.append(piece.start)
+                yield packet
+
+        return counted()
+
+    monkeypatch.setattr(segments.PieceDecoder, "_packets", counting_packets)
+    wanted = [Fraction(i, 25) for i in (2, 23, 45)]
+    got = [(f.index, read_frame_index(f.image)) for _w, f in decode_at(video, wanted, workers=2)]
+    assert got == [(2, 2), (23, 23), (45, 45)]
+    assert opened == [str(video)]  # the table's container is the decoder's
+    # Each seek lands on the keyframe before its frame, not a GOP earlier: a piece reads at
+    # most the packets of its own GOP (B-frames need a few packets past the frame).
+    assert sorted(set(packets)) == [0, 20, 40]
+    assert all(packets.count(start) <= 10 for start in (0, 20, 40))

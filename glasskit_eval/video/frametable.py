@@ -1,9 +1,11 @@
-"""The frame table: every frame's presentation time and the keyframes, learned by demuxing.
+"""The frame table: every frame's presentation time and the keyframes.
 
-Demuxing reads packet headers only, so a table for an hour of video costs well under a
-second. Selection (nearest rebased timestamp, ties to the earlier frame) is answered
-from the table, which is what makes every decode path agree on ``frame_index`` and
-``media_timestamp_s``.
+MP4, MOV and M4V tables come from the sample tables in ``moov`` (``mp4index``: a few small
+reads, whatever the video's length), checked against the first packets the demuxer
+delivers; other containers, and MP4s the index reader refuses (fragmented, truncated,
+damaged), are demuxed packet by packet, which reads the whole file. Selection (nearest
+rebased timestamp, ties to the earlier frame) is answered from the table, which is what
+makes every decode path agree on ``frame_index`` and ``media_timestamp_s``.
 
 A table is only *trusted* when the container gives what the decoder will produce: a
 timestamp on every packet, no duplicates, and a first decoded frame that is the
@@ -27,6 +29,7 @@ from typing import Any, NamedTuple
 
 from ..errors import VideoError
 from ..support.records import Record
+from .mp4index import IndexTable, IndexUnusable, read_index
 from .orientation import UPRIGHT, Orientation, orientation_from_side_data
 
 #: Demuxers whose index we seek with. Others (MPEG-TS, raw streams, AVI...) are decoded
@@ -170,7 +173,8 @@ def open_container(path: Path) -> Any:
         raise VideoError(f"video not found: {path}; check the case file's `video:` path "
                          "(it is resolved relative to the case file)")
     try:
-        return av.open(str(path))
+        # Metadata is not ours to judge: a tag in another encoding must not stop a decode.
+        return av.open(str(path), metadata_errors="replace")
     except (av.error.FFmpegError, OSError) as exc:
         raise VideoError(f"cannot open video {path}: {exc}") from None
 
@@ -178,108 +182,114 @@ def open_container(path: Path) -> Any:
 def video_stream(container: Any, path: Path) -> Any:
     if not container.streams.video:
         raise VideoError(f"{path} has no video stream")
-    return container.streams.video[0]
+    stream = container.streams.video[0]
+    if stream.codec_context is None:
+        raise VideoError(f"cannot decode video {path}: its codec is unknown or its description is damaged")
+    return stream
+
+
+#: Containers kept open after reading a table, for the first decoder of the same video.
+MAX_SPARES = 4
+_spares: dict[FileKey, tuple[Any, Any]] = {}
+
+
+def take_spare(path: Path) -> tuple[Any, Any] | None:
+    """An open ``(container, video stream)`` of ``path`` whose single-threaded decoder has
+    decoded its first frame, if one is left from building the table (the caller owns it)."""
+    with _lock:
+        return _spares.pop(file_key(path), None)
+
+
+def _keep_spare(path: Path, container: Any, stream: Any) -> None:
+    with _lock:
+        old = _spares.pop(file_key(path), None)
+        _spares[file_key(path)] = (container, stream)
+        while len(_spares) > MAX_SPARES:
+            stale = _spares.pop(next(iter(_spares)))
+            stale[0].close()
+    if old is not None:
+        old[0].close()
 
 
 def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
-    """Demux ``path`` into a table (``use_index``: read the container's index when it suffices)."""
+    """The table of ``path``: from the MP4/MOV index when it can be read with certainty
+    (``mp4index``), else by demuxing every packet (``use_index=False`` forces the demux).
+
+    An index-built table leaves its open container for the first decoder (``take_spare``):
+    a sparse run then opens each video once.
+    """
     import av
 
     container = open_container(path)
+    keep = False
     try:
         stream = video_stream(container, path)
-        ctx = stream.codec_context
         time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, 90000)
         average_rate = Fraction(stream.average_rate) if stream.average_rate else None
+        index = _read_index(path, container, stream, time_base) if use_index else None
         packets: list[PacketInfo] = []
         # The head check decodes just until the first frame comes out.
         head_pts: int | None = None
         head_orientation: Orientation | None = None
         head_done = False
-        decoder = ctx
-        from_index = _index_packets(container, stream) if use_index else None
-        first_offset: int | None = None
+        decoder = stream.codec_context
+        # One thread: starting frame threads costs more than decoding one frame.
+        decoder.thread_type = "SLICE"
+        decoder.thread_count = 1
+        checked = 0
         try:
             for packet in container.demux(stream):
+                if packet.size and index is not None and checked < len(index.packets):
+                    # The first packets must be what the index reader says they are.
+                    if (packet.pts, packet.dts, packet.is_keyframe, packet.is_discard) != index.packets[checked]:
+                        index = None
+                    checked += 1
                 if packet.size == 0 or packet.is_discard:
                     if packet.size and not head_done:
                         head_done, head_pts, head_orientation = _head(decoder, packet)
                     continue
-                if from_index is not None and first_offset is None:
-                    first_offset = (packet.pts - packet.dts
-                                    if packet.pts is not None and packet.dts is not None else None)
-                    if first_offset is None:
-                        from_index = None
-                if from_index is None:
+                if index is None:
                     packets.append(PacketInfo(packet.pts, packet.dts, packet.is_keyframe))
                 if not head_done:
                     head_done, head_pts, head_orientation = _head(decoder, packet)
-                if head_done and from_index is not None:
+                if head_done and index is not None and checked >= len(index.packets):
                     break
             if not head_done:
                 head_done, head_pts, head_orientation = _head(decoder, None)
         except av.error.FFmpegError as exc:
             raise VideoError(f"cannot read video {path}: {exc}") from None
-        if from_index is not None and first_offset is not None:
-            return _table_from_index(path, container, stream, time_base, average_rate, from_index,
-                                     first_offset, head_pts, head_orientation)
+        if index is not None and checked:
+            reason = _head_problem(head_pts, index.pts[0])
+            keep = use_index
+            return _assemble(path, container, stream, time_base, average_rate, index.pts,
+                             list(index.keyframes), list(index.seek_points), reason, head_orientation,
+                             has_b_frames=index.reordered, missing=0, packet_count=len(index.pts))
+        if index is not None:
+            # Nothing to check the index against yet: demux after all.
+            return build_frame_table(path, use_index=False)
         if not packets:
             raise VideoError(f"{path} has no video frames")
         return _table(path, container, stream, time_base, average_rate, packets,
                       head_pts, head_orientation)
     finally:
-        container.close()
+        if keep:
+            _keep_spare(path, container, stream)
+        else:
+            container.close()
 
 
-class IndexPackets(NamedTuple):
-    dts: array[int]
-    keyframes: list[int]
-
-
-def _index_packets(container: Any, stream: Any) -> IndexPackets | None:
-    """Each frame's dts, and which frames are keyframes, from an MP4/MOV index.
-
-    Without frame reordering a frame's pts is its dts plus the container's constant
-    offset, so the index (already in memory) replaces a demux of the whole file. Any
-    doubt (B-frames, other containers, irregular entries) returns None: demux instead.
-    """
-    if "mov" not in container.format.name.split(",") or stream.codec_context.has_b_frames:
+def _read_index(path: Path, container: Any, stream: Any, time_base: Fraction) -> IndexTable | None:
+    """The MP4/MOV index table, when the file has one that agrees with the open demuxer."""
+    if "mov" not in container.format.name.split(","):
         return None
-    dts: array[int] = array("q")
-    keyframes: list[int] = []
-    last: int | None = None
     try:
-        for entry in stream.index_entries:
-            if not entry.size or entry.is_discard:
-                continue
-            timestamp = entry.timestamp
-            if last is not None and timestamp <= last:
-                return None
-            if entry.is_keyframe:
-                keyframes.append(len(dts))
-            dts.append(timestamp)
-            last = timestamp
-    except (AttributeError, TypeError):
+        index = read_index(path, os.stat(path).st_size)
+    except (IndexUnusable, OSError):
         return None
-    return IndexPackets(dts, keyframes) if dts else None
-
-
-def _table_from_index(path: Path, container: Any, stream: Any, time_base: Fraction,
-                      average_rate: Fraction | None, entries: IndexPackets, offset: int,
-                      head_pts: int | None, head_orientation: Orientation | None) -> FrameTable:
-    """The table of an MP4/MOV without frame reordering, straight from its index.
-
-    ``_index_packets`` guarantees strictly increasing timestamps, so the frames are
-    already in presentation order and unique: this is ``_table`` without the general
-    case's sorting and per-packet records, which matters for hour-long recordings.
-    """
-    dts = entries.dts
-    pts = array("q", [d + offset for d in dts]) if offset else dts
-    keyframes = list(entries.keyframes)
-    seek_points = [min(pts[i], dts[i]) for i in keyframes]
-    reason = _head_problem(head_pts, pts[0])
-    return _assemble(path, container, stream, time_base, average_rate, pts, keyframes, seek_points,
-                     reason, head_orientation, has_b_frames=False, missing=0, packet_count=len(pts))
+    if index.time_base != time_base or index.track_id != stream.id or \
+            (stream.frames and stream.frames != index.sample_count):
+        return None
+    return index
 
 
 def _head_problem(head_pts: int | None, first_pts: int) -> str:

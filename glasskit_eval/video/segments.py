@@ -17,13 +17,15 @@ order is the plan's order, and at most ``workers * depth`` converted frames wait
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
-from .frametable import FrameTable, open_container, video_stream
+from .damage import Damage
+from .frametable import FrameTable, open_container, take_spare, video_stream
 from .pixels import rgb_image
 from .strategy import Piece
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 #: Codecs whose non-reference frames can be skipped without changing any other frame.
 NONREF_SKIP_CODECS = ("h264", "hevc")
+#: Pieces at least this long (frames) are decoded with frame threads on a single decoder.
+THREADED_PIECE = 48
 #: Converted frames a worker may hold before the consumer takes them.
 QUEUE_DEPTH = 2
 _POLL_S = 0.05
@@ -49,8 +53,10 @@ def to_display_image(frame: Any, table: FrameTable) -> Image.Image:
 class PieceDecoder:
     """One container + decoder that decodes pieces one after another."""
 
-    def __init__(self, table: FrameTable, *, frame_threads: bool, skip_nonref: bool = True) -> None:
+    def __init__(self, table: FrameTable, *, frame_threads: bool, skip_nonref: bool = True,
+                 damage: Damage | None = None) -> None:
         self.table = table
+        self.damage = damage if damage is not None else Damage()
         self.frame_threads = frame_threads
         self.skip_nonref = skip_nonref and table.codec in NONREF_SKIP_CODECS
         self._container: Any = None
@@ -64,6 +70,12 @@ class PieceDecoder:
 
     def _open(self) -> None:
         self.close()
+        # A single-threaded decoder can take over the container the table was read with.
+        spare = None if self.frame_threads else take_spare(self.table.path)
+        if spare is not None:
+            self._container, self._stream = spare
+            self._fresh = False
+            return
         self._container = open_container(self.table.path)
         self._stream = video_stream(self._container, self.table.path)
         ctx = self._stream.codec_context
@@ -74,41 +86,59 @@ class PieceDecoder:
             ctx.thread_count = 1
         self._fresh = True
 
-    def _position(self, piece: Piece) -> None:
-        if piece.start == 0:
-            if self._container is None or not self._fresh:
-                self._open()
+    def _packets(self, piece: Piece) -> Iterator[Any]:
+        """Packets from the keyframe before ``piece.start`` on (a seek, or the file start).
+
+        Seeking to the keyframe's presentation time lands on it in MP4, MOV and Matroska;
+        the decode time (earlier with B-frames) would land a whole GOP early. A landing
+        after the keyframe is retried with the earlier time before the table is doubted.
+        """
+        table = self.table
+        limit = table.pts[piece.start]
+        if self._container is None:
+            self._open()
+        if piece.start == 0 and self._fresh:
+            targets: tuple[int | None, ...] = (None,)
         else:
-            if self._container is None:
-                self._open()
-            k = self.table.keyframe_at_or_before(piece.start)
-            self._container.seek(self.table.seek_points[k], stream=self._stream, backward=True,
-                                 any_frame=False)
+            k = table.keyframe_at_or_before(piece.start)
+            targets = (table.pts[table.keyframes[k]], table.seek_points[k])
         self._fresh = False
+        for target in targets:
+            if target is not None:
+                self._container.seek(target, stream=self._stream, backward=True, any_frame=False)
+            packets = self._container.demux(self._stream)
+            first = next((p for p in packets if p.size), None)
+            # Discarded (edit-list pre-roll) packets count: they are decoded, not shown.
+            if first is not None and first.is_keyframe and first.pts is not None and first.pts <= limit:
+                return itertools.chain((first,), packets)
+        raise TableMismatch(f"a seek in {table.path} did not land on a keyframe at or before the wanted frame")
 
     def frames(self, piece: Piece) -> Iterator[tuple[int, Image.Image]]:
         """Decode ``piece``; yield ``(index, image)`` for each needed frame, in order."""
         import av
 
         table = self.table
-        self._position(piece)
-        limit = table.pts[piece.start]
+        try:
+            packets = self._packets(piece)
+        except av.error.FFmpegError as exc:
+            # The index promised a seek it cannot do: decode from the start instead.
+            raise TableMismatch(f"a seek in {table.path} failed: {exc}") from None
         ctx = self._stream.codec_context
         needed = piece.needed
         needed_pts = {table.pts[i] for i in needed}
         want = 0  # position in ``needed`` of the next frame to deliver
         prev = -1
-        checked_landing = False
         try:
-            for packet in self._container.demux(self._stream):
-                if packet.size and not packet.is_discard and not checked_landing:
-                    checked_landing = True
-                    if not packet.is_keyframe or packet.pts is None or packet.pts > limit:
-                        raise TableMismatch(f"a seek in {table.path} did not land on a keyframe "
-                                            "at or before the wanted frame")
+            for packet in packets:
                 if self.skip_nonref:
                     ctx.skip_frame = "DEFAULT" if packet.pts in needed_pts else "NONREF"
-                for frame in ctx.decode(packet):
+                try:
+                    decoded = ctx.decode(packet)
+                except av.error.InvalidDataError:
+                    # A damaged packet: skip it; a needed frame it held is missed below.
+                    self.damage.skip()
+                    continue
+                for frame in decoded:
                     index = table.index_of(frame.pts) if frame.pts is not None else None
                     if index is None:
                         raise TableMismatch(f"{table.path}: decoded a frame (pts {frame.pts}) "
@@ -134,21 +164,25 @@ class PieceDecoder:
         raise TableMismatch(f"{table.path}: the video ended before frame {needed[want]}")
 
 
-def decode_pieces(table: FrameTable, pieces: Sequence[Piece], workers: int,
-                  skip_nonref: bool = True) -> Generator[tuple[int, Image.Image], None, None]:
+def decode_pieces(table: FrameTable, pieces: Sequence[Piece], workers: int, skip_nonref: bool = True,
+                  damage: Damage | None = None) -> Generator[tuple[int, Image.Image], None, None]:
     """Yield ``(frame index, image)`` for every needed frame of ``pieces``, in plan order.
 
     The caller owns (and must close) each yielded image. Closing the generator early
     stops the workers and closes what they had queued.
     """
     if workers <= 1:
-        yield from _serial(table, pieces, skip_nonref)
+        # Frame threading pays for its start-up (and the frames it decodes ahead) only on
+        # long spans; a handful of seeks decodes fastest on one thread.
+        threaded = any(piece.cost >= THREADED_PIECE for piece in pieces)
+        yield from _serial(table, pieces, skip_nonref, damage, threaded)
     else:
-        yield from _parallel(table, pieces, workers, skip_nonref)
+        yield from _parallel(table, pieces, workers, skip_nonref, damage)
 
 
-def _serial(table: FrameTable, pieces: Sequence[Piece], skip_nonref: bool) -> Iterator[tuple[int, Image.Image]]:
-    decoder = PieceDecoder(table, frame_threads=True, skip_nonref=skip_nonref)
+def _serial(table: FrameTable, pieces: Sequence[Piece], skip_nonref: bool,
+            damage: Damage | None, threaded: bool) -> Iterator[tuple[int, Image.Image]]:
+    decoder = PieceDecoder(table, frame_threads=threaded, skip_nonref=skip_nonref, damage=damage)
     try:
         for piece in pieces:
             yield from decoder.frames(piece)
@@ -181,12 +215,12 @@ _ERROR = "error"
 
 
 def _parallel(table: FrameTable, pieces: Sequence[Piece], workers: int,
-              skip_nonref: bool) -> Iterator[tuple[int, Image.Image]]:
+              skip_nonref: bool, damage: Damage | None) -> Iterator[tuple[int, Image.Image]]:
     stop = threading.Event()
     queues: list[queue.Queue[Any]] = [queue.Queue(maxsize=QUEUE_DEPTH) for _ in range(workers)]
 
     def work(w: int) -> None:
-        decoder = PieceDecoder(table, frame_threads=False, skip_nonref=skip_nonref)
+        decoder = PieceDecoder(table, frame_threads=False, skip_nonref=skip_nonref, damage=damage)
         q = queues[w]
 
         try:

@@ -20,9 +20,10 @@ SEEK_COST_FRAMES = 8
 MIN_PARALLEL_PIECE = 48
 #: A single span shorter than this is not worth cutting for a second decoder.
 MIN_PARALLEL_WORK = 96
-#: Seek pieces with less total work than this stay on one decoder: opening a second
-#: container costs about as much as a seek.
-MIN_PARALLEL_SEEK_WORK = 2 * SEEK_COST_FRAMES
+#: Seek pieces with less total work than this stay on one single-threaded decoder (which
+#: reuses the container the table was read with): a second decoder costs a container open
+#: and a thread, worth it only when each has a few seconds of video to decode.
+MIN_PARALLEL_SEEK_WORK = 128
 MAX_WORKERS = 4
 
 AUTO = "auto"
