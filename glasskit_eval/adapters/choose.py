@@ -34,7 +34,8 @@ def python_target(adapter: str | None, eval_dir: Path) -> str:
 def adapter_spec(adapter: str | None, adapter_command: str | None, eval_dir: Path, stderr: TextIO) -> AdapterSpec:
     """The spec for a command adapter, else a Python adapter (default: ``<eval-dir>/adapter.py``).
 
-    A command adapter's stderr is mirrored to ``stderr`` as it arrives.
+    A command adapter's stderr is mirrored to ``stderr`` as it arrives; a Python adapter says there
+    when it abandons calls that outlived the run.
     """
     check_exclusive(adapter, adapter_command)
     if adapter_command is not None:
@@ -43,4 +44,4 @@ def adapter_spec(adapter: str | None, adapter_command: str | None, eval_dir: Pat
         return CommandAdapterSpec(adapter_command, stderr=stderr)
     from .python import PythonAdapterSpec
 
-    return PythonAdapterSpec(python_target(adapter, eval_dir))
+    return PythonAdapterSpec(python_target(adapter, eval_dir), stderr=stderr)

@@ -100,6 +100,9 @@ async def interruptible(work: Awaitable[T]) -> T:
         if received:
             force_exit(f"{name} received again")
         received.append(name)
+        # os.write, not print: a handler that interrupts a write to sys.stderr must not write to it.
+        with contextlib.suppress(OSError):
+            os.write(2, f"{name} received: stopping; send it again to exit at once\n".encode())
         loop.call_soon_threadsafe(cancel)
 
     previous: list[tuple[signal.Signals, Any]] = []
