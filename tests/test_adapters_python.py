@@ -197,6 +197,17 @@ def test_sys_exit_while_loading_or_closing_is_an_adapter_error(tmp_path: Path, w
     assert code == 2 and shown.format(file=tmp_path / "eval" / "adapter.py") in err, err
 
 
+def test_exception_whose_str_raises_is_still_described(tmp_path: Path) -> None:
+    code, err = _run_eval(tmp_path, """
+        class Weird(Exception):
+            def __str__(self):
+                raise ValueError("no")
+        def create_evaluator(config):
+            raise Weird()
+        """)
+    assert code == 2 and "failed: Weird: <its message could not be read: ValueError>" in err, err
+
+
 def test_evaluate_many_returning_an_endless_iterator_is_an_error(tmp_path: Path) -> None:
     code, err = _run_eval(tmp_path, """
         import itertools
