@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from ..errors import AdapterError
+from ..support.threads import to_daemon_thread
 from .base import Evaluator, FactoryConfig, Sample, Target
 
 _SIMPLE_SIGNATURES = (("image", "target_id"), ("sample", "target"))
@@ -209,7 +210,7 @@ class PythonEvaluator:
 
         self._running.add(finished)
         try:
-            return await asyncio.to_thread(work)
+            return await to_daemon_thread(work)
         finally:
             # A cancelled call's thread may still run: close() waits for it.
             if finished.is_set():
@@ -263,7 +264,7 @@ class PythonEvaluator:
                 event.wait(max(0.0, deadline - time.monotonic()))
             return sum(1 for event in running if not event.is_set())
 
-        left = await asyncio.to_thread(wait_all)
+        left = await to_daemon_thread(wait_all)
         if left:
             sink = self._stderr if self._stderr is not None else sys.stderr
             calls = f"{left} call{'s' if left != 1 else ''}"
@@ -291,7 +292,7 @@ class PythonAdapterSpec:
     async def create(self, factory_config: FactoryConfig) -> Evaluator:
         # The import and a synchronous factory run on a worker thread: a slow one must not
         # keep the event loop (and so Ctrl+C) waiting.
-        func = self._callable if self._callable is not None else await asyncio.to_thread(self.load)
+        func = self._callable if self._callable is not None else await to_daemon_thread(self.load)
         names = _positional_names(func)
         if not inspect.isclass(func) and tuple(names[:2]) in _SIMPLE_SIGNATURES:
             return PythonEvaluator(func, simple=(names[0], names[1]), name=self.target, stderr=self.stderr)
@@ -304,7 +305,7 @@ class PythonAdapterSpec:
             if inspect.iscoroutinefunction(func):
                 obj = await _guarded_await(func(*args))
             else:
-                obj = await asyncio.to_thread(_guarded, func, *args)
+                obj = await to_daemon_thread(_guarded, func, *args)
                 if inspect.isawaitable(obj):
                     obj = await _guarded_await(obj)
         except Exception as exc:
