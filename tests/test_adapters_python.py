@@ -208,6 +208,20 @@ def test_exception_whose_str_raises_is_still_described(tmp_path: Path) -> None:
     assert code == 2 and "failed: Weird: <its message could not be read: ValueError>" in err, err
 
 
+def test_observation_of_a_dict_subclass_whose_iteration_raises_is_judged_by_its_contents(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"c": CASE.replace("expect: true", "field: ok\n      expect: true")}, """
+        class Hostile(dict):
+            def items(self):
+                raise RuntimeError("no items")
+            def __iter__(self):
+                raise RuntimeError("no iteration")
+        def check(image, target_id):
+            return Hostile(ok=True)
+        """)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:check")
+    assert code == 0, err
+
+
 def test_evaluate_many_returning_an_endless_iterator_is_an_error(tmp_path: Path) -> None:
     code, err = _run_eval(tmp_path, """
         import itertools
