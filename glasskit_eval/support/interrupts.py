@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
@@ -45,9 +44,9 @@ def force_exit(reason: str) -> None:
 
     Records already made durable stay in the checkpoint, as after SIGKILL.
     """
-    with contextlib.suppress(Exception):
-        sys.stderr.write(f"{reason}: exiting now without cleaning up (status {FORCED_EXIT_STATUS})\n")
-        sys.stderr.flush()
+    # Called from a signal handler, which may have interrupted a write to sys.stderr: go below it.
+    with contextlib.suppress(OSError):
+        os.write(2, f"{reason}: exiting now without cleaning up (status {FORCED_EXIT_STATUS})\n".encode())
     for hook in list(_forced_exit_hooks):
         with contextlib.suppress(Exception):
             hook()
