@@ -34,8 +34,7 @@ def python_target(adapter: str | None, eval_dir: Path) -> str:
 def adapter_spec(adapter: str | None, adapter_command: str | None, eval_dir: Path, stderr: TextIO) -> AdapterSpec:
     """The spec for a command adapter, else a Python adapter (default: ``<eval-dir>/adapter.py``).
 
-    A command adapter's stderr is mirrored to ``stderr`` as it arrives; a Python adapter says there
-    when it abandons calls that outlived the run.
+    A command adapter's stderr is mirrored to ``stderr`` as it arrives.
     """
     check_exclusive(adapter, adapter_command)
     if adapter_command is not None:
@@ -44,4 +43,4 @@ def adapter_spec(adapter: str | None, adapter_command: str | None, eval_dir: Pat
         return CommandAdapterSpec(adapter_command, stderr=stderr)
     from .python import PythonAdapterSpec
 
-    return PythonAdapterSpec(python_target(adapter, eval_dir), stderr=stderr)
+    return PythonAdapterSpec(python_target(adapter, eval_dir))
