@@ -738,6 +738,31 @@ def test_adapter_that_stops_reading_stdin() -> None:
     assert "stopped reading its stdin" in message or "closed its stdin" in message
 
 
+def test_exit_is_reported_at_once_even_when_an_orphan_holds_stdout_open() -> None:
+    # The orphan keeps the pipe open for 600 s: watching the pipe would wait that long
+    # (run()'s 60 s guard would fail the test); watching the process reports the exit.
+    error, _ = expect_call_error(misbehave("python", "crash-leaving-orphan"))
+    assert re.search(r"\(pid \d+\) exited with status 7 while 1 call was pending", str(error))
+    assert "backend died" in str(error)
+
+
+def test_a_descendant_that_left_the_session_is_swept_at_close() -> None:
+    spec = make_spec(misbehave("python", "daemon"))
+
+    async def scenario() -> None:
+        evaluator = await spec.create(factory_config())
+        assert await evaluator.evaluate(make_sample(0), target()) is True
+        await closed(evaluator)
+
+    run(scenario())
+    daemon = int(re.search(r"daemon pid (\d+)", mirrored(spec)).group(1))  # type: ignore[union-attr]
+    assert daemon != 0
+    deadline = time.monotonic() + 2
+    while not process_gone(daemon) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert process_gone(daemon)
+
+
 def test_cancelled_start_leaves_no_process() -> None:
     spec = make_spec(misbehave("python", "silent"))
 

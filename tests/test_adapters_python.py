@@ -168,3 +168,253 @@ def test_a_returned_function_with_other_parameter_names_is_explained(tmp_path: P
         create(f"{tmp_path}/adapter.py:create", tmp_path)
     assert "returned the function judge(frame, name)" in str(info.value)
     assert "`image, target_id` or `sample, target`" in str(info.value)
+
+
+# -- hostile adapters: whatever they raise, however they hang (issue 15) ---------------------
+
+
+def _run_eval(tmp_path: Path, adapter: str, *extra: str, target: str = "create_evaluator") -> tuple[int, str]:
+    eval_dir = tmp_path / "eval"
+    if not eval_dir.exists():
+        make_eval(tmp_path, {"c": CASE}, adapter)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:{target}", *extra)
+    return code, err
+
+
+@pytest.mark.parametrize(("raising", "shown"), [
+    ("sys.exit(7)", "SystemExit: 7"),
+    ("raise Stop('halt')", "Stop: halt"),
+    ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+])
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_base_exceptions_from_evaluate_are_adapter_errors(tmp_path: Path, raising: str, shown: str,
+                                                          kind: str) -> None:
+    adapter = f"""
+        import sys
+        class Stop(BaseException):
+            pass
+        {kind} check(image, target_id):
+            {raising}
+        """
+    code, err = _run_eval(tmp_path, adapter, target="check")
+    assert code == 2 and f"adapter failed for c/t sample 0 at 0.5s: {shown}" in err, err
+    report = tmp_path / "r.json"
+    code, err = _run_eval(tmp_path, adapter, "--keep-going", "--output-json", str(report), target="check")
+    assert code == 1, err
+    import json
+    results = json.loads(report.read_text())["trials"][0]["results"]
+    assert [(r["status"], r["error_kind"]) for r in results] == [("error", "adapter")] * 2
+    assert all(shown in r["reason"] for r in results)
+
+
+@pytest.mark.parametrize(("where", "shown"), [
+    ("module", "importing adapter file {file} failed: SystemExit: 3"),
+    ("factory", "adapter factory '{file}:create_evaluator' failed: SystemExit: 3"),
+    ("close", "adapter {file}:create_evaluator: close() failed: SystemExit: 3"),
+])
+def test_sys_exit_while_loading_or_closing_is_an_adapter_error(tmp_path: Path, where: str, shown: str) -> None:
+    adapter = f"""
+        import sys
+        if {where == "module"!r}:
+            sys.exit(3)
+        class A:
+            def evaluate(self, sample, target):
+                return True
+            def close(self):
+                if {where == "close"!r}:
+                    sys.exit(3)
+        def create_evaluator(config):
+            if {where == "factory"!r}:
+                sys.exit(3)
+            return A()
+        """
+    code, err = _run_eval(tmp_path, adapter)
+    assert code == 2 and shown.format(file=tmp_path / "eval" / "adapter.py") in err, err
+
+
+def test_exception_whose_str_raises_is_still_described(tmp_path: Path) -> None:
+    code, err = _run_eval(tmp_path, """
+        class Weird(Exception):
+            def __str__(self):
+                raise ValueError("no")
+        def create_evaluator(config):
+            raise Weird()
+        """)
+    assert code == 2 and "failed: Weird: <its message could not be read: ValueError>" in err, err
+
+
+def test_observation_of_a_dict_subclass_whose_iteration_raises_is_judged_by_its_contents(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"c": CASE.replace("expect: true", "field: ok\n      expect: true")}, """
+        class Hostile(dict):
+            def items(self):
+                raise RuntimeError("no items")
+            def __iter__(self):
+                raise RuntimeError("no iteration")
+        def check(image, target_id):
+            return Hostile(ok=True)
+        """)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:check")
+    assert code == 0, err
+
+
+def test_evaluate_many_returning_an_endless_iterator_is_an_error(tmp_path: Path) -> None:
+    code, err = _run_eval(tmp_path, """
+        import itertools
+        class A:
+            def evaluate_many(self, samples, target):
+                return itertools.repeat(True)
+        def create_evaluator(config):
+            return A()
+        """)
+    assert code == 2 and "evaluate_many returned more than 2 observations for 2 samples" in err, err
+
+
+def test_close_that_never_returns_is_abandoned_and_named(tmp_path: Path) -> None:
+    code, err = _run_eval(tmp_path, """
+        import threading
+        class A:
+            def evaluate(self, sample, target):
+                return True
+            def close(self):
+                threading.Event().wait()
+        def create_evaluator(config):
+            return A()
+        """)
+    target = f"{tmp_path / 'eval' / 'adapter.py'}:create_evaluator"
+    assert code == 2 and f"adapter {target}: close() did not return within 5s; it was abandoned" in err, err
+
+
+def test_observation_with_a_lone_surrogate_is_an_adapter_error(tmp_path: Path) -> None:
+    code, err = _run_eval(tmp_path, "def check(image, target_id):\n    return {'label': 'x' + chr(0xD800)}\n",
+                          target="check")
+    assert code == 2 and "value at label is a string with a lone surrogate (U+D800)" in err, err
+
+
+# -- interrupts: real processes, real signals -------------------------------------------------
+
+
+class _Cli:
+    """``python -m glasskit_eval`` in a subprocess, read line by line from stderr."""
+
+    def __init__(self, argv: list[str]) -> None:
+        import subprocess
+        import sys
+
+        from evalkit import ROOT
+        self.proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", *argv], cwd=ROOT, text=True,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.lines: list[str] = []
+
+    def wait_for_line(self, text: str) -> None:
+        assert self.proc.stderr is not None
+        while not any(text in line for line in self.lines):
+            line = self.proc.stderr.readline()
+            assert line, f"exited before printing {text!r}: {''.join(self.lines)}"
+            self.lines.append(line)
+
+    def finish(self) -> tuple[int, str]:
+        try:
+            rest = self.proc.communicate(timeout=60)[1]
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode, "".join(self.lines) + rest
+
+
+def _wait_for(path: Path, cli: _Cli) -> None:
+    import time
+    while not path.exists() and cli.proc.poll() is None:
+        time.sleep(0.02)
+
+
+def _interrupted(tmp_path: Path, adapter: str, target: str = "create_evaluator", twice: bool = False,
+                 command: str = "run") -> tuple[int, str]:
+    import signal
+    eval_dir = make_eval(tmp_path, {"c": CASE}, adapter)
+    cli = _Cli([command, "--eval-dir", str(eval_dir), "--adapter", f"{eval_dir}/adapter.py:{target}"])
+    _wait_for(tmp_path / "mark", cli)
+    cli.proc.send_signal(signal.SIGINT)
+    if twice:
+        cli.wait_for_line("SIGINT received: stopping")
+        cli.proc.send_signal(signal.SIGINT)
+    return cli.finish()
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+@pytest.mark.parametrize("where", ["module", "factory"])
+def test_sigint_stops_a_slow_synchronous_import_or_factory(tmp_path: Path, where: str, command: str) -> None:
+    mark = tmp_path / "mark"
+    code, err = _interrupted(tmp_path, f"""
+        import threading
+        def block():
+            open({str(mark)!r}, "w").close()
+            threading.Event().wait(600)  # a model load that takes its time
+        if {where == "module"!r}:
+            block()
+        def create_evaluator(config):
+            block()
+        """, command=command)
+    assert code == 130 and "interrupted" in err, err
+
+
+def test_second_sigint_forces_exit_while_an_async_evaluate_never_awaits(tmp_path: Path) -> None:
+    mark = tmp_path / "mark"
+    code, err = _interrupted(tmp_path, f"""
+        async def check(image, target_id):
+            open({str(mark)!r}, "w").close()
+            while True:  # holds the event loop: the first SIGINT cannot be acted on
+                pass
+        """, target="check", twice=True)
+    assert code == 130, err
+    assert "SIGINT received again: exiting now" in err
+
+
+def test_sigint_waits_for_running_sync_calls_before_closing_once(tmp_path: Path) -> None:
+    import signal
+    mark, release, log = tmp_path / "mark", tmp_path / "release", tmp_path / "log"
+    adapter = f"""
+        import os, time
+        def log(text):
+            with open({str(log)!r}, "a") as f:
+                f.write(text + "\\n")
+        class A:
+            def evaluate(self, sample, target):
+                open({str(mark)!r}, "w").close()
+                while not os.path.exists({str(release)!r}):
+                    time.sleep(0.01)
+                log("evaluate returned")
+                return True
+            def close(self):
+                log("close")
+        def create_evaluator(config):
+            return A()
+        """
+    eval_dir = make_eval(tmp_path, {"c": CASE}, adapter)
+    cli = _Cli(["run", "--eval-dir", str(eval_dir), "--concurrency", "1"])
+    _wait_for(mark, cli)
+    cli.proc.send_signal(signal.SIGINT)
+    cli.wait_for_line("SIGINT received: stopping")
+    release.touch()
+    code, err = cli.finish()
+    assert code == 130 and "interrupted by SIGINT" in err, err
+    assert log.read_text().splitlines() == ["evaluate returned", "close"]
+
+
+def test_sync_calls_that_outlive_the_grace_period_are_abandoned_and_said_so(tmp_path: Path) -> None:
+    mark, log = tmp_path / "mark", tmp_path / "log"
+    code, err = _interrupted(tmp_path, f"""
+        import threading
+        class A:
+            def evaluate(self, sample, target):
+                open({str(mark)!r}, "w").close()
+                threading.Event().wait(600)
+            def close(self):
+                with open({str(log)!r}, "a") as f:
+                    f.write("close\\n")
+        def create_evaluator(config):
+            return A()
+        """)
+    assert code == 130 and "interrupted by SIGINT" in err, err
+    assert "1 call still running 5s after the run stopped calling it; abandoned" in err
+    assert log.read_text() == "close\n"

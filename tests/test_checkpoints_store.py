@@ -6,6 +6,7 @@ import asyncio
 import json
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,97 @@ def test_resume_value_is_a_path_or_an_id(tmp_path: Path) -> None:
     cp.close()
     assert resolve(str(cp.path), Path("elsewhere")) == cp.path.resolve()
     assert resolve(cp.id, tmp_path) == cp.path.resolve()
+
+
+# -- hand-edited checkpoints and full disks (issue 15 item 5) ---------------------------------
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("total", -3, "total is missing or not a non-negative integer"),
+    ("total", "5", "total is missing or not a non-negative integer"),
+    ("total", True, "total is missing or not a non-negative integer"),
+    ("total", 1.5, "total is missing or not a non-negative integer"),
+    ("resumes", -1, "resumes is not a non-negative integer"),
+    ("status", "done", "status is neither"),
+    ("status", 7, "status is not a non-empty string"),
+    ("id", "", "id is not a non-empty string"),
+    ("eval_dir", ["/x"], "eval_dir is not a non-empty string"),
+    ("invocation", [["adapter", "a.py:f"]], "invocation is missing or not an object"),
+    ("invocation", "adapter", "invocation is missing or not an object"),
+    ("fingerprints", None, "fingerprints is missing or not an object"),
+    ("fingerprints", {"files": 5}, "fingerprints.files is not an object"),
+    ("fingerprints", {"videos": ["a.mp4"]}, "fingerprints.videos is not an object"),
+    ("created_at", None, "created_at is not a non-empty string"),
+    ("kind", "r\ud800n", "lone surrogate"),
+])
+def test_hand_edited_manifest_fields_are_refused(tmp_path: Path, field: str, value: object, message: str) -> None:
+    cp = _create(tmp_path)
+    cp.close()
+    where = cp.path / MANIFEST_NAME
+    manifest = json.loads(where.read_text())
+    manifest[field] = value
+    where.write_text(json.dumps(manifest))  # ensure_ascii: the surrogate is written as \ud800
+    with pytest.raises(CheckpointError, match=message):
+        Checkpoint.open(cp.path, "run")
+
+
+@pytest.mark.parametrize("record", [
+    {"key": [1, "c", "t"], "payload": {}},
+    {"key": ["1", "c", "t", 0], "payload": {}},
+    {"key": [0, "c", "t", 0], "payload": {}},
+    {"key": [1, "c", "t", -1], "payload": {}},
+    {"key": [1, "c", "t", True], "payload": {}},
+    {"key": [1, 5, "t", 0], "payload": {}},
+    {"key": "1/c/t/0", "payload": {}},
+    {"key": [1, "c", "t", 0], "payload": []},
+    {"key": [1, "c", "t", 0], "payload": {"reason": "x\udc80"}},
+    {"payload": {}},
+])
+def test_hand_edited_records_are_refused(tmp_path: Path, record: dict[str, object]) -> None:
+    cp = _create(tmp_path)
+    cp.append((1, "c", "t", 0), {"n": 0}, completed=True)
+    cp.close()
+    body = json.dumps(record, separators=(",", ":")).encode()  # ensure_ascii keeps it encodable
+    import zlib
+    with (cp.path / RECORDS_NAME).open("ab") as handle:
+        handle.write(b"%08x %s\n" % (zlib.crc32(body), body))  # a valid checksum: edited, not torn
+    with pytest.raises(CheckpointError, match="record 3 passes its checksum but is not a record"):
+        Checkpoint.open(cp.path, "run")
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A directory on a real, full file system (a tiny tmpfs) or, where mounting is not
+    allowed, one where writes fail with ENOSPC (the only fault we cannot cause otherwise)."""
+    import errno
+    import os
+    import subprocess
+
+    mount = tmp_path / "full"
+    mount.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)],
+                             capture_output=True).returncode == 0 if os.geteuid() == 0 else False
+    try:
+        if mounted:
+            with (mount / "filler").open("wb", buffering=0) as filler, pytest.raises(OSError):
+                while True:
+                    filler.write(b"x" * 4096)
+        else:
+            from glasskit_eval.checkpoints import store
+
+            def no_space(fd: int, data: object) -> int:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+            monkeypatch.setattr(store.os, "write", no_space)
+        yield mount
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_disk_full_while_creating_a_checkpoint_is_an_output_error(full_disk: Path, tmp_path: Path) -> None:
+    from glasskit_eval.errors import OutputError
+
+    with pytest.raises(OutputError, match=r"cannot create checkpoint under .*No space left on device; free disk"):
+        Checkpoint.create(tmp_path, "run", {"adapter": "a.py:f"}, {"files": {}}, total=3, root=full_disk / "cp")
+    assert list((full_disk / "cp").iterdir()) == []  # nothing half-made is left

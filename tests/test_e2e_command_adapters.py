@@ -271,3 +271,50 @@ def test_keep_going_stops_when_the_adapter_process_exits_and_resume_finishes(tmp
     assert code == 0, out + err
     results = read_json(report)["trials"][0]["results"]
     assert [r["status"] for r in results] == ["passed"] * 6
+
+
+def test_second_sigint_exits_130_at_once_and_kills_the_adapter_group(tmp_path: Path) -> None:
+    import re
+    import signal
+    import subprocess
+    import time
+
+    eval_dir = make_eval(tmp_path, {"clip": CASE})
+    command = shlex.join([sys.executable, str(ADAPTERS / "python" / "misbehave.py"), "ignore-term", "hang"])
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir),
+                             "--adapter-command", command], cwd=ROOT, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    seen: list[str] = []
+
+    def wait_for(text: str) -> None:
+        while not any(text in line for line in seen):
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            assert line, "".join(seen)
+            seen.append(line)
+
+    try:
+        wait_for("ignoring request")  # a call is pending in an adapter that ignores close and SIGTERM
+        proc.send_signal(signal.SIGINT)
+        wait_for("SIGINT received: stopping")
+        proc.send_signal(signal.SIGINT)
+        err = "".join(seen) + proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "SIGINT received again: exiting now" in err
+    child = int(re.search(r"child pid (\d+)", err).group(1))  # type: ignore[union-attr]
+
+    def gone() -> bool:
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            return True
+        return state in ("Z", "X")  # an orphan's zombie, where PID 1 does not reap, is dead
+
+    deadline = time.monotonic() + 5
+    while not gone() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone()

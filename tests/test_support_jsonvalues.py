@@ -191,6 +191,38 @@ def test_large_integer_within_digit_limit_is_accepted() -> None:
     assert json_problem(10**600) is None
 
 
+def test_lone_surrogates_are_not_json_like() -> None:
+    # json.dumps(..., ensure_ascii=False).encode("utf-8") raises on these (the checkpoint encoder did).
+    assert json_problem({"label": "ok" + chr(0xD800)}) == (
+        "value at label is a string with a lone surrogate (U+D800) at character 2, which UTF-8 "
+        "(and so JSON) cannot encode")
+    assert json_problem({"a": {"x" + chr(0xDFFF): 1}}) == (
+        "object key at a is a string with a lone surrogate (U+DFFF) at character 1, which UTF-8 "
+        "(and so JSON) cannot encode")
+    assert json_problem(["caf\u00e9", "\U0001F600"]) is None
+
+
+class _HostileDict(dict):  # type: ignore[type-arg]
+    def items(self):  # type: ignore[no-untyped-def, override]
+        raise RuntimeError("items() is broken")
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("iteration is broken")
+
+
+class _HostileList(list):  # type: ignore[type-arg]
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("iteration is broken")
+
+
+def test_container_subclasses_whose_iteration_raises_are_read_through_their_storage() -> None:
+    value = _HostileDict(a=_HostileList([1, 2]))
+    assert json_problem(value) is None
+    plain = to_plain(value)
+    assert plain == {"a": [1, 2]} and type(plain) is dict and type(plain["a"]) is list
+    assert json_problem(_HostileList([float("nan")])) == "value at [0] is NaN"
+
+
 @pytest.mark.parametrize(
     ("value", "plain"),
     [

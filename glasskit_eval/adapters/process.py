@@ -9,7 +9,11 @@ No wait here is open-ended unless it is tied to the process: calls wait for an a
 or for the process to exit (a call may legitimately take minutes, and a fail-fast error
 or an interrupt cancels it through :meth:`CommandEvaluator.cancel_pending`); ``close``
 waits ``grace_s`` for a clean exit, then sends SIGTERM and, after ``terminate_grace_s``,
-SIGKILL to the whole process group.
+SIGKILL to the whole process group and to every process carrying the adapter's
+environment tag (descendants that left the group with ``setsid()``).
+
+The process is watched by its exit status, not by its pipes: ``Process.wait()`` also
+waits for stdout to close, which an orphaned descendant holding it delays for ever.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import shlex
 import signal
 from collections.abc import Iterable, Sequence
@@ -27,11 +32,15 @@ from ..errors import AdapterError, AdapterGone, ProtocolBroken
 from ..video.png import encode_png
 from .base import FactoryConfig, Sample, Target, add_usage
 from .procio import (
+    TAG_VARIABLE,
     StderrMirror,
     describe_returncode,
     live_group_members,
+    new_tag,
     read_chunks,
     signal_group,
+    signal_tagged,
+    tagged_processes,
     track_group,
     untrack_group,
 )
@@ -63,6 +72,8 @@ _DRAIN_AFTER_EXIT_S: Final = 0.5
 _EXIT_STATUS_WAIT_S: Final = 1.0
 _KILL_WAIT_S: Final = 2.0
 _POLL_S: Final = 0.02
+# How often the exit status is looked at while the adapter runs.
+_EXIT_POLL_S: Final = 0.05
 # Encoding a batch stops early once its size passes the message limit; frames are
 # encoded this many at a time between checks.
 _BATCH_ENCODE_STEP: Final = 4
@@ -147,9 +158,12 @@ class CommandAdapterSpec:
     async def create(self, factory_config: FactoryConfig) -> CommandEvaluator:
         """Start the command and initialize it; the process is gone if this raises."""
         label = f"adapter command `{self.command}`"
+        tag = new_tag()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv,
+                # Inherited by every descendant: found by it even after setsid().
+                env={**os.environ, TAG_VARIABLE: tag},
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -169,7 +183,7 @@ class CommandAdapterSpec:
             ) from None
         except OSError as exc:
             raise AdapterError(f"cannot start {label}: {exc}") from None
-        evaluator = CommandEvaluator(proc, self, label)
+        evaluator = CommandEvaluator(proc, self, label, tag)
         try:
             await evaluator._initialize(factory_config)
         except asyncio.CancelledError:
@@ -191,7 +205,7 @@ class CommandEvaluator:
     """A running command adapter; an :class:`~.base.Evaluator` for one trial."""
 
     def __init__(self, proc: asyncio.subprocess.Process, spec: CommandAdapterSpec,
-                 label: str) -> None:
+                 label: str, tag: str | None = None) -> None:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self._proc = proc
         self._stdin = proc.stdin
@@ -210,12 +224,14 @@ class CommandEvaluator:
         self._stopping = False
         self._closed = False
         self._swept = False
-        track_group(proc.pid)
+        self._tag = tag
+        track_group(proc.pid, tag)
         self._enlarge_stdin_pipe()
         self._stderr = StderrMirror(spec.stderr)
         self._stderr_task = asyncio.ensure_future(self._stderr.pump(proc.stderr))
         self._stdout_task = asyncio.ensure_future(self._pump_stdout(proc.stdout))
-        self._exit_task = asyncio.ensure_future(proc.wait())
+        self._exit_task = asyncio.ensure_future(self._exited())
+        self._stdin_task = asyncio.ensure_future(self._stdin_closed())
         self._watch_task = asyncio.ensure_future(self._watch())
 
     # -- the Evaluator interface ---------------------------------------------
@@ -458,9 +474,33 @@ class CommandEvaluator:
             self._dispatch(self._conn.feed(data))
         self._dispatch(self._conn.feed_eof())
 
+    async def _exited(self) -> int:
+        # Not proc.wait(): that returns only once stdout and stderr are closed too.
+        while self._proc.returncode is None:
+            await asyncio.sleep(_EXIT_POLL_S)
+        return self._proc.returncode
+
+    def _escaped(self) -> list[int]:
+        """Descendants outside the group (they called setsid()), found by their tag."""
+        return tagged_processes(self._tag) if self._tag is not None else []
+
+    async def _stdin_closed(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._stdin.wait_closed()
+
     async def _watch(self) -> None:
-        """Fail every pending call once the process exits or its stdout closes."""
-        await asyncio.wait({self._exit_task, self._stdout_task}, return_when=asyncio.FIRST_COMPLETED)
+        """Fail every pending call once the process exits, or closes its stdout or stdin."""
+        ended = {self._exit_task, self._stdout_task}
+        await asyncio.wait({*ended, self._stdin_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not any(task.done() for task in ended):
+            # The adapter closed its stdin: a request already in the pipe is lost with it,
+            # so waiting for its answer would wait for ever. A dying process closes stdin
+            # first too, so give its exit a moment to explain things better.
+            await asyncio.wait(ended, timeout=_EXIT_STATUS_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+            if not any(task.done() for task in ended):
+                if self._failure is None and not self._closed:
+                    self._fail(AdapterError(f"{self._label} stopped reading its stdin.\n{self._stderr.render()}"))
+                return
         if self._exit_task.done():
             # Answers written just before exiting may still be in the pipe.
             await asyncio.wait({self._stdout_task, self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
@@ -545,7 +585,7 @@ class CommandEvaluator:
     async def _terminate(self) -> None:
         """SIGTERM, then SIGKILL, the process group until none of it is left."""
         pgid = self._proc.pid
-        if self._exit_task.done() and not live_group_members(pgid):
+        if self._exit_task.done() and not live_group_members(pgid) and not self._escaped():
             self._swept = True
             untrack_group(pgid)
             return
@@ -554,6 +594,8 @@ class CommandEvaluator:
             (signal.SIGKILL, _KILL_WAIT_S),
         ):
             signal_group(pgid, sig)
+            if self._tag is not None:
+                signal_tagged(self._tag, sig)
             if await self._wait_group_gone(pgid, wait_s):
                 self._swept = True
                 untrack_group(pgid)
@@ -563,7 +605,7 @@ class CommandEvaluator:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            if self._exit_task.done() and not live_group_members(pgid):
+            if self._exit_task.done() and not live_group_members(pgid) and not self._escaped():
                 return True
             if loop.time() >= deadline:
                 return False
@@ -574,10 +616,12 @@ class CommandEvaluator:
         if self._swept:
             return
         pgid = self._proc.pid
-        if self._proc.returncode is not None and not live_group_members(pgid):
+        if self._proc.returncode is not None and not live_group_members(pgid) and not self._escaped():
             self._swept = True
         else:
             signal_group(pgid, signal.SIGKILL)
+            if self._tag is not None:
+                signal_tagged(self._tag, signal.SIGKILL)
         untrack_group(pgid)
 
     async def _stop_tasks(self) -> None:
@@ -586,7 +630,7 @@ class CommandEvaluator:
             with contextlib.suppress(Exception):
                 self._stdin.close()
         # Once the group is gone the pipes reach EOF; a wedged pipe is not waited on.
-        tasks = {self._stdout_task, self._stderr_task, self._exit_task, self._watch_task}
+        tasks = {self._stdout_task, self._stderr_task, self._exit_task, self._stdin_task, self._watch_task}
         _, pending = await asyncio.wait(tasks, timeout=_KILL_WAIT_S)
         for task in pending:
             task.cancel()

@@ -3,6 +3,12 @@
 Kept apart from ``process`` (the protocol-speaking evaluator) because it is plain
 process plumbing: signalling and sweeping a process group, describing how a process
 ended, and copying its stderr to ours while remembering the last lines for errors.
+
+A descendant that calls ``setsid()`` (a daemonizing helper) leaves the adapter's process
+group, and once its parent exits nothing links it to us. Each adapter is therefore
+started with a random tag in its environment (:data:`TAG_VARIABLE`), which every
+descendant inherits, and the sweep also finds processes by that tag (Linux ``/proc``).
+Only a descendant that replaces its whole environment escapes it.
 """
 
 from __future__ import annotations
@@ -11,12 +17,15 @@ import asyncio
 import atexit
 import contextlib
 import os
+import secrets
 import signal
 import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final, TextIO
+
+from ..support.interrupts import on_forced_exit
 
 _STDERR_TAIL_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
@@ -35,28 +44,65 @@ async def read_chunks(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
         yield chunk
 
 
-# Process groups started and not yet swept, killed at interpreter exit as a last
-# resort (for example when the event loop is torn down by a second Ctrl-C).
-_live_groups: set[int] = set()
+#: The environment variable that marks an adapter's descendants (its value is per adapter).
+TAG_VARIABLE: Final = "GLASSKIT_EVAL_ADAPTER_TAG"
+
+# Process groups (with their tags) started and not yet swept, killed at interpreter exit,
+# or before a forced exit (a second Ctrl-C), as a last resort.
+_live_groups: dict[int, str | None] = {}
 _atexit_registered = False
 
 
-def track_group(pgid: int) -> None:
+def new_tag() -> str:
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def track_group(pgid: int, tag: str | None = None) -> None:
     global _atexit_registered
     if not _atexit_registered:
         atexit.register(_kill_leftover_groups)
+        on_forced_exit(_kill_leftover_groups)
         _atexit_registered = True
-    _live_groups.add(pgid)
+    _live_groups[pgid] = tag
 
 
 def untrack_group(pgid: int) -> None:
-    _live_groups.discard(pgid)
+    _live_groups.pop(pgid, None)
 
 
 def _kill_leftover_groups() -> None:
-    for pgid in list(_live_groups):
+    for pgid, tag in list(_live_groups.items()):
         signal_group(pgid, signal.SIGKILL)
+        if tag is not None:
+            signal_tagged(tag, signal.SIGKILL)
     _live_groups.clear()
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live processes (zombies excluded) whose environment carries ``tag``; [] without /proc."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    me = os.getpid()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read (then not ours to signal either)
+        if needle in environ.split(b"\0") and stat.rpartition(b")")[2].split()[:1] not in ([b"Z"], [b"X"]):
+            found.append(int(entry.name))
+    return found
+
+
+def signal_tagged(tag: str, sig: signal.Signals) -> None:
+    for pid in tagged_processes(tag):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:

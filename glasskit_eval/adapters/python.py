@@ -3,8 +3,12 @@
 ``module-or-file:callable`` names a factory (sync or async, taking the factory
 config or nothing), a class, or a simple function adapter whose first two
 positional parameters are ``image, target_id`` or ``sample, target``.
-Synchronous adapter methods run on the thread pool so a blocking call never
-stalls the event loop (and with it decoding and other calls).
+Synchronous adapter code (the import, the factory, every method) runs on worker
+threads, so a blocking call never stalls the event loop (and with it decoding, other
+calls and Ctrl+C). Whatever the adapter raises, ``SystemExit`` and other
+``BaseException`` subclasses included, becomes an :class:`AdapterError`: an adapter
+cannot end the run by raising. ``close`` is bounded (:data:`CLOSE_TIMEOUT_S`), and waits
+up to :data:`CALLS_GRACE_S` for calls still running on threads before it runs.
 """
 
 from __future__ import annotations
@@ -13,15 +17,25 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import itertools
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TextIO
 
 from ..errors import AdapterError
+from ..support.threads import to_daemon_thread
 from .base import Evaluator, FactoryConfig, Sample, Target
 
 _SIMPLE_SIGNATURES = (("image", "target_id"), ("sample", "target"))
+
+#: How long ``close()`` may take, as for command adapters; after it the call is abandoned.
+CLOSE_TIMEOUT_S: Final = 5.0
+#: How long closing waits for synchronous calls still running (after an interrupt or a
+#: fail-fast error cancelled them) before abandoning them: close() must not race them.
+CALLS_GRACE_S: Final = 5.0
 
 
 def default_target(eval_dir: Path) -> str:
@@ -59,9 +73,8 @@ def _load_module(module: str) -> Any:
         try:
             spec.loader.exec_module(mod)
         except BaseException as exc:
+            # Imports run on a worker thread, so even KeyboardInterrupt here is the module's own.
             sys.modules.pop(name, None)
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
             raise AdapterError(f"importing adapter file {path} failed: {_describe(exc)}") from exc
         return mod
     cwd = str(Path.cwd())
@@ -74,13 +87,54 @@ def _load_module(module: str) -> Any:
             raise AdapterError(f"adapter module {module!r} not found; check the name, the current "
                                "directory, or pass a file path such as eval/adapter.py") from exc
         raise AdapterError(f"importing adapter module {module!r} failed: {_describe(exc)}") from exc
-    except Exception as exc:
+    except BaseException as exc:
         raise AdapterError(f"importing adapter module {module!r} failed: {_describe(exc)}") from exc
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    if isinstance(exc, AdapterError):
+        return str(exc)  # already says what happened
+    try:
+        text = str(exc)
+    except Exception as inner:  # an adapter's exception class can be broken too
+        text = f"<its message could not be read: {type(inner).__name__}>"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _contained(exc: BaseException) -> AdapterError:
+    """A ``BaseException`` the adapter raised (``sys.exit(7)``) as the adapter's error."""
+    return AdapterError(_describe(exc))
+
+
+def _guarded(func: Callable[..., Any], *args: Any) -> Any:
+    """Call adapter code on a worker thread; only ordinary exceptions leave it."""
+    try:
+        return func(*args)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise _contained(exc) from exc
+
+
+async def _guarded_await(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # SystemExit in a coroutine would otherwise stop the event loop
+        raise _contained(exc) from exc
+
+
+def _materialize(result: Any, count: int) -> list[Any]:
+    """At most ``count + 1`` items of what evaluate_many returned: an endless iterator is an error."""
+    if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
+        raise AdapterError(f"evaluate_many must return a list with one observation per sample, "
+                           f"got {type(result).__name__}")
+    items = list(itertools.islice(result, count + 1))
+    if len(items) > count:
+        raise AdapterError(f"evaluate_many returned more than {count} observations for {count} samples; "
+                           "return exactly one per sample, in order")
+    return items
 
 
 def resolve_callable(target: str) -> Any:
@@ -114,18 +168,18 @@ def _required_count(func: Callable[..., Any]) -> int | None:
                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
 class PythonEvaluator:
     """Wraps a user evaluator object (or simple function) as an :class:`Evaluator`."""
 
-    def __init__(self, obj: Any, *, simple: tuple[str, str] | None = None) -> None:
+    def __init__(self, obj: Any, *, simple: tuple[str, str] | None = None, name: str = "the adapter",
+                 stderr: TextIO | None = None) -> None:
         self._obj = obj
         self._simple = simple
+        self._name = name
+        self._stderr = stderr
+        self._closed = False
+        #: Synchronous calls whose thread has not finished, cancelled or not.
+        self._running: set[threading.Event] = set()
         self._evaluate = None if simple else getattr(obj, "evaluate", None)
         self._evaluate_many = None if simple else getattr(obj, "evaluate_many", None)
         self._close = None if simple else getattr(obj, "close", None)
@@ -148,9 +202,28 @@ class PythonEvaluator:
 
     async def _call(self, func: Callable[..., Any], *args: Any) -> Any:
         if inspect.iscoroutinefunction(func):
-            return await func(*args)
-        result = await asyncio.to_thread(func, *args)
-        return await _maybe_await(result)
+            return await _guarded_await(func(*args))
+        result = await self._in_thread(func, *args)
+        if inspect.isawaitable(result):
+            return await _guarded_await(result)
+        return result
+
+    async def _in_thread(self, func: Callable[..., Any], *args: Any) -> Any:
+        finished = threading.Event()
+
+        def work() -> Any:
+            try:
+                return _guarded(func, *args)
+            finally:
+                finished.set()
+
+        self._running.add(finished)
+        try:
+            return await to_daemon_thread(work)
+        finally:
+            # A cancelled call's thread may still run: close() waits for it.
+            if finished.is_set():
+                self._running.discard(finished)
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         if self._simple == ("image", "target_id"):
@@ -163,28 +236,58 @@ class PythonEvaluator:
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         assert self._evaluate_many is not None
         result = await self._call(self._evaluate_many, list(samples), target)
-        if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
-            raise AdapterError(f"evaluate_many must return a list with one observation per sample, "
-                               f"got {type(result).__name__}")
-        return list(result)
+        if type(result) in (list, tuple):
+            return list(result)
+        # A generator may be endless or block: read it on a thread, and never past one too many.
+        items: list[Any] = await self._in_thread(_materialize, result, len(samples))
+        return items
 
     async def cancel_pending(self) -> None:
         # In-process calls are cancelled through their asyncio tasks by the runner.
         return None
 
     async def close(self) -> None:
-        if callable(self._close):
-            try:
-                await self._call(self._close)
-            except Exception as exc:
-                raise AdapterError(f"adapter close() failed: {_describe(exc)}") from exc
+        """Close once: after the calls still running finish (or are abandoned), within a bound."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._wait_for_running_calls()
+        if not callable(self._close):
+            return
+        try:
+            await asyncio.wait_for(self._call(self._close), CLOSE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise AdapterError(f"adapter {self._name}: close() did not return within {CLOSE_TIMEOUT_S:g}s; "
+                               "it was abandoned (make close() return promptly)") from None
+        except Exception as exc:
+            raise AdapterError(f"adapter {self._name}: close() failed: {_describe(exc)}") from exc
+
+    async def _wait_for_running_calls(self) -> None:
+        running = [event for event in self._running if not event.is_set()]
+        if not running:
+            return
+
+        def wait_all() -> int:
+            deadline = time.monotonic() + CALLS_GRACE_S
+            for event in running:
+                event.wait(max(0.0, deadline - time.monotonic()))
+            return sum(1 for event in running if not event.is_set())
+
+        left = await to_daemon_thread(wait_all)
+        if left:
+            sink = self._stderr if self._stderr is not None else sys.stderr
+            calls = f"{left} call{'s' if left != 1 else ''}"
+            print(f"adapter {self._name}: {calls} still running {CALLS_GRACE_S:g}s after the run stopped "
+                  "calling it; abandoned (their threads end with the process), closing the adapter now",
+                  file=sink, flush=True)
 
 
 class PythonAdapterSpec:
     """A ``module-or-file:callable`` target, loaded once and constructed per trial."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, stderr: TextIO | None = None) -> None:
         self.target = target
+        self.stderr = stderr
         self._callable: Any = None
 
     def describe(self) -> str:
@@ -196,37 +299,40 @@ class PythonAdapterSpec:
         return self._callable
 
     async def create(self, factory_config: FactoryConfig) -> Evaluator:
-        func = self.load()
+        # The import and a synchronous factory run on a worker thread: a slow one must not
+        # keep the event loop (and so Ctrl+C) waiting.
+        func = self._callable if self._callable is not None else await to_daemon_thread(self.load)
         names = _positional_names(func)
         if not inspect.isclass(func) and tuple(names[:2]) in _SIMPLE_SIGNATURES:
-            return PythonEvaluator(func, simple=(names[0], names[1]))
+            return PythonEvaluator(func, simple=(names[0], names[1]), name=self.target, stderr=self.stderr)
         required = _required_count(func)
+        if required is not None and required > 1:
+            raise AdapterError(f"adapter factory {self.target!r} takes {required} required arguments; "
+                               "a factory takes one config argument or none")
+        args = () if required == 0 else (factory_config,)
         try:
-            if required == 0:
-                obj = await _maybe_await(func())
-            elif required == 1 or required is None:
-                obj = await _maybe_await(func(factory_config))
+            if inspect.iscoroutinefunction(func):
+                obj = await _guarded_await(func(*args))
             else:
-                raise AdapterError(f"adapter factory {self.target!r} takes {required} required arguments; "
-                                   "a factory takes one config argument or none")
-        except AdapterError:
-            raise
+                obj = await to_daemon_thread(_guarded, func, *args)
+                if inspect.isawaitable(obj):
+                    obj = await _guarded_await(obj)
         except Exception as exc:
             raise AdapterError(f"adapter factory {self.target!r} failed: {_describe(exc)}") from exc
-        return _evaluator_for(obj, self.target)
+        return _evaluator_for(obj, self.target, self.stderr)
 
 
-def _evaluator_for(obj: Any, target: str) -> PythonEvaluator:
+def _evaluator_for(obj: Any, target: str, stderr: TextIO | None) -> PythonEvaluator:
     """What a factory returned: an evaluator object, or a simple function adapter."""
     if callable(obj) and not inspect.isclass(obj) and not hasattr(obj, "evaluate") \
             and not hasattr(obj, "evaluate_many"):
         # A factory may build a closure over its clients and return it, as a simple function.
         names = _positional_names(obj)
         if tuple(names[:2]) in _SIMPLE_SIGNATURES:
-            return PythonEvaluator(obj, simple=(names[0], names[1]))
+            return PythonEvaluator(obj, simple=(names[0], names[1]), name=target, stderr=stderr)
         shown = getattr(obj, "__name__", type(obj).__name__)
         raise AdapterError(f"the adapter factory {target!r} returned the function {shown}({', '.join(names)}); "
                            "a function adapter's first two parameters must be named `image, target_id` or "
                            "`sample, target`, or return an object with evaluate(sample, target) or "
                            "evaluate_many(samples, target)")
-    return PythonEvaluator(obj)
+    return PythonEvaluator(obj, name=target, stderr=stderr)

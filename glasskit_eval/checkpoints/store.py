@@ -35,6 +35,7 @@ from typing import Any
 
 from ..errors import CheckpointError, OutputError
 from ..support.fsio import fsync_dir, lock_fd, write_text_atomic
+from ..support.jsonvalues import json_problem
 
 FORMAT_NAME = "glasskit_eval-checkpoint"
 FORMAT_VERSION = 1
@@ -98,15 +99,58 @@ class Manifest:
             raise CheckpointError(f"{where} was written by a newer glasskit_eval (checkpoint format "
                                   f"{version}; this version reads up to {FORMAT_VERSION}); upgrade "
                                   "glasskit_eval to resume it, or start a new run")
-        try:
-            return cls(id=str(data["id"]), kind=str(data["kind"]), eval_dir=str(data["eval_dir"]),
-                       invocation=dict(data["invocation"]), fingerprints=dict(data["fingerprints"]),
-                       total=int(data["total"]), status=str(data["status"]),
-                       created_at=str(data["created_at"]), updated_at=str(data["updated_at"]),
-                       resumes=int(data.get("resumes", 0)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CheckpointError(f"{where} is incomplete or damaged ({type(exc).__name__}: {exc}); "
-                                  "start a new run") from None
+        # Every field is checked as strictly as we wrote it: a hand-edited manifest must be
+        # refused here, not crash whatever reads the field later.
+        problem = _manifest_problem(data)
+        if problem is not None:
+            raise CheckpointError(f"{where} is incomplete or damaged ({problem}); start a new run")
+        return cls(id=data["id"], kind=data["kind"], eval_dir=data["eval_dir"],
+                   invocation=data["invocation"], fingerprints=data["fingerprints"],
+                   total=data["total"], status=data["status"], created_at=data["created_at"],
+                   updated_at=data["updated_at"], resumes=data.get("resumes", 0))
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _manifest_problem(data: dict[str, Any]) -> str | None:
+    problem = json_problem(data)
+    if problem is not None:
+        return problem
+    for name in ("id", "kind", "eval_dir", "status", "created_at", "updated_at"):
+        if name not in data:
+            return f"{name} is missing"
+        if not isinstance(data[name], str) or not data[name]:
+            return f"{name} is not a non-empty string"
+    if data["status"] not in (IN_PROGRESS, COMPLETE):
+        return f"status is neither {IN_PROGRESS!r} nor {COMPLETE!r}"
+    for name in ("invocation", "fingerprints"):
+        if not isinstance(data.get(name), dict):
+            return f"{name} is missing or not an object"
+    for section in ("files", "videos"):
+        value = data["fingerprints"].get(section)
+        if value is not None and not isinstance(value, dict):
+            return f"fingerprints.{section} is not an object"
+    if not _is_count(data.get("total")):
+        return "total is missing or not a non-negative integer"
+    if "resumes" in data and not _is_count(data["resumes"]):
+        return "resumes is not a non-negative integer"
+    return None
+
+
+def _record_key(record: dict[str, Any]) -> Key | None:
+    """The record's key, or None when the record is not shaped as we write them."""
+    key, payload = record.get("key"), record.get("payload")
+    if not isinstance(key, list) or len(key) != 4 or not isinstance(payload, dict):
+        return None
+    trial, case, target, index = key
+    if not (_is_count(trial) and trial >= 1 and isinstance(case, str) and isinstance(target, str)
+            and _is_count(index)):
+        return None
+    if json_problem(payload) is not None:
+        return None
+    return (trial, case, target, index)
 
 
 # --- record framing (pure) --------------------------------------------------------------
@@ -172,6 +216,12 @@ def decode_records(data: bytes, where: Path) -> Decoded:
 
 
 # --- the writer -------------------------------------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _sync(fd: int) -> None:
@@ -307,15 +357,18 @@ class Checkpoint:
             raise OutputError(f"cannot create checkpoint under {root}: {exc.strerror or exc}") from None
         try:
             _lock(fd, path)
-            os.write(fd, encode_record({"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-                                        "id": manifest.id, "kind": kind}))
+            _write_all(fd, encode_record({"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                                          "id": manifest.id, "kind": kind}))
             _sync(fd)
             write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
             fsync_dir(path)
             fsync_dir(root)
-        except BaseException:
+        except BaseException as exc:
             os.close(fd)
             shutil.rmtree(path, ignore_errors=True)
+            if isinstance(exc, OSError):  # disk full, quota, I/O error: nothing was kept
+                raise OutputError(f"cannot create checkpoint under {root}: {exc.strerror or exc}; free disk "
+                                  "space, or pass --checkpoint-dir on another file system") from None
             raise
         return cls(path, manifest, fd, {}, resumed=False)
 
@@ -345,13 +398,20 @@ class Checkpoint:
                 os.ftruncate(fd, decoded.good_bytes)
                 _sync(fd)
             previous: dict[Key, dict[str, Any]] = {}
-            for record in decoded.records:
-                key = record.get("key")
-                if (isinstance(key, list) and len(key) == 4 and isinstance(record.get("payload"), dict)):
-                    previous[(int(key[0]), str(key[1]), str(key[2]), int(key[3]))] = record["payload"]
+            for number, record in enumerate(decoded.records, start=2):
+                key = _record_key(record)
+                if key is None:
+                    raise CheckpointError(f"{records_path}: record {number} passes its checksum but is not a "
+                                          "record this program writes (edited by hand?); it cannot be resumed "
+                                          "safely, start a new run")
+                previous[key] = record["payload"]
             manifest.resumes += 1
             manifest.updated_at = utc_now()
             write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
+        except OSError as exc:
+            os.close(fd)
+            raise CheckpointError(f"cannot resume {path}: {exc.strerror or exc}; free disk space or check "
+                                  "permissions") from None
         except BaseException:
             os.close(fd)
             raise
@@ -385,7 +445,11 @@ class Checkpoint:
     def set_status(self, status: str) -> None:
         self.manifest.status = status
         self.manifest.updated_at = utc_now()
-        write_text_atomic(self.path / MANIFEST_NAME, _manifest_text(self.manifest), mode=0o600)
+        try:
+            write_text_atomic(self.path / MANIFEST_NAME, _manifest_text(self.manifest), mode=0o600)
+        except OSError as exc:
+            raise OutputError(f"cannot update checkpoint {self.path}: {exc.strerror or exc}; free disk space "
+                              "or check permissions") from None
 
     def close(self) -> None:
         """Write everything queued, stop the writer and release the lock."""

@@ -2,17 +2,20 @@
 
 Inside the event loop a signal cancels the main task once; the runner then
 cancels in-flight adapter calls, closes the adapter and the caller reports the
-checkpoint. Outside the loop (planning, reporting) SIGTERM is turned into
-``KeyboardInterrupt`` so that both signals take the same path.
+checkpoint. A second signal exits at once with status 130 (:func:`force_exit`), even
+when adapter code holds the event loop (an ``async evaluate`` that never awaits).
+Outside the loop (planning, reporting) SIGTERM is turned into ``KeyboardInterrupt``
+so that both signals take the same path.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import threading
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -22,6 +25,32 @@ T = TypeVar("T")
 
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None))
                  if s is not None)
+
+#: The exit status of a forced exit: what a shell reports for a process ended by SIGINT.
+FORCED_EXIT_STATUS = 130
+
+# Run before a forced exit, which skips atexit: e.g. killing command adapters' process groups.
+_forced_exit_hooks: list[Callable[[], None]] = []
+
+
+def on_forced_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` (once registered, every time) before :func:`force_exit` ends the process."""
+    if hook not in _forced_exit_hooks:
+        _forced_exit_hooks.append(hook)
+
+
+def force_exit(reason: str) -> None:
+    """End the process now with status 130: say why, run the hooks, skip everything else.
+
+    Records already made durable stay in the checkpoint, as after SIGKILL.
+    """
+    # Called from a signal handler, which may have interrupted a write to sys.stderr: go below it.
+    with contextlib.suppress(OSError):
+        os.write(2, f"{reason}: exiting now without cleaning up (status {FORCED_EXIT_STATUS})\n".encode())
+    for hook in list(_forced_exit_hooks):
+        with contextlib.suppress(Exception):
+            hook()
+    os._exit(FORCED_EXIT_STATUS)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -52,25 +81,33 @@ def reinstall_sigterm() -> None:
 async def interruptible(work: Awaitable[T]) -> T:
     """Await ``work``; the first SIGINT/SIGTERM cancels it and raises :class:`Interrupted`.
 
-    Later signals are ignored so that closing the adapter is not itself cut short
-    (the process adapter bounds its own shutdown time).
+    The second one forces an exit (130): closing the adapter is bounded, but a user who
+    asks twice does not wait for it. The handlers are plain ``signal`` handlers, not the
+    loop's, because those only run when the loop gets control back, and adapter code can
+    keep it (a coroutine that never awaits).
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     received: list[str] = []
 
-    def on_signal(name: str) -> None:
-        if not received and task is not None:
-            received.append(name)
+    def cancel() -> None:
+        if task is not None:
             task.cancel()
 
-    installed: list[Any] = []
-    for sig in _SIGNALS:
-        try:
-            loop.add_signal_handler(sig, on_signal, sig.name)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass  # not the main thread, or a platform without loop signal handlers
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if received:
+            force_exit(f"{name} received again")
+        received.append(name)
+        # os.write, not print: a handler that interrupts a write to sys.stderr must not write to it.
+        with contextlib.suppress(OSError):
+            os.write(2, f"{name} received: stopping; send it again to exit at once\n".encode())
+        loop.call_soon_threadsafe(cancel)
+
+    previous: list[tuple[signal.Signals, Any]] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in _SIGNALS:
+            previous.append((sig, signal.signal(sig, on_signal)))
     try:
         return await work
     except asyncio.CancelledError:
@@ -78,5 +115,5 @@ async def interruptible(work: Awaitable[T]) -> T:
             raise Interrupted(received[0]) from None
         raise
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        for sig, handler in previous:
+            signal.signal(sig, handler)

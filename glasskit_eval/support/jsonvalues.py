@@ -1,7 +1,9 @@
 """JSON-like values: the checks, copies, equality and set keys every comparison relies on.
 
-A value is JSON-like when it is ``None``, a boolean, an int, a finite float, a string,
-a list or tuple of JSON-like values, or a dict with string keys and JSON-like values.
+A value is JSON-like when it is ``None``, a boolean, an int, a finite float, a string
+UTF-8 can encode (no lone surrogates), a list or tuple of JSON-like values, or a dict
+with such string keys and JSON-like values. Subclasses of list, tuple and dict are read
+through their base type's storage, so their own methods never run (nor raise).
 Adapter observations and ``expect`` values must pass :func:`json_problem` before they
 reach :func:`to_plain`, :func:`json_equal`, :func:`canonical_key` or the comparators;
 those functions trust that check and recurse freely, which is safe because it bounds
@@ -78,20 +80,48 @@ def json_problem(value: object) -> str | None:
         stack.append(ident)
         children: list[tuple[object, JsonPath | None, int]] = []
         if isinstance(item, dict):
-            for key, child in item.items():
+            for key, child in _items(item):
                 if not isinstance(key, str):
                     where = f" at {format_path(path)}" if path is not None else ""
                     return f"object key {_short_repr(key)}{where} is not a string"
+                key_problem = _string_problem(key)
+                if key_problem is not None:
+                    where = f" at {format_path(path)}" if path is not None else ""
+                    return f"object key{where} {key_problem}"
                 children.append((child, (path, key), depth + 1))
         else:
-            children = [(child, (path, index), depth + 1) for index, child in enumerate(item)]
+            children = [(child, (path, index), depth + 1) for index, child in enumerate(_elements(item))]
         # Reversed so the first problem in document order is the one reported.
         stack.extend(reversed(children))
     return None
 
 
+def _items(value: dict[Any, Any]) -> Any:
+    # The base type's storage, not a subclass's items()/__iter__: those may raise or answer
+    # differently the second time, and to_plain must copy exactly what was checked.
+    return dict.items(value)
+
+
+def _elements(value: list[Any] | tuple[Any, ...]) -> Any:
+    return list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+
+
+def _string_problem(value: str) -> str | None:
+    if str.isascii(value):
+        return None
+    try:
+        str.encode(value, "utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(str.__getitem__(value, exc.start))
+        return (f"is a string with a lone surrogate (U+{code:04X}) at character {exc.start}, "
+                "which UTF-8 (and so JSON) cannot encode")
+    return None
+
+
 def _scalar_problem(value: object) -> str | None:
-    if value is None or isinstance(value, (bool, str, list, tuple, dict)):
+    if isinstance(value, str):
+        return _string_problem(value)
+    if value is None or isinstance(value, (bool, list, tuple, dict)):
         return None
     if isinstance(value, int):
         if value.bit_length() > _LARGE_INT_BITS:
@@ -164,9 +194,9 @@ def to_plain(value: Any) -> Any:
         # str() would honour a subclass's __str__; this returns the characters as stored.
         return str.__str__(value)
     if isinstance(value, (list, tuple)):
-        return [to_plain(item) for item in value]
+        return [to_plain(item) for item in _elements(value)]
     if isinstance(value, dict):
-        return {str.__str__(key): to_plain(item) for key, item in value.items()}
+        return {str.__str__(key): to_plain(item) for key, item in _items(value)}
     raise TypeError(f"value has unsupported type {type(value).__name__}")
 
 

@@ -10,6 +10,8 @@ This executor runs each job on its own daemon thread and never waits for them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,3 +55,19 @@ class DaemonThreadExecutor(ThreadPoolExecutor):
 def install(loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Make the running loop's default executor abandonable."""
     (loop or asyncio.get_running_loop()).set_default_executor(DaemonThreadExecutor())
+
+
+_shared: DaemonThreadExecutor | None = None
+
+
+async def to_daemon_thread(func: Callable[..., T], /, *args: Any) -> T:
+    """``asyncio.to_thread`` on an abandonable daemon thread, whatever the loop's default executor.
+
+    For adapter code (imports, factories, calls): ``asyncio.run`` joins the default executor's
+    threads on the way out, so a hung factory would keep even an interrupted ``validate`` alive.
+    """
+    global _shared
+    if _shared is None:
+        _shared = DaemonThreadExecutor()
+    call = functools.partial(contextvars.copy_context().run, func, *args)
+    return await asyncio.get_running_loop().run_in_executor(_shared, call)
