@@ -65,7 +65,7 @@ def adapter_spec(adapter: str | None, adapter_command: str | None, eval_dir: Pat
         if adapter_http is not None or section is not None:
             return HttpAdapterSpec(HttpConfig.parse(section or {}, adapter_http))
     if adapter_command is not None:
-        from .process import CommandAdapterSpec
+        from .command import CommandAdapterSpec
 
         return CommandAdapterSpec(adapter_command, stderr=stderr)
     from .python import PythonAdapterSpec

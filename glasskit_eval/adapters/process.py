@@ -19,33 +19,22 @@ waits for stdout to close, which an orphaned descendant holding it delays for ev
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import os
-import shlex
-import signal
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AdapterError, AdapterGone, ProtocolBroken
-from ..video.png import encode_png
 from .base import FactoryConfig, Sample, Target, add_usage
 from .procio import (
-    TAG_VARIABLE,
+    GroupReaper,
     StderrMirror,
     describe_returncode,
     live_group_members,
-    new_tag,
     read_chunks,
-    signal_group,
-    signal_tagged,
-    tagged_processes,
     track_group,
-    untrack_group,
 )
 from .protocol import (
-    MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
     Capabilities,
     Connection,
@@ -55,15 +44,14 @@ from .protocol import (
     encode_params,
     oversized_request_error,
 )
+from .wire import encode_sample, share_usage
 
-__all__ = ["PNG_COMPRESS_LEVEL", "CommandAdapterSpec", "CommandEvaluator", "encode_sample"]
+__all__ = ["CommandEvaluator"]
+
+if TYPE_CHECKING:
+    from .command import CommandAdapterSpec
 
 _live_group_members = live_group_members  # used by the tests
-
-#: zlib level for the PNG frames sent to command adapters. PNG is lossless at every
-#: level; on 1080p video frames level 1 takes a fifth of the default level 6's time
-#: for ~10% more bytes (numbers in benchmarks/bench_command_adapter.py).
-PNG_COMPRESS_LEVEL: Final = 1
 
 # After the process exits, how long to let its last stdout/stderr bytes arrive.
 _DRAIN_AFTER_EXIT_S: Final = 0.5
@@ -71,134 +59,11 @@ _DRAIN_AFTER_EXIT_S: Final = 0.5
 # makes the error message precise.
 _EXIT_STATUS_WAIT_S: Final = 1.0
 _KILL_WAIT_S: Final = 2.0
-_POLL_S: Final = 0.02
 # How often the exit status is looked at while the adapter runs.
 _EXIT_POLL_S: Final = 0.05
 # Encoding a batch stops early once its size passes the message limit; frames are
 # encoded this many at a time between checks.
 _BATCH_ENCODE_STEP: Final = 4
-
-
-def encode_sample(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> bytes:
-    """The protocol's sample object, as JSON bytes, with the frame as base64 PNG.
-
-    Runs on a worker thread: compression releases the GIL, so frames encode in
-    parallel with each other and with decoding.
-    """
-    image = sample.image
-    width, height = image.size
-    png = encode_png(image, level)
-    fields = dict(sample.wire_fields())
-    fields["image"] = {"mimeType": "image/png", "width": width, "height": height}
-    head = encode_params(fields)
-    # The base64 text needs no JSON escaping, so it is spliced in as bytes instead of
-    # making json.dumps scan and copy megabytes of it.
-    if head.endswith(b"}}"):
-        return b"".join((head[:-2], b',"dataBase64":"', base64.b64encode(png), b'"}}'))
-    fields["image"]["dataBase64"] = base64.b64encode(png).decode("ascii")
-    return encode_params(fields)
-
-
-def _share_usage(samples: Sequence[Sample], usage: Any) -> None:
-    """A batch's usage: a list gives each sample its own, one object is divided evenly."""
-    if usage is None or not samples:
-        return
-    if isinstance(usage, list):
-        for sample, item in zip(samples, usage):
-            if item is not None:
-                add_usage(sample.usage, item)
-        return
-    for sample in samples:
-        add_usage(sample.usage, {k: v / len(samples) for k, v in usage.items()})
-
-
-class CommandAdapterSpec:
-    """``--adapter-command``: a command line started once per trial.
-
-    Args:
-        command: the command, split into words like a POSIX shell would (no shell
-            features: pipes, redirects and variables are not interpreted).
-        grace_s: how long ``close`` waits for a clean exit before terminating.
-        terminate_grace_s: how long after SIGTERM before SIGKILL.
-        max_message_bytes: protocol message limit in each direction.
-        png_compress_level: zlib level of the frames sent.
-        stderr: where the adapter's stderr is mirrored (``sys.stderr`` by default).
-    """
-
-    def __init__(
-        self,
-        command: str,
-        *,
-        grace_s: float = 5.0,
-        terminate_grace_s: float = 2.0,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
-        png_compress_level: int = PNG_COMPRESS_LEVEL,
-        stderr: TextIO | None = None,
-    ) -> None:
-        try:
-            argv = shlex.split(command, posix=True)
-        except ValueError as exc:
-            raise AdapterError(f"cannot parse --adapter-command {command!r}: {exc}") from None
-        if not argv:
-            raise AdapterError(
-                "--adapter-command is empty; give the command that starts the adapter, "
-                'e.g. --adapter-command "node eval/adapter.mjs"'
-            )
-        self.command = command
-        self.argv: tuple[str, ...] = tuple(argv)
-        self.grace_s = grace_s
-        self.terminate_grace_s = terminate_grace_s
-        self.max_message_bytes = max_message_bytes
-        self.png_compress_level = png_compress_level
-        self.stderr = stderr
-
-    def describe(self) -> str:
-        return self.command
-
-    async def create(self, factory_config: FactoryConfig) -> CommandEvaluator:
-        """Start the command and initialize it; the process is gone if this raises."""
-        label = f"adapter command `{self.command}`"
-        tag = new_tag()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *self.argv,
-                # Inherited by every descendant: found by it even after setsid().
-                env={**os.environ, TAG_VARIABLE: tag},
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                # Its own process group, so that everything it starts can be
-                # terminated with it, and a terminal's Ctrl-C reaches only us: we
-                # decide how the adapter shuts down.
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise AdapterError(
-                f"cannot start {label}: {self.argv[0]!r} was not found; check the command "
-                "and PATH (the command runs without a shell)"
-            ) from None
-        except PermissionError:
-            raise AdapterError(
-                f"cannot start {label}: {self.argv[0]!r} is not executable"
-            ) from None
-        except OSError as exc:
-            raise AdapterError(f"cannot start {label}: {exc}") from None
-        evaluator = CommandEvaluator(proc, self, label, tag)
-        try:
-            await evaluator._initialize(factory_config)
-        except asyncio.CancelledError:
-            evaluator._kill_now()
-            await asyncio.shield(evaluator._stop_tasks())
-            raise
-        except BaseException as exc:
-            try:
-                await evaluator._shutdown_after_failed_init()
-            finally:
-                evaluator._kill_now()
-            if isinstance(exc, AdapterError):
-                raise
-            raise AdapterError(f"{label} failed to initialize: {exc}") from exc
-        return evaluator
 
 
 class CommandEvaluator:
@@ -223,14 +88,14 @@ class CommandEvaluator:
         self._failed = asyncio.Event()
         self._stopping = False
         self._closed = False
-        self._swept = False
-        self._tag = tag
         track_group(proc.pid, tag)
         self._enlarge_stdin_pipe()
         self._stderr = StderrMirror(spec.stderr)
         self._stderr_task = asyncio.ensure_future(self._stderr.pump(proc.stderr))
         self._stdout_task = asyncio.ensure_future(self._pump_stdout(proc.stdout))
         self._exit_task = asyncio.ensure_future(self._exited())
+        # The leader's exit is seen by the exit task (its status), not by Process.wait().
+        self._reaper = GroupReaper(proc, tag, self._exit_task.done)
         self._stdin_task = asyncio.ensure_future(self._stdin_closed())
         self._watch_task = asyncio.ensure_future(self._watch())
 
@@ -290,7 +155,7 @@ class CommandEvaluator:
         )
         del encoded
         reply = await self._request("evaluateMany", params, expected_results=len(samples))
-        _share_usage(samples, reply.usage)
+        share_usage(samples, reply.usage)
         return list(reply.result)
 
     async def cancel_pending(self) -> None:
@@ -320,11 +185,11 @@ class CommandEvaluator:
         try:
             await self.cancel_pending()
             problems = await self._close_gracefully()
-            await self._terminate()
+            await self._reaper.terminate(self._spec.terminate_grace_s)
         finally:
             # Reached with the graceful path cut short (cancelled, or an interrupt):
             # nothing may outlive us.
-            self._kill_now()
+            self._reaper.kill_now()
             await self._stop_tasks()
         if self._failure is not None and not self._failure_delivered:
             self._failure_delivered = True
@@ -363,7 +228,7 @@ class CommandEvaluator:
         self._closed = True
         self._stopping = True
         await self._close_gracefully()
-        await self._terminate()
+        await self._reaper.terminate(self._spec.terminate_grace_s)
         await self._stop_tasks()
 
     def _enlarge_stdin_pipe(self) -> None:
@@ -480,10 +345,6 @@ class CommandEvaluator:
             await asyncio.sleep(_EXIT_POLL_S)
         return self._proc.returncode
 
-    def _escaped(self) -> list[int]:
-        """Descendants outside the group (they called setsid()), found by their tag."""
-        return tagged_processes(self._tag) if self._tag is not None else []
-
     async def _stdin_closed(self) -> None:
         with contextlib.suppress(Exception):
             await self._stdin.wait_closed()
@@ -581,48 +442,6 @@ class CommandEvaluator:
                 f"it {describe_returncode(returncode)} after close.\n{self._stderr.render()}"
             )
         return problems
-
-    async def _terminate(self) -> None:
-        """SIGTERM, then SIGKILL, the process group until none of it is left."""
-        pgid = self._proc.pid
-        if self._exit_task.done() and not live_group_members(pgid) and not self._escaped():
-            self._swept = True
-            untrack_group(pgid)
-            return
-        for sig, wait_s in (
-            (signal.SIGTERM, self._spec.terminate_grace_s),
-            (signal.SIGKILL, _KILL_WAIT_S),
-        ):
-            signal_group(pgid, sig)
-            if self._tag is not None:
-                signal_tagged(self._tag, sig)
-            if await self._wait_group_gone(pgid, wait_s):
-                self._swept = True
-                untrack_group(pgid)
-                return
-
-    async def _wait_group_gone(self, pgid: int, timeout: float) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            if self._exit_task.done() and not live_group_members(pgid) and not self._escaped():
-                return True
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(_POLL_S)
-
-    def _kill_now(self) -> None:
-        """SIGKILL the group unless it is known to be gone; safe from any context."""
-        if self._swept:
-            return
-        pgid = self._proc.pid
-        if self._proc.returncode is not None and not live_group_members(pgid) and not self._escaped():
-            self._swept = True
-        else:
-            signal_group(pgid, signal.SIGKILL)
-            if self._tag is not None:
-                signal_tagged(self._tag, signal.SIGKILL)
-        untrack_group(pgid)
 
     async def _stop_tasks(self) -> None:
         self._closed = True

@@ -21,9 +21,9 @@ import secrets
 import signal
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from ..support.interrupts import on_forced_exit
 
@@ -186,3 +186,68 @@ class StderrMirror:
             return "It wrote nothing to stderr."
         lines = "\n".join(f"  | {line}" for line in self.tail)
         return f"Last lines of its stderr:\n{lines}"
+
+
+#: After SIGKILL, how long to wait for the group to be gone; and how often to look.
+_KILL_WAIT_S = 2.0
+_POLL_S = 0.02
+
+
+class GroupReaper:
+    """Ends a command adapter's process group and every process carrying its tag.
+
+    ``exited`` says whether the leader's exit has been seen (the caller watches it by
+    its exit status). Descendants that left the group with ``setsid()`` are found by
+    the environment tag.
+    """
+
+    def __init__(self, proc: Any, tag: str | None, exited: Callable[[], bool]) -> None:
+        self._proc = proc
+        self._tag = tag
+        self._exited = exited
+        self._swept = False
+
+    def _escaped(self) -> list[int]:
+        return tagged_processes(self._tag) if self._tag is not None else []
+
+    def _gone(self) -> bool:
+        return self._exited() and not live_group_members(self._proc.pid) and not self._escaped()
+
+    async def terminate(self, terminate_grace_s: float) -> None:
+        """SIGTERM, then SIGKILL, the process group until none of it is left."""
+        pgid = self._proc.pid
+        if self._gone():
+            self._swept = True
+            untrack_group(pgid)
+            return
+        for sig, wait_s in ((signal.SIGTERM, terminate_grace_s), (signal.SIGKILL, _KILL_WAIT_S)):
+            signal_group(pgid, sig)
+            if self._tag is not None:
+                signal_tagged(self._tag, sig)
+            if await self._wait_gone(wait_s):
+                self._swept = True
+                untrack_group(pgid)
+                return
+
+    async def _wait_gone(self, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if self._gone():
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(_POLL_S)
+
+    def kill_now(self) -> None:
+        """SIGKILL the group unless it is known to be gone; safe from any context."""
+        if self._swept:
+            return
+        pgid = self._proc.pid
+        if self._proc.returncode is not None and not live_group_members(pgid) and not self._escaped():
+            self._swept = True
+        else:
+            signal_group(pgid, signal.SIGKILL)
+            if self._tag is not None:
+                signal_tagged(self._tag, signal.SIGKILL)
+        untrack_group(pgid)

@@ -23,12 +23,22 @@ from __future__ import annotations
 
 import enum
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from ..errors import AdapterError, ProtocolError
+from .messages import (
+    NonFinite,
+    encode_params,
+    format_size,
+    is_number,
+    oversized_request_error,
+    parse_float,
+    preview,
+    reject_constant,
+    usage_problem,
+)
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -56,7 +66,6 @@ _LOG_HINT = (
     "stdout is reserved for protocol messages: write logs to stderr instead "
     "(console.error() in Node, print(..., file=sys.stderr) in Python)"
 )
-_PREVIEW_CHARS = 120
 
 
 class LocalProtocolError(RuntimeError):
@@ -144,67 +153,6 @@ Event: TypeAlias = Reply | Violation
 class _Pending:
     method: str
     expected_results: int | None
-
-
-class _NonFinite(Exception):
-    """Raised inside the JSON parser when it meets NaN or an infinity."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-def _reject_constant(text: str) -> Any:
-    raise _NonFinite(text)
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        # "1e999" is valid JSON syntax, but Python would read it as inf.
-        raise _NonFinite(text)
-    return value
-
-
-def format_size(size: int) -> str:
-    """``268435456`` -> ``256 MiB``; small sizes stay in bytes (tests use tiny limits)."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            value = size / scale
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{size} bytes"
-
-
-def _preview(line: bytes) -> str:
-    text = line[: _PREVIEW_CHARS * 4].decode("utf-8", errors="replace").strip()
-    if len(text) > _PREVIEW_CHARS:
-        text = text[: _PREVIEW_CHARS - 1] + "…"
-    return repr(text)
-
-
-def encode_params(params: Mapping[str, Any]) -> bytes:
-    """Serialize request params as compact JSON, refusing values JSON cannot carry."""
-    try:
-        text = json.dumps(params, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise AdapterError(f"cannot send request parameters to the adapter as JSON: {exc}") from exc
-    # ensure_ascii (the default) makes the text pure ASCII, so this cannot fail.
-    return text.encode("ascii")
-
-
-def oversized_request_error(method: str, size: int, limit: int, count: int | None) -> AdapterError:
-    """The error for a request too large to send, with the fix the user can apply."""
-    if method == "evaluateMany":
-        return AdapterError(
-            f"the evaluateMany request for {count} samples is {format_size(size)}, over the "
-            f"{format_size(limit)} protocol message limit. Lower the batch: evaluate fewer "
-            "samples of this target per run (--case, --at, --from, --until), or implement "
-            "evaluate instead of evaluateMany in the adapter so frames are sent one at a time."
-        )
-    return AdapterError(
-        f"the {method} request is {format_size(size)}, over the {format_size(limit)} "
-        "protocol message limit"
-    )
 
 
 class Connection:
@@ -376,16 +324,16 @@ class Connection:
             text = line.decode("utf-8")
         except UnicodeDecodeError:
             return self._violate(
-                f"the adapter wrote bytes that are not UTF-8 to stdout: {_preview(line)}; "
+                f"the adapter wrote bytes that are not UTF-8 to stdout: {preview(line)}; "
                 f"{_LOG_HINT}"
             )
         non_finite: str | None = None
         try:
             try:
                 message = json.loads(
-                    text, parse_constant=_reject_constant, parse_float=_parse_float
+                    text, parse_constant=reject_constant, parse_float=parse_float
                 )
-            except _NonFinite as exc:
+            except NonFinite as exc:
                 non_finite = exc.text
                 # Parse again, leniently, only to find out which request it answers.
                 message = json.loads(text)
@@ -393,16 +341,16 @@ class Connection:
             stripped = text.lstrip()
             if stripped[:1] in ("{", "["):
                 return self._violate(
-                    f"the adapter wrote invalid JSON to stdout ({exc}): {_preview(line)}"
+                    f"the adapter wrote invalid JSON to stdout ({exc}): {preview(line)}"
                 )
             return self._violate(
                 f"the adapter wrote text that is not a protocol message to stdout: "
-                f"{_preview(line)}; {_LOG_HINT}"
+                f"{preview(line)}; {_LOG_HINT}"
             )
         if not isinstance(message, dict):
             return self._violate(
                 "the adapter wrote a JSON value that is not a protocol message object to "
-                f"stdout: {_preview(line)}; each line must be one JSON object; {_LOG_HINT}"
+                f"stdout: {preview(line)}; each line must be one JSON object; {_LOG_HINT}"
             )
         return self._handle_message(message, non_finite)
 
@@ -470,7 +418,7 @@ class Connection:
             retry_after = payload.get("retryAfterS")
             if not isinstance(transient, bool):
                 return broken(f"error.transient in the adapter's answer to {method} must be true or false")
-            if retry_after is not None and (not _is_number(retry_after) or retry_after < 0):
+            if retry_after is not None and (not is_number(retry_after) or retry_after < 0):
                 return broken(f"error.retryAfterS in the adapter's answer to {method} must be a "
                               "non-negative number of seconds")
             error = AdapterError(payload["message"], stack=stack)
@@ -484,7 +432,7 @@ class Connection:
             )
         usage = message.get("usage")
         if usage is not None:
-            problem = _usage_problem(usage, pending.expected_results)
+            problem = usage_problem(usage, pending.expected_results)
             if problem is not None:
                 return broken(f"the adapter's usage beside its answer to {method} {problem}")
         result = message["result"]
@@ -504,28 +452,6 @@ class Connection:
                 f"order: sent {pending.expected_results} samples, got {got}"
             )
         return Reply(request_id, method, result=result, usage=usage)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _usage_problem(usage: object, batch: int | None) -> str | None:
-    """Why a ``usage`` value is not usable, or None."""
-    if batch is not None and isinstance(usage, list):
-        if len(usage) != batch:
-            return f"must have one entry per sample ({batch}), got {len(usage)}"
-        for item in usage:
-            problem = None if item is None else _usage_problem(item, None)
-            if problem is not None:
-                return problem
-        return None
-    if not isinstance(usage, dict):
-        return "must be an object of numbers such as {\"input_tokens\": 812, \"cost\": 0.0021}"
-    for key, value in usage.items():
-        if not _is_number(value):
-            return f"must hold finite numbers only; {key!r} is {value!r}"
-    return None
 
 
 def parse_initialize_result(result: object) -> Capabilities:

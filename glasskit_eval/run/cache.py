@@ -171,7 +171,7 @@ class CachingSpec:
         self._trial = trial
 
     def _identity(self, evaluator: Evaluator) -> str | None:
-        from ..adapters.process import CommandAdapterSpec
+        from ..adapters.command import CommandAdapterSpec
         from ..adapters.python import PythonAdapterSpec
 
         # Other wrappers (timeouts, retries) may sit between us and the real adapter; by
