@@ -27,19 +27,20 @@ import bisect
 import itertools
 import operator
 from array import array
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from ..support.records import Frozen
 from .mp4boxes import IndexUnusable, Track, check_layout, find_moov, parse_movie
 
 __all__ = ["IndexTable", "IndexUnusable", "index_table", "read_index"]
 
 
-@dataclass(frozen=True)
-class IndexTable:
+class IndexTable(Frozen):
     """What the demuxer will deliver, as a frame table needs it."""
 
+    _fields = ("time_base", "pts", "keyframes", "seek_points", "reordered", "packets", "track_id",
+               "sample_count")
     time_base: Fraction
     pts: array[int]  # presentation timestamps of shown frames, ascending
     keyframes: list[int]  # frame indices of shown keyframes
@@ -48,6 +49,9 @@ class IndexTable:
     packets: list[tuple[int, int, bool, bool]]  # first entries: (pts, dts, keyframe, discard)
     track_id: int
     sample_count: int
+
+    def __init__(self, time_base: Fraction, pts: array[int], keyframes: list[int], seek_points: list[int], reordered: bool, packets: list[tuple[int, int, bool, bool]], track_id: int, sample_count: int) -> None:
+        self.__dict__.update(time_base=time_base, pts=pts, keyframes=keyframes, seek_points=seek_points, reordered=reordered, packets=packets, track_id=track_id, sample_count=sample_count)
 
 
 def index_table(track: Track, *, head: int = 8) -> IndexTable:
