@@ -115,6 +115,9 @@ class ConsoleListener:
     def tick(self) -> None:
         self.progress.tick()
 
+    def notice(self, text: str) -> None:
+        self._print(f"warning: {text}")
+
     def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None:
         self.progress.case_finished()
         for target in plan.case.targets:

@@ -41,6 +41,9 @@ class RunListener(Protocol):
     def tick(self) -> None:
         """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
 
+    def notice(self, text: str) -> None:
+        """A warning about the run as a whole (printed once, not per sample)."""
+
 
 #: How often the listener's clock ticks while a trial runs.
 TICK_S = 0.1
@@ -114,6 +117,9 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
         needs_adapter = any(not s.ignored for w in work for s in w.pending)
         ledger = CallLedger(record_attempts=policy.retries > 0)
         evaluator = wrap(await spec.create(factory_config), policy, ledger, limiter) if needs_adapter else None
+        if evaluator is not None and evaluator.batch and trial == 1:
+            for line in batch_memory_notes(work):
+                listener.notice(line)
         sink = store.sink(trial) if store is not None else None
         on_result = ledger.annotating(_announcing(sink, listener, trial, request.repeat))
         results: list[SampleResult] = []
@@ -210,6 +216,34 @@ def _call_gates(trials: list[TrialResult], request: RunRequest, thresholds: Thre
     if max_cost is not None:
         gates.append(cost_gate(counts.cost, max_cost))
     return gates
+
+
+#: Above this, holding one target's frames for ``evaluate_many`` is worth a warning.
+BATCH_MEMORY_WARN_BYTES = 1 << 30
+
+
+def batch_memory_notes(work: list[_CaseWork]) -> list[str]:
+    """One line per target whose ``evaluate_many`` call needs more frame memory than the budget.
+
+    A batch holds a target's frames (width x height x 3 bytes each, one per distinct time) at once.
+    """
+    notes = []
+    for w in work:
+        info = w.plan.video
+        if info is None:
+            continue
+        frame_bytes = info.width * info.height * 3
+        times: dict[str, set[object]] = {}
+        for s in w.pending:
+            if not s.ignored:
+                times.setdefault(s.target.id, set()).add(s.time)
+        for target, wanted in times.items():
+            need = len(wanted) * frame_bytes
+            if need > BATCH_MEMORY_WARN_BYTES:
+                notes.append(f"evaluate_many for {w.plan.case.name}/{target} gets {len(wanted)} frames of "
+                             f"{info.width}x{info.height} at once: about {need / (1 << 20):,.0f} MiB of RGB "
+                             "while the call runs; split the target or use evaluate for long ranges")
+    return notes
 
 
 def _timing_mode(results: list[SampleResult], evaluator: Any) -> TimingMode | None:
