@@ -18,7 +18,7 @@ def reencode(source: Path, target: Path, *, rate: int | None = None, crf: int = 
     tmp = target.with_name(f".{target.name}.partial{target.suffix}")
     with av.open(str(source)) as src:
         stream = src.streams.video[0]
-        fps = rate or round(stream.average_rate or 10)
+        fps = rate or round(float(stream.average_rate or 10))
         frames = [f.to_image() for f in src.decode(stream)][start_frame:]
     with av.open(str(tmp), "w") as out:
         video = out.add_stream("libx264", rate=fps)

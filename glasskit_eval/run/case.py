@@ -42,6 +42,15 @@ def traceback_of(exc: BaseException) -> str | None:
     return adapter_traceback(exc)
 
 
+def _failed_call(exc: BaseException, what: str, started: float, keep_going: bool) -> tuple[str, float, bool]:
+    """An adapter call that raised: its message, its duration, and whether the run stops.
+
+    A dead adapter process is not one call's failure: it stops the run even with --keep-going.
+    """
+    message = f"adapter failed for {what}: {exception_text(exc)}"
+    return message, time.perf_counter() - started, not keep_going or isinstance(exc, AdapterGone)
+
+
 def _at(exc: BaseException) -> str:
     """`` (at file:line in function)`` of the adapter code that raised, for a fail-fast stop."""
     text = traceback_of(exc)
@@ -201,10 +210,8 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            duration = time.perf_counter() - started
-            message = f"adapter failed for {describe(sample)}: {exception_text(exc)}"
-            # A dead adapter process is not one call's failure: stop even with --keep-going.
-            if keep_going and not isinstance(exc, AdapterGone):
+            message, duration, stops = _failed_call(exc, describe(sample), started, keep_going)
+            if not stops:
                 _keep(work, error_result(sample, ErrorKind.ADAPTER, message, frame=frame, duration=duration,
                                          timing_mode=TimingMode.INDIVIDUAL, traceback=traceback_of(exc)),
                       image, record)
@@ -305,9 +312,8 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        duration = time.perf_counter() - started
-        message = f"adapter failed for {what}: {exception_text(exc)}"
-        if not keep_going or isinstance(exc, AdapterGone):
+        message, duration, stops = _failed_call(exc, what, started, keep_going)
+        if stops:
             raise SampleFailure(message + _at(exc), 0) from exc
         stack = traceback_of(exc)
         for sample, frame, image in items:

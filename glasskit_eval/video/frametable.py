@@ -174,8 +174,12 @@ def open_container(path: Path) -> Any:
                          "(it is resolved relative to the case file)")
     try:
         # Metadata is not ours to judge: a tag in another encoding must not stop a decode.
-        return av.open(str(path), metadata_errors="replace")
-    except (av.error.FFmpegError, OSError) as exc:
+        # (PyAV 19 dropped the option; it no longer decodes metadata strictly.)
+        try:
+            return av.open(str(path), metadata_errors="replace")
+        except TypeError:
+            return av.open(str(path))
+    except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
         raise VideoError(f"cannot open video {path}: {exc}") from None
 
 

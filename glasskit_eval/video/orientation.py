@@ -98,7 +98,10 @@ def orientation_from_matrix(matrix: tuple[int, ...] | None) -> Orientation:
 def orientation_from_side_data(side_data: object) -> Orientation:
     """Read the DISPLAYMATRIX entry of a PyAV frame's side data, if any."""
     try:
-        entries = list(side_data)  # type: ignore[call-overload]
+        # PyAV 19 made the container a mapping (iterating gives the types); earlier versions
+        # iterate over the entries themselves.
+        values = getattr(side_data, "values", None)
+        entries = list(values() if callable(values) else side_data)  # type: ignore[arg-type]
     except TypeError:
         return UPRIGHT
     for entry in entries:
