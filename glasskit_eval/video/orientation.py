@@ -98,13 +98,13 @@ def orientation_from_matrix(matrix: tuple[int, ...] | None) -> Orientation:
 def orientation_from_side_data(side_data: object) -> Orientation:
     """Read the DISPLAYMATRIX entry of a PyAV frame's side data, if any."""
     try:
-        # PyAV 19 made the container a mapping (iterating gives the types); earlier versions
-        # iterate over the entries themselves.
-        values = getattr(side_data, "values", None)
-        entries = list(values() if callable(values) else side_data)  # type: ignore[arg-type]
+        items = list(side_data)  # type: ignore[call-overload]
     except TypeError:
         return UPRIGHT
-    for entry in entries:
+    for item in items:
+        # PyAV 19 made the container a mapping (iterating gives each entry's type); earlier
+        # versions iterate over the entries themselves (and their values() is broken).
+        entry = item if hasattr(item, "type") else side_data[item]  # type: ignore[index]
         if str(getattr(entry, "type", "")).endswith("DISPLAYMATRIX"):
             return orientation_from_matrix(parse_display_matrix(bytes(entry)))
     return UPRIGHT
