@@ -18,14 +18,11 @@ import pytest
 from evalkit import make_eval, run_cli
 from htmlkit import result, summary_of
 from PIL import Image
+from reviewpage import CHROMIUM, CHROMIUM_ARGS, need_playwright
 
 from glasskit_eval.reports.html import HtmlOptions, render_html
 from glasskit_eval.reports.thumbnails import make_thumbnail
 from glasskit_eval.results import Status
-
-CHROMIUM = os.environ.get("GLASSKIT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 HOSTILE = '<script>alert("pwned")</script> \'single\' "double" </style><b>bold</b>'
 
@@ -60,21 +57,6 @@ class Doors:
 """
 
 
-def _need_browser() -> Any:
-    reason = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "Playwright for Python is not installed (pip install playwright)"
-    if reason is None and not Path(CHROMIUM).exists():
-        reason = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run in CI: {reason}")
-        pytest.skip(reason)
-    return sync_playwright
-
-
 class Browser:
     def __init__(self, context: Any) -> None:
         self.context = context
@@ -105,7 +87,7 @@ class Browser:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Browser]:
-    sync_playwright = _need_browser()
+    sync_playwright = need_playwright()
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
