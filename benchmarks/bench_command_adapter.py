@@ -9,13 +9,16 @@ Everything runs on one deterministic video that the script generates with PyAV
    level (time and size) with our encoder and, for reference, with Pillow's; base64;
    and the pipe round trip of the request to a child process; plus PNG throughput
    with one and two encoding threads.
-2. A raw single-threaded baseline: decode the sampled frames, encode each as PNG,
-   base64 it into a JSON line and send it through a pipe to a child that answers,
-   one at a time. At Pillow's default level 6 this is what upstream does per frame
-   (upstream takes about 2.4x this baseline's time, as it encodes in the event loop).
-3. ``glasskit_eval run`` on the same 200 samples with ``--concurrency 4``: an
-   in-process Python adapter, then trivial command adapters (the same Python adapter
-   served by protocol_server, and a Node adapter on the JavaScript helper).
+2. A raw single-threaded baseline, the minimal client: decode the sampled frames,
+   encode each as PNG at level 1, base64 it into a JSON line and send it through a
+   pipe to a child that answers, one at a time. With ``--upstream-estimate``, the same
+   at Pillow's default level 6, which is what upstream does per frame (upstream takes
+   about 2.4x that baseline's time, as it encodes in the event loop).
+3. ``glasskit_eval run`` on the same 200 samples with ``--concurrency 4``, each a whole
+   child process whose own peak RSS is reported: an in-process Python adapter, then
+   trivial command adapters (the same Python adapter served by protocol_server, and a
+   Node adapter on the JavaScript helper). The summary gives each command adapter's
+   wall time as a ratio of the minimal client's.
 
 Run from the repository root (or with glasskit_eval importable).
 """
@@ -47,7 +50,6 @@ import av
 from PIL import Image, ImageChops, ImageDraw
 
 from glasskit_eval.adapters.wire import PNG_COMPRESS_LEVEL
-from glasskit_eval.cli import main as cli_main
 from glasskit_eval.video.png import encode_png
 
 WIDTH, HEIGHT = 1920, 1080
@@ -278,20 +280,35 @@ def make_eval(root: Path, video: Path, count: int, seconds: int) -> Path:
     return eval_dir
 
 
-def timed_run(eval_dir: Path, count: int, concurrency: int, adapter: Sequence[str]) -> float:
-    """Samples per second of one ``glasskit_eval run``."""
+#: Runs the CLI in a child process and reports that process's own peak RSS (not its
+#: adapter's, which RUSAGE_CHILDREN would fold in) on stderr's last line.
+RUN_IN_CHILD = (
+    "import resource, sys\n"
+    "from glasskit_eval.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "sys.stderr.write('\\nmaxrss_kib=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    "raise SystemExit(code)\n"
+)
+
+
+def timed_run(eval_dir: Path, count: int, concurrency: int, adapter: Sequence[str]) -> tuple[float, float]:
+    """Samples per second of one whole ``glasskit_eval run`` process, and its peak RSS in MiB."""
     report = eval_dir.parent / "report.json"
-    out, err = io.StringIO(), io.StringIO()
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH")))))
     started = time.perf_counter()
-    code = cli_main(["run", "--eval-dir", str(eval_dir), "--concurrency", str(concurrency),
-                     "--output-json", str(report), *adapter], out=out, err=err)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_IN_CHILD, "run", "--eval-dir", str(eval_dir),
+         "--concurrency", str(concurrency), "--output-json", str(report), *adapter],
+        capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - started
-    if code != 0:
-        raise SystemExit(f"run failed ({code}):\n{err.getvalue()}\n{out.getvalue()}")
+    if proc.returncode != 0:
+        raise SystemExit(f"run failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}")
     summary = json.loads(report.read_text())["summary"]
     assert summary["passed_attempts"] == count, summary
     shutil.rmtree(eval_dir / "runs", ignore_errors=True)
-    return count / elapsed
+    peak_kib = int(proc.stderr.rsplit("maxrss_kib=", 1)[1])
+    return count / elapsed, peak_kib / 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=2, help="runs per configuration; best is kept")
     parser.add_argument("--skip-bridge", action="store_true", help="skip the per-frame breakdown")
+    parser.add_argument("--upstream-estimate", action="store_true",
+                        help="also time the level-6 baseline that upstream's speed is estimated from "
+                             "(minutes on a 2-core machine)")
     args = parser.parse_args(argv)
 
     video = cached_video(args.seconds, args.fps)
@@ -314,18 +334,20 @@ def main(argv: list[str] | None = None) -> int:
         bridge_costs(frames)
 
     print("\n== Raw single-threaded baseline: decode + PNG + base64 + pipe ==")
-    baselines = {}
-    for name, encoder in (
-        ("Pillow PNG, level 6 (as upstream)", lambda im: pillow_png(im, 6)),
+    encoders: list[tuple[str, Callable[[Image.Image], bytes]]] = [
         (f"our PNG, level {PNG_COMPRESS_LEVEL}", lambda im: encode_png(im, PNG_COMPRESS_LEVEL)),
-    ):
+    ]
+    if args.upstream_estimate:
+        encoders.append(("Pillow PNG, level 6 (as upstream)", lambda im: pillow_png(im, 6)))
+    baselines = {}
+    for name, encoder in encoders:
         baselines[name] = max(raw_baseline(video, times, encoder) for _ in range(args.repeat))
         print(f"{name:<34} {baselines[name]:6.2f} samples/s")
-    level6 = baselines["Pillow PNG, level 6 (as upstream)"]
-    upstream = level6 / 2.4
+    minimal = baselines[encoders[0][0]]
 
-    print(f"\n== glasskit_eval run, {args.samples} samples, --concurrency {args.concurrency} ==")
-    results: dict[str, float] = {}
+    print(f"\n== glasskit_eval run, {args.samples} samples, --concurrency {args.concurrency} "
+          "(whole process, peak RSS of the run itself) ==")
+    results: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="glasskit-bench-") as tmp:
         eval_dir = make_eval(Path(tmp), video, args.samples, args.seconds)
         configs: dict[str, list[str]] = {
@@ -341,21 +363,25 @@ def main(argv: list[str] | None = None) -> int:
                 "--adapter-command", shlex.join(["node", str(eval_dir / "adapter.mjs")])
             ]
         for name, adapter in configs.items():
-            results[name] = max(
-                timed_run(eval_dir, args.samples, args.concurrency, adapter) for _ in range(args.repeat)
-            )
-            print(f"{name:<28} {results[name]:6.2f} samples/s")
+            runs = [timed_run(eval_dir, args.samples, args.concurrency, adapter) for _ in range(args.repeat)]
+            results[name] = (max(rate for rate, _ in runs), statistics.median(rss for _, rss in runs))
+            print(f"{name:<28} {results[name][0]:6.2f} samples/s, peak RSS {results[name][1]:.0f} MiB "
+                  f"(runs: {', '.join(f'{rss:.0f}' for _, rss in runs)} MiB)")
 
-    in_process = results["in-process Python adapter"]
+    in_process = results["in-process Python adapter"][0]
     print("\n== Summary ==")
-    print(f"upstream estimate (baseline at level 6 / 2.4): {upstream:.2f} samples/s")
-    for name, rate in results.items():
-        if name.startswith("command"):
-            bridge_ms = (1 / rate - 1 / in_process) * 1000
-            print(f"{name}: {rate / in_process:.2f}x in-process throughput "
-                  f"(bridge adds {bridge_ms:.1f} ms per sample of wall time), "
-                  f"{rate / level6:.2f}x the level-6 baseline, "
-                  f"{rate / upstream:.2f}x the upstream estimate")
+    for name, (rate, rss) in results.items():
+        if not name.startswith("command"):
+            continue
+        bridge_ms = (1 / rate - 1 / in_process) * 1000
+        line = (f"{name}: wall {minimal / rate:.2f}x the minimal level-{PNG_COMPRESS_LEVEL} client "
+                f"(goal <= 0.7x), peak RSS {rss:.0f} MiB (goal <= 250 MiB), "
+                f"{rate / in_process:.2f}x in-process throughput "
+                f"(the bridge adds {bridge_ms:.1f} ms per sample)")
+        if args.upstream_estimate:
+            upstream = baselines["Pillow PNG, level 6 (as upstream)"] / 2.4
+            line += f", {rate / upstream:.2f}x the upstream estimate (level-6 baseline / 2.4)"
+        print(line)
     return 0
 
 

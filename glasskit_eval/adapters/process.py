@@ -44,7 +44,7 @@ from .protocol import (
     encode_params,
     oversized_request_error,
 )
-from .wire import encode_sample, share_usage
+from .wire import encode_sample, sample_parts, share_usage
 
 __all__ = ["CommandEvaluator"]
 
@@ -114,15 +114,13 @@ class CommandEvaluator:
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         self._check_usable()
-        loop = asyncio.get_running_loop()
         # The runner closes the image once this call returns, and the encode finishes
         # before we await anything else.
-        sample_json = await loop.run_in_executor(
-            None, encode_sample, sample, self._spec.png_compress_level
+        parts = await asyncio.get_running_loop().run_in_executor(
+            None, sample_parts, sample, self._spec.png_compress_level
         )
-        params = b"".join(
-            (b'{"sample":', sample_json, b',"target":', encode_params(target.to_wire()), b"}")
-        )
+        params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
+        del parts
         reply = await self._request("evaluate", params)
         if reply.usage is not None:
             add_usage(sample.usage, reply.usage)
@@ -150,9 +148,10 @@ class CommandEvaluator:
             if size > limit:
                 # Stop before holding a batch far larger than could ever be sent.
                 raise oversized_request_error("evaluateMany", size, limit, len(samples))
-        params = b"".join(
-            (b'{"samples":[', b",".join(encoded), b'],"target":', target_json, b"}")
-        )
+        params = [b'{"samples":[']
+        for index, item in enumerate(encoded):
+            params += (b",", item) if index else (item,)
+        params += (b'],"target":', target_json, b"}")
         del encoded
         reply = await self._request("evaluateMany", params, expected_results=len(samples))
         share_usage(samples, reply.usage)
@@ -257,12 +256,21 @@ class CommandEvaluator:
     async def _call(self, method: str, params: bytes, *, expected_results: int | None = None) -> Any:
         return (await self._request(method, params, expected_results=expected_results)).result
 
-    async def _request(self, method: str, params: bytes, *, expected_results: int | None = None) -> Reply:
+    async def _request(self, method: str, params: bytes | list[bytes], *,
+                       expected_results: int | None = None) -> Reply:
+        """Send a request and wait for its answer.
+
+        Params given as a list of pieces are consumed (the list is emptied) once the
+        line is built, and the line is dropped once written: a call waiting for its
+        answer holds no copy of its frames.
+        """
         if method != "close":
             self._check_usable()
         request_id, data = self._conn.request_encoded(
             method, params, expected_results=expected_results
         )
+        if isinstance(params, list):
+            params.clear()
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._futures[request_id] = future
         try:
@@ -270,6 +278,7 @@ class CommandEvaluator:
                 await self._wait_for_failure(f"{self._label} closed its stdin")
             else:
                 self._stdin.write(data)
+                del data
                 await self._drain()
             return await future
         except asyncio.CancelledError:
