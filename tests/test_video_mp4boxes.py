@@ -3,6 +3,7 @@ box structure or sample layout is refused, not guessed."""
 
 from __future__ import annotations
 
+import random
 import struct
 from array import array
 
@@ -10,7 +11,7 @@ import av
 import pytest
 from fixturevideos import VIDEOS
 
-from glasskit_eval.video.mp4boxes import IndexUnusable, Layout, check_layout, children
+from glasskit_eval.video.mp4boxes import IndexUnusable, Layout, Runs, check_layout, children
 
 
 def first_packets(path: object, count: int) -> list[tuple[int, int, bool, bool]]:
@@ -74,3 +75,18 @@ def test_samples_must_tile_the_media_data_exactly() -> None:
         check_layout([layout([100, 130], [10, 20, 10], 2)], mdat, 200)
     # Two tracks interleaved tile it together.
     check_layout([layout([100, 140], [10, 10], 1), layout([110, 150], [30, 10], 1)], mdat, 200)
+
+
+@pytest.mark.parametrize("shape", ["all ones", "mostly ones", "long runs"])
+def test_run_tables_expand_to_one_value_per_sample(shape: str) -> None:
+    rng = random.Random(shape)
+    if shape == "all ones":
+        counts = [1] * 500
+    elif shape == "mostly ones":  # the ctts of a B-frame stream: a few longer runs, and empty ones
+        counts = [rng.choice([1] * 20 + [0, 2, 3, 7]) for _ in range(500)]
+    else:  # the stts of a variable-rate stream
+        counts = [rng.randrange(0, 90) for _ in range(40)]
+    values = [rng.randrange(-3000, 3000) for _ in counts]
+    naive = [value for count, value in zip(counts, values) for _ in range(count)]
+    assert Runs(array("i", counts), array("i", values)).expand() == naive
+    assert Runs(counts, values).expand() == naive

@@ -12,7 +12,16 @@ from framecode import read_frame_index
 
 from glasskit_eval.video import segments
 from glasskit_eval.video.frames import decode_at, decode_sequential
-from glasskit_eval.video.strategy import SEEK_COST_FRAMES, Piece, plan, split_piece
+from glasskit_eval.video.strategy import (
+    DEFAULT_PARALLEL_SEEK_WORK,
+    MIN_PARALLEL_SEEK_WORK,
+    SECOND_DECODER_MARGIN,
+    SEEK_COST_FRAMES,
+    Piece,
+    parallel_seek_work,
+    plan,
+    split_piece,
+)
 
 VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 MANIFEST = json.loads((VIDEOS / "manifest.json").read_text())
@@ -61,6 +70,22 @@ def test_sparse_seek_pieces_go_to_parallel_decoders_when_there_are_cores() -> No
     assert tiny.kind == "seek" and tiny.workers == 1
     # One long span is left to frame threading unless it is worth cutting.
     assert plan(KEYS, [0, 40], cores=2).kind == "sequential"
+
+
+def test_a_second_decoder_for_seeks_is_priced_by_the_frame_size() -> None:
+    # Five seeks, 11 frames each: worth a second container open at 720p and 1080p, not at
+    # 480p, where decoding them all takes about as long as opening another container.
+    needed = [17710, 17770, 17830, 17890, 17950]
+    for width, height, kind in [(1920, 1080, "segments"), (1280, 720, "segments"), (854, 480, "seek")]:
+        p = plan(KEYS, needed, cores=2, frame_pixels=width * height)
+        assert p.kind == kind, (width, height)
+        assert p.pieces == plan(KEYS, needed, cores=1).pieces
+    assert parallel_seek_work(1280 * 720) == SECOND_DECODER_MARGIN * 8
+    assert parallel_seek_work(3840 * 2160) == MIN_PARALLEL_SEEK_WORK  # a floor, however big the frames
+    assert parallel_seek_work(0) == DEFAULT_PARALLEL_SEEK_WORK
+    # Two seeks of a frame each are never worth it.
+    assert plan(KEYS, [17700, 17760], cores=2, frame_pixels=3840 * 2160).workers == 1
+    assert plan(KEYS, needed, cores=1, frame_pixels=1920 * 1080).workers == 1
 
 
 def test_a_gap_cheaper_than_a_seek_is_decoded_through() -> None:

@@ -97,7 +97,8 @@ class _Costs:
         table = self.table
         if table is None or not table.seekable:
             return float(max(indices) + 1)  # decoded sequentially from the start
-        the_plan = plan(table.keyframes, sorted(indices), cores=self.cores)
+        the_plan = plan(table.keyframes, sorted(indices), cores=self.cores,
+                        frame_pixels=table.width * table.height)
         return the_plan.cost / the_plan.workers
 
     @property

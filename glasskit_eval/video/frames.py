@@ -71,7 +71,8 @@ def decode_at(path: Path, times: Sequence[Fraction], *, mode: str = AUTO, worker
         for want in wanted:
             by_index.setdefault(table.select(want), []).append(want)
         the_plan = plan(table.keyframes, sorted(by_index), mode=mode,
-                        cores=workers if workers is not None else available_cores())
+                        cores=workers if workers is not None else available_cores(),
+                        frame_pixels=table.width * table.height)
         delivered = 0
         frames: Generator[tuple[int, Image.Image], None, None] = decode_pieces(
             table, the_plan.pieces, the_plan.workers, damage=damage)

@@ -43,9 +43,20 @@ class Runs(Frozen):
 
     def expand(self) -> list[int]:
         """One value per sample."""
-        if max(self.counts, default=0) == 1:
-            return list(self.values)  # ctts of a B-frame stream: nearly one entry per sample
-        return list(itertools.chain.from_iterable(map(itertools.repeat, self.values, self.counts)))
+        counts, values = self.counts, self.values
+        if max(counts, default=0) == 1:
+            return list(values)  # ctts of a B-frame stream: often one entry per sample
+        if 4 * len(counts) < self.total:
+            return list(itertools.chain.from_iterable(map(itertools.repeat, values, counts)))
+        # Mostly one-sample runs: copy those in slices, repeat only the longer runs.
+        out: list[int] = []
+        start = 0
+        for i in itertools.compress(itertools.count(), map(operator.ne, counts, itertools.repeat(1))):
+            out += values[start:i]
+            out += [values[i]] * counts[i]
+            start = i + 1
+        out += values[start:]
+        return out
 
 
 class Track(Frozen):

@@ -59,7 +59,11 @@ def index_table(track: Track, *, head: int = 8) -> IndexTable:
     n = track.sample_count
     if not n:
         raise IndexUnusable("no samples")
-    dts = list(itertools.accumulate(track.stts.expand(), initial=0))  # n + 1 values
+    if len(track.stts.counts) == 1:  # a constant frame rate
+        step = track.stts.values[0]
+        dts = list(range(0, (n + 1) * step, step)) if step else [0] * (n + 1)  # n + 1 values
+    else:
+        dts = list(itertools.accumulate(track.stts.expand(), initial=0))
     cts = list(map(operator.add, dts, track.ctts.expand())) if track.ctts is not None else dts[:n]
     shift = track.dts_shift
     keys = _keyframe_samples(track)
@@ -74,7 +78,8 @@ def index_table(track: Track, *, head: int = 8) -> IndexTable:
         first = _edit_start(dts, cts, keys, media_time, track.ctts is not None)
         lo, hi = media_time, media_time + duration
         last = _edit_end(dts, cts, keys, first, hi, duration, track.ctts is not None)
-        window = [c for c in cts[first:last + 1] if lo <= c < hi]
+        shown = cts[first:last + 1]
+        window = shown if shown and lo <= min(shown) and max(shown) < hi else [c for c in shown if lo <= c < hi]
         if not window:
             raise IndexUnusable("the edit shows no sample")
         start = next(k for k in range(first, last + 1) if lo <= cts[k] < hi)  # first shown, decode order
@@ -83,11 +88,12 @@ def index_table(track: Track, *, head: int = 8) -> IndexTable:
         # timestamp = counter at the edit start + dts - dts[start], less the correction
         ts_base = -shift + empty - dts[start] - correction
         offset = empty - dts[start] - correction
-    ordered = array("q", sorted(window))
-    if offset:
-        ordered = array("q", map(offset.__add__, ordered))
-    if len(ordered) != len(set(ordered)):
+    in_order = sorted(map(offset.__add__, window) if offset else window)
+    # Sorted, so a duplicate sits next to its twin.
+    if any(map(operator.eq, in_order, itertools.islice(in_order, 1, None))):
         raise IndexUnusable("duplicate presentation timestamps")
+    ordered = array("q", in_order)
+    del in_order
     keyframes, seek_points = [], []
     for k in keys:
         if first <= k <= last and lo <= cts[k] < hi:

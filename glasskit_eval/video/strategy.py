@@ -20,10 +20,16 @@ SEEK_COST_FRAMES = 8
 MIN_PARALLEL_PIECE = 48
 #: A single span shorter than this is not worth cutting for a second decoder.
 MIN_PARALLEL_WORK = 96
-#: Seek pieces with less total work than this stay on one single-threaded decoder (which
-#: reuses the container the table was read with): a second decoder costs a container open
-#: and a thread, worth it only when each has a few seconds of video to decode.
-MIN_PARALLEL_SEEK_WORK = 128
+#: Seek pieces go to a second single-threaded decoder when their total work (frames) is
+#: at least this many times what opening that decoder's container costs. The first
+#: decoder reuses the container the table was read with; the second pays an open (about
+#: 20 ms, as long as decoding ~6.5 million pixels of H.264), then takes half the work.
+SECOND_DECODER_MARGIN = 4
+SECOND_DECODER_PIXELS = 6_500_000
+#: Work below which seek pieces stay on one decoder whatever the frame size.
+MIN_PARALLEL_SEEK_WORK = 16
+#: The threshold when the frame size is not known.
+DEFAULT_PARALLEL_SEEK_WORK = 128
 MAX_WORKERS = 4
 
 AUTO = "auto"
@@ -105,9 +111,21 @@ def split_piece(piece: Piece, keyframes: Sequence[int], min_frames: int) -> list
     return parts
 
 
+def parallel_seek_work(frame_pixels: int) -> int:
+    """The least seek work (frames) worth a second decoder, for frames of this many pixels."""
+    if frame_pixels <= 0:
+        return DEFAULT_PARALLEL_SEEK_WORK
+    open_frames = -(-SECOND_DECODER_PIXELS // frame_pixels)
+    return max(MIN_PARALLEL_SEEK_WORK, SECOND_DECODER_MARGIN * open_frames)
+
+
 def plan(keyframes: Sequence[int], needed: Sequence[int], *, mode: str = AUTO,
-         cores: int = 1) -> DecodePlan:
-    """Plan the decode of ``needed`` frame indices (ascending, distinct)."""
+         cores: int = 1, frame_pixels: int = 0) -> DecodePlan:
+    """Plan the decode of ``needed`` frame indices (ascending, distinct).
+
+    ``frame_pixels`` (width x height) prices a second decoder against the seeks it takes
+    over: small frames decode so fast that opening another container does not pay.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown decode mode {mode!r}")
     if not needed:
@@ -126,7 +144,7 @@ def plan(keyframes: Sequence[int], needed: Sequence[int], *, mode: str = AUTO,
     parts: list[Piece] = []
     if workers >= 2 and work >= MIN_PARALLEL_WORK:
         parts = [p for m in merged for p in split_piece(m, keyframes, MIN_PARALLEL_PIECE)]
-    elif workers >= 2 and work >= MIN_PARALLEL_SEEK_WORK:
+    elif workers >= 2 and len(merged) >= 2 and work >= parallel_seek_work(frame_pixels):
         parts = merged
     if len(parts) < 2:
         return DecodePlan(tuple(merged), 1)
