@@ -314,6 +314,8 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, 
 #: The command each of COMMANDS adds, in the same order.
 COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
                  "review", "report", "compare", "merge-reports")
+#: Commands that decode frames by the thousand (see ``support.allocator``).
+DECODING_COMMANDS = frozenset({"run", "seed", "export-frames", "review"})
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -347,6 +349,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
             return ExitCode.ERROR
         # Before anything else: adapters, stores and their factories read the environment.
         opts.apply_env_files(args)
+        if args.command in DECODING_COMMANDS:
+            from .support.allocator import reuse_freed_frames
+
+            reuse_freed_frames()
         return int(args.handler(args, out, err))
     except opts.ParserExit as exc:
         return exc.status

@@ -1,0 +1,53 @@
+"""Let glibc keep freed frame-sized blocks for the next frame instead of returning them.
+
+Decoded frames, RGB images, spilled frames read back, PNGs and request lines are buffers
+of megabytes, made and freed by the thousand. With glibc's defaults a block that large is
+served by its own ``mmap`` (or trimmed off the heap once freed), so every new frame pays
+a page fault and a zeroed page per 4 KiB in the kernel: on a dense run with five targets
+that was a third of the process's CPU time and 60% of its wall time. With higher mmap and
+trim thresholds freed frames' memory serves the next ones; the peak RSS stays within a
+few percent (blocks are reused, not piled up: ``benchmarks/bench_frames.py``).
+
+Called by the commands that decode, never at import. Linux with glibc only; a user's own
+``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` wins.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# glibc's mallopt() parameter numbers (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+#: Blocks up to this size come from the heap: glibc's ceiling on 64-bit (a 4K RGB frame is 33 MB).
+MMAP_THRESHOLD = 32 << 20
+#: Free memory kept at the top of a heap before it is given back to the system.
+TRIM_THRESHOLD = 256 << 20
+
+_applied: bool | None = None
+
+
+def reuse_freed_frames() -> bool:
+    """Raise glibc's mmap and trim thresholds once per process; whether they are in effect."""
+    global _applied
+    if _applied is None:
+        _applied = _apply()
+    return _applied
+
+
+def _apply() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        return False
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (ImportError, OSError, AttributeError):  # no ctypes, or a libc without mallopt
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    # musl has the symbol but ignores it (returns 0): nothing is changed then either.
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
