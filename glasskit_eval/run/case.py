@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,9 +26,10 @@ from ..errors import AdapterError, AdapterGone, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, TimingMode
 from ..support.tracebacks import adapter_traceback, last_frame
-from ..video.frames import DecodedFrame
+from ..video.damage import Warn
+from ..video.frames import DecodedFrame, decode_at
 from .judge import Judge, Misjudged, describe, error_result, exception_text, ignored_result, judge
-from .ordering import DECLARATION, TIME, Items, declaration_order_items, time_order_items
+from .ordering import DECLARATION, TIME, Decoder, Items, declaration_order_items, time_order_items
 
 T = TypeVar("T")
 
@@ -71,6 +73,11 @@ class CaseWork:
     video_path: Path
     judge: Judge = judge
     keep_frame: FrameKeeper | None = None
+    #: Hears the one warning about a damaged video; called on the decoding thread.
+    warn: Warn | None = None
+
+    def decoder(self) -> Decoder:
+        return decode_at if self.warn is None else functools.partial(decode_at, warn=self.warn)
 
 
 def target_of(sample: ScheduledSample) -> Target:
@@ -241,10 +248,10 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
 
     if order == TIME:
         def items() -> Items:
-            return time_order_items(work.video_path, pending)
+            return time_order_items(work.video_path, pending, work.decoder())
     else:
         def items() -> Items:
-            return declaration_order_items(work.video_path, pending)
+            return declaration_order_items(work.video_path, pending, work.decoder())
 
     current_target: str | None = None
     try:
@@ -280,7 +287,7 @@ async def _run_batches(work: CaseWork, pending: list[ScheduledSample],
     # (later targets' frames wait in the ordering's store, bounded in memory).
     items: list[tuple[ScheduledSample, DecodedFrame, Any]] = []
     try:
-        async for sample, frame in _frames(lambda: declaration_order_items(work.video_path, pending)):
+        async for sample, frame in _frames(lambda: declaration_order_items(work.video_path, pending, work.decoder())):
             if items and items[0][0].target.id != sample.target.id:
                 batch, items = items, []
                 try:

@@ -108,6 +108,12 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
     # One limiter for the whole run: the provider's quota does not reset between trials.
     limiter = RateLimiter(policy.max_calls_per_second) if policy.max_calls_per_second else None
     undeclared = undeclared_gate_targets(plan, request.filters())
+    loop = asyncio.get_running_loop()
+
+    def warn(message: str) -> None:
+        # From the decoding thread: printed by the loop, above the live progress line.
+        loop.call_soon_threadsafe(listener.notice, message)
+
     for trial in range(1, request.repeat + 1):
         work = _split(plan, trial, store)
         anything = any(w.pending for w in work) or plan.sample_count == 0
@@ -134,7 +140,8 @@ async def run_trials(plan: Plan, spec: AdapterSpec, request: RunRequest, listene
                     listener.case_started(shown, trial, request.repeat)
                     if evaluator is not None and any(not s.ignored for s in w.pending):
                         new = [ledger.annotate(r) for r in await run_case(
-                            CaseWork(w.pending, w.plan.video_path, judge, keep_frame=keep_frame), evaluator,
+                            CaseWork(w.pending, w.plan.video_path, judge, keep_frame=keep_frame,
+                                     warn=warn), evaluator,
                             concurrency=request.concurrency, keep_going=request.keep_going, sink=on_result,
                             order=request.order)]
                     else:
