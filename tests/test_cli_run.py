@@ -477,25 +477,3 @@ def test_config_per_target_gate_naming_no_declared_target_fails_with_its_line(tm
         code, out, err = run_cli("validate", "--eval-dir", eval_dir, *selection)
         assert code == 0 and "warning" not in err
 
-
-def test_a_truncated_video_is_warned_about_on_the_runs_own_stderr(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Frame 57 of this file cannot be decoded: 57/30 s gets frame 56, and the run says so once,
-    # in its console output under the case's heading, not straight to the process's stderr.
-    case = ("video: truncated_h264.mp4\ntargets:\n  frame:\n    sample_defaults:\n      field: index\n"
-            "    samples:\n    - at: [1.8666666666666667, 1.9]\n      expect: 56\n"
-            "    - at: 1.9666666666666666\n      expect: 59\n")
-    eval_dir = make_eval(tmp_path, {"c": case}, FRAMECODE_ADAPTER, videos=("truncated_h264.mp4",))
-    report = tmp_path / "r.json"
-    for order in ("declaration", "time"):
-        code, out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report, "--order", order,
-                                 "--min-pass-rate", "1")
-        assert code == 0, out + err
-        assert [r["observed"]["index"] for r in read_json(report)["trials"][0]["results"]] == [56, 56, 59]
-        if order == "declaration":
-            heading, warning = out.splitlines()[:2]
-            assert heading.startswith("Case c ") and out.count("warning: ") == 1, out
-            assert "the video is damaged or truncated" in warning
-            assert "sample time 1.9s got the nearest decodable frame" in warning
-        assert "damaged" not in err
-    assert "damaged" not in capsys.readouterr().err
