@@ -217,8 +217,9 @@ class Connection:
 
         This lets the caller build the expensive part (base64 frames) off the event
         loop. Params given as pieces are joined into the line at once: a frame's
-        megabytes are copied once, not once per layer of the message. ``expected_results`` is the batch size of an ``evaluateMany`` request,
-        whose result must be a list of exactly that length.
+        megabytes are copied once, not once per layer of the message.
+        ``expected_results`` is the batch size of an ``evaluateMany`` request, whose
+        result must be a list of exactly that length.
 
         Raises:
             LocalProtocolError: ``method`` may not be sent now.

@@ -4,9 +4,9 @@ Decoded frames, RGB images, spilled frames read back, PNGs and request lines are
 of megabytes, made and freed by the thousand. With glibc's defaults a block that large is
 served by its own ``mmap`` (or trimmed off the heap once freed), so every new frame pays
 a page fault and a zeroed page per 4 KiB in the kernel: on a dense run with five targets
-that was a third of the process's CPU time and 60% of its wall time. With higher mmap and
-trim thresholds freed frames' memory serves the next ones; the peak RSS stays within a
-few percent (blocks are reused, not piled up: ``benchmarks/bench_frames.py``).
+that cost ~40% of the process's CPU time and half its wall time. With higher mmap and
+trim thresholds freed frames' memory serves the next ones; the peak RSS stays within
+~10% (blocks are reused, not piled up: ``benchmarks/bench_frames.py``).
 
 Called by the commands that decode, never at import. Linux with glibc only; a user's own
 ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` wins.
@@ -20,7 +20,8 @@ import sys
 # glibc's mallopt() parameter numbers (malloc.h).
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-#: Blocks up to this size come from the heap: glibc's ceiling on 64-bit (a 4K RGB frame is 33 MB).
+#: Blocks up to this size come from the heap: glibc's ceiling on 64-bit (a 1080p frame in
+#: Pillow is 8.3 MB; a 4K one, 33 MB, stays above it).
 MMAP_THRESHOLD = 32 << 20
 #: Free memory kept at the top of a heap before it is given back to the system.
 TRIM_THRESHOLD = 256 << 20

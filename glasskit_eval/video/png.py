@@ -70,7 +70,7 @@ def png_pieces(image: Image.Image, level: int = 1) -> Iterator[bytes]:
     yield PNG_SIGNATURE + _chunk(b"IHDR", struct.pack(">II", width, height) + _RGB8)
     row_bytes = 3 * width
     # At level 1, the fastest, zlib's run-length strategy: it was made for filtered image
-    # rows and, on video frames, takes half to two thirds of level 1's time for sizes
+    # rows and, on video frames, takes half to three quarters of level 1's time for sizes
     # within 10% either way (benchmarks/bench_command_adapter.py).
     strategy = zlib.Z_RLE if level == 1 else zlib.Z_DEFAULT_STRATEGY
     compressor = zlib.compressobj(level, zlib.DEFLATED, 15, 8, strategy)
