@@ -31,6 +31,17 @@ def make_eval(tmp_path: Path, cases: dict[str, str], adapter: str | None = None,
     return eval_dir
 
 
+def make_clip_case(tmp_path: Path, text: str) -> Path:
+    """``eval/cases/clip.yaml`` holding ``text`` (written as is) beside ``clip.mp4``, a copy of
+    the 2 s constant-rate fixture; returns the case file's path."""
+    cases = tmp_path / "eval" / "cases"
+    cases.mkdir(parents=True)
+    shutil.copy(VIDEOS / "cfr_h264.mp4", cases / "clip.mp4")
+    path = cases / "clip.yaml"
+    path.write_bytes(text.encode())
+    return path
+
+
 def run_cli(*argv: str | Path) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main([str(a) for a in argv], out=out, err=err)

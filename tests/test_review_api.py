@@ -6,11 +6,11 @@ import hashlib
 import json
 import logging
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from evalkit import make_clip_case
 
 from glasskit_eval.review.api import (
     FileBody,
@@ -21,7 +21,6 @@ from glasskit_eval.review.api import (
 )
 from glasskit_eval.review.security import CSRF_HEADER, cookie_name
 
-VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 PORT = 8123
 CASE = """\
 # kept
@@ -40,11 +39,7 @@ targets:
 
 @pytest.fixture
 def state(tmp_path: Path) -> ReviewState:
-    root = tmp_path / "eval"
-    (root / "cases").mkdir(parents=True)
-    shutil.copy(VIDEOS / "cfr_h264.mp4", root / "cases" / "clip.mp4")
-    (root / "cases" / "clip.yaml").write_text(CASE, encoding="utf-8")
-    made = ReviewState(root=root, port=PORT)
+    made = ReviewState(root=make_clip_case(tmp_path, CASE).parent.parent, port=PORT)
     _SESSIONS[id(made)] = made.secrets.open_session()
     return made
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import io
-import shutil
 from pathlib import Path
 
 import pytest
+from evalkit import make_clip_case
 
 from glasskit_eval.cli import main
 from glasskit_eval.review.checks import candidate_problems
 
-VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 HEAD = "video: clip.mp4\ntargets:\n  a:\n    samples:\n"
 
 CANDIDATES = {
@@ -40,23 +39,17 @@ def _validate(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(CANDIDATES))
 def test_candidate_problems_are_validates_own_words(tmp_path: Path, name: str) -> None:
-    root = tmp_path / "eval"
-    (root / "cases").mkdir(parents=True)
-    shutil.copy(VIDEOS / "cfr_h264.mp4", root / "cases" / "clip.mp4")
-    path = root / "cases" / "clip.yaml"
-    path.write_text(CANDIDATES[name], encoding="utf-8")
+    path = make_clip_case(tmp_path, CANDIDATES[name])
+    root = path.parent.parent
     expected = _validate(root)
     assert expected, f"{name}: validate should refuse this file"
     assert [str(p) for p in candidate_problems(path, CANDIDATES[name], keep_empty=[])] == expected
 
 
 def test_a_valid_file_has_no_problems_and_drafts_are_allowed(tmp_path: Path) -> None:
-    root = tmp_path / "eval"
-    (root / "cases").mkdir(parents=True)
-    shutil.copy(VIDEOS / "cfr_h264.mp4", root / "cases" / "clip.mp4")
-    path = root / "cases" / "clip.yaml"
     text = HEAD + "      - at: 0.5\n        expect: 1\n"
-    path.write_text(text)
+    path = make_clip_case(tmp_path, text)
+    root = path.parent.parent
     assert _validate(root) == [] and candidate_problems(path, text, keep_empty=[]) == []
     # A draft is a labelling state: validate refuses it for a run, the page may write it.
     draft = HEAD + "      - at: 0.5\n"

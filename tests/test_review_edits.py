@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from evalkit import make_clip_case
 
 from glasskit_eval.review import casedata
 from glasskit_eval.review.edits import (
@@ -18,7 +18,6 @@ from glasskit_eval.review.edits import (
 )
 from glasskit_eval.review.errors import ApiError
 
-VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 CASE = """\
 # Door and light, by hand.
 video: clip.mp4
@@ -39,12 +38,8 @@ targets:
 
 
 def make(tmp_path: Path, text: str = CASE) -> tuple[Path, Path]:
-    root = tmp_path / "eval"
-    (root / "cases").mkdir(parents=True)
-    shutil.copy(VIDEOS / "cfr_h264.mp4", root / "cases" / "clip.mp4")
-    path = root / "cases" / "clip.yaml"
-    path.write_bytes(text.encode())
-    return root, path
+    path = make_clip_case(tmp_path, text)
+    return path.parent.parent, path
 
 
 def revision(root: Path) -> str:

@@ -7,18 +7,16 @@ frames decoded from the real fixture video (10 fps: 0.5 s is frame 5, 0.6 s fram
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from evalkit import run_cli
+from evalkit import make_clip_case, run_cli
 
 from glasskit_eval.review import pins
 from glasskit_eval.review.api import Request, Response, ReviewState, handle
 from glasskit_eval.review.security import CSRF_HEADER, cookie_name
 
-VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 PORT = 8124
 CASE = """\
 # kept
@@ -40,11 +38,7 @@ targets:
 
 @pytest.fixture
 def state(tmp_path: Path) -> ReviewState:
-    root = tmp_path / "eval"
-    (root / "cases").mkdir(parents=True)
-    shutil.copy(VIDEOS / "cfr_h264.mp4", root / "cases" / "clip.mp4")
-    (root / "cases" / "clip.yaml").write_text(CASE, encoding="utf-8")
-    return ReviewState(root=root, port=PORT)
+    return ReviewState(root=make_clip_case(tmp_path, CASE).parent.parent, port=PORT)
 
 
 def lock_of(state: ReviewState) -> Path:
