@@ -144,7 +144,7 @@ def plan(keyframes: Sequence[int], needed: Sequence[int], *, mode: str = AUTO,
     parts: list[Piece] = []
     if workers >= 2 and work >= MIN_PARALLEL_WORK:
         parts = [p for m in merged for p in split_piece(m, keyframes, MIN_PARALLEL_PIECE)]
-    elif workers >= 2 and len(merged) >= 2 and work >= parallel_seek_work(frame_pixels):
+    elif workers >= 2 and work >= parallel_seek_work(frame_pixels):
         parts = merged
     if len(parts) < 2:
         return DecodePlan(tuple(merged), 1)
