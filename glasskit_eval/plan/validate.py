@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import AdapterError, EvalError, UsageError, ValidationError
+from ..errors import AdapterError, EvalError, Interrupted, UsageError, ValidationError
 from ..support.records import Frozen
 from .schedule import Filters
 
@@ -61,7 +61,7 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
             if stray:
                 raise ValidationError(stray, hint="Or pass it explicitly with --adapter-config.")
         pin_lines = _pin(plan) if pin else _check_pins(plan, strict_pins)
-    except UsageError:
+    except (UsageError, Interrupted):
         raise
     except ValidationError as exc:
         return ValidationReport(False, None, 0, tuple(str(p) for p in exc.problems) or (str(exc),), exc.hint)
@@ -118,6 +118,7 @@ def _check_adapter(adapter: str | None, adapter_command: str | None, adapter_con
     from ..adapters.base import FactoryConfig
     from ..adapters.choose import adapter_spec
     from ..cases.evaldir import load_adapter_config
+    from ..support.interrupts import interruptible
 
     spec = adapter_spec(adapter, adapter_command, root, stderr)
     config = FactoryConfig(eval_dir=root, config=load_adapter_config(root, adapter_config))
@@ -127,6 +128,7 @@ def _check_adapter(adapter: str | None, adapter_command: str | None, adapter_con
         await evaluator.close()
 
     try:
-        asyncio.run(check())
+        # As in `run`: Ctrl+C abandons a slow import or factory, a second one exits at once.
+        asyncio.run(interruptible(check()))
     except AdapterError as exc:
         raise AdapterError(f"adapter validation failed: {exc}") from None

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
@@ -105,11 +106,13 @@ async def interruptible(work: Awaitable[T]) -> T:
         loop.call_soon_threadsafe(cancel)
 
     previous: list[tuple[signal.Signals, Any]] = []
-    if threading.current_thread() is threading.main_thread():
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
         for sig in _SIGNALS:
             previous.append((sig, signal.signal(sig, on_signal)))
     try:
-        return await work
+        with wake_loop_on_signals(loop) if main_thread else contextlib.nullcontext():
+            return await work
     except asyncio.CancelledError:
         if received:
             raise Interrupted(received[0]) from None
@@ -117,3 +120,47 @@ async def interruptible(work: Awaitable[T]) -> T:
     finally:
         for sig, handler in previous:
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Wake ``loop`` whichever thread the kernel hands a signal to (main thread only).
+
+    A signal sent to the process may be taken by any thread that does not block it (an
+    adapter's import or factory waiting on a worker thread, say). Python runs the handler
+    only when the main thread next runs bytecode, and a loop asleep in ``epoll`` with
+    nothing scheduled would never get there: the command would ignore Ctrl+C. The
+    wakeup fd is written by the C-level handler in whatever thread it runs in.
+    """
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main thread after all
+        reader.close()
+        writer.close()
+        yield
+        return
+    try:
+        loop.add_reader(reader.fileno(), _drain, reader)
+    except NotImplementedError:  # a loop without add_reader (Windows' proactor)
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_reader(reader.fileno())
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+
+
+def _drain(reader: socket.socket) -> None:
+    # The bytes are signal numbers; waking up was their whole job.
+    with contextlib.suppress(OSError):
+        while reader.recv(4096):
+            pass
