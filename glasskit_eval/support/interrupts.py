@@ -106,12 +106,11 @@ async def interruptible(work: Awaitable[T]) -> T:
         loop.call_soon_threadsafe(cancel)
 
     previous: list[tuple[signal.Signals, Any]] = []
-    main_thread = threading.current_thread() is threading.main_thread()
-    if main_thread:
+    if threading.current_thread() is threading.main_thread():
         for sig in _SIGNALS:
             previous.append((sig, signal.signal(sig, on_signal)))
     try:
-        with wake_loop_on_signals(loop) if main_thread else contextlib.nullcontext():
+        with wake_loop_on_signals(loop):
             return await work
     except asyncio.CancelledError:
         if received:
@@ -124,7 +123,7 @@ async def interruptible(work: Awaitable[T]) -> T:
 
 @contextlib.contextmanager
 def wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """Wake ``loop`` whichever thread the kernel hands a signal to (main thread only).
+    """Wake ``loop`` whichever thread the kernel hands a signal to (from the main thread; elsewhere a no-op).
 
     A signal sent to the process may be taken by any thread that does not block it (an
     adapter's import or factory waiting on a worker thread, say). Python runs the handler
@@ -132,31 +131,23 @@ def wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
     nothing scheduled would never get there: the command would ignore Ctrl+C. The
     wakeup fd is written by the C-level handler in whatever thread it runs in.
     """
-    reader, writer = socket.socketpair()
-    reader.setblocking(False)
-    writer.setblocking(False)
-    try:
-        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    except ValueError:  # not the main thread after all
-        reader.close()
-        writer.close()
+    with contextlib.ExitStack() as cleanup:
+        reader, writer = (cleanup.enter_context(end) for end in socket.socketpair())
+        reader.setblocking(False)
+        writer.setblocking(False)
+        try:
+            previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: its signals are not ours to route
+            yield
+            return
+        cleanup.callback(signal.set_wakeup_fd, previous)
+        try:
+            loop.add_reader(reader.fileno(), _drain, reader)
+        except NotImplementedError:  # a loop without add_reader (Windows' proactor)
+            yield
+            return
+        cleanup.callback(loop.remove_reader, reader.fileno())
         yield
-        return
-    try:
-        loop.add_reader(reader.fileno(), _drain, reader)
-    except NotImplementedError:  # a loop without add_reader (Windows' proactor)
-        signal.set_wakeup_fd(previous)
-        reader.close()
-        writer.close()
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_reader(reader.fileno())
-        signal.set_wakeup_fd(previous)
-        reader.close()
-        writer.close()
 
 
 def _drain(reader: socket.socket) -> None:
