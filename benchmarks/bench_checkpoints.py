@@ -29,12 +29,13 @@ sys.path.insert(0, str(ROOT))
 
 from glasskit_eval.adapters.python import PythonAdapterSpec  # noqa: E402
 from glasskit_eval.checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints  # noqa: E402
-from glasskit_eval.plan.planning import CasePlan, build_plan  # noqa: E402
+from glasskit_eval.evaluation.options import TrialOptions  # noqa: E402
+from glasskit_eval.evaluation.reuse import RunStore  # noqa: E402
+from glasskit_eval.evaluation.trials import run_trials  # noqa: E402
+from glasskit_eval.plan.planning import build_plan  # noqa: E402
 from glasskit_eval.plan.schedule import Filters  # noqa: E402
 from glasskit_eval.results import SampleResult, Status  # noqa: E402
-from glasskit_eval.run.request import KIND, RunRequest  # noqa: E402
-from glasskit_eval.run.reuse import RunStore  # noqa: E402
-from glasskit_eval.run.trials import run_trials  # noqa: E402
+from glasskit_eval.summary import CaseHeader  # noqa: E402
 
 VIDEO = ROOT / "fixtures" / "videos" / "cfr_h264.mp4"  # 20 frames, 2 s
 TARGET = 1.10
@@ -43,9 +44,9 @@ TARGET = 1.10
 class Quiet:
     def trial_started(self, trial: int, total: int) -> None: ...
 
-    def case_started(self, plan: CasePlan, trial: int, total: int) -> None: ...
+    def case_started(self, case: CaseHeader, trial: int, total: int) -> None: ...
 
-    def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None: ...
+    def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None: ...
 
     def notice(self, text: str) -> None: ...
 
@@ -83,12 +84,11 @@ def one_run(eval_dir: Path, checkpointed: bool) -> tuple[float, float, int]:
     store = None
     checkpoint = None
     if checkpointed:
-        life = CheckpointedCommand(KIND, "Eval")
+        life = CheckpointedCommand("run", "Eval")
         checkpoint = life.create(plan.eval_dir.root, {"bench": True}, plan_fingerprints(plan, None),
                                  total=plan.sample_count)
         store = RunStore(life)
-    request = RunRequest(eval_dir=str(eval_dir))
-    outcome = asyncio.run(run_trials(plan, spec, request, Quiet(), store=store))
+    outcome = asyncio.run(run_trials(plan, spec, TrialOptions(), Quiet(), store=store))
     if checkpoint is not None:
         checkpoint.close()
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started

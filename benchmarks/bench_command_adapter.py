@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import av
 from PIL import Image, ImageChops, ImageDraw
 
-from glasskit_eval.adapters.wire import PNG_COMPRESS_LEVEL
+from glasskit_eval.adapters._wire import PNG_COMPRESS_LEVEL
 from glasskit_eval.video.png import encode_png
 
 WIDTH, HEIGHT = 1920, 1080

@@ -15,7 +15,7 @@ Every scenario and baseline runs in its own subprocess, ``--rounds`` times, inte
 Each child times its work (interpreter start-up and imports excluded, both sides) in wall
 and CPU seconds (all threads); the parent reads each child's peak RSS from ``wait4``.
 
-Scenarios (issue 22, items 2 and 3):
+Scenarios:
   sparse-tail    a whole `run` of 5 samples in the last 10 s.
   sparse-spread  a whole `run` of 20 samples spread over the video.
                  Baseline for both: a bare PyAV keyframe-seek loop that decodes to each

@@ -29,7 +29,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from glasskit_eval.adapters.base import Sample, Target
-from glasskit_eval.adapters.resilient import CallLedger, CallPolicy, ResilientEvaluator
+from glasskit_eval.adapters.calls import DirectCaller
+from glasskit_eval.adapters.resilient import CallPolicy, ResilientCaller
 from glasskit_eval.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,17 +98,17 @@ def per_call_us(calls: int) -> dict[str, float]:
     samples = [Sample(image=None, timestamp_s=0.0, frame_index=0, sample_index=i,  # type: ignore[arg-type]
                       video_path="v", case_name="c") for i in range(calls)]
 
-    async def loop(evaluator: Any) -> float:
+    async def loop(caller: Any) -> float:
         started = time.perf_counter()
         for sample in samples:
-            await evaluator.evaluate(sample, target)
+            await caller.call(sample, target)
         return (time.perf_counter() - started) / calls * 1e6
 
     variants = {
-        "direct": lambda: Trivial(),
-        "wrapper, no policy": lambda: ResilientEvaluator(Trivial(), CallPolicy(), CallLedger(record_attempts=False)),
-        "wrapper, --retries 3 --timeout 30": lambda: ResilientEvaluator(
-            Trivial(), CallPolicy(timeout_s=30, retries=3), CallLedger(record_attempts=True)),
+        "direct": lambda: DirectCaller(Trivial()),
+        "wrapper, no policy": lambda: ResilientCaller(DirectCaller(Trivial()), CallPolicy()),
+        "wrapper, --retries 3 --timeout 30": lambda: ResilientCaller(
+            DirectCaller(Trivial()), CallPolicy(timeout_s=30, retries=3)),
     }
     best: dict[str, float] = {}
     for _round in range(5):

@@ -4,7 +4,9 @@ The tree::
 
     EvalError                   anything we report to the user without a traceback (exit 2)
     ├── UsageError              bad option combinations or values
-    │   └── CaseEditError       an edit names a target, block or key the case file lacks
+    │   ├── CaseEditError       an edit names a target, block or key the case file lacks
+    │   ├── DotenvError         an --env-file line cannot be read (names file and line, never a value)
+    │   └── ReportReadError     a file given as a report is not one of our JSON reports
     ├── ValidationError         the eval directory or a case file is invalid; carries Problems
     ├── VideoError              a video is missing, unreadable or too short
     │   └── StoreError          a video store's config, credentials, transfer or verification
@@ -13,6 +15,8 @@ The tree::
     │   ├── ProtocolError       a command adapter broke the NDJSON protocol
     │   │   └── ProtocolBroken  ... and is therefore gone (also an AdapterGone)
     │   ├── AdapterGone         a command adapter's process ended: no call can succeed any more
+    │   ├── CallTimeout         an adapter call ran past --timeout and was cancelled
+    │   ├── HttpStatusError     an HTTP adapter's endpoint answered with an error status
     │   └── SampleFailure       a fail-fast adapter error, naming its sample
     ├── OutputError             a report, frame, artifact or case file could not be written
     │   └── CaseConflictError   a case file changed on disk since it was read
@@ -157,6 +161,31 @@ class SampleFailure(AdapterError):
         super().__init__(message)
         #: Samples of the case judged before the failure.
         self.completed = completed
+
+
+class CallTimeout(AdapterError):
+    """An adapter call ran past ``--timeout`` and was cancelled (retried like a transient error)."""
+
+    transient = True
+    retry_after: float | None = None
+
+
+class HttpStatusError(AdapterError):
+    """An HTTP adapter's endpoint answered with an error status; 429 and 5xx are transient."""
+
+    def __init__(self, message: str, status: int, *, transient: bool, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.transient = transient
+        self.retry_after = retry_after if transient else None
+
+
+class DotenvError(UsageError):
+    """A dotenv file that cannot be read; the message names the file and line, never a value."""
+
+
+class ReportReadError(UsageError):
+    """A file given as a report (``report``, ``compare``, ``--baseline``) is not one of our JSON reports."""
 
 
 class StoreError(VideoError):

@@ -2,8 +2,8 @@
 
 :class:`RunResult` is what a run produced (trials, run-level gates, duration); :class:`RunSummary`
 is every number a reporter shows about it: counts overall, per trial, per target and per case,
-trial pass rates, stability and success. The console, JSON (and later JUnit, HTML and merged-shard)
-reporters read these fields and never count results themselves.
+trial pass rates, stability and success. The console, JSON, JUnit, annotations, HTML and
+merged-shard reporters read these fields and never count results themselves.
 """
 
 from __future__ import annotations
@@ -131,6 +131,19 @@ def percentile(ordered: tuple[float, ...], p: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class CaseHeader:
+    """What a live display says of a case before its results come (no plan or video object)."""
+
+    name: str
+    #: Samples this trial evaluates in the case (a resume shows only what is left).
+    samples: int
+    #: The video's file name, or how a cloud video is described.
+    video: str
+    #: The case's targets in declaration order, as (id, label).
+    targets: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """What one run (or a resumed one) produced."""
 
@@ -139,7 +152,7 @@ class RunResult:
     cases: tuple[str, ...]
     repeat: int
     trials: tuple[TrialResult, ...]
-    #: Run-level gates (today: the flaky-sample gate), evaluated after every trial.
+    #: Run-level gates (flaky samples, p95 latency, cost, the baseline), evaluated after every trial.
     gates: tuple[Gate, ...]
     duration_seconds: float
 

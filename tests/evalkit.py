@@ -9,7 +9,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from glasskit_eval.cases.model import Case
+from glasskit_eval.cases.parse import parse_case
 from glasskit_eval.cli import main
+from glasskit_eval.errors import Problem
+from glasskit_eval.yamltext.source import load_yaml_file
 
 ROOT = Path(__file__).resolve().parent.parent
 VIDEOS = ROOT / "fixtures" / "videos"
@@ -40,6 +44,14 @@ def make_clip_case(tmp_path: Path, text: str) -> Path:
     path = cases / "clip.yaml"
     path.write_bytes(text.encode())
     return path
+
+
+def load_case(path: Path, *, allow_empty: bool = False) -> tuple[Case | None, list[Problem]]:
+    """One case file loaded and checked as ``validate`` would: the case (None if unusable) and its problems."""
+    doc, problems = load_yaml_file(path)
+    if problems:
+        return None, problems
+    return parse_case(doc, path, allow_empty=allow_empty)
 
 
 def run_cli(*argv: str | Path) -> tuple[int, str, str]:

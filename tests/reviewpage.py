@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from glasskit_eval.review.launch import ReviewOptions, start_review
+from glasskit_eval.commands.review import ReviewOptions, start_review
 from glasskit_eval.review.server import ReviewServer, serve_in_thread
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from typing import Any
 
 from evalkit import make_eval, read_json, run_cli
 
-from glasskit_eval.adapters.procio import live_group_members
+from glasskit_eval.adapters._procio import live_group_members
 
 CASE = """
 video: cfr_h264.mp4

@@ -11,7 +11,7 @@ import pytest
 from evalkit import make_eval, read_json, run_cli
 from modelserver import ModelServer
 
-from glasskit_eval.adapters.http import HttpConfig, dig, retry_after_seconds
+from glasskit_eval.adapters._http import HttpConfig, dig, retry_after_seconds
 from glasskit_eval.errors import UsageError
 
 model_server = modelserver.model_server

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 import pytest
 from PIL import Image
 
+from glasskit_eval.adapters._process import CommandEvaluator, _live_group_members
+from glasskit_eval.adapters._wire import encode_sample
 from glasskit_eval.adapters.base import FactoryConfig, Sample, Target
 from glasskit_eval.adapters.command import CommandAdapterSpec
-from glasskit_eval.adapters.process import CommandEvaluator, _live_group_members
-from glasskit_eval.adapters.wire import encode_sample
 from glasskit_eval.errors import AdapterError, ProtocolError
 from glasskit_eval.video.png import encode_png
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from glasskit_eval.adapters.protocol import (
+from glasskit_eval.adapters._protocol import (
     MAX_MESSAGE_BYTES,
     Capabilities,
     Connection,

@@ -170,7 +170,7 @@ def test_a_returned_function_with_other_parameter_names_is_explained(tmp_path: P
     assert "`image, target_id` or `sample, target`" in str(info.value)
 
 
-# -- hostile adapters: whatever they raise, however they hang (issue 15) ---------------------
+# -- hostile adapters: whatever they raise, however they hang ---------------------
 
 
 def _run_eval(tmp_path: Path, adapter: str, *extra: str, target: str = "create_evaluator") -> tuple[int, str]:

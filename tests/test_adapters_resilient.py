@@ -1,10 +1,14 @@
-"""Timeouts, retries, backoff and the rate limiter of adapters/resilient.py, on real asyncio calls."""
+"""Timeouts, retries, backoff and the rate limiter of adapters/resilient.py, on real asyncio calls.
+
+Each call comes back as one :class:`~glasskit_eval.adapters.calls.Call` record.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,18 +16,16 @@ import pytest
 
 from glasskit_eval import TransientError
 from glasskit_eval.adapters.base import Sample, Target
+from glasskit_eval.adapters.calls import Call, DirectCaller
 from glasskit_eval.adapters.resilient import (
     MAX_BACKOFF_S,
-    CallLedger,
     CallPolicy,
-    CallTimeout,
     RateLimiter,
-    ResilientEvaluator,
+    ResilientCaller,
     backoff_delay,
     transient_info,
 )
-from glasskit_eval.errors import AdapterError
-from glasskit_eval.results import ErrorKind, SampleResult, Status, TimingMode
+from glasskit_eval.errors import AdapterError, CallTimeout
 from glasskit_eval.support import threads
 
 TARGET = Target(id="t", index=0, label=None, config={})
@@ -44,9 +46,12 @@ class Flaky:
         self.hang = hang
         self.calls = 0
         self.cancelled = 0
+        #: Monotonic start time of each call.
+        self.starts: list[float] = []
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         self.calls += 1
+        self.starts.append(time.monotonic())
         sample.report_usage(input_tokens=10, cost=0.5)
         if self.hang:
             self.hang -= 1
@@ -69,16 +74,24 @@ class Flaky:
         return None
 
 
-def wrapped(inner: Any, **policy: Any) -> tuple[ResilientEvaluator, CallLedger]:
-    ledger = CallLedger(record_attempts=True)
-    return ResilientEvaluator(inner, CallPolicy(**policy), ledger, rng=random.Random(7)), ledger
+class Waits:
+    """Records the backoff waits a caller asks for, and waits them."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        await asyncio.sleep(delay)
 
 
-def result(status: Status = Status.ERROR, kind: ErrorKind | None = ErrorKind.ADAPTER) -> SampleResult:
-    return SampleResult(case="c", target="t", target_label=None, sample_index=0, timestamp_s=0.0, source="at",
-                        status=status, expected=True, field=None, compare_mode=None, reason="x",
-                        evaluation_duration_seconds=99.0, evaluation_timing_mode=TimingMode.INDIVIDUAL,
-                        error_kind=kind)
+def wrapped(inner: Any, waits: Waits | None = None, **policy: Any) -> ResilientCaller:
+    return ResilientCaller(DirectCaller(inner), CallPolicy(**policy), rng=random.Random(7),
+                           sleep=waits or Waits())
+
+
+def call(caller: ResilientCaller, index: int = 0) -> Call:
+    return asyncio.run(caller.call(sample(index), TARGET))
 
 
 def test_transient_forms() -> None:
@@ -120,50 +133,42 @@ def test_rate_limiter_spaces_reservations_evenly() -> None:
 
 def test_transient_errors_are_retried_and_attempts_recorded() -> None:
     inner = Flaky(TransientError("429"), TransientError("503", retry_after=0.05))
-    evaluator, ledger = wrapped(inner, retries=3, backoff_s=0.001)
-    assert asyncio.run(evaluator.evaluate(sample(), TARGET)) == {"ok": True}
-    record = ledger.records[("c", "t", 0)]
-    assert inner.calls == 3 and record.attempts == 3
-    # The second wait honoured retry_after (checked on the recorded start times).
-    assert record.started[2] - record.started[1] >= 0.05
-    annotated = ledger.annotate(result(Status.PASSED, None))
-    assert annotated.attempts == 3
-    assert annotated.usage == {"input_tokens": 30, "cost": 1.5}  # every attempt was paid for
-    assert annotated.evaluation_duration_seconds is not None and annotated.evaluation_duration_seconds < 99
+    waits = Waits()
+    done = call(wrapped(inner, waits, retries=3, backoff_s=0.001))
+    assert done.observation == {"ok": True} and done.error is None
+    assert inner.calls == 3 and done.attempts == 3
+    # The second wait honoured retry_after.
+    assert len(waits.delays) == 2 and waits.delays[1] >= 0.05
+    assert done.usage == {"input_tokens": 30, "cost": 1.5}  # every attempt was paid for
+    assert 0 <= done.seconds < 1 and not done.timed_out and not done.cached
 
 
 def test_permanent_errors_are_not_retried() -> None:
     inner = Flaky(ValueError("bad request"))
-    evaluator, ledger = wrapped(inner, retries=5, backoff_s=0)
-    with pytest.raises(ValueError, match="bad request"):
-        asyncio.run(evaluator.evaluate(sample(), TARGET))
-    assert inner.calls == 1
+    done = call(wrapped(inner, retries=5, backoff_s=0))
+    assert isinstance(done.error, ValueError) and str(done.error) == "bad request"
+    assert inner.calls == 1 and done.attempts == 1
 
 
 def test_gives_up_after_the_retries_with_the_last_error() -> None:
     inner = Flaky(*(TransientError(f"busy {i}") for i in range(5)))
-    evaluator, ledger = wrapped(inner, retries=2, backoff_s=0)
-    with pytest.raises(AdapterError, match=r"busy 2 \(gave up after 3 attempts\)"):
-        asyncio.run(evaluator.evaluate(sample(), TARGET))
-    assert inner.calls == 3
+    done = call(wrapped(inner, retries=2, backoff_s=0))
+    assert isinstance(done.error, AdapterError) and str(done.error).endswith("busy 2 (gave up after 3 attempts)")
+    assert inner.calls == 3 and done.attempts == 3
 
 
-def test_timeout_cancels_an_async_call_and_marks_the_result() -> None:
+def test_timeout_cancels_an_async_call_and_marks_the_record() -> None:
     inner = Flaky(hang=1)
-    evaluator, ledger = wrapped(inner, timeout_s=0.05)
-    with pytest.raises(CallTimeout, match=r"timed out after 0\.05s"):
-        asyncio.run(evaluator.evaluate(sample(), TARGET))
-    assert inner.cancelled == 1
-    annotated = ledger.annotate(result())
-    assert annotated.error_kind is ErrorKind.TIMEOUT and annotated.resumable_error
+    done = call(wrapped(inner, timeout_s=0.05))
+    assert isinstance(done.error, CallTimeout) and "timed out after 0.05s" in str(done.error)
+    assert inner.cancelled == 1 and done.timed_out
 
 
 def test_timeout_is_retried() -> None:
     inner = Flaky(hang=2)
-    evaluator, ledger = wrapped(inner, timeout_s=0.05, retries=2, backoff_s=0)
-    assert asyncio.run(evaluator.evaluate(sample(), TARGET)) == {"ok": True}
-    assert inner.cancelled == 2
-    assert ledger.annotate(result(Status.PASSED, None)).error_kind is None
+    done = call(wrapped(inner, timeout_s=0.05, retries=2, backoff_s=0))
+    assert done.observation == {"ok": True} and inner.cancelled == 2
+    assert not done.timed_out and done.attempts == 3
 
 
 def test_timeout_abandons_a_sync_call_on_its_thread() -> None:
@@ -173,35 +178,31 @@ def test_timeout_abandons_a_sync_call_on_its_thread() -> None:
         async def evaluate(self, sample: Sample, target: Target) -> Any:
             return await asyncio.to_thread(release.wait)
 
-    async def go() -> None:
+    async def go() -> Call:
         threads.install()  # as run_trials does: an abandoned call must not keep the loop open
-        await evaluator.evaluate(sample(), TARGET)
+        return await caller.call(sample(), TARGET)
 
-    evaluator, _ledger = wrapped(Blocking(), timeout_s=0.05)
+    caller = wrapped(Blocking(), timeout_s=0.05)
     try:
-        with pytest.raises(CallTimeout):
-            asyncio.run(go())
+        assert asyncio.run(go()).timed_out
     finally:
         release.set()
 
 
 def test_an_adapters_own_timeout_error_is_not_a_timeout() -> None:
-    evaluator, ledger = wrapped(Flaky(TimeoutError("upstream said so")), timeout_s=5)
-    with pytest.raises(TimeoutError, match="upstream said so"):
-        asyncio.run(evaluator.evaluate(sample(), TARGET))
-    assert ledger.annotate(result()).error_kind is ErrorKind.ADAPTER
+    done = call(wrapped(Flaky(TimeoutError("upstream said so")), timeout_s=5))
+    assert isinstance(done.error, TimeoutError) and not done.timed_out
 
 
 def test_rate_limit_spaces_attempt_starts() -> None:
-    async def go() -> CallLedger:
-        ledger = CallLedger(record_attempts=False)
-        evaluator = ResilientEvaluator(Flaky(), CallPolicy(max_calls_per_second=50), ledger,
-                                       RateLimiter(50))
-        await asyncio.gather(*(evaluator.evaluate(sample(i), TARGET) for i in range(10)))
-        return ledger
+    inner = Flaky()
 
-    ledger = asyncio.run(go())
-    starts = sorted(r.started[0] for r in ledger.records.values())
+    async def go() -> None:
+        caller = ResilientCaller(DirectCaller(inner), CallPolicy(max_calls_per_second=50), RateLimiter(50))
+        await asyncio.gather(*(caller.call(sample(i), TARGET) for i in range(10)))
+
+    asyncio.run(go())
+    starts = sorted(inner.starts)
     # 10 starts at 50/s span at least 9 intervals: the average rate holds.
     assert starts[-1] - starts[0] >= 9 / 50 - 1e-3
 
@@ -214,8 +215,26 @@ def test_batch_timeout_scales_and_is_capped() -> None:
     assert CallPolicy().batch_timeout(3) is None
 
 
-def test_annotate_leaves_upstream_keys_without_retries() -> None:
-    ledger = CallLedger(record_attempts=False)
-    ledger.record(("c", "t", 0)).attempts = 1
-    assert ledger.annotate(result(Status.PASSED, None)).attempts is None
-    assert "attempts" not in ledger.annotate(result(Status.PASSED, None)).to_json()
+def test_attempts_are_left_out_without_retries() -> None:
+    # Reports of runs without --retries keep upstream's keys.
+    assert call(wrapped(Flaky())).attempts is None
+    assert call(wrapped(Flaky(TransientError("x")), retries=1, backoff_s=0)).attempts == 2
+
+
+def test_a_batch_call_is_one_record_per_sample() -> None:
+    class Batch(Flaky):
+        batch = True
+
+        async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
+            self.calls += 1
+            if self.calls == 1:
+                raise TransientError("busy")
+            return [s.sample_index for s in samples]
+
+    inner = Batch()
+    caller = wrapped(inner, retries=1, backoff_s=0)
+    done = asyncio.run(caller.call_many([sample(0), sample(1), sample(2)], TARGET))
+    assert [d.observation for d in done] == [0, 1, 2] and inner.calls == 2
+    assert {(d.batch_size, d.attempts) for d in done} == {(3, 2)}
+    short = asyncio.run(DirectCaller(Batch()).call_many([sample(0)], TARGET))
+    assert isinstance(short[0].error, TransientError)

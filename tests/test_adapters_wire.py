@@ -9,8 +9,8 @@ import random
 import pytest
 from PIL import Image
 
+from glasskit_eval.adapters._wire import base64_pieces, encode_sample, sample_parts
 from glasskit_eval.adapters.base import Sample
-from glasskit_eval.adapters.wire import base64_pieces, encode_sample, sample_parts
 from glasskit_eval.video.png import encode_png
 
 

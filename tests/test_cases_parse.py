@@ -7,6 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from evalkit import load_case
 
 from glasskit_eval.cases.model import (
     MAX_SAMPLES_PER_CASE,
@@ -20,7 +21,7 @@ from glasskit_eval.cases.model import (
     block_times,
     range_count,
 )
-from glasskit_eval.cases.parse import load_case, parse_case
+from glasskit_eval.cases.parse import parse_case
 from glasskit_eval.compare.values import CompareConfig
 from glasskit_eval.errors import Problem
 from glasskit_eval.yamltext.source import YamlDocument
@@ -1211,9 +1212,9 @@ def test_case_thresholds(tmp_path: Path) -> None:
     case = ok(tmp_path, body + "thresholds: {per_target: {t: {min_pass_rate: 0}}}\n")
     assert case.thresholds == Thresholds(per_target={"t": 0.0})
     case = ok(tmp_path, body + "thresholds: {}\n")
-    assert case.thresholds == Thresholds() and case.thresholds.empty
+    assert case.thresholds == Thresholds()
     case = ok(tmp_path, body + "thresholds: {min_pass_rate: null, max_failures: null, per_target: {t: {}}}\n")
-    assert case.thresholds is not None and case.thresholds.empty
+    assert case.thresholds is not None and case.thresholds == Thresholds()
 
 
 @pytest.mark.parametrize(("value", "path", "message"), [

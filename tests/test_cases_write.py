@@ -11,17 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from evalkit import load_case
 
-from glasskit_eval.cases.parse import load_case
 from glasskit_eval.cases.write import (
     CaseConflictError,
     content_hash,
-    edit_case_file,
     read_case_text,
     replace_text,
 )
 from glasskit_eval.errors import OutputError, ValidationError
-from glasskit_eval.yamltext.edit import DeleteBlockKey, SetBlockKey
+from glasskit_eval.yamltext.edit import DeleteBlockKey, Edit, EditResult, SetBlockKey, apply_edits
 
 DATA = Path(__file__).parent / "data" / "yamledit"
 
@@ -53,6 +52,17 @@ def test_read_errors_are_validation_problems(tmp_path: Path) -> None:
     bad.write_bytes(b"video: caf\xe9.mp4\n")
     with pytest.raises(ValidationError, match="not UTF-8"):
         read_case_text(bad)
+
+
+def edit_case_file(path: Path, edits: list[Edit], *, expected_hash: str | None = None) -> tuple[EditResult, str]:
+    """Read, edit with the minimal-diff writer and write back under the hash guard, as review does."""
+    case = read_case_text(path)
+    if expected_hash is not None and case.hash != expected_hash:
+        raise CaseConflictError(case.path, expected_hash, case.hash)
+    result = apply_edits(case.text, edits)
+    if not result.changed:
+        return result, case.hash
+    return result, replace_text(case.path, result.text, expected_hash=case.hash)
 
 
 def test_edit_writes_the_minimal_diff_and_returns_the_new_hash(case: Path) -> None:

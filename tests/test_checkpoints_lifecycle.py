@@ -8,10 +8,9 @@ import pytest
 
 from glasskit_eval.checkpoints.lifecycle import CheckpointedCommand, resume_command
 from glasskit_eval.checkpoints.store import COMPLETE, read_manifest
+from glasskit_eval.commands.requests import RunRequest, SeedRequest
 from glasskit_eval.errors import AdapterError, CheckpointError, CommandStopped, ExitCode, UsageError
 from glasskit_eval.results import ErrorKind, SampleResult, Status
-from glasskit_eval.run.request import RunRequest
-from glasskit_eval.seed.command import SeedRequest
 
 
 def result(status: Status, index: int = 0, kind: ErrorKind | None = None) -> SampleResult:

@@ -194,7 +194,7 @@ def test_resume_value_is_a_path_or_an_id(tmp_path: Path) -> None:
     assert resolve(cp.id, tmp_path) == cp.path.resolve()
 
 
-# -- hand-edited checkpoints and full disks (issue 15 item 5) ---------------------------------
+# -- hand-edited checkpoints and full disks ---------------------------------
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

@@ -13,6 +13,8 @@ from PIL import Image
 
 from glasskit_eval import __version__
 
+pytestmark = [pytest.mark.e2e, pytest.mark.frames]
+
 CASE = """
 video: cfr_h264.mp4
 targets:

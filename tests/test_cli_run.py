@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from evalkit import FRAMECODE_ADAPTER, ROOT, interrupt_when_marked, make_eval, read_json, run_cli
 
+pytestmark = [pytest.mark.e2e, pytest.mark.frames]
+
 TWO_TARGETS = """
 video: cfr_h264.mp4
 targets:
@@ -37,7 +39,7 @@ UPSTREAM_RESULT_KEYS = {"artifact_image", "artifact_json", "case", "compare_mode
                         "evaluation_duration_seconds", "evaluation_timing_mode", "expected", "field",
                         "observed", "observed_value", "reason", "sample_index", "source", "status", "target",
                         "target_label", "timestamp_s"}
-#: Ours beside upstream's: latency, retries, timeouts and usage (issue 20).
+#: Ours beside upstream's: latency, retries, timeouts and usage.
 OUR_SUMMARY_KEYS = {"batch_call_latency", "latency", "retried_samples", "timeout_errors", "usage"}
 OUR_TOP_KEYS = {"by_target", "by_case"}
 UPSTREAM_SUMMARY_KEYS = {"attempt_pass_rate", "average_evaluation_seconds_per_attempt",
@@ -414,7 +416,7 @@ def test_fail_fast_cancels_calls_that_never_answer(tmp_path: Path) -> None:
 
 
 def test_comparator_crash_aborts_unless_keep_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import glasskit_eval.run.judge as execution
+    import glasskit_eval.evaluation.judge as execution
 
     def broken(expected: object, observed: object, config: object) -> object:
         raise ZeroDivisionError("comparator bug")

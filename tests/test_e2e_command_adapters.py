@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from evalkit import ROOT, make_eval, read_json, run_cli
 
+pytestmark = pytest.mark.e2e
+
 ADAPTERS = ROOT / "fixtures" / "adapters"
 PY_ECHO = f"{ADAPTERS / 'python' / 'echo_adapter.py'}:create_evaluator"
 NODE = shutil.which("node")

@@ -30,7 +30,7 @@ from evalkit import ROOT, VIDEOS
 
 from glasskit_eval.checkpoints.store import MANIFEST_NAME, RECORDS_NAME, decode_records
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
 CASES = {
     "alpha": """

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from evalkit import ROOT, make_eval, read_json, run_cli
 
-from glasskit_eval.adapters.procio import live_group_members
+from glasskit_eval.adapters._procio import live_group_members
+
+pytestmark = pytest.mark.e2e
 
 CASE = """
 video: cfr_h264.mp4
@@ -236,7 +238,7 @@ def test_usage_sums_across_repeat_and_resume(tmp_path: Path) -> None:
 
 
 def test_resume_restores_the_call_options(tmp_path: Path) -> None:
-    from glasskit_eval.run.request import RunRequest
+    from glasskit_eval.commands.requests import RunRequest
 
     request = RunRequest(eval_dir=str(tmp_path), timeout_s=2.5, retries=3, retry_backoff_s=0.5,
                          max_calls_per_second=4.0)

@@ -17,8 +17,10 @@ import s3server
 from evalkit import ROOT, TESTS, VIDEOS, read_json, run_cli
 from s3server import S3Server
 
-from glasskit_eval.store import commands
+from glasskit_eval.commands import video_store as commands
 from glasskit_eval.store.transport import HttpRequest, HttpResponse, UrllibTransport
+
+pytestmark = pytest.mark.e2e
 
 s3_server = s3server.s3_server  # the shared session fixture
 

@@ -11,7 +11,7 @@ import av
 import pytest
 from evalkit import run_cli
 
-from glasskit_eval.video import segments
+from glasskit_eval.video import _segments as segments
 
 
 def make_video(path: Path, frames: int) -> None:

@@ -82,8 +82,11 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
-def test_subpackage_inits_are_empty() -> None:
-    # `--help` imports the package; anything in these would be paid on every start.
+def test_subpackage_inits_import_nothing() -> None:
+    # `--help` imports the package; anything in these would be paid on every start. The command
+    # line's face is the one package whose __init__ is code (it is what `--help` runs).
     for init in PACKAGE.glob("*/__init__.py"):
+        if init.parent.name == "cli":
+            continue
         code = [line for line in init.read_text().splitlines() if line.strip() and not line.startswith("#")]
         assert not any(line.startswith(("import", "from")) for line in code if "__future__" not in line), init

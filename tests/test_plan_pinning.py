@@ -9,6 +9,8 @@ import pytest
 from evalkit import FRAMECODE_ADAPTER, VIDEOS, make_eval, run_cli
 from reencode import reencode
 
+pytestmark = pytest.mark.frames
+
 CASE = """
 video: cfr_h264.mp4
 targets:

@@ -14,14 +14,16 @@ from glasskit_eval.plan.pins import (
     TIME_EDITED,
     UNPINNED,
     Decoder,
-    FrameLock,
     FramePin,
     LockFormatError,
+    PinFile,
     compare,
-    parse_lock,
+    parse_pin_file,
     review_status,
 )
 from glasskit_eval.video.fingerprint import hash_distance
+
+pytestmark = pytest.mark.frames
 
 DECODER = Decoder("18.1.0", "8.1.2", "h264")
 SHA = "a" * 64
@@ -32,7 +34,7 @@ def pin(target: str, index: int, time: str, frame: int, phash: str = "0000000000
     return FramePin(target, index, t, frame, Fraction(frame, 10), (128, 72), f"{frame:064x}", phash)
 
 
-LOCK = FrameLock("clip", "clip.mp4", SHA, DECODER, (pin("b", 2, "0.5", 5), pin("a", 0, "0", 0),
+LOCK = PinFile("clip", "clip.mp4", SHA, DECODER, (pin("b", 2, "0.5", 5), pin("a", 0, "0", 0),
                                                     pin("a", 1, "1/2", 5)))
 
 
@@ -41,7 +43,7 @@ def test_render_sorts_and_round_trips() -> None:
     lines = text.splitlines()
     assert len(lines) == 4 and '"frames_lock": 1' in lines[0]
     assert [line.split('"target": ')[1][:3] for line in lines[1:]] == ['"a"', '"a"', '"b"']
-    assert parse_lock(text, "x.lock") == replace(LOCK, pins=tuple(sorted(LOCK.pins, key=lambda p: p.order)))
+    assert parse_pin_file(text, "x.lock") == replace(LOCK, pins=tuple(sorted(LOCK.pins, key=lambda p: p.order)))
 
 
 @pytest.mark.parametrize("text, where", [
@@ -51,7 +53,7 @@ def test_render_sorts_and_round_trips() -> None:
 ])
 def test_damaged_locks_name_the_line(text: str, where: str) -> None:
     with pytest.raises(LockFormatError, match=where):
-        parse_lock(text, "x.lock")
+        parse_pin_file(text, "x.lock")
 
 
 def test_compare_kinds_and_causes() -> None:

@@ -7,13 +7,15 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from evalkit import load_case
 
 from glasskit_eval.cases.model import Case
-from glasskit_eval.cases.parse import load_case
 from glasskit_eval.compare.values import CompareConfig
 from glasskit_eval.errors import UsageError, ValidationError
-from glasskit_eval.plan.schedule import Filters, ScheduledSample, expand_case, select, select_cases
+from glasskit_eval.plan.schedule import Filters, ScheduledSample, expand_case, select_cases
 from glasskit_eval.support.timevalues import parse_cli_time
+
+pytestmark = pytest.mark.frames
 
 
 def make_case(tmp_path: Path, text: str, name: str = "c", *, allow_empty: bool = False) -> Case:
@@ -147,12 +149,6 @@ def test_valid_filter_combinations(filters: Filters) -> None:
     filters.check()
 
 
-def test_narrows_time() -> None:
-    assert not Filters(case="c", targets=("a",)).narrows_time
-    assert Filters(case="c", at=at("1")).narrows_time
-    assert Filters(case="c", until_s=Fraction(0)).narrows_time
-
-
 # --- select ---------------------------------------------------------------------------------
 
 def test_no_filters_select_everything(tmp_path: Path) -> None:
@@ -187,9 +183,6 @@ def test_cases_without_a_selected_target_are_left_out(tmp_path: Path) -> None:
     b = make_case(tmp_path, "video: v.mp4\ntargets: {word: {samples: [{at: 1, expect: ok}]}}\n", "b")
     selected = select_cases([a, b], Filters(targets=("word",)), allow_empty=False)
     assert [(case.name, rows(samples)) for case, samples in selected] == [("b", [("word", 1.0, 0)])]
-    # The aligned form gives the left-out case no samples.
-    assert [rows(s) for s in select([a, b], Filters(targets=("word",)), allow_empty=False)] == [
-        [], [("word", 1.0, 0)]]
 
 
 def test_at_selects_scheduled_times_exactly(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from glasskit_eval.plan.shard import (
     shard_plan,
 )
 
+pytestmark = pytest.mark.frames
+
 
 def case(times: str, video: str = "cfr_h264.mp4") -> str:
     return f"video: {video}\ntargets:\n  a:\n    samples:\n    - at: [{times}]\n      expect: 1\n"

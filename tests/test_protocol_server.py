@@ -22,8 +22,8 @@ import pytest
 from PIL import Image
 
 import glasskit_eval.protocol_server as protocol_server
+from glasskit_eval.adapters._wire import encode_sample
 from glasskit_eval.adapters.base import Sample
-from glasskit_eval.adapters.wire import encode_sample
 from glasskit_eval.video.png import encode_png
 
 ROOT = Path(__file__).resolve().parent.parent

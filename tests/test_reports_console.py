@@ -135,7 +135,7 @@ def test_a_failing_run_prints_the_table_and_a_review_command_that_parses(tmp_pat
     command = next(line for line in out.splitlines() if line.startswith("Look at the first: "))
     words = shlex.split(command.removeprefix("Look at the first: "))
     assert words[-2:] == ["--report", str(report)]
-    from glasskit_eval.review.launch import ReviewOptions, start_review
+    from glasskit_eval.commands.review import ReviewOptions, start_review
 
     args = build_parser("review").parse_args(words[3:])
     server = start_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target,

@@ -24,6 +24,8 @@ from glasskit_eval.reports.html import HtmlOptions, render_html
 from glasskit_eval.reports.thumbnails import make_thumbnail
 from glasskit_eval.results import Status
 
+pytestmark = pytest.mark.browser
+
 HOSTILE = '<script>alert("pwned")</script> \'single\' "double" </style><b>bold</b>'
 
 CASE = """

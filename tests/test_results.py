@@ -18,6 +18,8 @@ from glasskit_eval.results import (
     stability,
 )
 
+pytestmark = pytest.mark.frames
+
 
 def result(status: Status = Status.PASSED, index: int = 0, **changes: object) -> SampleResult:
     base = SampleResult(case="c", target="t", target_label="Light", sample_index=index, timestamp_s=1.5,

@@ -16,6 +16,8 @@ from reviewpage import VIEWPORT, Page, browser, make_eval, opened, served
 
 from glasskit_eval.review.server import LoginFile, ReviewServer
 
+pytestmark = pytest.mark.browser
+
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
 CASE = """\

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from reviewpage import DEMO, Page, browser, make_eval, opened, run_report, served
 
+pytestmark = pytest.mark.browser
+
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
 KITCHEN = DEMO / "cases" / "kitchen.mp4"

@@ -20,6 +20,8 @@ from reviewpage import Page, browser, make_eval, opened, served
 
 from glasskit_eval.review.server import ReviewServer
 
+pytestmark = pytest.mark.browser
+
 __all__ = ["browser"]  # the module-scoped fixture, imported for pytest
 
 CASE = """\

@@ -27,7 +27,7 @@ from framecode import read_frame_index
 from PIL import Image
 
 from glasskit_eval.cli import main
-from glasskit_eval.review.launch import ReviewOptions, start_review
+from glasskit_eval.commands.review import ReviewOptions, start_review
 from glasskit_eval.review.media import frame_table, parse_range
 from glasskit_eval.review.server import ReviewServer, serve_in_thread
 from glasskit_eval.video.frames import decode_at

@@ -70,7 +70,7 @@ def test_help_is_laid_out_exactly_as_argparse_would(monkeypatch: pytest.MonkeyPa
     import argparse
 
     from glasskit_eval import cli
-    from glasskit_eval.cmdline import options
+    from glasskit_eval.cli import options
 
     monkeypatch.setenv("COLUMNS", columns)
     ours = cli.build_parser()
@@ -89,7 +89,7 @@ def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
     import argparse
 
     from glasskit_eval import cli
-    from glasskit_eval.cmdline import options
+    from glasskit_eval.cli import options
 
     def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices

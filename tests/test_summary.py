@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from glasskit_eval.reports.json_report import build_report
 from glasskit_eval.results import Gate, SampleResult, Status, TimingMode, TrialResult
 from glasskit_eval.summary import Counts, RunResult, RunSummary
+
+pytestmark = pytest.mark.frames
 
 
 def result(case: str, target: str, status: Status, index: int, label: str | None = None,

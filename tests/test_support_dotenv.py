@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from evalkit import make_eval, read_json, run_cli
 
-from glasskit_eval.support.dotenv import DotenvError, load_env_files, parse_dotenv
+from glasskit_eval.errors import DotenvError
+from glasskit_eval.support.dotenv import load_env_files, parse_dotenv
 
 
 def test_every_syntax_form() -> None:

@@ -10,6 +10,8 @@ import pytest
 from glasskit_eval.video import damage
 from glasskit_eval.video.damage import Damage, nearest_was_lost, report
 
+pytestmark = pytest.mark.frames
+
 
 def test_nothing_lost_is_no_damage() -> None:
     assert not Damage()

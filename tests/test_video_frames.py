@@ -12,9 +12,11 @@ from framecode import read_frame_index
 
 from glasskit_eval.errors import VideoError
 from glasskit_eval.video import damage
+from glasskit_eval.video._sequential import FrameClock
 from glasskit_eval.video.frames import NearestSelector, decode_at, stream_orientation
 from glasskit_eval.video.probe import probe
-from glasskit_eval.video.sequential import FrameClock
+
+pytestmark = pytest.mark.frames
 
 VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 MANIFEST = json.loads((VIDEOS / "manifest.json").read_text())

@@ -12,10 +12,12 @@ import pytest
 from fixturevideos import MANIFEST, VIDEOS, decode_all
 from framecode import read_frame_index
 
+from glasskit_eval.video._orientation import Orientation, orientation_from_side_data
 from glasskit_eval.video.frames import decode_at, decode_sequential
 from glasskit_eval.video.frametable import build_frame_table, frame_table
-from glasskit_eval.video.orientation import Orientation, orientation_from_side_data
 from glasskit_eval.video.probe import probe
+
+pytestmark = pytest.mark.frames
 
 
 def full_decode(path: Path) -> tuple[list[int], Orientation]:

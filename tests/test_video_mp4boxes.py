@@ -11,7 +11,9 @@ import av
 import pytest
 from fixturevideos import VIDEOS
 
-from glasskit_eval.video.mp4boxes import IndexUnusable, Layout, Runs, check_layout, children
+from glasskit_eval.video._mp4boxes import IndexUnusable, Layout, Runs, check_layout, children
+
+pytestmark = pytest.mark.frames
 
 
 def first_packets(path: object, count: int) -> list[tuple[int, int, bool, bool]]:

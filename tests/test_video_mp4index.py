@@ -12,8 +12,10 @@ import pytest
 from fixturevideos import MANIFEST, VIDEOS
 
 from glasskit_eval.errors import VideoError
+from glasskit_eval.video._mp4index import IndexTable, IndexUnusable, read_index
 from glasskit_eval.video.frametable import FrameTable, build_frame_table
-from glasskit_eval.video.mp4index import IndexTable, IndexUnusable, read_index
+
+pytestmark = pytest.mark.frames
 
 MOV_FAMILY = sorted(name for name, entry in MANIFEST.items() if entry["demuxer"].startswith("mov,"))
 #: The MP4s the index cannot describe, and why.

@@ -6,7 +6,9 @@ import av
 import pytest
 from fixturevideos import MANIFEST, VIDEOS, decode_all
 
-from glasskit_eval.video.pixels import rgb_image
+from glasskit_eval.video._pixels import rgb_image
+
+pytestmark = pytest.mark.frames
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))

@@ -12,6 +12,8 @@ from PIL import Image
 
 from glasskit_eval.video.png import PNG_SIGNATURE, STRIP_ROWS, encode_png, png_pieces
 
+pytestmark = pytest.mark.frames
+
 
 def noise(width: int, height: int, seed: int = 0) -> Image.Image:
     return Image.frombytes("RGB", (width, height), random.Random(seed).randbytes(width * height * 3))

@@ -15,6 +15,8 @@ from glasskit_eval.video.frames import decode_at, decode_sequential
 from glasskit_eval.video.frametable import frame_table
 from glasskit_eval.video.strategy import plan
 
+pytestmark = pytest.mark.frames
+
 
 @pytest.fixture(autouse=True)
 def fresh_reports(monkeypatch: pytest.MonkeyPatch) -> None:

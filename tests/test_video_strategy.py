@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from framecode import read_frame_index
 
-from glasskit_eval.video import segments
+from glasskit_eval.video import _segments as segments
 from glasskit_eval.video.frames import decode_at, decode_sequential
 from glasskit_eval.video.strategy import (
     DEFAULT_PARALLEL_SEEK_WORK,
@@ -22,6 +22,8 @@ from glasskit_eval.video.strategy import (
     plan,
     split_piece,
 )
+
+pytestmark = pytest.mark.frames
 
 VIDEOS = Path(__file__).resolve().parent.parent / "fixtures" / "videos"
 MANIFEST = json.loads((VIDEOS / "manifest.json").read_text())

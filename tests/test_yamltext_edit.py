@@ -13,25 +13,32 @@ import yaml
 
 from glasskit_eval.cases.parse import parse_case
 from glasskit_eval.errors import ExitCode, UsageError
+from glasskit_eval.yamltext._nodes import same
+from glasskit_eval.yamltext._render import Style, block_lines, render_flow
 from glasskit_eval.yamltext.edit import (
     CaseEditError,
     DeleteBlockKey,
     Edit,
+    EditResult,
     ReplaceSamples,
     SetBlockKey,
     _apply,
     apply_edits,
-    delete_block_key,
     edit_samples,
     plain,
     rewrite,
-    set_block_key,
 )
-from glasskit_eval.yamltext.nodes import same
-from glasskit_eval.yamltext.render import Style, block_lines, render_flow
 from glasskit_eval.yamltext.source import load_yaml_text
 
 DATA = Path(__file__).parent / "data" / "yamledit"
+
+
+def set_block_key(text: str, target_id: str, block_index: int, key: str, value: Any) -> EditResult:
+    return apply_edits(text, [SetBlockKey(target_id, block_index, key, value)])
+
+
+def delete_block_key(text: str, target_id: str, block_index: int, key: str) -> EditResult:
+    return apply_edits(text, [DeleteBlockKey(target_id, block_index, key)])
 DEMO_CASE = Path(__file__).parent.parent / "fixtures" / "demo" / "eval" / "cases" / "kitchen.yaml"
 FIXTURES = [*sorted(DATA.glob("*.yaml")), DEMO_CASE]
 

@@ -1,1 +1,11 @@
-"""Adapters: Python callables in-process, or commands speaking NDJSON protocol v1."""
+"""Adapters: how an app is called, whatever its kind, and one record per call.
+
+What lives here: the adapter-facing ``Sample``/``Target`` and the evaluator protocol (``base``),
+choosing an adapter from the options (``choose``), the four kinds (``python``; ``command`` with
+the sans-IO NDJSON protocol in ``_protocol`` and its process in ``_process``; ``_http``;
+``_exec``), the call record and its caller (``calls``) and the call policy (``resilient``:
+timeouts, retries, rate limit). Modules named ``_*`` are back rooms: only this package uses them.
+
+What it may not know: results, judging, reports or the command line. A call ends in a
+:class:`~.calls.Call` record; what it means for a sample is decided above.
+"""

@@ -1,6 +1,6 @@
 """What the runner hands an adapter, and the one interface every adapter kind meets.
 
-Python adapters (``adapters.python``) and command adapters (``adapters.process``)
+Python adapters (``adapters.python``) and command adapters (``adapters._process``)
 both become an :class:`Evaluator`; the runner never knows which it is talking to.
 """
 

@@ -24,7 +24,7 @@ def check_exclusive(adapter: str | None, adapter_command: str | None, adapter_ht
 def uses_python(adapter: str | None, adapter_command: str | None, adapter_http: str | None,
                 adapter_exec: str | None, adapter_config: Mapping[str, Any] | None) -> bool:
     """Whether the run talks to a Python adapter (the default when nothing else is named)."""
-    from .http import http_section
+    from ._http import http_section
 
     return adapter is not None or (adapter_command is None and adapter_http is None and adapter_exec is None
             and http_section(adapter_config) is None)
@@ -55,11 +55,11 @@ def adapter_spec(adapter: str | None, adapter_command: str | None, eval_dir: Pat
     """
     check_exclusive(adapter, adapter_command, adapter_http, adapter_exec)
     if adapter_exec is not None:
-        from .exec import ExecAdapterSpec
+        from ._exec import ExecAdapterSpec
 
         return ExecAdapterSpec(adapter_exec)
     if adapter is None and adapter_command is None:
-        from .http import HttpAdapterSpec, HttpConfig, http_section
+        from ._http import HttpAdapterSpec, HttpConfig, http_section
 
         section = http_section(adapter_config)
         if adapter_http is not None or section is not None:

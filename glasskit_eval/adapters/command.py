@@ -8,11 +8,11 @@ import shlex
 from typing import TextIO
 
 from ..errors import AdapterError
+from ._process import CommandEvaluator
+from ._procio import TAG_VARIABLE, new_tag
+from ._protocol import MAX_MESSAGE_BYTES
+from ._wire import PNG_COMPRESS_LEVEL
 from .base import FactoryConfig
-from .process import CommandEvaluator
-from .procio import TAG_VARIABLE, new_tag
-from .protocol import MAX_MESSAGE_BYTES
-from .wire import PNG_COMPRESS_LEVEL
 
 
 class CommandAdapterSpec:

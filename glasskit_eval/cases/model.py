@@ -62,10 +62,6 @@ class Thresholds(Frozen):
         self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target,
                              max_p95_latency_s=max_p95_latency_s, max_cost=max_cost)
 
-    @property
-    def empty(self) -> bool:
-        return self.min_pass_rate is None and self.max_failures is None and not self.per_target
-
 
 class SampleBlock(Frozen):
     """One entry of a target's ``samples`` list, with inherited settings resolved."""

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
 from ..support.timevalues import format_time, same_time_key
-from ..yamltext.source import PathKey, YamlDocument, load_yaml_file
+from ..yamltext.source import PathKey, YamlDocument
 from .checks import UNSET, Checker, type_name
 from .model import (
     DEFAULT_EVERY_S,
@@ -100,15 +101,9 @@ def _rate(checker: Checker, mapping: dict[str, Any], key: str, path: PathKey) ->
 # --- case parsing ------------------------------------------------------------
 
 
-def load_case(path: Path, *, allow_empty: bool = False) -> tuple[Case | None, list[Problem]]:
-    """Load and validate one case file. Returns the case (None if unusable) and all problems."""
-    doc, problems = load_yaml_file(path)
-    if problems:
-        return None, problems
-    return parse_case(doc, path, allow_empty=allow_empty)
-
-
-def parse_case(doc: YamlDocument, path: Path, *, allow_empty: bool = False) -> tuple[Case | None, list[Problem]]:
+def parse_case(doc: YamlDocument, path: Path, *,
+               allow_empty: bool | Collection[str] = False) -> tuple[Case | None, list[Problem]]:
+    """The case in ``doc`` and every problem found; ``allow_empty``: True, or the targets that may be empty."""
     c = Checker(doc)
     root = doc.value
     if root is None:
@@ -145,8 +140,9 @@ def parse_case(doc: YamlDocument, path: Path, *, allow_empty: bool = False) -> t
         if mapping is not None and not mapping:
             c.add(("targets",), "targets must contain at least one target")
         for index, (target_id, raw) in enumerate((mapping or {}).items()):
+            may_be_empty = allow_empty if isinstance(allow_empty, bool) else str(target_id) in allow_empty
             target = _parse_target(c, str(target_id), index, raw, every_s, case_defaults,
-                                   workflow.get(str(target_id), {}), allow_empty)
+                                   workflow.get(str(target_id), {}), may_be_empty)
             if target is not None:
                 targets.append(target)
 

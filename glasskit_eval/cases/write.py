@@ -15,14 +15,14 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import CaseConflictError, OutputError, Problem, ValidationError
 from ..support.fsio import lock_fd, replace_file
-from ..yamltext.edit import Edit, EditResult, apply_edits, rewrite
+from ..yamltext.edit import EditResult, rewrite
 
 #: Case files are locked only where locks are advisory: a Windows byte lock is mandatory and
 #: would stop the user's editor from reading the file; there the hash check alone guards edits.
@@ -75,23 +75,6 @@ def replace_text(path: Path, text: str, *, expected_hash: str | None = None) -> 
     return content_hash(data)
 
 
-def edit_case_file(path: Path, edits: Sequence[Edit], *,
-                   expected_hash: str | None = None) -> tuple[EditResult, str]:
-    """Read, edit with the minimal-diff writer, and write back if anything changed.
-
-    Without ``expected_hash`` the hash of what we read here guards the write, so
-    a change made between our read and our write is still never overwritten.
-    Returns the edit result and the file's content hash afterwards.
-    """
-    case = read_case_text(path)
-    if expected_hash is not None and case.hash != expected_hash:
-        raise CaseConflictError(case.path, expected_hash, case.hash)
-    result = apply_edits(case.text, edits)
-    if not result.changed:
-        return result, case.hash
-    return result, replace_text(case.path, result.text, expected_hash=case.hash)
-
-
 #: A writer re-reads and retries this often when another writer replaced the file in between.
 _MERGE_ATTEMPTS = 5
 
@@ -105,11 +88,11 @@ def merge_into_current(path: Path, planned: Any, targets: Collection[str],
     write is refused with :class:`CaseConflictError`, never an overwrite. ``apply`` gets a copy
     of the current data and returns the data to write; the candidate must be a valid case file.
     """
-    from .edit import candidate_problems
+    from .edit import parse_candidate
 
     for _attempt in range(_MERGE_ATTEMPTS):
         current = read_case_text(path)
-        case, problems = candidate_problems(current.text, path)
+        case, problems = parse_candidate(current.text, path)
         if case is None or problems:
             raise CaseConflictError(path, "", current.hash, f"{path} changed on disk and is no longer a valid "
                                     "case file; nothing was written. Fix it, then run again.")
@@ -120,7 +103,7 @@ def merge_into_current(path: Path, planned: Any, targets: Collection[str],
                                     f"samples of {', '.join(repr(t) for t in changed)} were edited; nothing "
                                     "was written. Keep your edits and run again, or revert them and resume.")
         result = rewrite(current.text, apply(json.loads(json.dumps(now))))
-        _case, problems = candidate_problems(result.text, path)
+        _case, problems = parse_candidate(result.text, path)
         if problems:
             raise ValidationError(problems, hint="the edit would make an invalid case file and was not "
                                   "written; please report this as a bug")

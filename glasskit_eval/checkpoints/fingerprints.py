@@ -20,19 +20,12 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from ..support.fsio import sha256_file
 from ..video.frametable import FileKey, file_key
 
 #: Videos up to this size are hashed whole; larger ones by size plus head and tail.
 FULL_HASH_LIMIT = 8 << 20
 EDGE_BYTES = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def video_digest(path: Path, size: int) -> str:

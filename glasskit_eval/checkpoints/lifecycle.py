@@ -17,21 +17,19 @@ from __future__ import annotations
 import contextlib
 import shlex
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..errors import CheckpointError, CommandStopped, EvalError, Interrupted
 from ..results import ResultFormatError, SampleResult
 from ..support.interrupts import sigterm_as_keyboard_interrupt
 from .fingerprints import VideoDigests, describe_changes, fingerprint
-from .store import COMPLETE, Checkpoint, Key
+from .store import COMPLETE, MANIFEST_NAME, Checkpoint, Key
 
 if TYPE_CHECKING:
     from ..plan.planning import Plan
 
-Check = Callable[[Any], bool]
-
+R = TypeVar("R")
 
 def resume_command(kind: str, path: Path) -> str:
     return f"python -m glasskit_eval {kind} --resume {shlex.quote(str(path))}"
@@ -77,6 +75,24 @@ class CheckpointedCommand:
         """Create the checkpoint (under ``root`` when given, else the eval's runs/)."""
         self.checkpoint = Checkpoint.create(eval_dir, self.kind, invocation, fingerprints, total, root=root)
         return self.checkpoint
+
+    def resume(self, path: Path, restore: Callable[[Mapping[str, Any], Path], R],
+               digests: VideoDigests | None = None) -> R:
+        """Open ``path``, restore the request it recorded, and check its recorded inputs."""
+        request = restore(self.open(path), path / MANIFEST_NAME)
+        self.check_recorded_unchanged(digests)
+        return request
+
+    def start(self, invocation: dict[str, Any], plan: Plan, case_filter: str | None,
+              digests: VideoDigests | None, *, total: int, root: Path | None, err: TextIO) -> None:
+        """After planning: a resumed checkpoint must match the plan; a new one is created and announced."""
+        if self.checkpoint is not None:
+            self.check_unchanged(plan, case_filter, digests)
+            return
+        created = self.create(plan.eval_dir.root, invocation, plan_fingerprints(plan, case_filter, digests),
+                              total, root=root)
+        # Said at once: a command the OOM killer ends can still be resumed from it.
+        print(f"Checkpoint: {created.path}", file=err, flush=True)
 
     @property
     def resumed(self) -> bool:
@@ -200,95 +216,3 @@ class CheckpointedCommand:
             finally:
                 if self.checkpoint is not None:
                     self.checkpoint.close()
-
-
-# --- requests -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AdapterRequest:
-    """What every checkpointed adapter command records (``RunRequest``, ``SeedRequest`` add theirs)."""
-
-    eval_dir: str
-    adapter: str | None = None
-    adapter_command: str | None = None
-    case: str | None = None
-    targets: tuple[str, ...] = ()
-    concurrency: int = 1
-    keep_going: bool = False
-    verbose: bool = False
-    #: Where the checkpoint goes when the eval directory cannot be written (absolute once stored).
-    checkpoint_dir: str | None = None
-
-    def checkpoint_root(self) -> Path | None:
-        return Path(self.checkpoint_dir) if self.checkpoint_dir else None
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["targets"] = list(self.targets)
-        return data
-
-
-#: Checks for :class:`AdapterRequest`'s fields (defined below the checks they use).
-COMMON_CHECKS: dict[str, Check]
-
-
-
-
-def restore_fields(data: object, checks: Mapping[str, Check], where: Path, kind: str) -> dict[str, Any]:
-    """A recorded invocation's fields, each checked; refuses unknown, missing-required or bad ones.
-
-    A hand-edited manifest with ``concurrency: 0`` or ``repeat: -3`` must fail here, not hang or
-    report success later.
-    """
-    if not isinstance(data, Mapping) or not isinstance(data.get("eval_dir"), str):
-        raise CheckpointError(f"{where}: the manifest's invocation is missing or damaged; start a new {kind}")
-    unknown = sorted(set(data) - set(checks))
-    if unknown:
-        raise CheckpointError(f"{where}: the manifest records options this version does not know "
-                              f"({', '.join(unknown)}); resume it with the glasskit_eval that wrote it")
-    bad = sorted(name for name, value in data.items() if not checks[name](value))
-    if bad:
-        raise CheckpointError(f"{where}: the manifest's invocation has invalid values for "
-                              f"{', '.join(bad)}; start a new {kind}")
-    return dict(data)
-
-
-def is_str(value: object) -> bool:
-    return isinstance(value, str)
-
-
-def opt_str(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def is_bool(value: object) -> bool:
-    return isinstance(value, bool)
-
-
-def positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def opt_count(value: object) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
-
-
-def opt_rate(value: object) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                             and 0.0 <= value <= 1.0)
-
-
-def str_list(value: object) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
-
-
-def opt_object(value: object) -> bool:
-    return value is None or isinstance(value, dict)
-
-
-COMMON_CHECKS = {
-    "eval_dir": is_str, "adapter": opt_str, "adapter_command": opt_str, "case": opt_str,
-    "targets": str_list, "concurrency": positive_int, "keep_going": is_bool, "verbose": is_bool,
-    "checkpoint_dir": opt_str,
-}

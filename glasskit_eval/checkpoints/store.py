@@ -1,4 +1,4 @@
-"""Durable, append-only checkpoints shared by long commands (``run`` now, ``seed`` later).
+"""Durable, append-only checkpoints shared by the long commands, ``run`` and ``seed``.
 
 A checkpoint is a directory ``<eval-dir>/runs/checkpoints/<id>/`` (0700) holding
 

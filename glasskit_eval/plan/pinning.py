@@ -16,15 +16,15 @@ from typing import Any
 from ..cases.model import Case
 from ..errors import Problem, ValidationError
 from ..support.fsio import write_text_atomic
-from .lockfiles import any_locked, lock_path
+from .pinfiles import any_pinned, pin_file_path
 from .pins import (
     Decoder,
     Finding,
-    FrameLock,
     FramePin,
     LockFormatError,
+    PinFile,
     compare,
-    parse_lock,
+    parse_pin_file,
     review_status,
 )
 from .planning import CasePlan, Plan
@@ -40,9 +40,9 @@ def current_decoder(codec: str) -> Decoder:
     return Decoder(av=str(av.__version__), ffmpeg=ffmpeg, codec=codec)
 
 
-def read_lock(case: Case) -> FrameLock | None:
+def read_pin_file(case: Case) -> PinFile | None:
     """The case's lock, None without one; a damaged lock is a validation error."""
-    path = lock_path(case)
+    path = pin_file_path(case)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -50,7 +50,7 @@ def read_lock(case: Case) -> FrameLock | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise ValidationError([Problem(str(path), "", f"cannot read the frame lock: {exc}")]) from None
     try:
-        return parse_lock(text, str(path))
+        return parse_pin_file(text, str(path))
     except LockFormatError as exc:
         raise ValidationError([Problem(str(path), "", str(exc).removeprefix(f"{path}: "))]) from None
 
@@ -81,7 +81,7 @@ def _codec(case_plan: CasePlan) -> str:
 
 
 def _video_sha256(path: Path) -> str:
-    from ..checkpoints.fingerprints import sha256_file
+    from ..support.fsio import sha256_file
 
     return sha256_file(path)
 
@@ -99,7 +99,7 @@ class PinCheck:
         return [_problem(plan, f) for plan, f in self.findings if f.problem]
 
     def warning_lines(self) -> list[str]:
-        return [f"{'warning' if f.problem else 'note'}: {lock_path(plan.case).name}: {f.message}"
+        return [f"{'warning' if f.problem else 'note'}: {pin_file_path(plan.case).name}: {f.message}"
                 for plan, f in self.findings]
 
 
@@ -113,10 +113,10 @@ def _problem(plan: CasePlan, finding: Finding) -> Problem:
 def check_plan(plan: Plan) -> PinCheck:
     """Compare each locked case's selected samples with its lock (decodes those frames)."""
     check = PinCheck()
-    if not any_locked(c.case for c in plan.cases):
+    if not any_pinned(c.case for c in plan.cases):
         return check
     for case_plan in plan.cases:
-        lock = read_lock(case_plan.case)
+        lock = read_pin_file(case_plan.case)
         if lock is None or not case_plan.samples:
             continue
         check.locked_cases += 1
@@ -148,22 +148,22 @@ def pin_case(case_plan: CasePlan, samples: Iterable[ScheduledSample] | None = No
     sha = _video_sha256(case_plan.video_path)
     decoder = current_decoder(_codec(case_plan))
     everything = expand_case(case_plan.case)
-    old = read_lock(case_plan.case)
+    old = read_pin_file(case_plan.case)
     changes: list[Finding] = []
     if old is None:
-        base = FrameLock(case_plan.case.name, case_plan.video_path.name, sha, decoder, ())
+        base = PinFile(case_plan.case.name, case_plan.video_path.name, sha, decoder, ())
     else:
         changes = compare(old, current, sha, decoder, [(s.target.id, s.time) for s in everything])
-        base = FrameLock(case_plan.case.name, case_plan.video_path.name, sha, decoder, old.pins)
+        base = PinFile(case_plan.case.name, case_plan.video_path.name, sha, decoder, old.pins)
     lock = base.updated(current, keep={(s.target.id, s.sample_index) for s in everything})
-    path = lock_path(case_plan.case)
+    path = pin_file_path(case_plan.case)
     write_text_atomic(path, lock.render())
     return path, changes
 
 
-def repin_if_locked(case_plan: CasePlan, samples: Iterable[ScheduledSample]) -> Path | None:
+def repin_if_pinned(case_plan: CasePlan, samples: Iterable[ScheduledSample]) -> Path | None:
     """Keep an existing lock in step after an edit: pin ``samples`` again (seed, review)."""
-    if read_lock(case_plan.case) is None:
+    if read_pin_file(case_plan.case) is None:
         return None
     chosen = list(samples)
     if not chosen:
@@ -177,7 +177,7 @@ def case_pin_statuses(case_plan: CasePlan) -> dict[tuple[str, int], Mapping[str,
 
     Decodes the case's frames only when it has a lock; without one every sample is ``no_lock``.
     """
-    lock = read_lock(case_plan.case)
+    lock = read_pin_file(case_plan.case)
     if lock is None:
         return {(s.target.id, s.sample_index): review_status(None, _unpinned(s), video_sha256="",
                                                              decoder=Decoder("", "", ""))

@@ -69,7 +69,7 @@ class FramePin:
 
 
 @dataclass(frozen=True)
-class FrameLock:
+class PinFile:
     case: str
     video: str
     video_sha256: str
@@ -83,7 +83,7 @@ class FrameLock:
         lines = [header, *(p.to_json() for p in sorted(self.pins, key=lambda p: p.order))]
         return "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines)
 
-    def updated(self, pins: Iterable[FramePin], *, keep: set[tuple[str, int]] | None = None) -> FrameLock:
+    def updated(self, pins: Iterable[FramePin], *, keep: set[tuple[str, int]] | None = None) -> PinFile:
         """This lock with ``pins`` replacing the entries of their samples.
 
         ``keep``: the (target, sample index) of every sample the case still has; other
@@ -95,7 +95,7 @@ class FrameLock:
         return replace(self, pins=tuple(sorted([*old, *fresh.values()], key=lambda p: p.order)))
 
 
-def parse_lock(text: str, where: str) -> FrameLock:
+def parse_pin_file(text: str, where: str) -> PinFile:
     """Read a lock; raises :class:`LockFormatError` naming ``where`` and the line."""
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
@@ -113,7 +113,7 @@ def parse_lock(text: str, where: str) -> FrameLock:
             raise LockFormatError(f"{where}:{number}: not a frame lock of format {LOCK_FORMAT}; "
                                   "run `validate --pin` to write it again")
         decoder = head["decoder"]
-        lock = FrameLock(case=str(head["case"]), video=str(head["video"]),
+        lock = PinFile(case=str(head["case"]), video=str(head["video"]),
                          video_sha256=str(head["video_sha256"]),
                          decoder=Decoder(str(decoder["av"]), str(decoder["ffmpeg"]), str(decoder["codec"])),
                          pins=())
@@ -164,7 +164,7 @@ class Finding:
         return self.kind in PROBLEM_KINDS
 
 
-def _cause(lock: FrameLock, video_sha256: str, decoder: Decoder) -> str:
+def _cause(lock: PinFile, video_sha256: str, decoder: Decoder) -> str:
     if video_sha256 != lock.video_sha256:
         return "the video was re-encoded or replaced (its SHA-256 differs from the lock's)"
     if decoder != lock.decoder:
@@ -200,7 +200,7 @@ def compare_pin(old: FramePin, new: FramePin, cause: str) -> Finding | None:
                    f"{distance}/64, tolerance {PERCEPTUAL_TOLERANCE}); {cause}", old, new)
 
 
-def match(lock: FrameLock, target: str, sample_index: int, time: Fraction,
+def match(lock: PinFile, target: str, sample_index: int, time: Fraction,
           times_in_use: set[tuple[str, Fraction]]) -> FramePin | None:
     """The pin of a sample: same target and time, else (an edited time) same target and index.
 
@@ -218,7 +218,7 @@ def match(lock: FrameLock, target: str, sample_index: int, time: Fraction,
     return None
 
 
-def compare(lock: FrameLock, current: Sequence[FramePin], video_sha256: str, decoder: Decoder,
+def compare(lock: PinFile, current: Sequence[FramePin], video_sha256: str, decoder: Decoder,
             all_times: Iterable[tuple[str, Fraction]] | None = None) -> list[Finding]:
     """Findings for each current sample whose frame differs from (or is missing in) the lock.
 
@@ -242,7 +242,7 @@ def compare(lock: FrameLock, current: Sequence[FramePin], video_sha256: str, dec
     return findings
 
 
-def review_status(lock: FrameLock | None, current: FramePin, *, video_sha256: str, decoder: Decoder,
+def review_status(lock: PinFile | None, current: FramePin, *, video_sha256: str, decoder: Decoder,
                   all_times: Iterable[tuple[str, Fraction]] = ()) -> Mapping[str, Any]:
     """One sample's pin status for the review page: ``status`` and a ``message`` for people.
 

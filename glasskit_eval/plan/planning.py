@@ -143,3 +143,7 @@ def undeclared_gate_targets(plan: Plan, filters: Filters) -> dict[str, str]:
                      f"(thresholds.per_target.{target}); fix the target id or remove the gate")
             for target in thresholds.per_target if target not in declared}
 
+
+def clip_durations(plan: Plan) -> dict[str, float]:
+    """Each planned case's clip length in seconds (the HTML report's timelines)."""
+    return {c.case.name: float(c.video.end_time) for c in plan.cases if c.video is not None}

@@ -87,10 +87,6 @@ class Filters(Frozen):
         if self.from_s is not None and self.until_s is not None and self.until_s <= self.from_s:
             raise UsageError("--until must be greater than --from")
 
-    @property
-    def narrows_time(self) -> bool:
-        return bool(self.at) or self.from_s is not None or self.until_s is not None
-
 
 def expand_case(case: Case) -> list[ScheduledSample]:
     samples: list[ScheduledSample] = []
@@ -136,14 +132,6 @@ def select_cases(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
     if problems:
         raise ValidationError(problems)
     return selected
-
-
-def select(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
-           allow_drafts: bool = False) -> list[list[ScheduledSample]]:
-    """Like :func:`select_cases`, aligned with ``cases``: a case left out gets ``[]``."""
-    by_case = {id(case): samples for case, samples in
-               select_cases(cases, filters, allow_empty=allow_empty, allow_drafts=allow_drafts)}
-    return [by_case.get(id(case), []) for case in cases]
 
 
 def _filter_times(case: Case, chosen: list[ScheduledSample], filters: Filters) -> list[ScheduledSample]:

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..plan.schedule import ScheduledSample
 from .planning import CasePlan, Plan
+from .schedule import ScheduledSample
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,1 +1,10 @@
-"""Reports: the console summary and the machine-readable JSON report."""
+"""Reports: renderers of one :class:`~glasskit_eval.summary.RunSummary`, and the live display.
+
+What lives here: the console (``console``, ``progress``), JSON (``json_report``), JUnit
+(``junit``), GitHub annotations and job summary (``annotations``), HTML (``html``,
+``thumbnails``, ``publish``), baselines and ``compare`` (``baseline``), reading reports back
+(``loading``) and where a sample stands in its case file (``locations``).
+
+What it may not know: how results are made, adapters or the command line. Renderers are pure;
+``publish`` and ``write_report`` are the file edges.
+"""

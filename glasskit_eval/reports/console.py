@@ -12,10 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ..plan.planning import CasePlan
 from ..results import SampleResult, Status
-from ..summary import Counts, RunSummary, StabilityCounts, mean, target_display
-from ..support.timevalues import format_time
+from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.tracebacks import last_frame
 from .calls import console_lines
 from .progress import ProgressDisplay
@@ -95,12 +93,10 @@ class ConsoleListener:
         self._print()
         self._print(f"Trial {trial}/{total}")
 
-    def case_started(self, plan: CasePlan, trial: int, total: int) -> None:
-        video = plan.video_path.name if plan.video_path.name else plan.case.video.describe()
-        self._print(f"Case {plan.case.name} ({len(plan.samples)} samples, video={video})")
-        name = plan.case.name
-        number = self.case_names.index(name) + 1 if name in self.case_names else 1
-        self.progress.case_started(name, number, max(len(self.case_names), 1), len(plan.samples), trial, total)
+    def case_started(self, case: CaseHeader, trial: int, total: int) -> None:
+        self._print(f"Case {case.name} ({case.samples} samples, video={case.video})")
+        number = self.case_names.index(case.name) + 1 if case.name in self.case_names else 1
+        self.progress.case_started(case.name, number, max(len(self.case_names), 1), case.samples, trial, total)
 
     def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
         """A result as soon as it is judged: failures (every result with --verbose) are printed now."""
@@ -118,13 +114,13 @@ class ConsoleListener:
     def notice(self, text: str) -> None:
         self._print(f"warning: {text}")
 
-    def case_finished(self, plan: CasePlan, results: list[SampleResult], trial: int, total: int) -> None:
+    def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None:
         self.progress.case_finished()
-        for target in plan.case.targets:
-            mine = [r for r in results if r.target == target.id]
+        for target_id, label in case.targets:
+            mine = [r for r in results if r.target == target_id]
             if not mine:
                 continue
-            display = f"{target.label} ({target.id})" if target.label else target.id
+            display = f"{label} ({target_id})" if label else target_id
             counts = Counts.of(mine)
             self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
                         f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
@@ -320,12 +316,3 @@ def _target_table(summary: RunSummary) -> str:
                      str(s.flaky), str(s.with_errors)])
     return table("By target", ["Target", "Pass min/mean/max", "Samples", "Pass all", "Fail all", "Flaky",
                                "Errors"], rows, [False, True, True, True, True, True, True])
-
-
-def format_list_samples(eval_dir: str, rows: list[list[str]]) -> str:
-    return table(f"Samples: {eval_dir}", ["Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored",
-                                          "Source"], rows, [False, False, True, False, False, False, False, False])
-
-
-def time_cell(value: Any) -> str:
-    return f"{format_time(value)}s"

@@ -42,7 +42,10 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
     }
 
 
-def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT) -> dict[str, Any]:
+def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT,
+                 baseline: dict[str, Any] | None = None, shard: dict[str, Any] | None = None,
+                 observation_cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole report; ``baseline``, ``shard`` and ``observation_cache`` appear when given."""
     run = summary.run
     total = summary.total
     first = summary.first
@@ -50,7 +53,9 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     stable = summary.stability_counts()
     duration = run.duration_seconds
     timing = summary.timing_mode
+    blocks = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache}
     return {
+        **{name: block for name, block in blocks.items() if block is not None},
         "cases": list(run.cases),
         "checkpoint": checkpoint if checkpoint is not NO_CHECKPOINT else {
             "path": None, "resumable_adapter_errors": summary.resumable_adapter_errors, "resumed": False},

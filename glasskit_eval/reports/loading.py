@@ -12,13 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ReportReadError
 from ..results import Gate, ResultFormatError, SampleResult, TimingMode, TrialResult
 from ..summary import RunResult
-
-
-class ReportReadError(UsageError):
-    """A file given to ``report`` is not one of our JSON reports."""
 
 
 def load_report_file(path: Path) -> dict[str, Any]:

@@ -1,81 +1,23 @@
-"""The HTML report's I/O edges: ``run --html`` after a run, and the ``report`` command.
+"""The HTML report's one I/O edge: render a summary and write the page atomically.
 
-Rendering itself is :func:`glasskit_eval.reports.html.render_html` (pure); this module gathers
-what it needs (thumbnails, clip durations) and writes the file atomically.
+Rendering itself is :func:`glasskit_eval.reports.html.render_html` (pure); ``run --html`` and
+the ``report`` command gather what it needs (thumbnails, clip durations) and call :func:`write_html`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..support.fsio import write_text_atomic
 from .html import HtmlOptions, render_html
-from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore
 
 if TYPE_CHECKING:
-    from ..plan.planning import Plan
     from ..summary import RunSummary
-
-
-def clip_durations(plan: Plan) -> dict[str, float]:
-    return {c.case.name: float(c.video.end_time) for c in plan.cases if c.video is not None}
 
 
 def write_html(path: Path, summary: RunSummary, options: HtmlOptions) -> None:
     """Render and write atomically; artifact links are made relative to the page's folder."""
     options = replace(options, output_dir=str(path.expanduser().resolve().parent))
     write_text_atomic(path, render_html(summary, options))
-
-
-def execute_report(paths: Sequence[Path], html: Path, *, eval_dir: Path | None,
-                   budget_bytes: int = DEFAULT_BUDGET_BYTES,
-                   notify: Callable[[str], None] = lambda _line: None) -> RunSummary:
-    """``report``: read JSON reports, collect thumbnails, write the page; returns what it rendered."""
-    from ..summary import RunSummary
-    from .loading import load_report_file, run_from_reports
-
-    loaded = [(p, load_report_file(p)) for p in paths]
-    run = run_from_reports(loaded)
-    # A run made with --baseline recorded its comparison; one report's is shown as it was.
-    baselines = [data["baseline"] for _p, data in loaded if isinstance(data.get("baseline"), dict)]
-    summary = RunSummary.of(run)
-    results = [r for t in run.trials for r in t.results]
-    store = ThumbnailStore(budget_bytes)
-    store.add_from_artifacts(results)
-    notes: list[str] = []
-    durations: Mapping[str, float] = {}
-    if eval_dir is not None:
-        durations, more = _from_videos(eval_dir, run.cases, results, store, notify)
-        notes += more
-    write_html(html, summary, HtmlOptions(thumbnails=store, budget_bytes=budget_bytes, over_budget=store.over_budget,
-                                          durations=durations, sources=tuple(str(p) for p in paths),
-                                          notes=tuple(notes), baseline=baselines[0] if len(baselines) == 1 else None))
-    return summary
-
-
-def _from_videos(eval_dir: Path, cases: Sequence[str], results: Sequence[object], store: ThumbnailStore,
-                 notify: Callable[[str], None]) -> tuple[dict[str, float], list[str]]:
-    from ..errors import EvalError
-    from ..plan.planning import build_plan
-    from ..plan.schedule import Filters
-    from ..results import SampleResult
-    from ..store.videos import video_resolver
-
-    try:
-        plan = build_plan(eval_dir, Filters(), allow_empty=True, resolve_video=video_resolver(notify),
-                          allow_drafts=True)
-    except EvalError as exc:
-        return {}, [f"Frames were not read from {eval_dir}: {exc}"]
-    wanted: dict[str, tuple[Path, list[SampleResult]]] = {}
-    for c in plan.cases:
-        if c.case.name in cases:
-            mine = [r for r in results if isinstance(r, SampleResult) and r.case == c.case.name]
-            wanted[c.case.name] = (c.video_path, mine)
-    missing = [name for name in cases if name not in wanted]
-    notes = store.add_from_videos(wanted)
-    if missing:
-        notes.append(f"Cases not found in {eval_dir}: {', '.join(missing)} (no frames or clip durations).")
-    return clip_durations(plan), notes

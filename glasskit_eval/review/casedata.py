@@ -16,7 +16,7 @@ from ..cases.model import Case, LocalVideo, SampleBlock, block_times
 from ..cases.parse import parse_case
 from ..compare.values import infer_mode
 from ..errors import Problem, VideoError
-from ..plan.lockfiles import lock_path
+from ..plan.pinfiles import pin_file_path
 from ..yamltext.source import YamlDocument, load_yaml_text
 from .errors import NotFound
 from .media import content_type
@@ -124,7 +124,7 @@ def video_path(case: Case) -> Path:
         return case.video.path
     # Cloud videos come from the per-user cache, downloaded on first use like `run` does.
     from ..cases.evaldir import load_eval_config
-    from ..store.videos import video_resolver
+    from ..plan.videos import video_resolver
 
     eval_root = case.path.parent.parent
     config, problems = load_eval_config(eval_root / "config.yaml")
@@ -222,7 +222,7 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
     every = sampling.get("every_s") if isinstance(sampling, dict) else None
     out["every_s"] = every if isinstance(every, (int, float)) and not isinstance(every, bool) else 0.5
     out["video"] = video_json(loaded.id, case)
-    lock = lock_path(case)
+    lock = pin_file_path(case)
     out["frame_lock"] = lock.name if lock.is_file() else None
     out["targets"] = [
         {"id": t.id, "label": t.label, "defaults": _defaults_json(case.document, t.id),

@@ -14,14 +14,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from ..cases.edit import candidate_problems as case_problems
+from ..cases.edit import parse_candidate
 from ..cases.model import Case, block_times
 from ..errors import Problem, VideoError
-from ..yamltext.source import format_path
-
-#: The parser's words for an empty target (cases.parse); matched to let targets that were
-#: empty before the edit through, and only those.
-_EMPTY_SAMPLES = "samples is empty"
 
 
 def candidate_problems(path: Path, text: str, *, keep_empty: Collection[str] | None = None) -> list[Problem]:
@@ -30,10 +25,7 @@ def candidate_problems(path: Path, text: str, *, keep_empty: Collection[str] | N
     ``keep_empty`` names targets that may stay empty (they already were);
     ``None`` lets every target be empty (restoring a file state that existed before).
     """
-    case, problems = case_problems(text, path, allow_empty=keep_empty is None)
-    if keep_empty:
-        allowed = {format_path(("targets", t, "samples")) for t in keep_empty}
-        problems = [p for p in problems if not (p.path in allowed and p.message.startswith(_EMPTY_SAMPLES))]
+    case, problems = parse_candidate(text, path, allow_empty=True if keep_empty is None else keep_empty)
     if problems or case is None:
         return problems
     return past_end_problems(case)

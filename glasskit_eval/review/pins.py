@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cases.model import Case, block_times
 from ..errors import EvalError
-from ..plan.lockfiles import lock_path
+from ..plan.pinfiles import pin_file_path
 from ..support.timevalues import format_time
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def lock_file(case: Case | None) -> Path | None:
     """The case's lock when it has one (one stat; no decoding, no pinning imports)."""
     if case is None:
         return None
-    path = lock_path(case)
+    path = pin_file_path(case)
     return path if path.is_file() else None
 
 
@@ -129,14 +129,14 @@ class PinStatuses:
         """As :func:`..plan.pinning.case_pin_statuses` says, with this server's decoded frames reused."""
         from dataclasses import replace
 
-        from ..checkpoints.fingerprints import sha256_file
-        from ..plan.pinning import current_decoder, frame_pins, read_lock
+        from ..plan.pinning import current_decoder, frame_pins, read_pin_file
         from ..plan.pins import review_status
         from ..plan.schedule import expand_case
+        from ..support.fsio import sha256_file
 
-        lock = read_lock(case_plan.case)
+        lock = read_pin_file(case_plan.case)
         if lock is None:
-            raise EvalError(f"{lock_path(case_plan.case)} was removed while reading it")
+            raise EvalError(f"{pin_file_path(case_plan.case)} was removed while reading it")
         video = self._video(case_plan.video_path)
         missing = list({s.time: s for s in case_plan.samples if s.time not in video.by_time}.values())
         # Decoded outside the lock: two requests may decode the same frame, never disagree on it.
@@ -233,7 +233,7 @@ def keep_in_step(root: Path, before: LoadedCase, after: LoadedCase) -> dict[str,
 def _repin(root: Path, before: Case, after: LoadedCase) -> int:
     from dataclasses import replace
 
-    from ..plan.pinning import frame_pins, read_lock
+    from ..plan.pinning import frame_pins, read_pin_file
     from ..plan.pins import match
     from ..plan.schedule import expand_case
     from ..support.fsio import write_text_atomic
@@ -241,7 +241,7 @@ def _repin(root: Path, before: Case, after: LoadedCase) -> int:
 
     case_plan = _case_plan(root, after.id)
     case = case_plan.case
-    lock = read_lock(case)
+    lock = read_pin_file(case)
     if lock is None:
         return 0
     edited, same = _pairs(before, case)
@@ -259,7 +259,7 @@ def _repin(root: Path, before: Case, after: LoadedCase) -> int:
     # the edit did not touch must stay true.
     updated = replace(lock, pins=()).updated([*kept, *pinned])
     if updated.render() != lock.render():
-        write_text_atomic(lock_path(case), updated.render())
+        write_text_atomic(pin_file_path(case), updated.render())
     return len(pinned)
 
 

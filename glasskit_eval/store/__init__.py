@@ -1,7 +1,9 @@
-"""Cloud video stores: S3-compatible object storage with a per-user download cache.
+"""Cloud video storage: an S3-compatible client and the per-user download cache.
 
-``sigv4`` signs, ``transport`` talks HTTP, ``s3`` is the client, ``credentials``
-finds keys, ``cache`` downloads into the content-addressed cache and
-``commands`` implements ``video-store pull/upload/prune-cache``.
+What lives here: SigV4 signing (``sigv4``, sans-IO), the HTTP seam (``transport``), the client
+(``s3``), credentials (``credentials``), store config and URLs (``config``, ``urls``), the
+content-addressed download cache (``video_cache``) and its progress line (``progress``).
+
+What it may not know: case files, evals or commands; ``plan/videos.py`` decides which video to
+fetch and ``commands/video_store.py`` is the command.
 """
-

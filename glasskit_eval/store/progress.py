@@ -10,8 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TextIO
 
-from .cache import format_size
-
 
 class Progress(Protocol):
     def update(self, done: int, total: int | None) -> None: ...
@@ -88,3 +86,14 @@ def terminal_progress(stream: TextIO | None, label: str) -> TerminalProgress | N
     if stream is None or not is_terminal(stream):
         return None
     return TerminalProgress(stream, label)
+
+
+def format_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"

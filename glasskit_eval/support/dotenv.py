@@ -16,15 +16,11 @@ import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import DotenvError
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _EXPANSION = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "\0DOLLAR\0"}
-
-
-class DotenvError(UsageError):
-    """A dotenv file that cannot be read; the message names the file and line, never a value."""
 
 
 def parse_dotenv(text: str, where: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -1,1 +1,10 @@
-"""Video probing, exact frame selection and decoding (PyAV)."""
+"""The frame engine: the exact frame for each requested time, on every container PyAV reads.
+
+Doors (used from outside): ``frames`` (``decode_at``, ``DecodedFrame``), ``probe`` (video facts),
+``frametable`` (the presentation-time table), ``strategy`` (decode cost model), ``png``,
+``fingerprint`` (pixel hashes) and ``damage`` (warnings about damaged files). Modules named
+``_*`` are back rooms (MP4 index reading, orientation, segment decoding, selection).
+
+What it may not know: cases, samples, adapters or results; it is asked for times and answers
+with frames.
+"""

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import VideoError
+from ._orientation import Orientation, orientation_from_side_data
+from ._segments import TableMismatch, decode_pieces
+from ._selection import DecodedFrame, NearestSelector
+from ._sequential import decode_sequential
 from .damage import Damage, Warn, report
 from .frametable import frame_table, open_container, take_spare, video_stream
-from .orientation import Orientation, orientation_from_side_data
-from .segments import TableMismatch, decode_pieces
-from .selection import DecodedFrame, NearestSelector
-from .sequential import decode_sequential
 from .strategy import AUTO, plan
 
 if TYPE_CHECKING:

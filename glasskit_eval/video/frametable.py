@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 from ..errors import VideoError
 from ..support.records import Record
-from .mp4index import IndexTable, IndexUnusable, read_index
-from .orientation import UPRIGHT, Orientation, orientation_from_side_data
+from ._mp4index import IndexTable, IndexUnusable, read_index
+from ._orientation import UPRIGHT, Orientation, orientation_from_side_data
 
 #: Demuxers whose index we seek with. Others (MPEG-TS, raw streams, AVI...) are decoded
 #: sequentially: their seeking is approximate or their timestamps may wrap.

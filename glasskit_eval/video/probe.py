@@ -13,8 +13,8 @@ from pathlib import Path
 from ..errors import VideoError
 from ..support.records import Frozen
 from ..support.timevalues import format_time
+from ._orientation import UPRIGHT, Orientation
 from .frametable import FileKey, FrameTable, file_key, frame_table, open_container, video_stream
-from .orientation import UPRIGHT, Orientation
 
 __all__ = ["END_TOLERANCE_S", "VideoInfo", "open_container", "probe", "video_stream"]
 

@@ -22,9 +22,9 @@ from typing import Any
 import yaml
 
 from ..errors import CaseEditError
-from .morph import CannotEdit, Morph
-from .nodes import compose, detect_style, same
-from .render import Style, render_document
+from ._morph import CannotEdit, Morph
+from ._nodes import compose, detect_style, same
+from ._render import Style, render_document
 
 
 @dataclass(frozen=True)
@@ -75,14 +75,6 @@ Edit = ReplaceSamples | SetBlockKey | DeleteBlockKey
 
 def edit_samples(text: str, target_id: str, new_blocks: Sequence[Mapping[str, Any]]) -> EditResult:
     return apply_edits(text, [ReplaceSamples(target_id, new_blocks)])
-
-
-def set_block_key(text: str, target_id: str, block_index: int, key: str, value: Any) -> EditResult:
-    return apply_edits(text, [SetBlockKey(target_id, block_index, key, value)])
-
-
-def delete_block_key(text: str, target_id: str, block_index: int, key: str) -> EditResult:
-    return apply_edits(text, [DeleteBlockKey(target_id, block_index, key)])
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> EditResult:

@@ -1,0 +1,104 @@
+"""The command line's face: argparse only, and the one place errors become exit codes.
+
+What lives here: each command's ``add_<cmd>`` (its options) and ``run_<cmd>`` (options to a
+call of its body in ``commands/``), the parser, and :func:`main`. What it may not know: how a
+command does its work. The bodies never see argparse.
+
+The start-up rule, stated once: only this face must stay light. ``--help``, ``--version`` and
+option errors import nothing heavy (av, PIL, yaml, asyncio; ``tests/test_startup.py`` guards it),
+so every ``run_<cmd>`` imports its body inside the function. Code below the face imports normally.
+
+``main(argv) -> int`` never calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+from .. import __version__
+from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_code_for
+from . import options as opts
+from .evals import add_export_frames, add_list_samples, add_run, add_seed, add_validate
+from .reports import add_compare, add_merge_reports, add_report
+from .tools import add_build_zipapp, add_review, add_video_store
+
+# Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TextIO
+
+
+# --- entry points ----------------------------------------------------------------------
+
+COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
+                                               add_build_zipapp, add_video_store, add_review, add_report,
+                                               add_compare, add_merge_reports)
+#: The command each of COMMANDS adds, in the same order.
+COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
+                 "review", "report", "compare", "merge-reports")
+#: Commands that decode frames by the thousand (see ``support.allocator``).
+DECODING_COMMANDS = frozenset({"run", "seed", "export-frames", "review"})
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``command``) one that knows only that command: a few ms less at start-up."""
+    parser = opts.Parser(prog=opts.PROG, description="Turn recorded video into repeatable evals of apps that make "
+                     "decisions from images.")
+    parser.add_argument("--version", action="version", version=f"glasskit_eval {__version__}")
+    opts.env_file_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=opts.Parser)
+    for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
+        if command in (None, name):
+            add(sub)
+            sub.choices[name].teaches = name
+    for command_parser in sub.choices.values():
+        opts.env_file_options(command_parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # A command's parsing and help do not depend on the other commands' parsers.
+    parser = build_parser(arguments[0] if arguments and arguments[0] in COMMAND_NAMES else None)
+    try:
+        # --help and --version print through argparse; send them to our `out`.
+        with contextlib.redirect_stdout(out):
+            args = parser.parse_args(arguments)
+        if args.command is None:
+            parser.print_help(out)
+            return ExitCode.ERROR
+        # Before anything else: adapters, stores and their factories read the environment.
+        opts.apply_env_files(args)
+        if args.command in DECODING_COMMANDS:
+            from ..support.allocator import reuse_freed_frames
+
+            reuse_freed_frames()
+        return int(args.handler(args, out, err))
+    except opts.ParserExit as exc:
+        return exc.status
+    except CommandStopped as exc:
+        for line in exc.lines:
+            print(line, file=err)
+        return int(exit_code_for(exc))
+    except EvalError as exc:
+        label = "error" if not isinstance(exc, ValidationError) else "invalid eval"
+        print(f"{label}: {exc}", file=err)
+        return int(exit_code_for(exc))
+    except KeyboardInterrupt:
+        print("interrupted", file=err)
+        return int(ExitCode.INTERRUPTED)
+
+
+def console_main() -> int:
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Output piped into `head` and friends: not an error of ours.
+        code = 0
+    return code

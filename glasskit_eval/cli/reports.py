@@ -1,0 +1,83 @@
+"""Commands that read run reports: ``report`` (HTML), ``compare`` and ``merge-reports``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from ..errors import ExitCode, UsageError
+from . import options as opts
+
+# --- compare, merge-reports ------------------------------------------------------------
+
+
+def add_compare(sub: Any) -> None:
+    p = sub.add_parser("compare", help="compare two run reports sample by sample",
+                       description="Compare two --output-json reports (ours or upstream's), matching samples "
+                       "by case, target and time: pass->fail, fail->pass, error and observed-value changes, "
+                       "added and removed samples. Exits 1 when B regressed (pass->fail or new errors).")
+    p.add_argument("baseline", metavar="A.json", help="the earlier report (the baseline)")
+    p.add_argument("current", metavar="B.json", help="the later report")
+    p.add_argument("--output-json", metavar="PATH", help="write the comparison as JSON")
+    p.set_defaults(handler=run_compare)
+
+
+def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from ..commands.compare import execute_compare
+
+    passed = execute_compare(Path(args.baseline), Path(args.current), out,
+                             output_json=Path(args.output_json) if args.output_json else None)
+    return ExitCode.OK if passed else ExitCode.FAILED
+
+
+def add_merge_reports(sub: Any) -> None:
+    p = sub.add_parser("merge-reports", help="merge the reports of `run --shard` jobs and apply the gates",
+                       description="Check that shard reports come from one eval and options and cover every "
+                       "selected sample exactly once, then recompute summaries, stability and gates as one "
+                       "unsharded run would. Exits 0 when every gate passed, 1 otherwise.")
+    p.add_argument("reports", nargs="+", metavar="SHARD.json", help="the shards' --output-json reports")
+    p.add_argument("--output-json", metavar="PATH", help="write the merged report")
+    opts.ci_report_options(p)
+    p.set_defaults(handler=run_merge_reports)
+
+
+def run_merge_reports(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..commands.merge_reports import execute_merge_reports
+
+    if args.fail_on_regression and args.baseline is None:
+        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
+    passed = execute_merge_reports(args.reports, out, output_json=args.output_json, junit_xml=args.junit_xml,
+                           annotations=args.annotations, baseline=args.baseline,
+                           fail_on_regression=args.fail_on_regression)
+    return ExitCode.OK if passed else ExitCode.FAILED
+
+
+# --- report ---------------------------------------------------------------------------
+
+
+def add_report(sub: Any) -> None:
+    p = sub.add_parser("report", help="render JSON run reports (shards merge) as one HTML page",
+                       description="Render one or more --output-json reports as one self-contained HTML "
+                       "page, without the adapter. Several reports (shards) merge trial by trial. "
+                       "Thumbnails of failed frames come from --save-failures artifacts and, with "
+                       "--eval-dir and the videos present, from decoding the recorded frames.")
+    p.add_argument("reports", nargs="+", metavar="RESULTS.json", help="reports written by run --output-json")
+    p.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
+    p.add_argument("--eval-dir", metavar="PATH",
+                   help="eval directory whose videos give thumbnails and clip durations (default: none)")
+    p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
+                   help="size budget of the embedded thumbnails (default: 25)")
+    p.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from ..commands.report import execute_report
+
+    execute_report([Path(p) for p in args.reports], Path(args.html), out, err,
+                   eval_dir=Path(args.eval_dir) if args.eval_dir else None,
+                   budget_bytes=args.html_budget_mb * 1000 * 1000)
+    return ExitCode.OK

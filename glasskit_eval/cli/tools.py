@@ -1,0 +1,121 @@
+"""The commands around an eval: ``review``, ``video-store`` and ``build-zipapp``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from ..errors import ExitCode, UsageError
+from . import options as opts
+
+# --- review -----------------------------------------------------------------------------
+
+
+def add_review(sub: Any) -> None:
+    p = sub.add_parser("review", help="open the local browser UI to check and correct timed expectations",
+                       description="Serve a local page (127.0.0.1 only, opened through a one-time login file) "
+                       "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
+                       "file at once, keeping its comments and formatting outside the edited blocks.")
+    opts.eval_dir_option(p)
+    p.add_argument("--case", metavar="TEXT",
+                   help="initially open this case, by filename or stem (default: the first case)")
+    p.add_argument("--target", metavar="TEXT", help="initially focus this target of --case")
+    p.add_argument("--time", type=opts.time_value, metavar="FLOAT", help="initially seek to this time in --case")
+    p.add_argument("--port", type=opts.nonnegative_int, default=0, metavar="INTEGER",
+                   help="loopback port (default: 0, any free port)")
+    p.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
+    p.add_argument("--report", metavar="PATH",
+                   help="overlay a run's pass/fail/error markers from its --output-json report")
+    p.set_defaults(handler=run_review)
+
+
+def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..commands.review import ReviewOptions, execute_review
+
+    execute_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target, time=args.time,
+                                 port=args.port, report=args.report), out, open_browser=not args.no_open)
+    return ExitCode.OK
+
+
+# --- build-zipapp ----------------------------------------------------------------------
+
+
+def add_build_zipapp(sub: Any) -> None:
+    p = sub.add_parser("build-zipapp", help="build a single-file, reproducible zipapp of glasskit_eval",
+                       description="Build OUTPUT.pyz, run with `python OUTPUT.pyz <command> ...`. The "
+                       "same sources give the same bytes. A plain archive needs pyyaml, pillow and av "
+                       "in the Python that runs it; --include-deps also packs this environment's "
+                       "copies, so the archive runs on its own on the same Python version and platform.")
+    p.add_argument("output", metavar="OUTPUT.pyz", help="archive to write (replaced atomically)")
+    p.add_argument("--include-deps", action="store_true",
+                   help="also pack the installed pyyaml, pillow and av (platform-specific)")
+    p.add_argument("--python", default="/usr/bin/env python3", metavar="INTERPRETER",
+                   help="interpreter for the archive's #! line (default: /usr/bin/env python3)")
+    p.set_defaults(handler=run_build_zipapp)
+
+
+def run_build_zipapp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..commands.build_zipapp import execute_build_zipapp
+
+    execute_build_zipapp(args.output, out, include_deps=args.include_deps, interpreter=args.python)
+    return ExitCode.OK
+
+
+# --- video-store ----------------------------------------------------------------------
+
+
+def add_video_store(sub: Any) -> None:
+    p = sub.add_parser("video-store", help="pull, upload, and prune cached videos in cloud object storage",
+                       description="Manage case videos stored in AWS S3, Cloudflare R2, or another "
+                       "S3-compatible store (video_stores in <eval-dir>/config.yaml). Downloads are "
+                       "content-addressed and used only after their declared SHA-256 verifies; set "
+                       "GLASSKIT_EVAL_CACHE_DIR to move the per-user cache.")
+    commands = p.add_subparsers(dest="store_command", metavar="<command>", parser_class=opts.Parser)
+    pull = commands.add_parser("pull", help="download and verify the selected cases' cloud videos",
+                               description="Download every cloud video referenced by the selected cases "
+                               "into the cache, verify its SHA-256 and print each distinct cached path.")
+    opts.eval_dir_option(pull)
+    opts.case_option(pull, "only download one case's video, by filename or stem")
+    upload = commands.add_parser("upload", help="upload a local video and print its case-file block",
+                                 description="Upload a local video through the named store's S3 API and "
+                                 "print the `video:` block for a case file. An existing object is reused "
+                                 "only when its size and SHA-256 match, and never overwritten.")
+    upload.add_argument("file", metavar="FILE", help="local video file (.mp4, .mov, .m4v, .webm, .mkv)")
+    upload.add_argument("--store", required=True, metavar="NAME", help="video store from config.yaml")
+    upload.add_argument("--key", metavar="TEXT", help="object key (default: <sha256><extension>)")
+    opts.eval_dir_option(upload)
+    prune = commands.add_parser("prune-cache", help="remove stale incomplete downloads (--all: everything)",
+                                description="Remove interrupted downloads and stale locks from the "
+                                "per-user video cache; --all also removes verified videos.")
+    prune.add_argument("--all", action="store_true", help="also remove downloaded videos")
+    prune.add_argument("--observations", action="store_true",
+                       help="prune the observation cache of `run --cache` instead, least recently used "
+                       "first down to --max-mb (with --all: empty it)")
+    prune.add_argument("--cache", metavar="DIR",
+                       help="with --observations: the observation cache (default: as `run --cache`)")
+    prune.add_argument("--max-mb", type=opts.nonnegative_int, default=None, metavar="INTEGER",
+                       help="with --observations: the size to prune to (default: 512)")
+    for nested in (pull, upload, prune):
+        opts.env_file_options(nested)
+    p.set_defaults(handler=run_video_store, store_parser=p)
+
+
+def run_video_store(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..commands import video_store as commands
+
+    if args.store_command == "pull":
+        commands.pull(args.eval_dir, args.case, out, err)
+    elif args.store_command == "upload":
+        commands.upload(args.file, args.store, args.key, args.eval_dir, out)
+    elif args.store_command == "prune-cache" and args.observations:
+        if args.all and args.max_mb is not None:
+            raise UsageError("--all empties the observation cache; drop --max-mb or --all")
+        commands.prune_observations(args.cache, args.max_mb, args.all, out)
+    elif args.store_command == "prune-cache":
+        if args.cache is not None or args.max_mb is not None:
+            raise UsageError("--cache and --max-mb apply to --observations")
+        commands.prune_cache(args.all, out)
+    else:
+        args.store_parser.print_help(out)
+        return ExitCode.ERROR
+    return ExitCode.OK

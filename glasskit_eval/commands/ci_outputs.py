@@ -1,0 +1,150 @@
+"""The run's CI outputs: JUnit XML, GitHub annotations and job summary, baseline, shard marker.
+
+Rendering is in ``reports/`` (pure); this module decides what applies to a run and does the I/O.
+A shard's report carries everything ``merge-reports`` needs to recompute gates offline (options,
+thresholds, the whole selection with its case-file lines), so merging needs no eval directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..cases.model import Thresholds
+from ..errors import OutputError
+from ..plan.planning import Plan
+from ..reports.baseline import BaselineDiff, diff_against, format_diff
+from ..reports.locations import Locations, relative_path, sample_locations
+from ..summary import RunResult, RunSummary
+from ..support.fsio import write_text_atomic
+from .requests import RunRequest
+
+#: Options every shard of one matrix must share (they select samples or gate them).
+SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
+                  "min_target_pass_rate", "max_failures", "max_flaky_samples", "allow_empty")
+
+
+def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | None:
+    """The run against ``--baseline`` (none for a shard: ``merge-reports`` compares the whole run)."""
+    if request.shard is not None or request.baseline is None:
+        return None
+    return diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
+                        label=display_path(request.baseline))
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the cwd when it is below it (reports stay short and portable)."""
+    text = relative_path(Path(path), Path.cwd())
+    return path if text.startswith("../") or text == ".." else text
+
+
+def print_notes(request: RunRequest, found: BaselineDiff | None, out: TextIO) -> None:
+    """After the summary: the shard this was, or the baseline comparison."""
+    if request.shard is not None:
+        print(file=out)
+        print(f"Shard {request.shard}: gates are applied when `merge-reports` merges the shards' reports",
+              file=out)
+    print_baseline(found, out)
+
+
+def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
+    if found is not None:
+        print(file=out)
+        print(format_diff(found), file=out)
+
+
+def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
+            "per_target": dict(t.per_target) if t.per_target else None}
+
+
+def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
+    """One digest of the checkpoint's input fingerprints that is the same on every machine.
+
+    Files are named relative to the eval directory, but a cloud video lives in a per-user cache
+    whose path differs between CI runners, so videos count by content only.
+    """
+    videos = sorted(json.dumps(v, sort_keys=True) for v in (fingerprints.get("videos") or {}).values())
+    stable = {"files": fingerprints.get("files") or {}, "videos": videos}
+    text = json.dumps(stable, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]) -> dict[str, Any]:
+    assert request.shard is not None
+    index, _, total = request.shard.partition("/")
+    options = request.to_json()
+    root = full.eval_dir.root
+    locations = sample_locations(c.case for c in full.cases)
+    selection = [[c.case.name, s.target.id, s.sample_index, locations[(c.case.name, s.target.id,
+                                                                       s.sample_index)].line]
+                 for c in full.cases for s in c.samples]
+    return {
+        "case_files": {c.case.name: relative_path(c.case.path, root) for c in full.cases},
+        "cases": [c.case.name for c in full.cases],
+        "eval_fingerprint": eval_fingerprint(fingerprints),
+        "index": int(index),
+        "options": {name: options[name] for name in SHARED_OPTIONS},
+        "selection": selection,
+        "thresholds": {"cases": [{"case": c.case.name, "thresholds": thresholds_json(c.case.thresholds)}
+                                 for c in full.cases],
+                       "eval": thresholds_json(full.eval_dir.config.thresholds)},
+        "total": int(total),
+    }
+
+
+def annotations_on(mode: str, env: Mapping[str, str]) -> bool:
+    return mode == "github" or (mode == "auto" and env.get("GITHUB_ACTIONS") == "true")
+
+
+def write_junit(path: Path, summary: RunSummary, locations: Locations, eval_root: Path,
+                found: BaselineDiff | None) -> None:
+    from ..reports.junit import JunitContext, render_junit
+
+    cwd = Path.cwd()
+    context = JunitContext(locations=locations, base=str(cwd), eval_dir=relative_path(eval_root, cwd),
+                           properties=found.properties() if found is not None else ())
+    write_text_atomic(path, render_junit(summary, context))
+
+
+def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, found: BaselineDiff | None,
+                   out: TextIO, env: Mapping[str, str]) -> None:
+    """Workflow commands on ``out`` (the runner reads stdout) and the job summary, if GitHub asks."""
+    from ..reports.annotations import github_annotations, step_summary
+
+    workspace = env.get("GITHUB_WORKSPACE") or str(Path.cwd())
+    lines = github_annotations(summary, locations, workspace=workspace,
+                               eval_dir=relative_path(eval_root, Path.cwd()))
+    if lines:
+        print(file=out)
+        for line in lines:
+            print(line, file=out)
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        try:
+            with open(summary_path, "a", encoding="utf-8") as handle:
+                handle.write(step_summary(summary, found) + "\n")
+        except OSError as exc:
+            raise OutputError(f"cannot append the job summary to GITHUB_STEP_SUMMARY ({summary_path}): "
+                              f"{exc.strerror or exc}") from None
+
+
+def write_outputs(summary: RunSummary, request: RunRequest, full: Plan, found: BaselineDiff | None,
+                  out: TextIO, env: Mapping[str, str] | None = None) -> None:
+    env = os.environ if env is None else env
+    # A shard's failures are annotated once, by merge-reports, unless asked for explicitly.
+    github = annotations_on(request.annotations, env) and not (request.shard and request.annotations == "auto")
+    if request.junit_xml is None and not github:
+        return
+    locations = sample_locations(c.case for c in full.cases)
+    root = full.eval_dir.root
+    if request.junit_xml is not None:
+        write_junit(Path(request.junit_xml), summary, locations, root, found)
+    if github:
+        github_outputs(summary, locations, root, found, out, env)

@@ -1,0 +1,44 @@
+"""The ``merge-reports`` command: shard reports in, one run's console summary and reports out."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from ..reports.baseline import BaselineDiff, diff_against, load_report
+
+
+def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str | None, junit_xml: str | None,
+                  annotations: str = "auto", baseline: str | None = None, fail_on_regression: bool = False,
+                  env: Mapping[str, str] | None = None) -> bool:
+    """Merge, report and gate; True when every gate passed. Bad shards raise UsageError."""
+    from ..reports.console import print_summary
+    from ..reports.json_report import build_report, write_report
+    from ..summary import RunSummary
+    from . import ci_outputs as ci
+    from .merging import merge_reports
+
+    env = os.environ if env is None else env
+    merged = merge_reports([(path, load_report(Path(path))) for path in paths])
+    result = merged.result
+    found: BaselineDiff | None = None
+    if baseline is not None:
+        found = diff_against(Path(baseline), [r for t in result.trials for r in t.results], label=baseline)
+        if fail_on_regression:
+            result = replace(result, gates=(*result.gates, found.gate()))
+    summary = RunSummary.of(result)
+    print(f"Merged {len(paths)} shard reports", file=out)
+    print_summary(summary, out)
+    ci.print_baseline(found, out)
+    if output_json:
+        write_report(Path(output_json),
+                     build_report(summary, baseline=found.to_json() if found is not None else None))
+    root = Path(result.eval_dir)
+    if junit_xml:
+        ci.write_junit(Path(junit_xml), summary, merged.locations, root, found)
+    if ci.annotations_on(annotations, env):
+        ci.github_outputs(summary, merged.locations, root, found, out, env)
+    return summary.success

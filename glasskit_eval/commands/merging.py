@@ -1,0 +1,167 @@
+"""Merging shard reports into the report one unsharded run would have written.
+
+The shards' results are put back in the selection's order and gated with the same code, options
+and thresholds as :func:`~glasskit_eval.evaluation.trials.run_trials`, so summaries, stability and gates
+are those of an unsharded run; only durations differ (a merged trial lasts as long as its slowest
+shard). Shards that do not fit together are refused, naming the shards or samples at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cases.model import Thresholds
+from ..errors import UsageError
+from ..evaluation.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from ..reports.locations import SampleKey, SampleLocation
+from ..results import Gate, ResultFormatError, SampleResult, TimingMode, TrialResult, stability
+from ..summary import RunResult
+
+_SAME = ("total", "eval_fingerprint", "options", "cases", "selection", "thresholds", "case_files")
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    result: RunResult
+    locations: dict[SampleKey, SampleLocation]
+
+
+def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
+    if data is None:
+        return None
+    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"))
+
+
+def _shard(name: str, report: object) -> Mapping[str, Any]:
+    block = report.get("shard") if isinstance(report, Mapping) else None
+    if not isinstance(block, Mapping) or not all(k in block for k in (*_SAME, "index")):
+        raise UsageError(f"{name} is not a shard report; merge the --output-json reports of "
+                         "`run --shard I/N`")
+    if not _well_formed(block):
+        raise UsageError(f"{name}: its `shard` object is damaged; rerun that shard")
+    return block
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _well_formed(block: Mapping[str, Any]) -> bool:
+    """The shapes merging relies on, so a hand-edited report is refused rather than crashing."""
+    selection, options, thresholds = block["selection"], block["options"], block["thresholds"]
+    files = block["case_files"]
+    return (_is_int(block["index"]) and _is_int(block["total"]) and 1 <= block["index"] <= block["total"]
+            and isinstance(options, Mapping) and _is_int(options.get("repeat")) and options["repeat"] >= 1
+            and isinstance(files, Mapping) and isinstance(block["cases"], list)
+            and isinstance(selection, list)
+            and all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) and e[0] in files
+                    and isinstance(e[1], str) and _is_int(e[2]) and (e[3] is None or _is_int(e[3]))
+                    for e in selection)
+            and isinstance(thresholds, Mapping) and isinstance(thresholds.get("cases"), list)
+            and all(isinstance(c, Mapping) and "case" in c and "thresholds" in c for c in thresholds["cases"]))
+
+
+def _key_text(key: SampleKey) -> str:
+    return f"{key[0]} / {key[1]} sample {key[2]}"
+
+
+def _listing(keys: Sequence[SampleKey]) -> str:
+    shown = ", ".join(_key_text(k) for k in keys[:5])
+    return shown + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+
+
+def _check_shards(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Mapping[str, Any]:
+    first_name, first = named[0]
+    for name, block in named[1:]:
+        for key in _SAME:
+            if block[key] != first[key]:
+                what = {"eval_fingerprint": "eval (case files, config or videos)",
+                        "options": "options", "total": "shard count"}.get(key, key)
+                raise UsageError(f"{name} and {first_name} come from different runs: their {what} differ; "
+                                 "merge the shards of one matrix run")
+    total = first["total"]
+    indexes = [block["index"] for _name, block in named]
+    doubled = sorted({i for i in indexes if indexes.count(i) > 1})
+    missing = [i for i in range(1, total + 1) if i not in indexes]
+    if doubled:
+        names = [name for name, block in named if block["index"] in doubled]
+        raise UsageError(f"shard {doubled[0]}/{total} is given more than once ({', '.join(names)})")
+    if missing:
+        raise UsageError("missing shards: " + ", ".join(f"{i}/{total}" for i in missing)
+                         + f"; pass all {total} shard reports")
+    return first
+
+
+def _trial_results(name: str, report: Mapping[str, Any], trial: int) -> list[SampleResult]:
+    trials = report.get("trials")
+    if not isinstance(trials, list) or len(trials) < trial or not isinstance(trials[trial - 1], Mapping):
+        raise UsageError(f"{name} has no trial {trial}")
+    try:
+        return [SampleResult.from_json(r) for r in trials[trial - 1].get("results") or []]
+    except ResultFormatError as exc:
+        raise UsageError(f"{name}: trial {trial} has a damaged result ({exc})") from None
+
+
+def _timing(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int) -> TimingMode | None:
+    for _name, report in named:
+        mode = report["trials"][trial - 1].get("summary", {}).get("evaluation_timing_mode")
+        if mode is not None and report["trials"][trial - 1].get("summary", {}).get("evaluated"):
+            return TimingMode(mode)
+    return TimingMode.INDIVIDUAL
+
+
+def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
+    """Recompute one run from shard reports given as (name, parsed JSON)."""
+    if not named:
+        raise UsageError("merge-reports needs at least one shard report")
+    blocks = [(name, _shard(name, report)) for name, report in named]
+    block = _check_shards(blocks)
+    ordered = sorted(zip(blocks, named), key=lambda pair: pair[0][1]["index"])
+    reports = [(name, report) for (name, _b), (_n, report) in ordered]
+    options = block["options"]
+    selection: list[SampleKey] = [(c, t, i) for c, t, i, _line in block["selection"]]
+    position = {key: n for n, key in enumerate(selection)}
+    gate_options = GateOptions(options.get("min_pass_rate"), options.get("min_target_pass_rate"),
+                               options.get("max_failures"))
+    eval_thresholds = _thresholds(block["thresholds"]["eval"])
+    cases = [CaseThresholds(c["case"], _thresholds(c["thresholds"])) for c in block["thresholds"]["cases"]]
+    trials: list[TrialResult] = []
+    for trial in range(1, int(options["repeat"]) + 1):
+        found: dict[SampleKey, SampleResult] = {}
+        doubled: list[SampleKey] = []
+        for name, report in reports:
+            for sample in _trial_results(name, report, trial):
+                if sample.key in found:
+                    doubled.append(sample.key)
+                found[sample.key] = sample
+        extra = [k for k in found if k not in position]
+        missing = [k for k in selection if k not in found]
+        if doubled:
+            raise UsageError(f"trial {trial}: samples reported by more than one shard: {_listing(doubled)}")
+        if extra:
+            raise UsageError(f"trial {trial}: samples outside the run's selection: {_listing(extra)}")
+        if missing:
+            raise UsageError(f"trial {trial}: no shard reports {_listing(missing)}; rerun the shard "
+                             "that should have run them")
+        results = tuple(found[k] for k in selection)
+        gates = evaluate_gates(results, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
+        duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
+                       for _n, r in reports)
+        trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
+                                  timing_mode=_timing(reports, trial)))
+    run_gates: list[Gate] = []
+    if options.get("max_flaky_samples") is not None:
+        flaky = sum(1 for s in stability(trials) if s.flaky)
+        run_gates.append(flaky_gate(flaky, options["max_flaky_samples"]))
+    first = reports[0][1]
+    duration = max(float(r.get("summary", {}).get("duration_seconds") or 0.0) for _n, r in reports)
+    result = RunResult(eval_dir=str(first.get("eval_dir")), cases=tuple(block["cases"]),
+                       repeat=int(options["repeat"]), trials=tuple(trials), gates=tuple(run_gates),
+                       duration_seconds=duration)
+    root = Path(str(first.get("eval_dir")))
+    files = block["case_files"]
+    locations = {(c, t, i): SampleLocation(root / files[c], line) for c, t, i, line in block["selection"]}
+    return Merged(result, locations)

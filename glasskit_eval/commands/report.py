@@ -1,0 +1,63 @@
+"""The ``report`` command: JSON run reports (shards merge) rendered as one HTML page, without the adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import EvalError
+from ..plan.planning import build_plan, clip_durations
+from ..plan.schedule import Filters
+from ..plan.videos import video_resolver
+from ..reports.html import HtmlOptions
+from ..reports.loading import load_report_file, run_from_reports
+from ..reports.publish import write_html
+from ..reports.thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore
+from ..results import SampleResult
+from ..summary import RunSummary
+
+
+def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, *, eval_dir: Path | None,
+                   budget_bytes: int = DEFAULT_BUDGET_BYTES) -> RunSummary:
+    """``report``: read JSON reports, collect thumbnails, write the page; returns what it rendered."""
+
+    loaded = [(p, load_report_file(p)) for p in paths]
+    run = run_from_reports(loaded)
+    # A run made with --baseline recorded its comparison; one report's is shown as it was.
+    baselines = [data["baseline"] for _p, data in loaded if isinstance(data.get("baseline"), dict)]
+    summary = RunSummary.of(run)
+    results = [r for t in run.trials for r in t.results]
+    store = ThumbnailStore(budget_bytes)
+    store.add_from_artifacts(results)
+    notes: list[str] = []
+    durations: Mapping[str, float] = {}
+    if eval_dir is not None:
+        durations, more = _from_videos(eval_dir, run.cases, results, store,
+                                       lambda line: print(line, file=err))
+        notes += more
+    write_html(html, summary, HtmlOptions(thumbnails=store, budget_bytes=budget_bytes, over_budget=store.over_budget,
+                                          durations=durations, sources=tuple(str(p) for p in paths),
+                                          notes=tuple(notes), baseline=baselines[0] if len(baselines) == 1 else None))
+    print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
+          f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
+    return summary
+
+
+def _from_videos(eval_dir: Path, cases: Sequence[str], results: Sequence[object], store: ThumbnailStore,
+                 notify: Callable[[str], None]) -> tuple[dict[str, float], list[str]]:
+    try:
+        plan = build_plan(eval_dir, Filters(), allow_empty=True, resolve_video=video_resolver(notify),
+                          allow_drafts=True)
+    except EvalError as exc:
+        return {}, [f"Frames were not read from {eval_dir}: {exc}"]
+    wanted: dict[str, tuple[Path, list[SampleResult]]] = {}
+    for c in plan.cases:
+        if c.case.name in cases:
+            mine = [r for r in results if isinstance(r, SampleResult) and r.case == c.case.name]
+            wanted[c.case.name] = (c.video_path, mine)
+    missing = [name for name in cases if name not in wanted]
+    notes = store.add_from_videos(wanted)
+    if missing:
+        notes.append(f"Cases not found in {eval_dir}: {', '.join(missing)} (no frames or clip durations).")
+    return clip_durations(plan), notes

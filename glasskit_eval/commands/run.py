@@ -1,0 +1,263 @@
+"""The ``run`` command end to end: prepare, checkpoint, evaluate, publish.
+
+The checkpoint's lifecycle (resume, unchanged inputs, early stops, interrupts) is the one
+:class:`~glasskit_eval.checkpoints.lifecycle.CheckpointedCommand` that ``seed`` drives too. A
+checkpoint is marked complete only after the report is written, so a run killed while
+reporting can still be resumed to produce its report without calling the adapter again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..checkpoints.fingerprints import VideoDigests
+from ..checkpoints.lifecycle import CheckpointedCommand
+from ..checkpoints.prune import prune_completed
+from ..errors import OutputError
+from ..support.destinations import Destination, check_writable
+from ..support.interrupts import interruptible, reinstall_sigterm
+from .requests import RUN_KIND, RunRequest, absolute
+
+if TYPE_CHECKING:
+    from ..adapters.base import AdapterSpec
+    from ..evaluation.failures import FailureSaver
+    from ..evaluation.observation_cache import ObservationCache
+    from ..plan.planning import Plan
+    from ..reports.baseline import BaselineDiff
+    from ..reports.thumbnails import ThumbnailStore
+    from ..summary import RunResult, RunSummary
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A run ready to evaluate: its request as recorded, what it runs, and the whole selection."""
+
+    request: RunRequest
+    plan: Plan
+    #: The whole selection (a shard runs part of it, but reports where every sample is).
+    full: Plan
+    spec: AdapterSpec
+
+
+def destinations(request: RunRequest, root: Path) -> list[Destination]:
+    """Where the run will write, checked before the adapter exists."""
+    found = []
+    if request.output_json:
+        found.append(Destination(Path(request.output_json), "--output-json"))
+    if request.html:
+        found.append(Destination(Path(request.html), "--html"))
+    if request.artifacts_dir:
+        found.append(Destination(Path(request.artifacts_dir), "--artifacts-dir", directory=True))
+    elif request.save_failures:
+        found.append(Destination(root / "runs", "--save-failures (to <eval-dir>/runs/)", directory=True))
+    return found
+
+
+def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_json: str | None = None) -> bool:
+    """Run ``request``, or resume the checkpoint directory it names; True when every gate passed.
+
+    ``output_json`` (with a resume) writes the resumed run's report there instead of where
+    the original run said.
+
+    Errors are raised: before the checkpoint exists as they are, after it as
+    :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
+    """
+    life = CheckpointedCommand(RUN_KIND, "Eval")
+    with life.guard():
+        prepared = _prepare(life, request, output_json, err)
+        cache = _observation_cache(prepared, err)
+        thumbnails = _thumbnail_store(prepared.request)
+        result = _evaluate(life, prepared, cache, thumbnails, out, err)
+        return _publish(life, prepared, result, cache, thumbnails, out)
+
+
+def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None,
+             err: TextIO) -> _Prepared:
+    """Plan the run, resolve what the request leaves open, and open or create its checkpoint."""
+    from ..adapters.choose import adapter_spec, python_target, uses_python
+    from ..cases.evaldir import load_adapter_config
+    from ..plan.planning import build_plan
+    from ..plan.shard import parse_shard, shard_plan
+    from ..plan.videos import video_resolver
+
+    # Videos are hashed on a thread while planning reads their frame tables.
+    digests = VideoDigests()
+    if isinstance(given, Path):
+        request = life.resume(given, RunRequest.from_json, digests)
+        if output_json is not None:
+            request = replace(request, output_json=absolute(output_json))
+    else:
+        request = given
+    plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
+                      resolve_video=video_resolver(lambda message: print(message, file=err)),
+                      on_video=digests.start)
+    # A shard plans the whole selection, then runs its part of it (the split needs the whole).
+    full = plan
+    if request.shard is not None:
+        plan = shard_plan(full, parse_shard(request.shard))
+    _check_pins(plan, request.strict_pins, err)
+    root = plan.eval_dir.root
+    if request.adapter_config is None:
+        request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
+    if uses_python(request.adapter, request.adapter_command, request.adapter_http, request.adapter_exec,
+                   request.adapter_config):
+        request = replace(request, adapter=python_target(request.adapter, root))
+    if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
+        # Recorded resolved, so a resume keeps the timeout even if config.yaml changes.
+        request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
+    spec = adapter_spec(request.adapter, request.adapter_command, root, err, adapter_http=request.adapter_http,
+                        adapter_exec=request.adapter_exec, adapter_config=request.adapter_config)
+    check_writable(destinations(request, root))
+    if life.checkpoint is None:
+        # Stored with absolute paths, so `run --resume` works from any directory.
+        request = replace(request, eval_dir=str(root), output_json=absolute(request.output_json),
+                          artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
+                          checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
+                          baseline=absolute(request.baseline))
+    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
+               root=request.checkpoint_root(), err=err)
+    return _Prepared(request, plan, full, spec)
+
+
+def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: ObservationCache | None,
+              thumbnails: ThumbnailStore | None, out: TextIO, err: TextIO) -> RunResult:
+    from ..evaluation.reuse import RunStore
+    from ..evaluation.trials import run_trials
+    from ..reports.console import ConsoleListener
+
+    request, plan = prepared.request, prepared.plan
+    listener = ConsoleListener(out, verbose=request.verbose, err=err, case_names=[c.case.name for c in plan.cases])
+    try:
+        return asyncio.run(interruptible(run_trials(
+            plan, prepared.spec, request.trial_options(request.filters()), listener, store=RunStore(life),
+            keep_frame=thumbnails.keep if thumbnails is not None else None,
+            saver=_failure_saver(request, plan.eval_dir.root, life.resumed), cache=cache,
+            gating=request.shard is None)))
+    finally:
+        listener.close()
+        reinstall_sigterm()
+
+
+def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, cache: ObservationCache | None,
+             thumbnails: ThumbnailStore | None, out: TextIO) -> bool:
+    """The summary, every report the request asks for, then the checkpoint's end."""
+    from ..reports.console import print_summary
+    from ..reports.json_report import build_report, write_report
+    from ..summary import RunSummary
+    from . import ci_outputs as ci
+
+    request = prepared.request
+    checkpoint = life.checkpoint
+    assert checkpoint is not None
+    checkpoint.close()
+    baseline = ci.compare_baseline(request, result)
+    if baseline is not None and request.fail_on_regression:
+        result = replace(result, gates=(*result.gates, baseline.gate()))
+    summary = RunSummary.of(result)
+    errors = summary.resumable_adapter_errors
+    report_checkpoint: dict[str, Any] | None = {
+        "path": str(checkpoint.path), "resumable_adapter_errors": errors, "resumed": checkpoint.resumed}
+    if errors and not life.keeps:
+        report_checkpoint = None  # error-only: rerunning the command loses nothing
+    hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
+    print_summary(summary, out, resume_hint=hint, report_path=request.output_json)
+    ci.print_notes(request, baseline, out)
+    cache_block = _cache_report(cache, request, result, out)
+    if request.output_json:
+        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints)
+                 if request.shard is not None else None)
+        write_report(Path(request.output_json), build_report(
+            summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
+            shard=shard, observation_cache=cache_block))
+    ci.write_outputs(summary, request, prepared.full, baseline, out)
+    if request.html and thumbnails is not None:
+        _write_html(Path(request.html), summary, prepared.plan, thumbnails, baseline)
+    life.finish(complete=not errors)
+    prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
+    return summary.success
+
+
+def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSaver | None:
+    if not request.save_failures:
+        return None
+    from ..evaluation.failures import FailureSaver
+
+    saver = FailureSaver(Path(request.artifacts_dir) if request.artifacts_dir else root / "runs")
+    if not resumed:
+        # A resume keeps the artifacts its reused results point at.
+        try:
+            saver.rotate()
+        except OSError as exc:
+            raise OutputError(f"cannot move the previous run's failure artifacts aside in "
+                              f"{saver.base}: {exc.strerror or exc}") from None
+    return saver
+
+
+def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
+    if not request.html:
+        return None
+    from ..reports.thumbnails import ThumbnailStore
+
+    return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+
+
+def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: ThumbnailStore,
+                baseline: BaselineDiff | None) -> None:
+    from ..plan.planning import clip_durations
+    from ..reports.html import HtmlOptions
+    from ..reports.publish import write_html
+
+    # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
+    thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
+    write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
+                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan),
+                                          baseline=baseline.to_json() if baseline is not None else None))
+
+
+def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
+    """Frame pins, when cases have them: warnings, or (--strict-pins) a validation error."""
+    from ..plan.pinfiles import any_pinned
+
+    if not any_pinned(c.case for c in plan.cases):
+        return
+    from ..plan.pinning import check_plan, raise_strict
+
+    check = check_plan(plan)
+    if strict:
+        raise_strict(check)
+    for line in check.warning_lines():
+        print(line, file=err)
+
+
+def _observation_cache(prepared: _Prepared, err: TextIO) -> ObservationCache | None:
+    request = prepared.request
+    if request.cache_dir is None:
+        return None
+    from ..evaluation.observation_cache import ObservationCache
+    from ..evaluation.observation_store import ObservationStore
+
+    return ObservationCache(prepared.spec, ObservationStore(Path(request.cache_dir)), request.cache_mode, err)
+
+
+def _cache_report(cache: ObservationCache | None, request: RunRequest, result: RunResult,
+                  out: TextIO) -> dict[str, Any] | None:
+    """Print the cache's share of the run and prune it to its bound; the report's block."""
+    if cache is None:
+        return None
+    stats = cache.stats
+    hits = sum(1 for t in result.trials for r in t.results if r.cached)
+    evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)
+    pruned = 0
+    if stats.writes:
+        pruned = cache.store.prune(request.cache_max_mb * 1024 * 1024).files
+    if stats.disabled is not None:
+        print(f"Observation cache: off ({stats.disabled})", file=out)
+    else:
+        print(f"Observation cache: {hits} of {evaluated} evaluated samples reused, {stats.misses} adapter "
+              f"calls, {stats.writes} stored ({request.cache_mode}, {request.cache_dir})"
+              + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
+    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits, "misses": stats.misses,
+            "writes": stats.writes, "pruned": pruned, "disabled": stats.disabled}

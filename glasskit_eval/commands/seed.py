@@ -1,0 +1,199 @@
+"""The ``seed`` command: checkpointed adapter calls, then one minimal-diff write per case.
+
+It drives the same checkpoint lifecycle as ``run`` (resume, unchanged inputs, early stops,
+SIGINT/SIGTERM); case files are written only when every selected expectation was proposed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..adapters.base import FactoryConfig
+from ..adapters.calls import DirectCaller
+from ..cases.evaldir import load_adapter_config
+from ..checkpoints.fingerprints import VideoDigests
+from ..checkpoints.lifecycle import CheckpointedCommand
+from ..errors import EvalError
+from ..evaluation.case import CaseWork, run_case
+from ..evaluation.proposals import CaseEdits, extract_judge, needs_seed, plan_edits
+from ..plan.planning import Plan, build_plan
+from ..plan.schedule import Filters, ScheduledSample
+from ..plan.videos import video_resolver
+from ..reports.console import compact
+from ..results import SampleResult, Status
+from ..support import threads
+from .requests import SEED_KIND, SeedRequest, absolute
+
+
+class _Seeder:
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self.life = CheckpointedCommand(SEED_KIND, "Seed")
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def run(self, given: SeedRequest | Path) -> bool:
+        life = self.life
+        digests = VideoDigests()  # hashed on a thread while planning reads frame tables
+        request = life.resume(given, SeedRequest.from_json, digests) if isinstance(given, Path) else given
+        filters = Filters(case=request.case, targets=request.targets)
+        plan = build_plan(request.eval_dir, filters, allow_empty=True, allow_drafts=True,
+                          resolve_video=video_resolver(lambda message: print(message, file=self.err)),
+                          on_video=digests.start)
+        proposals: dict[str, dict[int, Any]] = {}
+        pending: dict[str, list[ScheduledSample]] = {}
+        for case_plan in plan.cases:
+            mine: dict[int, Any] = {}
+            todo = []
+            for s in case_plan.samples:
+                if not needs_seed(s, request.replace):
+                    continue
+                previous = life.previous.get((1, s.case.name, s.target.id, s.sample_index))
+                if previous is not None and previous.status is not Status.ERROR:
+                    mine[s.sample_index] = previous.observed_value
+                else:
+                    todo.append(s)
+            proposals[case_plan.case.name] = mine
+            pending[case_plan.case.name] = todo
+        total = sum(len(v) for v in pending.values()) + sum(len(v) for v in proposals.values())
+        if total == 0:
+            self.say(f"Nothing to seed in {plan.eval_dir.root}: every selected expectation is present "
+                     "(use --replace to propose new values for them).")
+            return True
+        if life.checkpoint is not None or any(pending.values()):
+            from ..adapters.choose import python_target
+
+            if life.checkpoint is None:
+                # Stored with absolute paths, so `seed --resume` works from any directory.
+                request = replace(request, eval_dir=str(plan.eval_dir.root),
+                                  checkpoint_dir=absolute(request.checkpoint_dir),
+                                  adapter=(python_target(request.adapter, plan.eval_dir.root)
+                                           if request.adapter_command is None else None),
+                                  adapter_config_path=(str(Path(request.adapter_config_path).expanduser().resolve())
+                                                       if request.adapter_config_path else None))
+            life.start(request.to_json(), plan, request.case, digests, total=total,
+                       root=request.checkpoint_root(), err=self.err)
+        errors = asyncio.run(self._evaluate(plan, request, pending, proposals))
+        if errors:
+            for r in errors:
+                self.say(f"  ERROR {r.case}/{r.target} @{format_time_float(r.timestamp_s)}s {r.reason}")
+            self.say(f"Seed incomplete: {len(errors)} expectations could not be proposed; case files "
+                     "were left unchanged.")
+            if life.has_completed_work:
+                self.say("\n".join(life.resume_lines()))
+            life.finish(complete=False)
+            return False
+        self._write(plan, proposals)
+        life.finish(complete=True)
+        return True
+
+    async def _evaluate(self, plan: Plan, request: SeedRequest, pending: dict[str, list[ScheduledSample]],
+                        proposals: dict[str, dict[int, Any]]) -> list[SampleResult]:
+        if not any(pending.values()):
+            return []
+        from ..adapters.choose import adapter_spec
+        from ..support.interrupts import interruptible
+
+        spec = adapter_spec(request.adapter, request.adapter_command, plan.eval_dir.root, self.err)
+        config = FactoryConfig(eval_dir=plan.eval_dir.root,
+                               config=load_adapter_config(plan.eval_dir.root, request.adapter_config_path),
+                               verbose=request.verbose)
+        life = self.life
+        checkpoint = life.checkpoint
+        assert checkpoint is not None
+        errors: list[SampleResult] = []
+
+        def sink(result: SampleResult) -> None:
+            life.record(1, result)
+            if request.verbose and result.status is not Status.ERROR:
+                self.say(f"  {result.case}/{result.target} @{format_time_float(result.timestamp_s)}s "
+                         f"-> {compact(result.observed_value)}")
+
+        async def work() -> None:
+            threads.install()
+            evaluator = await spec.create(config)
+            try:
+                for case_plan in plan.cases:
+                    todo = pending[case_plan.case.name]
+                    if not todo:
+                        continue
+                    self.say(f"Case {case_plan.case.name}: proposing {len(todo)} expectations")
+                    results = await run_case(CaseWork(todo, case_plan.video_path, judge=extract_judge),
+                                             DirectCaller(evaluator), concurrency=request.concurrency,
+                                             keep_going=request.keep_going, sink=sink)
+                    for r in results:
+                        if r.status is Status.ERROR:
+                            errors.append(r)
+                        else:
+                            proposals[case_plan.case.name][r.sample_index] = r.observed_value
+            finally:
+                await checkpoint.flush()
+                try:
+                    await evaluator.close()
+                except Exception as exc:
+                    raise EvalError(f"adapter close failed: {exc}") from exc
+
+        await interruptible(work())
+        return errors
+
+    def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> None:
+        from ..cases.write import merge_into_current
+        from ..plan.pinning import repin_if_pinned
+
+        for case_plan in plan.cases:
+            mine = proposals[case_plan.case.name]
+            if not mine:
+                continue
+            case = case_plan.case
+            edits = plan_edits(case, case_plan.samples, mine)
+
+            # The file may have been edited while the adapter ran (an editor, review, another seed):
+            # the edits land on the file as it is now, or are refused if they touch these targets.
+            result = merge_into_current(case.path, case.document.value, {e.target_id for e in edits.edits},
+                                        functools.partial(_apply, edits))
+            self._report(edits, result.fallback, result.reason)
+            # The labels were just made on these frames: a frame lock must say so.
+            seeded = [s for s in case_plan.samples if s.sample_index in mine]
+            pinned = repin_if_pinned(case_plan, seeded)
+            if pinned is not None:
+                self.say(f"  pinned the {len(seeded)} seeded frames in {pinned}")
+
+    def _report(self, edits: CaseEdits, fallback: bool, reason: str | None) -> None:
+        split = [e for e in edits.edits if e.split]
+        text = f"Seeded {edits.case.name}: {edits.samples} samples filled in {len(edits.edits)} blocks"
+        if split:
+            text += f"; {len(split)} blocks split into {sum(len(e.blocks) for e in split)} by value"
+        self.say(f"{text} ({edits.case.path})")
+        if fallback:
+            self.say(f"  note: the file was re-rendered in full ({reason}); YAML comments were not kept")
+
+
+def _apply(edits: CaseEdits, data: Any) -> Any:
+    """Replace each edited block by its new blocks (from the last, so indexes stay valid)."""
+    for edit in sorted(edits.edits, key=lambda e: (e.target_id, -e.block_index)):
+        blocks = data["targets"][edit.target_id]["samples"]
+        blocks[edit.block_index:edit.block_index + 1] = edit.blocks
+    return data
+
+
+def format_time_float(value: float) -> str:
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def execute_seed(request: SeedRequest | Path, out: TextIO, err: TextIO) -> bool:
+    """Seed, or resume the seed checkpoint ``request`` names; True when every selected expectation
+    was proposed and written.
+
+    Errors are raised: before the checkpoint exists as they are, after it as
+    :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
+    """
+    seeder = _Seeder(out, err)
+    with seeder.life.guard():
+        return seeder.run(request)

@@ -1,0 +1,340 @@
+"""Evaluate one case's selected samples with one evaluator.
+
+Decoding runs on worker threads, a few frames ahead of the adapter calls through a
+bounded queue. In declaration order (the default) the targets are called one after the
+other, in case-file order: at most ``concurrency`` calls of the current target are in
+flight, and the next target starts once they have all finished; ``ordering`` decides
+which decode serves which target and keeps frames decoded before their turn. In time
+order every decoded frame goes to every sample that wants it at once. Results come
+back in declaration order whatever order the calls finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..adapters.base import Sample, Target
+from ..adapters.calls import Call, Caller
+from ..errors import AdapterGone, SampleFailure
+from ..plan.schedule import ScheduledSample
+from ..results import SampleResult, Status
+from ..support.tracebacks import last_frame
+from ..video.damage import Warn
+from ..video.frames import DecodedFrame, decode_at
+from .failures import FailureSaver
+from .judge import (
+    Judge,
+    Misjudged,
+    Verdict,
+    describe,
+    failed_call,
+    failed_call_message,
+    ignored_result,
+    judge,
+    make_result,
+    traceback_of,
+)
+from .ordering import DECLARATION, TIME, Decoder, Items, declaration_order_items, time_order_items
+
+T = TypeVar("T")
+
+
+def _at(exc: BaseException) -> str:
+    """`` (at file:line in function)`` of the adapter code that raised, for a fail-fast stop."""
+    text = traceback_of(exc)
+    where = last_frame(text) if text else None
+    return f" (at {where})" if where else ""
+
+#: Called with each finished result as soon as it is known (checkpoints, progress).
+ResultSink = Callable[[SampleResult], None]
+
+#: Called with the result of each adapter call and the image that call got, before the image is
+#: closed (HTML report thumbnails: no second decode). Must not raise, and must not keep the image.
+FrameKeeper = Callable[[SampleResult, Any], None]
+
+_SAVED = (Status.FAILED, Status.ERROR)
+
+
+@dataclass(frozen=True)
+class CaseWork:
+    """One case's samples to evaluate in one trial, and what to do with each result."""
+
+    samples: Sequence[ScheduledSample]
+    video_path: Path
+    judge: Judge = judge
+    keep_frame: FrameKeeper | None = None
+    #: Hears the one warning about a damaged video; called on the decoding thread.
+    warn: Warn | None = None
+    #: ``--save-failures``: the frame and record of every failed or errored result.
+    saver: FailureSaver | None = None
+    trial: int = 1
+
+    def decoder(self) -> Decoder:
+        return decode_at if self.warn is None else functools.partial(decode_at, warn=self.warn)
+
+    async def finish(self, sample: ScheduledSample, frame: DecodedFrame, image: Any, call: Call,
+                     verdict: Verdict, record: Callable[[SampleResult], None]) -> None:
+        """Make the sample's result, save its artifacts, show its frame, then record it.
+
+        The image is still open: individual calls close it after this, batches when the case is done.
+        """
+        artifacts = None
+        if self.saver is not None and verdict.status in _SAVED:
+            artifacts = self.saver.artifacts(sample, self.trial)
+        result = make_result(sample, verdict, frame=frame, call=call, artifacts=artifacts)
+        if self.saver is not None and artifacts is not None:
+            await asyncio.to_thread(self.saver.save, result, image, self.trial)
+        if self.keep_frame is not None:
+            self.keep_frame(result, image)
+        record(result)
+
+
+def target_of(sample: ScheduledSample) -> Target:
+    t = sample.target
+    return Target(id=t.id, index=t.index, label=t.label, config=t.config)
+
+
+#: Frames decoded ahead of the adapter calls: enough to keep the decoder busy while
+#: calls run, few enough that memory stays O(concurrency) frames.
+FRAME_QUEUE_DEPTH = 2
+
+
+class _DecodeFailed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def _frames(make_items: Callable[[], Items]) -> AsyncIterator[tuple[ScheduledSample, DecodedFrame]]:
+    """Run an ``ordering`` generator on a worker thread, feeding a small bounded queue.
+
+    Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
+    when ``FRAME_QUEUE_DEPTH`` frames are waiting. Frames left when the consumer stops
+    are closed.
+    """
+    loop = asyncio.get_running_loop()
+    items: asyncio.Queue[Any] = asyncio.Queue(maxsize=FRAME_QUEUE_DEPTH)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: Any) -> bool:
+        if stop.is_set():
+            return False
+        future = asyncio.run_coroutine_threadsafe(items.put(item), loop)
+        while True:
+            try:
+                future.result(timeout=0.05)
+                return True
+            except concurrent.futures.TimeoutError:
+                if stop.is_set():
+                    future.cancel()
+                    return False
+
+    def produce() -> None:
+        gen = make_items()
+        try:
+            for item in gen:
+                if not put(item):
+                    item[1].image.close()
+                    return
+            put(done)
+        except BaseException as exc:
+            put(_DecodeFailed(exc))
+        finally:
+            gen.close()
+
+    def drain() -> None:
+        while not items.empty():
+            item = items.get_nowait()
+            if isinstance(item, tuple):
+                item[1].image.close()
+
+    producer = loop.run_in_executor(None, produce)
+    try:
+        while True:
+            item = await items.get()
+            if item is done:
+                break
+            if isinstance(item, _DecodeFailed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        while not producer.done():
+            drain()
+            await asyncio.wait({producer}, timeout=0.05)
+        drain()
+        if not producer.cancelled():
+            producer.exception()
+
+
+def _make_sample(sample: ScheduledSample, frame: DecodedFrame, image: Any, video_path: Path) -> Sample:
+    return Sample(image=image, timestamp_s=sample.timestamp_s, frame_index=frame.index,
+                  sample_index=sample.sample_index, video_path=str(video_path),
+                  case_name=sample.case.name)
+
+
+async def run_case(work: CaseWork, caller: Caller, *, concurrency: int, keep_going: bool,
+                   sink: ResultSink | None = None, order: str = DECLARATION) -> list[SampleResult]:
+    """Evaluate one case; returns results for every selected sample in declaration order.
+
+    ``order`` is ``ordering.DECLARATION`` or ``ordering.TIME`` (batch adapters always get
+    one call per target, in declaration order). Raises :class:`SampleFailure` on the
+    first adapter error unless ``keep_going``.
+    """
+    results: dict[int, SampleResult] = {}
+
+    def record(result: SampleResult) -> None:
+        results[result.sample_index] = result
+        if sink is not None:
+            sink(result)
+
+    pending: list[ScheduledSample] = []
+    for sample in work.samples:
+        if sample.ignored:
+            record(ignored_result(sample))
+        else:
+            pending.append(sample)
+    if pending:
+        if caller.batch:
+            await _run_batches(work, pending, caller, keep_going, record)
+        else:
+            await _run_individual(work, pending, caller, concurrency, keep_going, record, order)
+    return [results[s.sample_index] for s in work.samples]
+
+
+async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
+                          caller: Caller, concurrency: int, keep_going: bool,
+                          record: Callable[[SampleResult], None], order: str) -> None:
+    slots = asyncio.Semaphore(concurrency)
+    tasks: set[asyncio.Task[None]] = set()
+    failure: list[SampleFailure] = []
+    completed = 0
+
+    async def call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
+        try:
+            await judged_call(sample, frame, image)
+        finally:
+            # Closed after judging, not after the call: artifacts and a frame keeper may still need it.
+            image.close()
+
+    def stop(message: str) -> None:
+        if not failure:
+            failure.append(SampleFailure(message, completed))
+
+    async def judged_call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
+        nonlocal completed
+        try:
+            done = await caller.call(_make_sample(sample, frame, image, work.video_path), target_of(sample))
+        finally:
+            slots.release()
+        if done.error is not None:
+            if _stops(done.error, keep_going):
+                stop(failed_call_message(done.error, describe(sample)) + _at(done.error))
+                return
+            verdict = failed_call(done, describe(sample))
+        else:
+            try:
+                verdict = work.judge(sample, done.observation)
+            except Misjudged as exc:
+                # Non-JSON observations and comparator crashes abort a fail-fast run like adapter errors.
+                if not keep_going:
+                    stop(exc.stop_message())
+                    return
+                verdict = exc.verdict()
+            completed += 1
+        await work.finish(sample, frame, image, done, verdict, record)
+
+    async def settle() -> None:
+        # Wait for the calls still in flight, but stop waiting at the first fail-fast
+        # error: a call that never answers must not hold the run hostage.
+        while tasks and not failure:
+            await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
+
+    if order == TIME:
+        def items() -> Items:
+            return time_order_items(work.video_path, pending, work.decoder())
+    else:
+        def items() -> Items:
+            return declaration_order_items(work.video_path, pending, work.decoder())
+
+    current_target: str | None = None
+    try:
+        async for sample, frame in _frames(items):
+            if order != TIME and sample.target.id != current_target:
+                # The next target starts once every call of the current one has finished.
+                await settle()
+                current_target = sample.target.id
+            await slots.acquire()
+            if failure:
+                slots.release()
+                frame.image.close()
+                break
+            task = asyncio.create_task(call(sample, frame, frame.image))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        await settle()
+    finally:
+        if tasks:
+            if failure:
+                await caller.cancel_pending()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*list(tasks), return_exceptions=True)
+    if failure:
+        raise failure[0]
+
+
+async def _run_batches(work: CaseWork, pending: list[ScheduledSample], caller: Caller, keep_going: bool,
+                       record: Callable[[SampleResult], None]) -> None:
+    # evaluate_many needs a target's frames all at once: one target's are held at a time
+    # (later targets' frames wait in the ordering's store, bounded in memory).
+    items: list[tuple[ScheduledSample, DecodedFrame, Any]] = []
+    try:
+        async for sample, frame in _frames(lambda: declaration_order_items(work.video_path, pending, work.decoder())):
+            if items and items[0][0].target.id != sample.target.id:
+                batch, items = items, []
+                try:
+                    await _one_batch(batch, work, caller, keep_going, record)
+                finally:
+                    for _sample, _frame, image in batch:
+                        image.close()
+            items.append((sample, frame, frame.image))
+        if items:
+            await _one_batch(items, work, caller, keep_going, record)
+    finally:
+        for _sample, _frame, image in items:
+            image.close()
+
+
+async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], work: CaseWork, caller: Caller,
+                     keep_going: bool, record: Callable[[SampleResult], None]) -> None:
+    first = items[0][0]
+    target = target_of(first)
+    what = f"evaluate_many for {first.case.name}/{target.id} ({len(items)} samples)"
+    calls = await caller.call_many([_make_sample(s, f, image, work.video_path) for s, f, image in items], target)
+    for done in calls:
+        if done.error is not None and _stops(done.error, keep_going):
+            raise SampleFailure(failed_call_message(done.error, what) + _at(done.error), 0) from done.error
+    for (sample, frame, image), done in zip(items, calls):
+        if done.error is not None:
+            verdict = failed_call(done, what)
+        else:
+            try:
+                verdict = work.judge(sample, done.observation)
+            except Misjudged as exc:
+                if not keep_going:
+                    raise SampleFailure(exc.stop_message(), 0) from None
+                verdict = exc.verdict()
+        await work.finish(sample, frame, image, done, verdict, record)
+
+
+def _stops(error: BaseException, keep_going: bool) -> bool:
+    """Whether a failed call stops the run: fail-fast, or a dead adapter process (never recovers)."""
+    return not keep_going or isinstance(error, AdapterGone)

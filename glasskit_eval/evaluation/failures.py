@@ -1,0 +1,85 @@
+"""``--save-failures``: a JPEG of the exact frame and a JSON record per failed attempt.
+
+The paths are chosen before the result is made (it carries them from the start), and the
+frame is the one the adapter got, saved while it is still in memory: no second decode.
+
+A new run moves the artifacts of the previous one aside (``failures/previous/``, one
+generation kept), so the trial directories only ever hold one run's failures; a resume
+keeps them, since its reused results point at them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..plan.schedule import ScheduledSample
+from ..results import SampleResult
+from ..support.fsio import write_bytes_atomic, write_text_atomic
+from .judge import Artifacts
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+#: Longest piece of a case or target name in an artifact file name (file systems allow 255 bytes).
+_NAME_PART = 60
+
+
+def _safe(text: str) -> str:
+    safe = _UNSAFE.sub("_", text).strip("._") or "x"
+    if len(safe) <= _NAME_PART:
+        return safe
+    # Cut, and keep names unique with a short hash of the whole name.
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[:_NAME_PART - 9]}-{digest}"
+
+
+class FailureSaver:
+    def __init__(self, base: Path) -> None:
+        self.base = base / "failures"
+
+    def rotate(self) -> list[Path]:
+        """Move the last run's ``trial-NNN`` directories into ``previous/``, replacing what was there.
+
+        Returns the directories moved (as they are now named).
+        """
+        if not self.base.is_dir():
+            return []
+        old = sorted(p for p in self.base.iterdir() if p.is_dir() and p.name.startswith("trial-"))
+        if not old:
+            return []
+        previous = self.base / "previous"
+        shutil.rmtree(previous, ignore_errors=True)
+        previous.mkdir()
+        moved = []
+        for folder in old:
+            target = previous / folder.name
+            folder.rename(target)
+            moved.append(target)
+        return moved
+
+    def artifacts(self, sample: ScheduledSample, trial: int) -> Artifacts:
+        """Where a failed result of ``sample`` in ``trial`` keeps its frame and record."""
+        stem = (f"{_safe(sample.case.name)}_{_safe(sample.target.id)}_{sample.sample_index:05d}_"
+                f"{sample.timestamp_s:.3f}s")
+        folder = self.base / f"trial-{trial:03d}"
+        return Artifacts(image=str(folder / f"{stem}.jpg"), record=str(folder / f"{stem}.json"))
+
+    def save(self, result: SampleResult, image: Any, trial: int) -> None:
+        """Write the JPEG of the exact frame the adapter got and the result as reported.
+
+        The record is upstream's artifact format: the result plus its one-based trial.
+        """
+        assert result.artifact_image is not None and result.artifact_json is not None
+        buffer = io.BytesIO()
+        image.save(buffer, format="JPEG", quality=90)
+        write_bytes_atomic(Path(result.artifact_image), buffer.getvalue())
+        record = result.to_json()
+        record.update(artifact_image=None, artifact_json=None, trial=trial)
+        write_text_atomic(Path(result.artifact_json),
+                          json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

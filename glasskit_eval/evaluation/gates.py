@@ -1,0 +1,155 @@
+"""Quality gates: thresholds precedence resolved into pass/fail records (pure).
+
+Precedence (upstream manual, "Threshold precedence"): ``--min-pass-rate`` and
+``--max-failures`` override the eval-level keys of config.yaml and switch off
+every case-level gate; ``--min-target-pass-rate`` replaces config.yaml's
+``per_target`` gates; eval-level per-target gates are skipped for targets with
+no selected results, but one naming a target no selected case declares fails
+(``undeclared``), as upstream. ``adapter_errors`` is always present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..cases.model import Thresholds
+from ..results import Gate, SampleResult, Status, TrialResult, stability
+from ..summary import Counts
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """The gates the command line sets; each one given wins over its config.yaml key."""
+
+    min_pass_rate: float | None = None
+    min_target_pass_rate: float | None = None
+    max_failures: int | None = None
+    max_flaky_samples: int | None = None
+    max_p95_latency_s: float | None = None
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class CaseThresholds:
+    case: str
+    thresholds: Thresholds | None
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def _rate_gate(name: str, results: Sequence[SampleResult], minimum: float) -> Gate:
+    counts = Counts.of(results)
+    # Upstream reports a pass rate of 0.0 when nothing was evaluated, so a pass-rate
+    # gate over only ignored samples fails unless its minimum is 0.
+    rate = counts.pass_rate or 0.0
+    # Compare counts, not floats, so 50% of 6 against a 0.5 gate is a pass.
+    passed = counts.passed >= minimum * counts.evaluated - 1e-9 if counts.evaluated else minimum <= 0
+    return Gate(name, passed, f"{_pct(rate)} pass rate (gate: >= {_pct(minimum)})")
+
+
+def _failures_gate(name: str, results: Sequence[SampleResult], maximum: int, prefix: str = "") -> Gate:
+    failures = Counts.of(results).failed
+    return Gate(name, failures <= maximum, f"{prefix}{failures} failures (gate: <= {maximum})")
+
+
+def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
+                   eval_thresholds: Thresholds | None, cases: Sequence[CaseThresholds],
+                   undeclared: Mapping[str, str] | None = None) -> list[Gate]:
+    """The gates of one trial, in upstream's order.
+
+    ``undeclared`` maps the eval-level ``per_target`` targets that no selected case
+    declares (without a case or target filter) to the message of their failing gate.
+
+    ``results`` are all results of the trial, ignored ones included: a target
+    counts as present for YAML ``per_target`` gates when it has any selected
+    result, but ``--min-target-pass-rate`` only gates targets with evaluated ones
+    (both as upstream does). Ignored results never count towards a rate.
+    """
+    evaluated = [r for r in results if r.evaluated]
+    errors = sum(1 for r in evaluated if r.status is Status.ERROR)
+    gates = [Gate("adapter_errors", errors == 0,
+                  "no adapter/comparison errors" if errors == 0 else f"{errors} adapter/comparison errors")]
+
+    eval_t = eval_thresholds or Thresholds()
+    min_rate = options.min_pass_rate if options.min_pass_rate is not None else eval_t.min_pass_rate
+    max_failures = options.max_failures if options.max_failures is not None else eval_t.max_failures
+    if min_rate is not None:
+        gates.append(_rate_gate("eval_min_pass_rate", evaluated, min_rate))
+    if max_failures is not None:
+        gates.append(_failures_gate("eval_max_failures", evaluated, max_failures))
+
+    if options.min_target_pass_rate is not None:
+        for target in sorted({r.target for r in evaluated}):
+            subset = [r for r in evaluated if r.target == target]
+            gates.append(_rate_gate(f"all_targets_{target}_min_pass_rate", subset, options.min_target_pass_rate))
+    else:
+        present = {r.target for r in results}
+        for target, minimum in (eval_t.per_target or {}).items():
+            if target in present:
+                subset = [r for r in evaluated if r.target == target]
+                gates.append(_rate_gate(f"eval_{target}_min_pass_rate", subset, minimum))
+            elif undeclared and target in undeclared:
+                gates.append(Gate(f"eval_{target}_min_pass_rate", False, undeclared[target]))
+
+    if options.min_pass_rate is None and options.max_failures is None:
+        for entry in cases:
+            t = entry.thresholds
+            if t is None:
+                continue
+            in_case = [r for r in evaluated if r.case == entry.case]
+            if t.min_pass_rate is not None:
+                gates.append(_rate_gate(f"{entry.case}_min_pass_rate", in_case, t.min_pass_rate))
+            if t.max_failures is not None:
+                gates.append(_failures_gate(f"{entry.case}_max_failures", in_case, t.max_failures,
+                                            prefix=f"{entry.case}: "))
+            present_in_case = {r.target for r in results if r.case == entry.case}
+            for target, minimum in (t.per_target or {}).items():
+                if target in present_in_case:
+                    subset = [r for r in in_case if r.target == target]
+                    gates.append(_rate_gate(f"{entry.case}_{target}_min_pass_rate", subset, minimum))
+    return gates
+
+
+def flaky_gate(flaky_samples: int, maximum: int) -> Gate:
+    return Gate("max_flaky_samples", flaky_samples <= maximum,
+                f"{flaky_samples} flaky samples (gate: <= {maximum})")
+
+
+def latency_gate(p95: float | None, maximum: float) -> Gate:
+    """``--max-p95-latency``: the run's p95 evaluation duration (nearest rank)."""
+    if p95 is None:
+        return Gate("max_p95_latency", True, f"no evaluation durations (gate: p95 <= {maximum:g}s)")
+    return Gate("max_p95_latency", p95 <= maximum, f"p95 latency {p95:.3f}s (gate: <= {maximum:g}s)")
+
+
+def cost_gate(cost: float | None, maximum: float) -> Gate:
+    """``--max-cost``: the run's summed reported ``cost`` (every trial, resumed results included)."""
+    if cost is None:
+        return Gate("max_cost", True, f"the adapter reported no cost (gate: <= {maximum:g})")
+    return Gate("max_cost", cost <= maximum, f"cost {cost:.6g} (gate: <= {maximum:g})")
+
+
+def run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: Thresholds | None) -> list[Gate]:
+    """The gates over the whole run (every trial): flaky samples, p95 latency and cost.
+
+    For latency and cost the command line wins over config.yaml.
+    """
+    gates = []
+    if options.max_flaky_samples is not None:
+        flaky = sum(1 for s in stability(trials) if s.flaky)
+        gates.append(flaky_gate(flaky, options.max_flaky_samples))
+    eval_t = thresholds or Thresholds()
+    max_p95 = options.max_p95_latency_s if options.max_p95_latency_s is not None else eval_t.max_p95_latency_s
+    max_cost = options.max_cost if options.max_cost is not None else eval_t.max_cost
+    if max_p95 is None and max_cost is None:
+        return gates
+    counts = Counts.of(r for t in trials for r in t.results)
+    if max_p95 is not None:
+        latency = counts.latency
+        gates.append(latency_gate(latency.p95 if latency is not None else None, max_p95))
+    if max_cost is not None:
+        gates.append(cost_gate(counts.cost, max_cost))
+    return gates

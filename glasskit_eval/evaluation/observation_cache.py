@@ -1,0 +1,269 @@
+"""``run --cache``: reuse observations of frames an adapter has already judged.
+
+:class:`CachingSpec` wraps an :class:`~glasskit_eval.adapters.base.AdapterSpec`; its evaluators
+are :class:`~glasskit_eval.adapters.base.Evaluator` wrappers, so the runner does not know the
+cache exists. An observation is keyed by the exact pixels handed to the adapter (SHA-256),
+the target's id and config, the adapter's identity and the adapter (factory) config. The
+identity of a Python adapter is the hash of its file and the package sources beside it; a
+command adapter must declare ``adapterVersion`` (or ``version``) in its ``initialize``
+result, else it is not cached (its command line alone says nothing about the code it runs).
+
+Only observations go through the cache: comparison always runs, so a changed ``expect``
+re-judges a cached observation without an adapter call. A hit is a
+:class:`~glasskit_eval.adapters.calls.Call` marked ``cached``, so its result says so from the start.
+Hits are served before the call policy (no rate-limit token, no retry); only a fresh, successful
+observation is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..adapters.base import AdapterSpec, Evaluator, Sample, Target
+from ..adapters.calls import Call, Caller
+from ..support.jsonvalues import json_problem, to_plain
+from ..video.fingerprint import pixel_sha256
+from .observation_store import ObservationStore, key_digest
+
+MODES = ("read", "write", "readwrite")
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    #: Why the cache was off for this run's adapter, if it was.
+    disabled: str | None = None
+
+
+@dataclass
+class _Shared:
+    """What every trial's caller shares."""
+
+    store: ObservationStore
+    mode: str
+    stats: CacheStats = field(default_factory=CacheStats)
+    #: Pixel hashes by (video path, size, mtime, frame index): the targets sharing a frame
+    #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
+    frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
+
+    def pixel_hash(self, sample: Sample) -> str:
+        try:
+            st = os.stat(sample.video_path)
+        except OSError:
+            return pixel_sha256(sample.image)
+        key = (sample.video_path, st.st_size, st.st_mtime_ns, sample.frame_index)
+        found = self.frame_hashes.get(key)
+        if found is None:
+            found = self.frame_hashes[key] = pixel_sha256(sample.image)
+        return found
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("read", "readwrite")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("write", "readwrite")
+
+
+# -- adapter identity --------------------------------------------------------------------
+
+
+def python_identity(target: str) -> str | None:
+    """Hash of a ``module-or-file:callable`` adapter's sources; None when they cannot be found."""
+    module, _sep, attr = target.rpartition(":")
+    files: list[Path]
+    if module.endswith(".py") or "/" in module or "\\" in module:
+        path = Path(module).expanduser().resolve()
+        if not path.is_file():
+            return None
+        files = [path, *_package_sources(path.parent)]
+        base = path.parent
+    else:
+        try:
+            spec = importlib.util.find_spec(module.split(".")[0])
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        if spec.submodule_search_locations:
+            roots = [Path(p) for p in spec.submodule_search_locations]
+            files = [f for root in roots for f in root.rglob("*.py")]
+            base = roots[0].parent
+        elif spec.origin and spec.origin.endswith(".py"):
+            files = [Path(spec.origin)]
+            base = files[0].parent
+        else:
+            return None
+    digest = hashlib.sha256(f"python {attr}\n".encode())
+    for path in sorted(set(files)):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        name = path.relative_to(base) if path.is_relative_to(base) else path
+        digest.update(f"{name.as_posix()} {len(data)}\n".encode())
+        digest.update(data)
+    return "python:" + digest.hexdigest()
+
+
+def _package_sources(directory: Path) -> list[Path]:
+    """The ``.py`` files beside an adapter file and in the packages under it (what it can import)."""
+    found = [p for p in directory.glob("*.py")]
+    for sub in directory.iterdir():
+        if sub.is_dir() and (sub / "__init__.py").is_file():
+            found.extend(sub.rglob("*.py"))
+    return found
+
+
+def command_identity(command: str, initialize_result: Any) -> str | None:
+    """The command line plus the version its ``initialize`` result declares; None without one."""
+    if not isinstance(initialize_result, dict):
+        return None
+    version = initialize_result.get("adapterVersion", initialize_result.get("version"))
+    if not isinstance(version, (str, int, float)) or isinstance(version, bool) or version == "":
+        return None
+    return "command:" + key_digest({"command": command, "version": str(version)})
+
+
+# -- the wrappers --------------------------------------------------------------------------
+
+
+class ObservationCache:
+    """The observation cache of one run: its store and mode, and the adapter it keys on."""
+
+    def __init__(self, spec: AdapterSpec, store: ObservationStore, mode: str, err: TextIO) -> None:
+        if mode not in MODES:
+            raise ValueError(f"cache mode {mode!r}")
+        self.spec = spec
+        self._shared = _Shared(store, mode)
+        self._err = err
+        self._told = False
+
+    @property
+    def stats(self) -> CacheStats:
+        return self._shared.stats
+
+    @property
+    def store(self) -> ObservationStore:
+        return self._shared.store
+
+    def _identity(self, evaluator: Evaluator) -> str | None:
+        from ..adapters.command import CommandAdapterSpec
+        from ..adapters.python import PythonAdapterSpec
+
+        spec = self.spec
+        if isinstance(spec, PythonAdapterSpec):
+            found = python_identity(spec.target)
+            if found is None:
+                self._shared.stats.disabled = f"the sources of Python adapter {spec.target} could not be read"
+                return None
+            # A declared version covers what the sources cannot show (weights, a remote model).
+            declared = getattr(evaluator, "declared_version", None)
+            return found if declared is None else key_digest({"sources": found, "version": declared})
+        if isinstance(spec, CommandAdapterSpec):
+            found = command_identity(spec.command, getattr(evaluator, "initialize_result", None))
+            if found is None:
+                self._shared.stats.disabled = (
+                    f"adapter command `{spec.command}` declares no adapterVersion (or version) in "
+                    "its initialize result; return one to let --cache reuse its observations")
+            return found
+        self._shared.stats.disabled = f"adapter {spec.describe()} has no known identity"
+        return None
+
+    def caller(self, inner: Caller, evaluator: Evaluator, config: Any, trial: int) -> Caller:
+        """``inner``, answered from the cache first; ``evaluator`` is the trial's own adapter.
+
+        Later trials of ``--repeat`` get their own entries: each trial's answers are reused by the
+        same trial of the next run, so flakiness stays measurable with a warm cache.
+        """
+        identity = self._identity(evaluator)
+        if identity is None:
+            if not self._told:
+                self._told = True
+                print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
+            return inner
+        return CachingCaller(inner, self._shared, identity, config, trial)
+
+
+class CachingCaller:
+    """A :class:`~glasskit_eval.adapters.calls.Caller` that answers from the cache, asking ``inner`` on a miss."""
+
+    def __init__(self, inner: Caller, shared: _Shared, identity: str, config: Any, trial: int = 1) -> None:
+        self.inner = inner
+        self._trial = trial
+        self._shared = shared
+        self._identity = identity
+        self._config = to_plain(dict(config)) if json_problem(dict(config)) is None else repr(dict(config))
+
+    @property
+    def batch(self) -> bool:
+        return self.inner.batch
+
+    def _digest(self, sample: Sample, target: Target) -> str:
+        config = dict(target.config)
+        material: dict[str, Any] = {
+            "adapter": self._identity, "adapter_config": self._config,
+            "pixels": self._shared.pixel_hash(sample),
+            "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
+                       else repr(config)},
+        }
+        if self._trial > 1:
+            material["trial"] = self._trial  # trial 1 shares its entries with runs without --repeat
+        return key_digest(material)
+
+    def _lookup(self, sample: Sample, target: Target) -> tuple[str, bool, Any, float]:
+        started = time.perf_counter()
+        digest = self._digest(sample, target)
+        if not self._shared.reads:
+            return digest, False, None, 0.0
+        hit, observation = self._shared.store.get(digest)
+        return digest, hit, observation, time.perf_counter() - started
+
+    async def _remember(self, digest: str, call: Call) -> None:
+        if call.error is not None:
+            return
+        stats = self._shared.stats
+        stats.misses += 1
+        if self._shared.writes and json_problem(call.observation) is None:
+            # On a thread: a slow disk must not stall decoding and other calls. Counted here,
+            # on the event loop, so concurrent calls never race on the counters.
+            stored = await asyncio.to_thread(self._shared.store.put, digest, to_plain(call.observation))
+            stats.writes += stored
+
+    async def call(self, sample: Sample, target: Target) -> Call:
+        digest, hit, observation, seconds = await asyncio.to_thread(self._lookup, sample, target)
+        if hit:
+            self._shared.stats.hits += 1
+            return Call(observation, seconds=seconds, cached=True)
+        done = await self.inner.call(sample, target)
+        await self._remember(digest, done)
+        return done
+
+    async def call_many(self, samples: Sequence[Sample], target: Target) -> list[Call]:
+        looked = await asyncio.to_thread(lambda: [self._lookup(s, target) for s in samples])
+        missing = [i for i, (_digest, hit, _obs, _s) in enumerate(looked) if not hit]
+        calls: list[Call | None] = [None] * len(samples)
+        if missing:
+            fresh = await self.inner.call_many([samples[i] for i in missing], target)
+            for i, done in zip(missing, fresh):
+                calls[i] = done
+                await self._remember(looked[i][0], done)
+        for i, (_digest, hit, observation, seconds) in enumerate(looked):
+            if hit:
+                self._shared.stats.hits += 1
+                calls[i] = Call(observation, seconds=seconds, cached=True, batch_size=len(samples))
+        return [c for c in calls if c is not None]
+
+    async def cancel_pending(self) -> None:
+        await self.inner.cancel_pending()

@@ -1,0 +1,217 @@
+"""In which order a case's samples reach the adapter, and where their frames come from.
+
+``declaration`` (the default, and the adapter reference's rule) calls the targets one
+after the other in case-file order, each target's samples in declaration order.
+``time`` (``--order time``) interleaves the targets by sample time, as one decode
+produces the frames; adapters that keep per-target state cannot tell the difference
+from the first, but it needs no store.
+
+In declaration order one decode still serves several targets when that pays: a *pass*
+decodes the frames of its targets once, lazily and in presentation order, and keeps a
+frame decoded before its turn (a later target's, or a sample declared out of time
+order) in a :class:`~glasskit_eval.evaluation.framestore.FrameStore`. A target joins the
+first pass when keeping its frames costs less than decoding them again; otherwise it
+gets a pass of its own, decoded when its turn comes (:func:`assign_passes`, costs in
+decoded frames as in ``video.strategy``).
+
+Everything here runs on the decoding thread: generators of ``(sample, frame)`` where
+every frame's image belongs to the receiver.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Generator, Iterator, Sequence
+from fractions import Fraction
+from pathlib import Path
+
+from ..plan.schedule import ScheduledSample
+from ..video.frames import DecodedFrame, available_cores, decode_at
+from ..video.frametable import FrameTable, frame_table
+from ..video.strategy import plan
+from .framestore import FrameStore
+
+DECLARATION = "declaration"
+TIME = "time"
+ORDERS = (DECLARATION, TIME)
+
+#: Keeping a frame for later, in decoded-frame equivalents: writing it to the spill file
+#: (once) and reading it back (per use). Measured on 720p H.264 on two cores (a frame
+#: decodes in ~0.6 ms of one core, is spilled in ~1.5 ms and read back in ~0.5 ms); real
+#: footage decodes slower, which only makes keeping frames cheaper still.
+KEEP_WRITE_COST = 2.5
+KEEP_READ_COST = 1.0
+#: At most this much spill file per case (and never more than half the free space of the
+#: temporary directory); a target that would need more is decoded again.
+SPILL_LIMIT = 16 << 30
+
+Items = Generator[tuple[ScheduledSample, DecodedFrame], None, None]
+Decoder = Callable[[Path, Sequence[Fraction]], Iterator[tuple[Fraction, DecodedFrame]]]
+
+
+def in_declaration_order(samples: Sequence[ScheduledSample]) -> list[ScheduledSample]:
+    """Targets in case-file order, then each target's samples as declared."""
+    return sorted(samples, key=lambda s: (s.target.index, s.sample_index))
+
+
+# --- time order ------------------------------------------------------------------------
+
+
+def time_order_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder = decode_at) -> Items:
+    """Frames in presentation order; samples sharing a time in declaration order."""
+    by_time: dict[Fraction, list[ScheduledSample]] = {}
+    for sample in sorted(samples, key=lambda s: s.sample_index):
+        by_time.setdefault(sample.time, []).append(sample)
+    for want, frame in decode(path, sorted(by_time)):
+        group = by_time[want]
+        # Copies first: the receiver may close the original as soon as it has it.
+        copies = [DecodedFrame(frame.index, frame.media_time, frame.image.copy()) for _ in group[1:]]
+        yield group[0], frame
+        for sample, copy in zip(group[1:], copies):
+            yield sample, copy
+
+
+# --- declaration order -----------------------------------------------------------------
+
+
+class _Costs:
+    """Decode and keep costs of frame sets, from the video's frame table."""
+
+    def __init__(self, table: FrameTable | None, cores: int) -> None:
+        self.table = table
+        self.cores = cores
+
+    def index(self, time: Fraction) -> int:
+        table = self.table
+        if table is not None and table.trusted and len(table.pts):
+            return table.select(time)
+        rate = table.average_rate if table is not None and table.average_rate else Fraction(30)
+        return round(time * rate)
+
+    def decode(self, indices: set[int]) -> float:
+        """Wall cost, in decoded frames, of one decode of these frames."""
+        if not indices:
+            return 0.0
+        table = self.table
+        if table is None or not table.seekable:
+            return float(max(indices) + 1)  # decoded sequentially from the start
+        the_plan = plan(table.keyframes, sorted(indices), cores=self.cores,
+                        frame_pixels=table.width * table.height)
+        return the_plan.cost / the_plan.workers
+
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes of one frame in the spill file (RGB, 3 bytes per pixel)."""
+        table = self.table
+        return table.width * table.height * 3 if table is not None else 0
+
+
+def spill_limit() -> int:
+    try:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+    except OSError:
+        return 0
+    return min(SPILL_LIMIT, free // 2)
+
+
+def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
+                  limit: int = SPILL_LIMIT) -> list[int]:
+    """Per target (in call order), the pass that decodes its frames: 0 shared, else its own.
+
+    Greedy in call order. When target ``t``'s turn comes, the shared pass has decoded up
+    to the furthest frame of the earlier targets in it; ``t``'s frames up to there were
+    kept for it (written once, read per use), the rest arrive live. ``t`` joins the shared
+    pass when that plus the extra decoding it adds costs less than decoding its frames
+    again, and the spill stays under ``limit`` bytes.
+    """
+    passes: list[int] = []
+    shared: set[int] = set()
+    kept: set[int] = set()  # frames the shared pass keeps for a later use
+    reach = -1
+    spill_bytes = 0
+    for number, samples in enumerate(targets):
+        indices = [costs.index(s.time) for s in samples]
+        distinct = set(indices)
+        if number == 0:
+            passes.append(0)
+        else:
+            early = [i for i in indices if i <= reach]
+            new_kept = {i for i in early if i not in kept}
+            keep = (costs.decode(shared | distinct) - costs.decode(shared)
+                    + KEEP_WRITE_COST * len(new_kept) + KEEP_READ_COST * len(early))
+            again = costs.decode(distinct)
+            more_bytes = len(new_kept) * costs.frame_bytes
+            if keep <= again and spill_bytes + more_bytes <= limit:
+                passes.append(0)
+                kept |= new_kept
+                spill_bytes += more_bytes
+            else:
+                passes.append(number)
+                continue
+        shared |= distinct
+        reach = max(reach, max(distinct))
+    return passes
+
+
+class _Pass:
+    """One lazy decode serving its samples in call order, keeping frames decoded early."""
+
+    def __init__(self, number: int, path: Path, samples: Sequence[ScheduledSample], decode: Decoder,
+                 store: FrameStore) -> None:
+        self._number = number  # passes share the store (and its budget), keyed apart
+        self._uses = Counter(s.time for s in samples)
+        self._frames = iter(decode(path, sorted(self._uses)))
+        self._store = store
+
+    def frame_for(self, time: Fraction) -> DecodedFrame:
+        self._uses[time] -= 1
+        if (self._number, time) in self._store:
+            return self._store.take((self._number, time))
+        for want, frame in self._frames:
+            if want == time:
+                if self._uses[time]:
+                    self._store.put_copy((self._number, time), frame, self._uses[time])
+                return frame
+            # Decoded before its turn: kept for every use still to come.
+            self._store.put((self._number, want), frame, self._uses[want])
+        raise AssertionError(f"the decoder never produced the frame for {time}s")
+
+    def close(self) -> None:
+        close = getattr(self._frames, "close", None)
+        if close is not None:
+            close()
+
+
+def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder = decode_at,
+                            store: FrameStore | None = None) -> Items:
+    """Samples in declaration order, each with its frame; one decode where it pays."""
+    ordered = in_declaration_order(samples)
+    groups: list[list[ScheduledSample]] = []
+    for sample in ordered:
+        if not groups or groups[-1][0].target.id != sample.target.id:
+            groups.append([])
+        groups[-1].append(sample)
+    try:
+        table: FrameTable | None = frame_table(path)
+    except Exception:
+        table = None  # the decoder will report what is wrong with the video
+    numbers = assign_passes(groups, _Costs(table, available_cores()), spill_limit())
+    store = store if store is not None else FrameStore()
+    passes: dict[int, _Pass] = {}
+    try:
+        for number, group in zip(numbers, groups):
+            if number not in passes:
+                members = [s for n, g in zip(numbers, groups) if n == number for s in g]
+                passes[number] = _Pass(number, path, members, decode, store)
+            current = passes[number]
+            for sample in group:
+                yield sample, current.frame_for(sample.time)
+            if number != 0:
+                current.close()  # an own pass serves one target
+                del passes[number]
+    finally:
+        for each in passes.values():
+            each.close()
+        store.close()

@@ -1,0 +1,293 @@
+"""Run orchestration: trials, a fresh evaluator per trial, the call stack, gates and stability.
+
+:func:`run_trials` reads as its phases: split each case into reused and pending samples,
+open the trial's call stack (adapter, call policy, observation cache), evaluate case by
+case, close, and gate. It knows only :class:`~.options.TrialOptions`, never the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
+from ..adapters.calls import Caller, DirectCaller
+from ..adapters.resilient import RateLimiter, ResilientCaller
+from ..errors import AdapterError, SampleFailure
+from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
+from ..plan.schedule import ScheduledSample
+from ..results import Gate, SampleResult, TimingMode, TrialResult
+from ..summary import CaseHeader, RunResult
+from ..support import threads
+from .case import CaseWork, FrameKeeper, ResultSink, run_case
+from .failures import FailureSaver
+from .gates import CaseThresholds, evaluate_gates, run_gates
+from .judge import Judge, ignored_result, judge
+from .observation_cache import ObservationCache
+from .options import TrialOptions
+
+
+class RunListener(Protocol):
+    def trial_started(self, trial: int, total: int) -> None: ...
+
+    def case_started(self, case: CaseHeader, trial: int, total: int) -> None: ...
+
+    def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None: ...
+
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        """Each new result as soon as it is judged (before its case finishes)."""
+
+    def tick(self) -> None:
+        """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
+
+    def notice(self, text: str) -> None:
+        """A warning about the run as a whole (printed once, not per sample)."""
+
+
+#: How often the listener's clock ticks while a trial runs.
+TICK_S = 0.1
+
+
+class ResultStore(Protocol):
+    """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
+
+    def reusable(self, trial: int, sample: ScheduledSample) -> SampleResult | None: ...
+
+    def sink(self, trial: int) -> ResultSink: ...
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What every trial of one run shares, besides its options."""
+
+    plan: Plan
+    spec: AdapterSpec
+    options: TrialOptions
+    listener: RunListener
+    store: ResultStore | None = None
+    keep_frame: FrameKeeper | None = None
+    saver: FailureSaver | None = None
+    cache: ObservationCache | None = None
+    judge: Judge = judge
+    #: False for a shard: its gates are applied when the shards' reports are merged.
+    gating: bool = True
+
+
+@dataclass
+class _CaseSplit:
+    """One case in one trial: results an earlier attempt finished, and samples still to evaluate."""
+
+    plan: CasePlan
+    reused: dict[int, SampleResult]
+    pending: list[ScheduledSample]
+
+    @property
+    def shown(self) -> bool:
+        """A case with nothing pending is not announced (a resume shows only the work it does)."""
+        return bool(self.pending) or not self.reused
+
+    def header(self) -> CaseHeader:
+        case = self.plan.case
+        video = self.plan.video_path.name if self.plan.video_path.name else case.video.describe()
+        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets))
+
+
+async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
+                     store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
+                     saver: FailureSaver | None = None, cache: ObservationCache | None = None,
+                     judge: Judge = judge, gating: bool = True) -> RunResult:
+    """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
+
+    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
+    A trial with nothing left to evaluate creates no evaluator.
+    """
+    # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
+    # so an interrupted run can exit even if an adapter call never returns.
+    threads.install()
+    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating)
+    started = time.perf_counter()
+    # One limiter for the whole run: the provider's quota does not reset between trials.
+    rate = options.call_policy.max_calls_per_second
+    limiter = RateLimiter(rate) if rate else None
+    trials = [await _trial(engine, trial, limiter) for trial in range(1, options.repeat + 1)]
+    gates = run_gates(trials, options.gates, plan.eval_dir.config.thresholds) if gating else []
+    return RunResult(eval_dir=str(plan.eval_dir.root), cases=tuple(c.case.name for c in plan.cases),
+                     repeat=options.repeat, trials=tuple(trials), gates=tuple(gates),
+                     duration_seconds=time.perf_counter() - started)
+
+
+async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> TrialResult:
+    options, listener = engine.options, engine.listener
+    splits = _split(engine.plan, trial, engine.store)
+    if options.repeat > 1 and (any(s.pending for s in splits) or engine.plan.sample_count == 0):
+        listener.trial_started(trial, options.repeat)
+    started = time.perf_counter()
+    evaluator: Evaluator | None = None
+    caller: Caller | None = None
+    if any(not s.ignored for split in splits for s in split.pending):
+        evaluator, caller = await _open(engine, trial, limiter)
+        if evaluator.batch and trial == 1:
+            for line in batch_memory_notes(splits):
+                listener.notice(line)
+    sink = _announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
+                       options.repeat)
+    ticker = asyncio.create_task(_tick(listener))
+    results: list[SampleResult] = []
+    try:
+        for split in splits:
+            results.extend(await _case(engine, split, trial, caller, sink))
+    except BaseException as exc:
+        if evaluator is not None:
+            if not isinstance(exc, SampleFailure):
+                # Interrupted or broken: abandon calls still running in the adapter (a
+                # fail-fast case has already done so).
+                with contextlib.suppress(Exception):
+                    await evaluator.cancel_pending()
+            with contextlib.suppress(Exception):
+                await evaluator.close()
+        raise
+    finally:
+        ticker.cancel()
+    if evaluator is not None:
+        await _close(evaluator)
+    gates = _trial_gates(engine, results) if engine.gating else []
+    return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
+                       duration_seconds=time.perf_counter() - started,
+                       timing_mode=_timing_mode(results, caller))
+
+
+def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseSplit]:
+    splits = []
+    for case_plan in plan.cases:
+        reused: dict[int, SampleResult] = {}
+        pending: list[ScheduledSample] = []
+        for sample in case_plan.samples:
+            result = store.reusable(trial, sample) if store is not None else None
+            if result is None:
+                pending.append(sample)
+            else:
+                reused[sample.sample_index] = result
+        splits.append(_CaseSplit(case_plan, reused, pending))
+    return splits
+
+
+async def _open(engine: Engine, trial: int, limiter: RateLimiter | None) -> tuple[Evaluator, Caller]:
+    """The trial's evaluator and the stack of callers around it: cache, then call policy, then the call."""
+    options = engine.options
+    config = FactoryConfig(eval_dir=engine.plan.eval_dir.root, config=dict(options.adapter_config),
+                           artifacts_dir=options.artifacts_dir, verbose=options.verbose)
+    evaluator = await engine.spec.create(config)
+    caller: Caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, limiter)
+    if engine.cache is not None:
+        caller = engine.cache.caller(caller, evaluator, config.config, trial)
+    return evaluator, caller
+
+
+async def _case(engine: Engine, split: _CaseSplit, trial: int, caller: Caller | None,
+                sink: ResultSink) -> list[SampleResult]:
+    """One case of one trial: its results in declaration order, reused ones included."""
+    options, listener = engine.options, engine.listener
+    header = split.header()
+    new: list[SampleResult] = []
+    if split.shown:
+        listener.case_started(header, trial, options.repeat)
+        if caller is not None and any(not s.ignored for s in split.pending):
+            work = CaseWork(split.pending, split.plan.video_path, engine.judge, keep_frame=engine.keep_frame,
+                            warn=_warner(listener), saver=engine.saver, trial=trial)
+            new = await run_case(work, caller, concurrency=options.concurrency, keep_going=options.keep_going,
+                                 sink=sink, order=options.order)
+        else:
+            new = [ignored_result(s) for s in split.pending]
+            for result in new:
+                sink(result)
+    merged = {**split.reused, **{r.sample_index: r for r in new}}
+    if split.shown:
+        listener.case_finished(header, [merged[s.sample_index] for s in split.pending or split.plan.samples],
+                               trial, options.repeat)
+    return [merged[s.sample_index] for s in split.plan.samples]
+
+
+async def _close(evaluator: Evaluator) -> None:
+    try:
+        await evaluator.close()
+    except AdapterError:
+        raise
+    except Exception as exc:
+        raise AdapterError(f"adapter close failed: {exc}") from exc
+
+
+def _trial_gates(engine: Engine, results: Sequence[SampleResult]) -> list[Gate]:
+    plan = engine.plan
+    return evaluate_gates(results, options=engine.options.gates, eval_thresholds=plan.eval_dir.config.thresholds,
+                          cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
+                          undeclared=undeclared_gate_targets(plan, engine.options.filters))
+
+
+def _warner(listener: RunListener) -> Any:
+    loop = asyncio.get_running_loop()
+
+    def warn(message: str) -> None:
+        # From the decoding thread: printed by the loop, above the live progress line.
+        loop.call_soon_threadsafe(listener.notice, message)
+
+    return warn
+
+
+def _announcing(sink: ResultSink | None, listener: RunListener, trial: int, trials: int) -> ResultSink:
+    """The store's sink, then the listener: a result is on record before anyone is told of it."""
+
+    def record(result: SampleResult) -> None:
+        if sink is not None:
+            sink(result)
+        listener.sample_finished(result, trial, trials)
+
+    return record
+
+
+async def _tick(listener: RunListener) -> None:
+    while True:
+        await asyncio.sleep(TICK_S)
+        listener.tick()
+
+
+#: Above this, holding one target's frames for ``evaluate_many`` is worth a warning.
+BATCH_MEMORY_WARN_BYTES = 1 << 30
+
+
+def batch_memory_notes(splits: Sequence[_CaseSplit]) -> list[str]:
+    """One line per target whose ``evaluate_many`` call needs more frame memory than the budget.
+
+    A batch holds a target's frames (width x height x 3 bytes each, one per distinct time) at once.
+    """
+    notes = []
+    for split in splits:
+        info = split.plan.video
+        if info is None:
+            continue
+        frame_bytes = info.width * info.height * 3
+        times: dict[str, set[object]] = {}
+        for s in split.pending:
+            if not s.ignored:
+                times.setdefault(s.target.id, set()).add(s.time)
+        for target, wanted in times.items():
+            need = len(wanted) * frame_bytes
+            if need > BATCH_MEMORY_WARN_BYTES:
+                notes.append(f"evaluate_many for {split.plan.case.name}/{target} gets {len(wanted)} frames of "
+                             f"{info.width}x{info.height} at once: about {need / (1 << 20):,.0f} MiB of RGB "
+                             "while the call runs; split the target or use evaluate for long ranges")
+    return notes
+
+
+def _timing_mode(results: list[SampleResult], caller: Caller | None) -> TimingMode | None:
+    """How the trial's durations were measured; None (upstream: null) when nothing was evaluated."""
+    if not any(r.evaluated for r in results):
+        return None
+    if caller is not None:
+        return TimingMode.BATCH if caller.batch else TimingMode.INDIVIDUAL
+    # Everything was reused from a checkpoint: the mode those results were measured in.
+    return next((r.evaluation_timing_mode for r in results if r.evaluation_timing_mode is not None),
+                TimingMode.INDIVIDUAL)

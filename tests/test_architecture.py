@@ -1,0 +1,145 @@
+"""The package's rooms: no import cycle between subpackages, no arrow back up, one place results are made.
+
+Imports are read with ``ast``, in-function and ``TYPE_CHECKING`` ones included: a cycle that only
+lazy imports hide is still a cycle for a reader.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import fields
+from pathlib import Path
+
+import glasskit_eval
+from glasskit_eval.results import SampleResult
+
+PACKAGE = Path(glasskit_eval.__file__).parent
+
+#: Rooms from the top floor down; a room may import only rooms below it. The package itself is the
+#: adapter authors' door (it re-exports ``adapters.base``); ``__version__`` is everyone's.
+FLOORS = [
+    ["__main__", "__init__"],
+    ["cli"],
+    ["commands"],
+    ["review", "dist"],
+    ["evaluation"],
+    ["reports", "checkpoints"],
+    ["plan"],
+    ["cases", "store", "adapters", "video"],
+    ["summary", "protocol_server"],
+    ["results", "compare", "yamltext"],
+    ["support", "errors"],
+]
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+def _room(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _edges() -> dict[tuple[str, str], list[str]]:
+    """(importing room, imported room) -> the imports that make the arrow."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = _module(path)
+        package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
+        if path.name == "__init__.py" and module == "__init__":
+            package = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            base = package[: len(package) - (node.level - 1)]
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            for name in [target or "__init__"]:
+                a, b = _room(module), _room(name)
+                if a != b:
+                    edges.setdefault((a, b), []).append(f"{module} -> {name}")
+    return edges
+
+
+def test_no_import_cycle_between_subpackages() -> None:
+    edges = _edges()
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+    # Tarjan's strongly connected components: every component of more than one room is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    detail = {f"{a}->{b}": why[:3] for (a, b), why in edges.items()
+              if any(a in c and b in c for c in cycles)}
+    assert cycles == [], detail
+
+
+def test_no_room_imports_a_room_above_it() -> None:
+    floor = {room: n for n, rooms in enumerate(FLOORS) for room in rooms}
+    rooms = {_room(_module(p)) for p in PACKAGE.rglob("*.py")}
+    assert rooms <= set(floor), f"rooms without a floor: {sorted(rooms - set(floor))}"
+    upward = {f"{a} -> {b}": why[:3] for (a, b), why in _edges().items()
+              if floor[b] < floor[a] and b != "__init__"}
+    assert upward == {}
+
+
+def test_every_room_has_a_sign() -> None:
+    # h11's two rules at the package level: what lives here, and what it may not know.
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and len(doc.split()) >= 12, f"{init} needs a docstring saying what lives there"
+
+
+#: Fields only a SampleResult has: a ``replace`` setting one of them re-stamps a result.
+RESULT_ONLY_FIELDS = {f.name for f in fields(SampleResult)} - {"case", "target"}
+
+
+def test_results_are_made_in_one_place() -> None:
+    makers = []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        tree = ast.parse(text)
+        knows_results = "SampleResult" in text
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SampleResult":
+                    makers.append(f"{_module(path)}.{function.name}")
+                # A result is never re-stamped after it is made.
+                if (knows_results and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == "replace" and {k.arg for k in node.keywords} & RESULT_ONLY_FIELDS):
+                    makers.append(f"{_module(path)}.{function.name} (replace)")
+    assert sorted(makers) == ["evaluation.judge.make_result"]
+
+
+def test_modules_stay_small() -> None:
+    # The copy-alone server users vendor into their app is the one exception.
+    big = {_module(p): n for p in PACKAGE.rglob("*.py")
+           if (n := len(p.read_text().splitlines())) > 500 and p.name != "protocol_server.py"}
+    assert big == {}
