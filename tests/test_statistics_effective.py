@@ -93,3 +93,29 @@ def test_gaussian_ar1_series_give_phi(phi: float) -> None:
 def test_repeat_fractions_are_outcomes() -> None:
     series = [[2 / 3, 2 / 3, 1 / 3, 0.0, 1.0, 1.0]]
     assert lag1_autocorrelation(series) == pytest.approx(pooled_lag1_numpy(series), abs=1e-12)
+
+
+def test_small_series_bias_correction() -> None:
+    from glasskit_eval.statistics import corrected_autocorrelation
+
+    # Mean length of the varying series 12 (the constant one does not count): (12 r + 1) / 9.
+    varying = [[1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0]]
+    raw = lag1_autocorrelation([*varying, [1] * 30])
+    assert corrected_autocorrelation([*varying, [1] * 30]) == pytest.approx((12 * raw + 1) / 9)
+    # Short series are left as measured; the result is clamped.
+    assert corrected_autocorrelation([[1, 1, 0, 0]]) == pytest.approx(0.25)
+    assert corrected_autocorrelation([[1, 0] * 10]) == 0.0
+    assert corrected_autocorrelation([[1] * 20 + [0] * 20]) == 0.99
+
+
+def test_corrected_r_is_unbiased_enough_on_short_flaky_series() -> None:
+    rng = random.Random(8)
+    from glasskit_eval.statistics import corrected_autocorrelation
+
+    raws, corrected = [], []
+    for _ in range(300):
+        series = [flaky_run(rng, 100, 0.7) for _ in range(4)]
+        raws.append(lag1_autocorrelation(series))
+        corrected.append(corrected_autocorrelation(series))
+    assert sum(raws) / 300 < 0.78  # the measured estimate is biased low...
+    assert sum(corrected) / 300 == pytest.approx(0.8, abs=0.015)  # ...the corrected one is not

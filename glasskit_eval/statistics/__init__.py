@@ -15,8 +15,8 @@ and leaves out what is not a model change (a relabelled expectation, a sample on
 
 How to use:
 
-- ``effective_sample(series) -> EffectiveSample``: n, pooled lag-1 autocorrelation r (clamped
-  to [0, 0.99]) and ``n_eff = n (1 - r) / (1 + r)``.
+- ``effective_sample(series) -> EffectiveSample``: n, pooled lag-1 autocorrelation r (corrected
+  for its small-series bias, clamped to [0, 0.99]) and ``n_eff = n (1 - r) / (1 + r)``.
 - ``pass_rate_interval(series, confidence=0.95) -> PassRateInterval | None``: pass rate and
   Wilson interval at n_eff; ``.to_json()`` is the report's ``pass_rate_ci``.
 - ``regression_family(by_target, alpha=0.05, confidence=0.95) -> RegressionFamily``: paired
@@ -30,7 +30,8 @@ How to use:
 - ``minimum_detectable_drop(effective_pairs, pass_rate, flip_rate=None, alpha=0.05, power=0.8)
   -> float | None``: the smallest drop seen with 80% power; a non-significant comparison with
   ``-delta`` below it is inconclusive.
-- Lower level: ``lag1_autocorrelation``, ``effective_factor``, ``wilson_bounds``,
+- Lower level: ``lag1_autocorrelation`` (as measured), ``corrected_autocorrelation`` (the r
+  used everywhere), ``effective_factor``, ``wilson_bounds``,
   ``mcnemar_drop_p_value``, ``paired_difference_interval``, ``regularized_beta``,
   ``binomial_upper_tail``, ``upper_mid_p``.
 """
@@ -39,7 +40,13 @@ from __future__ import annotations
 
 from .binomial import binomial_upper_tail, regularized_beta, upper_mid_p
 from .bootstrap import LatencyChange, median_latency_change
-from .effective import EffectiveSample, effective_factor, effective_sample, lag1_autocorrelation
+from .effective import (
+    EffectiveSample,
+    corrected_autocorrelation,
+    effective_factor,
+    effective_sample,
+    lag1_autocorrelation,
+)
 from .intervals import PassRateInterval, pass_rate_interval, wilson_bounds
 from .paired import (
     PairedTest,
@@ -60,6 +67,7 @@ __all__ = [
     "PassRateInterval",
     "RegressionFamily",
     "binomial_upper_tail",
+    "corrected_autocorrelation",
     "effective_factor",
     "effective_sample",
     "holm",

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .effective import block_length, clamp_autocorrelation, lag1_autocorrelation
+from .effective import block_length, corrected_autocorrelation
 from .intervals import check_confidence, finite
 
 Scheme = Literal["circular", "stationary"]
@@ -104,7 +104,7 @@ def median_latency_change(series: Sequence[Sequence[tuple[float, float]]], confi
     pairs = sum(len(values) for values in differences)
     if pairs == 0:
         return None
-    r = clamp_autocorrelation(lag1_autocorrelation(differences))
+    r = corrected_autocorrelation(differences)
     length = block_length(r)
     rng = random.Random(seed)
     medians: list[float] = []

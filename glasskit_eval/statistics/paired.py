@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .binomial import upper_mid_p
-from .effective import clamp_autocorrelation, effective_factor, lag1_autocorrelation
+from .effective import corrected_autocorrelation, effective_factor
 from .intervals import check_confidence, finite, wilson_bounds
 
 #: ``(baseline, candidate)`` outcomes of one sample.
@@ -147,7 +147,7 @@ def paired_regression_test(series: PairedSeries, alpha: float = 0.05,
         if not (0.0 <= base <= 1.0 and 0.0 <= cand <= 1.0):
             raise ValueError(f"outcomes must be in [0, 1], got {(base, cand)!r}")
     differences = [[cand - base for base, cand in values] for values in series]
-    r = clamp_autocorrelation(lag1_autocorrelation(differences))
+    r = corrected_autocorrelation(differences)
     drops = sum(max(0.0, base - cand) for base, cand in pairs)
     gains = sum(max(0.0, cand - base) for base, cand in pairs)
     n = len(pairs)
