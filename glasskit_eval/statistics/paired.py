@@ -29,7 +29,7 @@ The test (one-sided: did the pass rate drop?)
     understates their long-run correlation, and 18.8% of such no-change comparisons are flagged.
     Estimating more lags did not fix this on series of 100 (12.8%) and made the intervals worse.
     On a flaky rerun plus a 10-point drop the run-to-run noise alone is about 6 points (the
-    eval's minimum detectable drop there is about 16 points), so no calibrated test finds that
+    eval's minimum detectable drop there is about 17 points), so no calibrated test finds that
     drop 80% of the time; this one does in 67%.
 
 The interval for ``delta = candidate rate - baseline rate``
