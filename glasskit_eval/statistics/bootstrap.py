@@ -1,0 +1,122 @@
+"""Median latency change between paired runs, with a block-bootstrap interval.
+
+Input: one series per (case, target) in time order of ``(baseline, candidate)`` latencies in
+seconds for the samples both runs evaluated. The differences ``candidate - baseline`` give the
+median change (``statistics.median`` over all differences). Its interval resamples blocks of
+neighbouring differences so that slow or fast stretches (a warm cache, a busy machine) stay
+together: the block length is ``L = max(1, round((1 + r) / (1 - r)))`` with r the clamped pooled
+lag-1 autocorrelation of the differences (:mod:`.effective`). Each resample rebuilds every
+series to its own length from blocks that start at uniform positions and wrap around its end
+(circular moving blocks), or, with ``scheme="stationary"``, from blocks of geometric length with
+mean L (Politis and Romano's stationary bootstrap). The interval is the percentile interval of the
+resampled medians (linear interpolation between order statistics). A ``random.Random(seed)``
+drives every draw, so the same input and seed give the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .effective import block_length, corrected_autocorrelation
+from .intervals import check_confidence, finite
+
+Scheme = Literal["circular", "stationary"]
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyChange:
+    """Median paired latency change (candidate minus baseline, seconds) and its interval."""
+
+    median: float
+    low: float
+    high: float
+    level: float
+    #: ``"block-bootstrap-circular"`` or ``"block-bootstrap-stationary"``.
+    method: str
+    block_length: int
+    #: Clamped pooled lag-1 autocorrelation of the differences.
+    autocorrelation: float
+    pairs: int
+    resamples: int
+    seed: int
+
+    def exceeds(self, seconds: float) -> bool:
+        """True when the interval's low bound is above ``seconds`` (``--fail-on-latency-regression``)."""
+        return self.low > seconds
+
+    def to_json(self) -> dict[str, object]:
+        """``{"median", "ci": {"low", "high", "level"}, "method", "block_length", "pairs"}``."""
+        return {"median": finite(self.median),
+                "ci": {"low": finite(self.low), "high": finite(self.high), "level": finite(self.level)},
+                "method": self.method, "block_length": self.block_length, "pairs": self.pairs}
+
+
+def percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, R's type 7)."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    position = fraction * (len(sorted_values) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(sorted_values) - 1)
+    weight = position - below
+    return sorted_values[below] + weight * (sorted_values[above] - sorted_values[below])
+
+
+def _resample_series(values: Sequence[float], length: int, scheme: Scheme,
+                     rng: random.Random, out: list[float]) -> None:
+    """Append one block resample of ``values`` (same length) to ``out``."""
+    n = len(values)
+    filled = 0
+    while filled < n:
+        start = rng.randrange(n)
+        if scheme == "stationary":
+            # Geometric length with mean `length`: P(stop after each value) = 1 / length.
+            size = 1
+            while rng.random() >= 1.0 / length:
+                size += 1
+        else:
+            size = length
+        size = min(size, n - filled)
+        for offset in range(size):
+            out.append(values[(start + offset) % n])
+        filled += size
+
+
+def median_latency_change(series: Sequence[Sequence[tuple[float, float]]], confidence: float = 0.95,
+                          resamples: int = 2000, seed: int = 0,
+                          scheme: Scheme = "circular") -> LatencyChange | None:
+    """Median of paired latency differences and its block-bootstrap percentile interval.
+
+    None when there are no pairs. Latencies must be finite.
+    """
+    check_confidence(confidence)
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples!r}")
+    if scheme not in ("circular", "stationary"):
+        raise ValueError(f"scheme must be 'circular' or 'stationary', got {scheme!r}")
+    differences = [[finite(cand) - finite(base) for base, cand in values] for values in series]
+    differences = [values for values in differences if values]
+    pairs = sum(len(values) for values in differences)
+    if pairs == 0:
+        return None
+    r = corrected_autocorrelation(differences)
+    length = block_length(r)
+    rng = random.Random(seed)
+    medians: list[float] = []
+    buffer: list[float] = []
+    for _ in range(resamples):
+        buffer.clear()
+        for values in differences:
+            _resample_series(values, min(length, len(values)), scheme, rng, buffer)
+        medians.append(statistics.median(buffer))
+    medians.sort()
+    tail = (1.0 - confidence) / 2.0
+    return LatencyChange(median=statistics.median([d for values in differences for d in values]),
+                         low=percentile(medians, tail), high=percentile(medians, 1.0 - tail),
+                         level=confidence, method=f"block-bootstrap-{scheme}", block_length=length,
+                         autocorrelation=r, pairs=pairs, resamples=resamples, seed=seed)

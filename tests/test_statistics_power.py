@@ -1,0 +1,54 @@
+"""Minimum detectable drop (glasskit_eval.statistics.power)."""
+
+from __future__ import annotations
+
+import math
+import random
+from statistics import NormalDist
+
+import pytest
+
+from glasskit_eval.statistics import minimum_detectable_drop, paired_regression_test
+
+
+def test_the_drop_solves_the_power_equation() -> None:
+    z_a, z_b = NormalDist().inv_cdf(0.95), NormalDist().inv_cdf(0.8)
+    for n_eff, p, f in ((400, 0.9, 0.18), (44.0, 0.9, 0.18), (1000, 0.7, None), (250, 0.5, 0.3)):
+        drop = minimum_detectable_drop(n_eff, p, f)
+        assert drop is not None
+        flips = f if f else 2 * p * (1 - p)
+        assert math.sqrt(n_eff) * drop == pytest.approx(z_a * math.sqrt(flips) + z_b * math.sqrt(flips - drop**2), abs=1e-9)
+
+
+def test_more_pairs_see_smaller_drops_and_edges() -> None:
+    drops = [minimum_detectable_drop(n, 0.9, 0.18) for n in (50, 100, 400, 1600)]
+    assert all(d is not None for d in drops)
+    assert drops == sorted(drops, reverse=True)  # type: ignore[type-var]
+    assert minimum_detectable_drop(400, 0.9) == pytest.approx(minimum_detectable_drop(400, 0.9, 0.18))
+    assert minimum_detectable_drop(400, 0.9, 0.0) == pytest.approx(minimum_detectable_drop(400, 0.9, 0.18))
+    assert minimum_detectable_drop(2, 0.9, 0.18) is None
+    assert minimum_detectable_drop(0, 0.9, 0.18) is None
+    assert minimum_detectable_drop(100, 1.0) is None  # nothing flips between runs that always pass
+    assert minimum_detectable_drop(100, 0.0, 0.3) is None  # nothing to drop
+    strict, usual = minimum_detectable_drop(400, 0.9, 0.18, alpha=0.01), minimum_detectable_drop(400, 0.9, 0.18)
+    assert strict is not None and usual is not None and strict > usual
+    with pytest.raises(ValueError):
+        minimum_detectable_drop(100, 0.9, power=0.4)
+
+
+def test_a_drop_of_that_size_is_found_about_80_percent_of_the_time() -> None:
+    # Independent pairs: each pair drops with probability (f + d) / 2 and gains with (f - d) / 2.
+    n, p, flips = 400, 0.9, 0.2
+    drop = minimum_detectable_drop(n, p, flips)
+    assert drop is not None
+    rng = random.Random(6)
+    found = 0
+    for _ in range(400):
+        pairs = []
+        for _ in range(n):
+            u = rng.random()
+            pairs.append((1.0, 0.0) if u < (flips + drop) / 2 else (0.0, 1.0) if u < flips else (1.0, 1.0))
+        test = paired_regression_test([pairs[i::4] for i in range(4)])
+        assert test is not None
+        found += test.significant
+    assert 0.7 <= found / 400 <= 0.9
