@@ -27,7 +27,7 @@ FLOORS = [
     ["plan"],
     ["cases", "store", "adapters", "video"],
     ["summary", "protocol_server"],
-    ["results", "compare", "yamltext"],
+    ["results", "compare", "yamltext", "statistics"],
     ["support", "errors"],
 ]
 

@@ -9,8 +9,7 @@ import statistics
 import numpy as np
 import pytest
 
-from glasskit_eval.statistics import median_latency_change
-from glasskit_eval.statistics.bootstrap import percentile
+from glasskit_eval.statistics.bootstrap import median_latency_change, percentile
 
 
 def latency_pairs(rng: random.Random, shift: float, n: int = 60, phi: float = 0.6) -> list[list[tuple[float, float]]]:

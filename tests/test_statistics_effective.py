@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from test_statistics_kit import flaky_run
 
-from glasskit_eval.statistics import (
+from glasskit_eval.statistics.effective import (
     EffectiveSample,
+    block_length,
     effective_factor,
     effective_sample,
     lag1_autocorrelation,
 )
-from glasskit_eval.statistics.effective import block_length
 
 
 def pooled_lag1_numpy(series: list[list[float]]) -> float:
@@ -96,7 +96,7 @@ def test_repeat_fractions_are_outcomes() -> None:
 
 
 def test_small_series_bias_correction() -> None:
-    from glasskit_eval.statistics import corrected_autocorrelation
+    from glasskit_eval.statistics.effective import corrected_autocorrelation
 
     # Mean length of the varying series 12 (the constant one does not count): (12 r + 1) / 9.
     varying = [[1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0]]
@@ -110,7 +110,7 @@ def test_small_series_bias_correction() -> None:
 
 def test_corrected_r_is_unbiased_enough_on_short_flaky_series() -> None:
     rng = random.Random(8)
-    from glasskit_eval.statistics import corrected_autocorrelation
+    from glasskit_eval.statistics.effective import corrected_autocorrelation
 
     raws, corrected = [], []
     for _ in range(300):

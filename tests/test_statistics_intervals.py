@@ -9,7 +9,7 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 from test_statistics_kit import flaky_run
 
-from glasskit_eval.statistics import pass_rate_interval, wilson_bounds
+from glasskit_eval.statistics.intervals import pass_rate_interval, wilson_bounds
 
 
 @pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])

@@ -11,14 +11,14 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from test_statistics_kit import flaky_run, independent_run
 
-from glasskit_eval.statistics import (
+from glasskit_eval.statistics.paired import (
     PairedTest,
     holm,
     mcnemar_drop_p_value,
-    minimum_detectable_drop,
     paired_regression_test,
     regression_family,
 )
+from glasskit_eval.statistics.power import minimum_detectable_drop
 
 
 def exact_mid_p(b: int, c: int) -> float:

@@ -8,7 +8,8 @@ from statistics import NormalDist
 
 import pytest
 
-from glasskit_eval.statistics import minimum_detectable_drop, paired_regression_test
+from glasskit_eval.statistics.paired import paired_regression_test
+from glasskit_eval.statistics.power import minimum_detectable_drop
 
 
 def test_the_drop_solves_the_power_equation() -> None:

@@ -5,29 +5,29 @@ pass rates, the paired regression test with its Holm family adjustment and diffe
 the block bootstrap of median latency changes and the minimum detectable drop. Every function
 takes plain sequences of floats, returns a small frozen dataclass (with ``to_json()`` where it
 becomes report JSON) or a float, and has no I/O, no state and no randomness except a seeded
-``random.Random`` it makes itself. The modules use only the standard library and import nothing
-from the rest of glasskit_eval.
+``random.Random`` it makes itself. The modules use only the standard library and import
+nothing from the rest of glasskit_eval.
 
 What it may not know: results, statuses, reports, files, the CLI. The caller turns sample
 results into numbers (1 passed, 0 failed or error; with ``--repeat`` a sample's pass fraction),
 one series per (case, target) in time order, matches baseline and candidate samples into pairs,
 and leaves out what is not a model change (a relabelled expectation, a sample only one run has).
 
-How to use:
+How to use (import from the modules; this ``__init__`` imports nothing):
 
-- ``effective_sample(series) -> EffectiveSample``: n, pooled lag-1 autocorrelation r (corrected
+- ``effective.effective_sample(series) -> EffectiveSample``: n, pooled lag-1 autocorrelation r (corrected
   for its small-series bias, clamped to [0, 0.99]) and ``n_eff = n (1 - r) / (1 + r)``.
-- ``pass_rate_interval(series, confidence=0.95) -> PassRateInterval | None``: pass rate and
+- ``intervals.pass_rate_interval(series, confidence=0.95) -> PassRateInterval | None``: pass rate and
   Wilson interval at n_eff; ``.to_json()`` is the report's ``pass_rate_ci``.
-- ``regression_family(by_target, alpha=0.05, confidence=0.95) -> RegressionFamily``: paired
+- ``paired.regression_family(by_target, alpha=0.05, confidence=0.95) -> RegressionFamily``: paired
   series of ``(baseline, candidate)`` per target; a one-sided test of a pass-rate drop per target
   and overall, Holm-adjusted together. ``.overall`` / ``.per_target[t]`` are ``PairedTest``;
   ``.to_json()`` is the report's ``significance``.
   ``paired_regression_test(series, alpha, confidence)`` tests one set alone; ``holm(p_values)``.
-- ``median_latency_change(series, confidence=0.95, resamples=2000, seed=0) -> LatencyChange |
+- ``bootstrap.median_latency_change(series, confidence=0.95, resamples=2000, seed=0) -> LatencyChange |
   None``: paired ``(baseline, candidate)`` latencies; ``.exceeds(S)`` is
   ``--fail-on-latency-regression S``.
-- ``minimum_detectable_drop(effective_pairs, pass_rate, flip_rate=None, alpha=0.05, power=0.8)
+- ``power.minimum_detectable_drop(effective_pairs, pass_rate, flip_rate=None, alpha=0.05, power=0.8)
   -> float | None``: the smallest drop seen with 80% power; a non-significant comparison with
   ``-delta`` below it is inconclusive.
 - Lower level: ``lag1_autocorrelation`` (as measured), ``corrected_autocorrelation`` (the r
@@ -35,52 +35,3 @@ How to use:
   ``mcnemar_drop_p_value``, ``paired_difference_interval``, ``regularized_beta``,
   ``binomial_upper_tail``, ``upper_mid_p``.
 """
-
-from __future__ import annotations
-
-from .binomial import binomial_upper_tail, regularized_beta, upper_mid_p
-from .bootstrap import LatencyChange, median_latency_change
-from .effective import (
-    EffectiveSample,
-    corrected_autocorrelation,
-    effective_factor,
-    effective_sample,
-    lag1_autocorrelation,
-)
-from .intervals import PassRateInterval, pass_rate_interval, wilson_bounds
-from .paired import (
-    PairedTest,
-    RegressionFamily,
-    holm,
-    holm_adjust,
-    mcnemar_drop_p_value,
-    paired_difference_interval,
-    paired_regression_test,
-    regression_family,
-)
-from .power import minimum_detectable_drop
-
-__all__ = [
-    "EffectiveSample",
-    "LatencyChange",
-    "PairedTest",
-    "PassRateInterval",
-    "RegressionFamily",
-    "binomial_upper_tail",
-    "corrected_autocorrelation",
-    "effective_factor",
-    "effective_sample",
-    "holm",
-    "holm_adjust",
-    "lag1_autocorrelation",
-    "mcnemar_drop_p_value",
-    "median_latency_change",
-    "minimum_detectable_drop",
-    "paired_difference_interval",
-    "paired_regression_test",
-    "pass_rate_interval",
-    "regression_family",
-    "regularized_beta",
-    "upper_mid_p",
-    "wilson_bounds",
-]
