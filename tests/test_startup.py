@@ -107,3 +107,16 @@ def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
             full.parse_args(argv)
         assert one_out.getvalue() == full_out.getvalue()
     assert vars(cli.build_parser("run").parse_args(["run"])) == vars(full.parse_args(["run"]))
+
+
+def test_validate_of_local_videos_loads_no_network_module(tmp_path: Path) -> None:
+    # The video store's client (urllib, ssl, certificates) is for cloud videos only: an eval of
+    # local files must not pay for it on every `validate` and `run`.
+    demo = ROOT / "fixtures" / "demo" / "eval"
+    proc = python("-X", "importtime", "-m", "glasskit_eval", "validate", "--eval-dir", str(demo), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "glasskit_eval.commands.validate" in imported
+    assert sorted(m for m in imported if m.split(".")[0] in ("ssl", "http")
+                  or m.startswith("glasskit_eval.store.s3")) == []

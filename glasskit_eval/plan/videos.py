@@ -14,16 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import StoreError, UsageError
-from ..store.config import VideoStoreConfig
-from ..store.credentials import require_credentials, resolve_credentials
-from ..store.progress import terminal_progress
-from ..store.s3 import S3Client
-from ..store.transport import Transport
-from ..store.video_cache import VideoCache, default_cache_dir
 
 if TYPE_CHECKING:
     from ..cases.evaldir import EvalConfig
     from ..cases.model import Case, CloudVideo
+    from ..store.config import VideoStoreConfig
+    from ..store.s3 import S3Client
+    from ..store.transport import Transport
+    from ..store.video_cache import VideoCache
     from .planning import VideoResolver
 
 
@@ -35,11 +33,18 @@ class StoreEnv:
     transport: Transport | None = None
     cache_dir: Path | None = None
 
+    # The store's modules (urllib, ssl, certificates) load only when a cloud video is used:
+    # `validate` and `run` of local videos must not pay for them at start-up.
     def cache(self) -> VideoCache:
+        from ..store.video_cache import VideoCache, default_cache_dir
+
         return VideoCache(self.cache_dir or default_cache_dir(self.environ))
 
     def client(self, store: VideoStoreConfig, *, action: str | None) -> S3Client:
         """A client; with ``action`` set, credentials are required for it."""
+        from ..store.credentials import require_credentials, resolve_credentials
+        from ..store.s3 import S3Client
+
         creds = resolve_credentials(store, self.environ)
         if action is not None:
             creds = require_credentials(store, creds, action)
@@ -77,6 +82,8 @@ def download_video(video: CloudVideo, config: EvalConfig, *, env: StoreEnv | Non
     else:
         client = env.client(store, action="downloading from")
         public = False
+
+    from ..store.progress import terminal_progress
 
     return cache.fetch(video.sha256, video.key, lambda start: client.get(video.key, start, public=public),
                        describe=video.describe(), notify=notify,
