@@ -9,7 +9,7 @@ merged-shard reporters read these fields and never count results themselves.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .results import (
@@ -22,6 +22,15 @@ from .results import (
     TrialResult,
     stability,
 )
+from .statistics.intervals import PassRateInterval, pass_rate_interval
+from .statistics.power import minimum_detectable_drop
+
+#: The confidence level of every interval, and the false-alarm rate of every test, unless the
+#: command line says otherwise (``--confidence``, ``--alpha``).
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_ALPHA = 0.05
+#: The power the smallest detectable drop is quoted at.
+POWER = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +170,7 @@ class RunResult:
 class TrialSummary:
     trial: TrialResult
     counts: Counts
+    pass_rate_ci: PassRateInterval | None = None
 
     @property
     def throughput(self) -> float | None:
@@ -179,6 +189,7 @@ class GroupSummary:
     #: Pass rate of each trial that evaluated something in this group.
     trial_rates: tuple[float, ...]
     stability: tuple[Stability, ...]
+    pass_rate_ci: PassRateInterval | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,23 +218,38 @@ class RunSummary:
     cases: tuple[GroupSummary, ...]
     #: Every failed or errored attempt, in run order (trial, case, declaration).
     failures: tuple[Failure, ...] = ()
+    #: The run's pass rate with its interval: one outcome per sample (its pass fraction across
+    #: trials), neighbouring samples' correlation counted (see ``statistics``).
+    pass_rate_ci: PassRateInterval | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    alpha: float = DEFAULT_ALPHA
+    #: The smallest pass-rate drop a rerun compared with this one would show as significant with
+    #: 80% power at ``alpha``; None when the eval is too small to see any.
+    minimum_detectable_drop: float | None = None
 
     @classmethod
-    def of(cls, run: RunResult) -> RunSummary:
-        trials = tuple(TrialSummary(t, Counts.of(t.results)) for t in run.trials)
+    def of(cls, run: RunResult, *, confidence: float = DEFAULT_CONFIDENCE,
+           alpha: float = DEFAULT_ALPHA) -> RunSummary:
+        trials = tuple(TrialSummary(t, Counts.of(t.results), pass_rate_interval(outcome_series([t]), confidence))
+                       for t in run.trials)
         stable = stability(run.trials)
         everything = [r for t in run.trials for r in t.results]
         displays: dict[str, str] = {}
         for r in everything:
             displays.setdefault(r.target, target_display(r))
-        targets = tuple(_group(name, displays[name], run.trials, stable, _target_of)
+        targets = tuple(_group(name, displays[name], run.trials, stable, _target_of, confidence)
                         for name in sorted(displays, key=lambda t: displays[t].lower()))
-        cases = tuple(_group(name, name, run.trials, stable, _case_of) for name in run.cases)
+        cases = tuple(_group(name, name, run.trials, stable, _case_of, confidence) for name in run.cases)
+        interval = pass_rate_interval(outcome_series(run.trials), confidence)
+        detectable = None
+        if interval is not None:
+            detectable = minimum_detectable_drop(interval.effective_samples, interval.rate, alpha=alpha, power=POWER)
         return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
                    trial_rates=tuple(t.counts.pass_rate or 0.0 for t in trials),
                    targets=targets, cases=cases,
                    failures=tuple(Failure(t.trial, r) for t in run.trials for r in t.results
-                                  if r.status in (Status.FAILED, Status.ERROR)))
+                                  if r.status in (Status.FAILED, Status.ERROR)),
+                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable)
 
     @property
     def success(self) -> bool:
@@ -292,8 +318,28 @@ def _case_of(result: SampleResult) -> str:
     return result.case
 
 
+def outcome_series(trials: Sequence[TrialResult],
+                   keep: Callable[[SampleResult], bool] = lambda _r: True) -> list[list[float]]:
+    """The outcomes the statistics work on: one series per (case, target), in time order.
+
+    A sample's outcome is 1 (passed) or 0 (failed or error); over several trials, the fraction of
+    its evaluated trials that passed. Ignored samples are not outcomes.
+    """
+    samples: dict[tuple[str, str, int], list[float]] = {}
+    for trial in trials:
+        for r in trial.results:
+            if r.evaluated and keep(r):
+                entry = samples.setdefault(r.key, [r.timestamp_s, 0, 0])
+                entry[1] += r.status is Status.PASSED
+                entry[2] += 1
+    series: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
+    for (case, target, index), (time, passes, evaluated) in samples.items():
+        series.setdefault((case, target), []).append((time, index, passes / evaluated))
+    return [[value for _time, _index, value in sorted(items)] for _key, items in sorted(series.items())]
+
+
 def _group(name: str, display: str, trials: tuple[TrialResult, ...], stable: tuple[Stability, ...],
-           key: Callable[[SampleResult], str]) -> GroupSummary:
+           key: Callable[[SampleResult], str], confidence: float) -> GroupSummary:
     rates = []
     mine: list[SampleResult] = []
     for t in trials:
@@ -303,4 +349,5 @@ def _group(name: str, display: str, trials: tuple[TrialResult, ...], stable: tup
         if rate is not None:
             rates.append(rate)
     return GroupSummary(name, display, Counts.of(mine), tuple(rates),
-                        tuple(s for s in stable if key(s.first) == name))
+                        tuple(s for s in stable if key(s.first) == name),
+                        pass_rate_interval(outcome_series(trials, lambda r: key(r) == name), confidence))

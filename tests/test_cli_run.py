@@ -40,7 +40,8 @@ UPSTREAM_RESULT_KEYS = {"artifact_image", "artifact_json", "case", "compare_mode
                         "observed", "observed_value", "reason", "sample_index", "source", "status", "target",
                         "target_label", "timestamp_s"}
 #: Ours beside upstream's: latency, retries, timeouts and usage.
-OUR_SUMMARY_KEYS = {"batch_call_latency", "latency", "retried_samples", "timeout_errors", "usage"}
+OUR_SUMMARY_KEYS = {"batch_call_latency", "latency", "minimum_detectable_drop", "pass_rate_ci", "retried_samples",
+                    "timeout_errors", "usage"}
 OUR_TOP_KEYS = {"by_target", "by_case"}
 UPSTREAM_SUMMARY_KEYS = {"attempt_pass_rate", "average_evaluation_seconds_per_attempt",
                          "consistently_failed_samples", "consistently_passed_samples", "duration_seconds",

@@ -52,7 +52,7 @@ EXPECTED_ANNOTATIONS = [
 EXPECTED_SUMMARY = """\
 ## glasskit_eval: failed
 
-2 cases: 9 evaluated, 5 passed, 3 failed, 1 errors, 1 ignored; pass rate 55.6%
+2 cases: 9 evaluated, 5 passed, 3 failed, 1 errors, 1 ignored; pass rate 55.6% (95% CI 26.7-81.1%; 9 effective of 9 samples)
 
 ### Gates
 

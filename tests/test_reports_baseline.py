@@ -31,7 +31,7 @@ EXPECTED_CHANGES = [
     {"kind": "removed", "case": "lamp", "target": "idx", "timestamp_s": 2.5, "baseline_status": "passed",
      "status": None, "baseline_observed": 15, "observed": None},
 ]
-EXPECTED_COUNTS = {"pass_to_fail": 1, "new_error": 1, "fail_to_pass": 1, "error_fixed": 1, "status_changed": 0,
+EXPECTED_COUNTS = {"pass_to_fail": 1, "new_error": 1, "relabelled": 0, "fail_to_pass": 1, "error_fixed": 1, "status_changed": 0,
                    "observed_changed": 1, "added": 1, "removed": 1}
 
 
@@ -88,8 +88,10 @@ def test_step_summary_has_the_baseline_section(in_tmp: Path, monkeypatch: pytest
     section = text[text.index("### Baseline"):]
     assert section.startswith("### Baseline\n\nAgainst `previous.json`: 9 samples matched; 1 pass_to_fail, "
                               "1 fail_to_pass, 1 error_fixed, 1 observed_changed, 1 added, 1 removed.\n\n"
-                              "| Change | Case | Target | Time | Before | After | Observed before | "
-                              "Observed after |\n")
+                              "Pass rate ")
+    assert ("\n\n| Change | Case | Target | Time | Before | After | Observed before | Observed after |\n"
+            in section)
+    assert ": no significant drop  \n" in section
     assert "| pass_to_fail | door | idx | 1s | passed | failed | 5 | 10 |" in section
 
 
@@ -105,7 +107,8 @@ def test_compare_offline_exits_1_on_regressions(in_tmp: Path) -> None:
     assert code == 1  # the other way round, the fixed error and the fixed failure are regressions
     assert out.startswith("Baseline now.json: 9 samples matched; 1 pass to fail, 1 new error, 1 fail to pass")
     code, out, _err = run_cli("compare", "now.json", "now.json")
-    assert (code, out) == (0, "Baseline now.json: 10 samples matched; no changes\n")
+    assert code == 0 and out.startswith("Baseline now.json: 10 samples matched; no changes\n")
+    assert "(+0.0 points, 95% CI" in out and out.splitlines()[1].endswith(": no significant drop")
 
 
 def test_unreadable_baselines_are_usage_errors(in_tmp: Path) -> None:

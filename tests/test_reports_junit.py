@@ -174,6 +174,10 @@ review: python -m glasskit_eval review --eval-dir e --case c --target t --time 0
   <testsuite name="gates" tests="1" failures="1" errors="0" skipped="0" time="0.000">
     <properties>
       <property name="baseline.added" value="0" />
+      <property name="pass_rate_ci.low" value="0.094531" />
+      <property name="pass_rate_ci.high" value="0.905469" />
+      <property name="pass_rate_ci.level" value="0.95" />
+      <property name="pass_rate_ci.effective_samples" value="2.00" />
       <property name="latency.p50_s" value="0.250000" />
       <property name="latency.p90_s" value="0.250000" />
       <property name="latency.p95_s" value="0.250000" />

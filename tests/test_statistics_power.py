@@ -29,7 +29,10 @@ def test_more_pairs_see_smaller_drops_and_edges() -> None:
     assert minimum_detectable_drop(400, 0.9, 0.0) == pytest.approx(minimum_detectable_drop(400, 0.9, 0.18))
     assert minimum_detectable_drop(2, 0.9, 0.18) is None
     assert minimum_detectable_drop(0, 0.9, 0.18) is None
-    assert minimum_detectable_drop(100, 1.0) is None  # nothing flips between runs that always pass
+    # Runs that always pass flip nothing between them, but a drop flips at least what it drops:
+    # an eval that always passes still sees a large enough drop.
+    always = minimum_detectable_drop(100, 1.0)
+    assert always is not None and 0.02 < always < 0.1
     assert minimum_detectable_drop(100, 0.0, 0.3) is None  # nothing to drop
     strict, usual = minimum_detectable_drop(400, 0.9, 0.18, alpha=0.01), minimum_detectable_drop(400, 0.9, 0.18)
     assert strict is not None and usual is not None and strict > usual
@@ -53,3 +56,15 @@ def test_a_drop_of_that_size_is_found_about_80_percent_of_the_time() -> None:
         assert test is not None
         found += test.significant
     assert 0.7 <= found / 400 <= 0.9
+
+
+def test_an_always_passing_eval_sees_its_detectable_drop_about_80_percent_of_the_time() -> None:
+    from glasskit_eval.statistics.paired import mcnemar_drop_p_value
+
+    n = 200
+    drop = minimum_detectable_drop(n, 1.0)
+    assert drop is not None
+    rng = random.Random(11)
+    found = sum(mcnemar_drop_p_value(sum(rng.random() < drop for _ in range(n)), 0.0) <= 0.05
+                for _ in range(2000))
+    assert 0.7 <= found / 2000 <= 0.95

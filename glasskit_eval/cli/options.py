@@ -166,6 +166,10 @@ def rate(text: str) -> float:
     return _number(text, lambda v: 0.0 <= v <= 1.0, "from 0.0 to 1.0")
 
 
+def open_fraction(text: str) -> float:
+    return _number(text, lambda v: 0.0 < v < 1.0, "a number between 0 and 1 (exclusive)")
+
+
 def positive_number(text: str) -> float:
     return _number(text, lambda v: v > 0, "a number greater than zero")
 
@@ -286,10 +290,16 @@ def checkpoint_dir(args: argparse.Namespace) -> Path | None:
 # --- options to request values ------------------------------------------------
 
 
+def check_baseline_options(args: argparse.Namespace) -> None:
+    for given, name in ((args.fail_on_regression, "--fail-on-regression"),
+                        (args.fail_on_latency_regression_s is not None, "--fail-on-latency-regression")):
+        if given and args.baseline is None:
+            raise UsageError(f"{name} needs --baseline PREVIOUS.json")
+
+
 def shard_text(args: argparse.Namespace) -> str | None:
     """``--shard`` as ``I/N``; ``auto`` is resolved now, so a resume runs the same part."""
-    if args.fail_on_regression and args.baseline is None:
-        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
+    check_baseline_options(args)
     if args.shard is None:
         return None
     import os
@@ -327,6 +337,27 @@ def ci_report_options(p: Any) -> Any:
                     "GITHUB_ACTIONS=true)")
     ci.add_argument("--baseline", metavar="PREVIOUS.json",
                     help="compare with a previous --output-json report (ours or upstream's)")
-    ci.add_argument("--fail-on-regression", action="store_true",
-                    help="add the gate baseline_regressions: no pass->fail, no new errors (needs --baseline)")
+    regression_options(ci)
+    statistics_options(ci)
     return ci
+
+
+def regression_options(p: Any, default: str | None = None) -> None:
+    """``--fail-on-regression [any|significant]`` and ``--fail-on-latency-regression SECONDS``."""
+    p.add_argument("--fail-on-regression", nargs="?", const="any", default=default, choices=("any", "significant"),
+                   metavar="any|significant",
+                   help="gate on the baseline: `any` (the default when given alone) fails on any pass->fail or "
+                   "new error (gate baseline_regressions); `significant` only on a drop of the pass rate that "
+                   "is significant at --alpha (gate baseline_significant_regression)")
+    p.add_argument("--fail-on-latency-regression", dest="fail_on_latency_regression_s", type=nonnegative_number,
+                   metavar="SECONDS", help="gate baseline_latency_regression: fail when the median latency change "
+                   "against the baseline is above SECONDS even at the low end of its interval")
+
+
+def statistics_options(p: Any) -> None:
+    """``--confidence`` of every interval and ``--alpha`` of every test."""
+    p.add_argument("--confidence", type=open_fraction, default=0.95, metavar="FLOAT",
+                   help="confidence level of the pass-rate and comparison intervals (default: 0.95)")
+    p.add_argument("--alpha", type=open_fraction, default=0.05, metavar="FLOAT",
+                   help="false-alarm rate of the regression test against a baseline, across its targets "
+                   "(default: 0.05)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from ..errors import ExitCode, UsageError
+from ..errors import ExitCode
 from . import options as opts
 
 # --- compare, merge-reports ------------------------------------------------------------
@@ -15,10 +15,15 @@ def add_compare(sub: Any) -> None:
     p = sub.add_parser("compare", help="compare two run reports sample by sample",
                        description="Compare two --output-json reports (ours or upstream's), matching samples "
                        "by case, target and time: pass->fail, fail->pass, error and observed-value changes, "
-                       "added and removed samples. Exits 1 when B regressed (pass->fail or new errors).")
+                       "added and removed samples, and whether the pass rate really dropped (a paired test "
+                       "that counts neighbouring frames' correlation). Exits 1 when B regressed: by default "
+                       "on any pass->fail or new error, with --fail-on-regression significant only on a "
+                       "significant drop.")
     p.add_argument("baseline", metavar="A.json", help="the earlier report (the baseline)")
     p.add_argument("current", metavar="B.json", help="the later report")
     p.add_argument("--output-json", metavar="PATH", help="write the comparison as JSON")
+    opts.regression_options(p, default="any")
+    opts.statistics_options(p)
     p.set_defaults(handler=run_compare)
 
 
@@ -28,7 +33,10 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..commands.compare import execute_compare
 
     passed = execute_compare(Path(args.baseline), Path(args.current), out,
-                             output_json=Path(args.output_json) if args.output_json else None)
+                             output_json=Path(args.output_json) if args.output_json else None,
+                             fail_on_regression=args.fail_on_regression,
+                             fail_on_latency_regression_s=args.fail_on_latency_regression_s,
+                             confidence=args.confidence, alpha=args.alpha)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
@@ -46,11 +54,12 @@ def add_merge_reports(sub: Any) -> None:
 def run_merge_reports(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..commands.merge_reports import execute_merge_reports
 
-    if args.fail_on_regression and args.baseline is None:
-        raise UsageError("--fail-on-regression needs --baseline PREVIOUS.json")
+    opts.check_baseline_options(args)
     passed = execute_merge_reports(args.reports, out, output_json=args.output_json, junit_xml=args.junit_xml,
                            annotations=args.annotations, baseline=args.baseline,
-                           fail_on_regression=args.fail_on_regression)
+                           fail_on_regression=args.fail_on_regression,
+                           fail_on_latency_regression_s=args.fail_on_latency_regression_s,
+                           confidence=args.confidence, alpha=args.alpha)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 

@@ -19,6 +19,7 @@ from ..errors import OutputError
 from ..plan.planning import Plan
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
 from ..reports.locations import Locations, relative_path, sample_locations
+from ..results import Gate
 from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
 from .requests import RunRequest
@@ -33,7 +34,15 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
     if request.shard is not None or request.baseline is None:
         return None
     return diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
-                        label=display_path(request.baseline))
+                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence)
+
+
+def baseline_gates(found: BaselineDiff, regression: str | None, latency_s: float | None) -> list[Gate]:
+    """The gates ``--fail-on-regression`` and ``--fail-on-latency-regression`` add."""
+    gates = [found.gate(regression)] if regression else []
+    if latency_s is not None:
+        gates.append(found.latency_gate(latency_s))
+    return gates
 
 
 def display_path(path: str) -> str:

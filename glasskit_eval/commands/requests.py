@@ -29,6 +29,7 @@ SEED_KIND = "seed"
 ANNOTATION_MODES = ("auto", "github", "none")
 CACHE_MODES = ("read", "write", "readwrite")
 ORDERS = ("declaration", "time")
+REGRESSION_MODES = ("any", "significant")
 
 Check = Callable[[Any], bool]
 
@@ -85,7 +86,13 @@ class RunRequest(AdapterRequest):
     junit_xml: str | None = None
     annotations: str = "auto"
     baseline: str | None = None
-    fail_on_regression: bool = False
+    #: ``any``, ``significant`` or None (``--fail-on-regression``).
+    fail_on_regression: str | None = None
+    #: ``--fail-on-latency-regression``: seconds the median latency may surely grow by.
+    fail_on_latency_regression_s: float | None = None
+    #: ``--confidence`` of every interval and ``--alpha`` of every test.
+    confidence: float = 0.95
+    alpha: float = 0.05
     #: Resolved when the run starts (``--shard auto`` reads the CI's variables then), so a
     #: resume runs the same part.
     shard: str | None = None
@@ -131,6 +138,9 @@ class RunRequest(AdapterRequest):
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> RunRequest:
+        if isinstance(data, Mapping) and isinstance(data.get("fail_on_regression"), bool):
+            # Checkpoints of earlier versions recorded the flag; `any` is what it meant.
+            data = {**data, "fail_on_regression": "any" if data["fail_on_regression"] else None}
         values = restore_fields(data, RUN_CHECKS, where, RUN_KIND)
         values["targets"] = tuple(values.get("targets") or ())
         values["at"] = tuple(values.get("at") or ())
@@ -232,6 +242,10 @@ def nonnegative_number(value: object) -> bool:
     return _is_number(value) and value >= 0  # type: ignore[operator]
 
 
+def open_fraction(value: object) -> bool:
+    return _is_number(value) and 0.0 < value < 1.0  # type: ignore[operator]
+
+
 def str_list(value: object) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
@@ -272,7 +286,9 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "adapter_http": opt_str, "adapter_exec": opt_str, "max_p95_latency_s": _optional(nonnegative_number),
     "max_cost": _optional(nonnegative_number), "order": _one_of(ORDERS),
     "junit_xml": opt_str, "annotations": _one_of(ANNOTATION_MODES), "baseline": opt_str,
-    "fail_on_regression": is_bool, "shard": _optional(is_shard),
+    "fail_on_regression": _optional(_one_of(REGRESSION_MODES)),
+    "fail_on_latency_regression_s": _optional(nonnegative_number),
+    "confidence": open_fraction, "alpha": open_fraction, "shard": _optional(is_shard),
 }
 
 SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {"adapter_config_path": opt_str, "replace": is_bool}

@@ -154,9 +154,10 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     assert checkpoint is not None
     checkpoint.close()
     baseline = ci.compare_baseline(request, result)
-    if baseline is not None and request.fail_on_regression:
-        result = replace(result, gates=(*result.gates, baseline.gate()))
-    summary = RunSummary.of(result)
+    if baseline is not None:
+        result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.fail_on_regression,
+                                                                        request.fail_on_latency_regression_s)))
+    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
         "path": str(checkpoint.path), "resumable_adapter_errors": errors, "resumed": checkpoint.resumed}

@@ -18,7 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..adapters.base import Sample, Target
 from ..adapters.calls import Call, Caller
@@ -42,8 +42,6 @@ from .judge import (
     traceback_of,
 )
 from .ordering import DECLARATION, TIME, Decoder, Items, declaration_order_items, time_order_items
-
-T = TypeVar("T")
 
 
 def _at(exc: BaseException) -> str:

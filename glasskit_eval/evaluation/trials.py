@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
 from ..adapters.calls import Caller, DirectCaller
@@ -23,6 +23,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import threads
+from ..video.damage import Warn
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .failures import FailureSaver
 from .gates import CaseThresholds, evaluate_gates, run_gates
@@ -62,7 +63,7 @@ class ResultStore(Protocol):
 
 @dataclass(frozen=True)
 class Engine:
-    """What every trial of one run shares, besides its options."""
+    """What every trial of one run shares."""
 
     plan: Plan
     spec: AdapterSpec
@@ -227,7 +228,7 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult]) -> list[Gate]:
                           undeclared=undeclared_gate_targets(plan, engine.options.filters))
 
 
-def _warner(listener: RunListener) -> Any:
+def _warner(listener: RunListener) -> Warn:
     loop = asyncio.get_running_loop()
 
     def warn(message: str) -> None:

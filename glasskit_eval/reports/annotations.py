@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..results import SampleResult, Status
 from ..summary import RunSummary
-from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows
+from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows, significance_lines
+from .calls import interval_text
 from .console import compact, pct, time_label
 from .junit import review_command
 from .locations import Locations, relative_path
@@ -138,7 +139,7 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
     trials = f", {len(run.trials)} trials" if len(run.trials) > 1 else ""
     out.append(f"{len(run.cases)} cases{trials}: {total.evaluated} evaluated, {total.passed} passed, "
                f"{total.failed} failed, {total.errors} errors, {total.ignored} ignored; "
-               f"pass rate {pct(total.pass_rate)}")
+               f"pass rate {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}")
     gates = [(f"Trial {t.trial}" if len(run.trials) > 1 else "Run", g) for t in run.trials for g in t.gates]
     gates += [("Run", g) for g in run.gates]
     if gates:
@@ -163,6 +164,10 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
         counts = ", ".join(f"{n} {kind}" for kind, n in baseline.counts().items() if n) or "no changes"
         out += ["", "### Baseline", "", f"Against {_code(baseline.path)}: {baseline.matched} samples matched; "
                 f"{counts}."]
+        tested = significance_lines(baseline)
+        if tested:
+            # Two trailing spaces: one Markdown line each, in one paragraph.
+            out += ["", *(f"{line.strip()}  " for line in tested)]
         if baseline.changes:
             shown, more = _capped(change_rows(baseline), "changes")
             out += ["", *_table(CHANGE_HEADERS, shown), *more]

@@ -1,26 +1,40 @@
 """Comparison with a previous run's JSON report (ours or the upstream tool's; pure but for loading).
 
 Samples are matched by (case, target, timestamp); sample indexes are not used, because adding a
-block earlier in a target renumbers the samples after it. With ``--repeat`` a sample's outcome
+block earlier in a target renumbers the samples after it. With ``--repeat`` a sample's status
 is the worst of its trials (error, then failed, then passed; ignored only if every trial was), so a
-flaky sample counts as failing on either side. Regressions are pass->fail and new errors.
+flaky sample counts as failing on either side. Regressions are pass->fail and new errors. A sample
+whose ``expect`` changed is ``relabelled``: a change of the eval, not of the model, so it is never
+a regression.
+
+Beside the list of changes, the matched samples are tested for a real drop of the pass rate
+(``statistics.paired``: each sample's outcome is its pass fraction over its trials, relabelled
+samples left out), per target and overall with Holm across them, and their paired latencies give
+the median latency change with a block-bootstrap interval (``statistics.bootstrap``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..results import Gate, SampleResult
+from ..statistics.bootstrap import LatencyChange, median_latency_change
+from ..statistics.paired import PairedTest, RegressionFamily, regression_family
+from ..statistics.power import minimum_detectable_drop
+from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
+from .calls import points
 from .console import compact, table, time_label
 
 #: Change kinds, in the order tables list them.
-KINDS = ("pass_to_fail", "new_error", "fail_to_pass", "error_fixed", "status_changed",
+KINDS = ("pass_to_fail", "new_error", "relabelled", "fail_to_pass", "error_fixed", "status_changed",
          "observed_changed", "added", "removed")
+#: How ``--fail-on-regression`` gates: on any pass->fail or new error, or on a significant drop.
+REGRESSION_MODES = ("any", "significant")
 REGRESSIONS = ("pass_to_fail", "new_error")
 
 MatchKey = tuple[str, str, float]
@@ -37,6 +51,11 @@ class Outcome:
     status: str
     observed_value: Any
     reason: str
+    expected: Any = None
+    #: Share of its evaluated trials that passed; None when no trial evaluated it.
+    passes: float | None = None
+    #: Mean evaluation duration of its evaluated trials (seconds), where reported.
+    latency: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +68,10 @@ class Change:
     after: Outcome | None
 
     def to_json(self) -> dict[str, Any]:
+        relabelled = {"baseline_expected": None if self.before is None else self.before.expected,
+                      "expected": None if self.after is None else self.after.expected} if self.kind == "relabelled" else {}
         return {
+            **relabelled,
             "baseline_observed": None if self.before is None else self.before.observed_value,
             "baseline_status": None if self.before is None else self.before.status,
             "case": self.case,
@@ -67,6 +89,25 @@ class BaselineDiff:
     changes: tuple[Change, ...]
     #: Samples matched on both sides.
     matched: int
+    #: The paired test of a pass-rate drop (None without matched evaluated samples).
+    significance: RegressionFamily | None = None
+    latency: LatencyChange | None = None
+    #: The smallest drop the matched samples would show with 80% power at ``alpha``.
+    detectable: float | None = None
+    alpha: float = DEFAULT_ALPHA
+
+    @property
+    def verdict(self) -> str | None:
+        """``significant drop``, ``no significant drop`` or ``inconclusive: ...``; None without a test."""
+        overall = self.significance.overall if self.significance is not None else None
+        if overall is None:
+            return None
+        if self.significance is not None and self.significance.any_significant:
+            return "significant drop"
+        if overall.delta_pass_rate < 0 and (self.detectable is None or -overall.delta_pass_rate < self.detectable):
+            seen = f"drops under {points(self.detectable)}" if self.detectable is not None else "any drop"
+            return f"inconclusive: this eval cannot see {seen}"
+        return "no significant drop"
 
     def count(self, kind: str) -> int:
         return sum(1 for c in self.changes if c.kind == kind)
@@ -79,19 +120,58 @@ class BaselineDiff:
         return sum(1 for c in self.changes if c.kind in REGRESSIONS)
 
     def to_json(self) -> dict[str, Any]:
+        family = self.significance
         return {"changes": [c.to_json() for c in self.changes], "counts": self.counts(),
-                "matched_samples": self.matched, "path": self.path, "regressions": self.regressions}
+                "matched_samples": self.matched, "path": self.path, "regressions": self.regressions,
+                "significance": self._test_json(family.overall if family is not None else None),
+                "by_target": {t: {"significance": self._test_json(test)}
+                              for t, test in sorted((family.per_target if family is not None else {}).items())},
+                "latency": self.latency.to_json() if self.latency is not None else None}
 
-    def gate(self) -> Gate:
+    def _test_json(self, test: PairedTest | None) -> dict[str, Any] | None:
+        if test is None:
+            return None
+        extra: dict[str, Any] = {"alpha": self.alpha, "level": test.level}
+        if self.significance is not None and test is self.significance.overall:
+            extra |= {"verdict": self.verdict,
+                      "minimum_detectable_drop": {"drop": self.detectable, "alpha": self.alpha, "power": POWER}}
+        return test.to_json() | extra
+
+    def gate(self, mode: str = "any") -> Gate:
+        """``--fail-on-regression``: any pass->fail or new error, or (``significant``) a real drop."""
+        if mode == "significant":
+            overall = self.significance.overall if self.significance is not None else None
+            passed = self.significance is None or not self.significance.any_significant
+            message = (f"{self.verdict}: {_test_text(overall)}" if overall is not None
+                       else "no matched samples to test")
+            return Gate("baseline_significant_regression", passed, message)
         n_fail, n_error = self.count("pass_to_fail"), self.count("new_error")
         message = ("no regressions against the baseline" if not self.regressions
                    else f"{n_fail} pass->fail, {n_error} new errors against the baseline")
         return Gate("baseline_regressions", self.regressions == 0, message)
 
+    def latency_gate(self, seconds: float) -> Gate:
+        """``--fail-on-latency-regression S``: the median latency change is surely above S seconds."""
+        change = self.latency
+        if change is None:
+            return Gate("baseline_latency_regression", True, "no paired latencies to compare")
+        return Gate("baseline_latency_regression", not change.exceeds(seconds),
+                    f"{_latency_text(change)} (gate: low bound <= {_ms(seconds)})")
+
     def properties(self) -> list[tuple[str, str]]:
         out = [("baseline.path", self.path), ("baseline.matched_samples", str(self.matched)),
                ("baseline.regressions", str(self.regressions))]
-        return out + [(f"baseline.{kind}", str(n)) for kind, n in self.counts().items()]
+        out += [(f"baseline.{kind}", str(n)) for kind, n in self.counts().items()]
+        overall = self.significance.overall if self.significance is not None else None
+        if overall is not None:
+            out += [("baseline.significance.verdict", str(self.verdict)),
+                    ("baseline.significance.delta_pass_rate", f"{overall.delta_pass_rate:.6g}"),
+                    ("baseline.significance.ci", f"{overall.low:.6g} {overall.high:.6g}"),
+                    ("baseline.significance.p_value", f"{overall.p_value:.6g}"),
+                    ("baseline.significance.effective_pairs", f"{overall.effective_pairs:.6g}")]
+        if self.latency is not None:
+            out.append(("baseline.latency.median_change_s", f"{self.latency.median:.6g}"))
+        return out
 
 
 def match_key(case: str, target: str, timestamp_s: float) -> MatchKey:
@@ -102,17 +182,28 @@ def match_key(case: str, target: str, timestamp_s: float) -> MatchKey:
 def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
     """Each sample's outcome from result objects (JSON form) of every trial, in first-seen order."""
     out: dict[MatchKey, Outcome] = {}
+    # Per sample: [evaluated trials, passed trials, summed durations, trials with a duration].
+    tally: dict[MatchKey, list[float]] = {}
     for r in results:
         key = match_key(r["case"], r["target"], float(r["timestamp_s"]))
         status = str(r["status"])
+        counts = tally.setdefault(key, [0, 0, 0.0, 0])
+        if status != "ignored":
+            counts[0] += 1
+            counts[1] += status == "passed"
+            duration = r.get("evaluation_duration_seconds")
+            if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:
+                counts[2] += duration
+                counts[3] += 1
         seen = out.get(key)
         if seen is None:
             out[key] = Outcome(r["case"], r["target"], float(r["timestamp_s"]), status,
-                               r.get("observed_value"), str(r.get("reason") or ""))
+                               r.get("observed_value"), str(r.get("reason") or ""), r.get("expected"))
         elif _RANK.get(status, 0) > _RANK.get(seen.status, 0):
-            out[key] = Outcome(seen.case, seen.target, seen.timestamp_s, status, seen.observed_value,
-                               str(r.get("reason") or ""))
-    return out
+            out[key] = replace(seen, status=status, reason=str(r.get("reason") or ""))
+    return {key: replace(o, passes=tally[key][1] / tally[key][0] if tally[key][0] else None,
+                         latency=tally[key][2] / tally[key][3] if tally[key][3] else None)
+            for key, o in out.items()}
 
 
 def result_outcomes(results: Iterable[SampleResult]) -> dict[MatchKey, Outcome]:
@@ -150,7 +241,8 @@ def load_report(path: Path) -> Any:
         raise UsageError(f"cannot read report {path}: {exc}") from None
 
 
-def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], path: str) -> BaselineDiff:
+def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], path: str, *,
+         alpha: float = DEFAULT_ALPHA, confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
     changes: list[Change] = []
     matched = 0
     for key, now in after.items():
@@ -165,10 +257,49 @@ def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], 
     changes += [Change("removed", *key, old, None) for key, old in before.items() if key not in after]
     order = {kind: i for i, kind in enumerate(KINDS)}
     changes.sort(key=lambda c: order[c.kind])  # stable: run order within a kind
-    return BaselineDiff(path, tuple(changes), matched)
+    family = _significance(before, after, alpha, confidence)
+    detectable = None
+    if family is not None and family.overall is not None:
+        overall = family.overall
+        detectable = minimum_detectable_drop(overall.effective_pairs, overall.baseline_pass_rate,
+                                             overall.flip_rate or None, alpha=alpha, power=POWER)
+    return BaselineDiff(path, tuple(changes), matched, family, _latency(before, after, confidence), detectable,
+                        alpha)
+
+
+def _paired(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
+            value: Callable[[Outcome], float | None],
+            keep: Callable[[Outcome, Outcome], bool]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """Matched samples' (baseline, candidate) values: by target, then by case, in time order."""
+    found: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
+    for key, now in after.items():
+        old = before.get(key)
+        if old is None or not keep(old, now):
+            continue
+        a, b = value(old), value(now)
+        if a is not None and b is not None:
+            found.setdefault(now.target, {}).setdefault(now.case, []).append((now.timestamp_s, a, b))
+    return {target: {case: [(a, b) for _t, a, b in sorted(items)] for case, items in sorted(cases.items())}
+            for target, cases in sorted(found.items())}
+
+
+def _significance(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], alpha: float,
+                  confidence: float) -> RegressionFamily | None:
+    pairs = _paired(before, after, lambda o: o.passes, lambda old, now: old.expected == now.expected)
+    if not pairs:
+        return None
+    return regression_family({t: list(cases.values()) for t, cases in pairs.items()}, alpha, confidence)
+
+
+def _latency(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
+             confidence: float) -> LatencyChange | None:
+    pairs = _paired(before, after, lambda o: o.latency, lambda _old, _now: True)
+    return median_latency_change([series for cases in pairs.values() for series in cases.values()], confidence)
 
 
 def _kind(old: Outcome, now: Outcome) -> str | None:
+    if old.expected != now.expected and "ignored" not in (old.status, now.status):
+        return "relabelled"
     if old.status != now.status:
         if now.status == "error":
             return "new_error"
@@ -184,16 +315,18 @@ def _kind(old: Outcome, now: Outcome) -> str | None:
     return None
 
 
-def compare_reports(baseline: Path, current: Path) -> BaselineDiff:
+def compare_reports(baseline: Path, current: Path, *, alpha: float = DEFAULT_ALPHA,
+                    confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
     before = outcomes(report_results(load_report(baseline), str(baseline)))
     after = outcomes(report_results(load_report(current), str(current)))
-    return diff(before, after, str(baseline))
+    return diff(before, after, str(baseline), alpha=alpha, confidence=confidence)
 
 
-def diff_against(path: Path, results: Iterable[SampleResult], *, label: str | None = None) -> BaselineDiff:
+def diff_against(path: Path, results: Iterable[SampleResult], *, label: str | None = None,
+                 alpha: float = DEFAULT_ALPHA, confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
     """Compare a run's results with the report at ``path`` (named ``label`` in the outputs)."""
     before = outcomes(report_results(load_report(path), str(path)))
-    return diff(before, result_outcomes(results), label or str(path))
+    return diff(before, result_outcomes(results), label or str(path), alpha=alpha, confidence=confidence)
 
 
 def _status(outcome: Outcome | None) -> str:
@@ -212,10 +345,44 @@ def change_rows(d: BaselineDiff) -> list[list[str]]:
 CHANGE_HEADERS = ["Change", "Case", "Target", "Time", "Before", "After", "Observed before", "Observed after"]
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:+.1f}ms" if abs(seconds) < 10 else f"{seconds:+.2f}s"
+
+
+def _latency_text(change: LatencyChange) -> str:
+    return (f"median latency change {_ms(change.median)} ({change.level * 100:g}% CI {_ms(change.low)} to "
+            f"{_ms(change.high)}; {change.pairs} pairs)")
+
+
+def _test_text(test: PairedTest | None) -> str:
+    if test is None:
+        return "no matched samples"
+    return (f"{test.baseline_pass_rate * 100:.1f}% -> {test.candidate_pass_rate * 100:.1f}% "
+            f"({test.delta_pass_rate * 100:+.1f} points, {test.level * 100:g}% CI {test.low * 100:+.1f} to "
+            f"{test.high * 100:+.1f}; p = {test.p_value:.3g} one-sided, Holm; "
+            f"{test.effective_pairs:.0f} effective of {test.pairs} pairs)")
+
+
+def significance_lines(d: BaselineDiff) -> list[str]:
+    """The verdict on the pass rate, per target when there are several, and the latency change."""
+    family = d.significance
+    if family is None or family.overall is None:
+        return []
+    lines = [f"Pass rate {_test_text(family.overall)}: {d.verdict}"]
+    if len(family.per_target) > 1:
+        for target, test in sorted(family.per_target.items()):
+            word = "significant drop" if test.significant else "not significant"
+            lines.append(f"  target {target}: {_test_text(test)}: {word}")
+    if d.latency is not None:
+        lines.append(f"Latency: {_latency_text(d.latency)}")
+    return lines
+
+
 def format_diff(d: BaselineDiff) -> str:
-    """Console text: a counts line and the change table (or a line saying nothing changed)."""
+    """Console text: a counts line, the verdict, and the change table (or a line saying nothing changed)."""
     counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in d.counts().items() if n)
     head = f"Baseline {d.path}: {d.matched} samples matched" + (f"; {counts}" if counts else "; no changes")
+    head = "\n".join([head, *significance_lines(d)])
     if not d.changes:
         return head
     return head + "\n\n" + table("Changes against the baseline", CHANGE_HEADERS, change_rows(d),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..statistics.intervals import PassRateInterval
 from ..summary import Counts, GroupSummary, Latency, RunSummary
 
 
@@ -62,7 +63,35 @@ def counts_json(counts: Counts) -> dict[str, Any]:
 
 
 def groups_json(groups: tuple[GroupSummary, ...]) -> dict[str, Any]:
-    return {g.name: counts_json(g.counts) for g in groups}
+    return {g.name: {**counts_json(g.counts), "pass_rate_ci": interval_json(g.pass_rate_ci)} for g in groups}
+
+
+def interval_json(interval: PassRateInterval | None) -> dict[str, Any] | None:
+    return interval.to_json() if interval is not None else None
+
+
+def interval_text(interval: PassRateInterval | None) -> str:
+    """`` (95% CI 86.0-94.7%; 143 effective of 400 samples)``, or nothing without outcomes."""
+    if interval is None:
+        return ""
+    return (f" ({interval.level * 100:g}% CI {interval.low * 100:.1f}-{interval.high * 100:.1f}%; "
+            f"{interval.effective_samples:.0f} effective of {interval.samples} samples)")
+
+
+def points(drop: float) -> str:
+    """A pass-rate difference in percentage points, as people say it."""
+    return f"{drop * 100:.1f} points"
+
+
+def detectable_text(summary: RunSummary) -> str | None:
+    """What size of drop this eval can see, or None when there is nothing to say."""
+    if summary.pass_rate_ci is None:
+        return None
+    if summary.minimum_detectable_drop is None:
+        return (f"Smallest detectable drop: none (too few effective samples to see a pass-rate drop with "
+                f"80% power at alpha {summary.alpha:g})")
+    return (f"Smallest detectable drop: {points(summary.minimum_detectable_drop)} (80% power at alpha "
+            f"{summary.alpha:g}, against a rerun)")
 
 
 def _ms(value: float) -> str:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from ..results import SampleResult, Status
 from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.tracebacks import last_frame
-from .calls import console_lines
+from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
@@ -156,7 +156,7 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     if not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
-        p(f"Pass rate: {pct(total.pass_rate)}")
+        p(f"Pass rate: {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}")
     else:
         ok = sum(1 for t in run.trials if t.success)
         first = summary.first
@@ -164,6 +164,9 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         p(f"Samples: {first.evaluated} evaluated per trial, {first.ignored} ignored")
         p(f"Attempts: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors")
+        if summary.pass_rate_ci is not None:
+            p(f"Pass rate: {pct(summary.pass_rate_ci.rate)}{interval_text(summary.pass_rate_ci)}, "
+              "each sample's pass fraction over the trials")
         rates = summary.trial_rates
         if rates:
             p(f"Trial pass rate (min / mean / max): {pct(min(rates))} / {pct(mean(rates))} / "
@@ -171,6 +174,9 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         sc = summary.stability_counts()
         p(f"Stability: {sc.consistently_passed} consistently passed, {sc.consistently_failed} consistently "
           f"failed, {sc.flaky} flaky, {sc.with_errors} with errors")
+    detectable = detectable_text(summary)
+    if detectable is not None:
+        p(detectable)
     p(f"Duration: {seconds(run.duration_seconds)}")
     unit = "attempt" if many else "sample"
     if total.average_latency is not None:

@@ -294,6 +294,10 @@ def _header(summary: RunSummary, verdict: str, options: HtmlOptions, thumb_notes
              ("Passed", total.passed), ("Failed", total.failed), ("Errors", total.errors),
              ("Ignored", total.ignored), ("Samples", first.evaluated + first.ignored),
              ("Trials", len(run.trials)), ("Duration", f"{run.duration_seconds:.2f} s")]
+    interval = summary.pass_rate_ci
+    if interval is not None:
+        stats.insert(1, (f"{interval.level * 100:g}% interval", f"{_pct(interval.low)} – {_pct(interval.high)} "
+                         f"({interval.effective_samples:.0f} effective of {interval.samples} samples)"))
     if len(summary.trial_rates) > 1:
         rates = summary.trial_rates
         stats.insert(1, ("Trial pass rates", f"{_pct(min(rates))} – {_pct(max(rates))}"))
@@ -342,7 +346,8 @@ def _baseline(diff: Mapping[str, Any] | None) -> str:
     summary = ", ".join(f"{counts[kind]} {kind.replace('_', ' ')}" for kind in KINDS if counts.get(kind)) or (
         "no changes")
     extra = (f'<p class="meta">Against <code>{_e(str(diff.get("path", "")))}</code>: '
-             f'{_e(str(diff.get("matched_samples", 0)))} samples matched; {_e(summary)}.</p>')
+             f'{_e(str(diff.get("matched_samples", 0)))} samples matched; {_e(summary)}.</p>'
+             + _significance(diff.get("significance")))
     rows = []
     for c in diff.get("changes") or []:
         rows.append([_e(str(c.get("kind", ""))).replace("_", " "), _e(str(c.get("case", ""))),
@@ -354,6 +359,21 @@ def _baseline(diff: Mapping[str, Any] | None) -> str:
     return _table("baseline", "Changes against the baseline", ["Change", "Case", "Target", "Time", "Before",
                                                                 "After", "Observed before", "Observed after"],
                   rows, extra)
+
+
+def _significance(test: Any) -> str:
+    """The verdict of the paired test, as the JSON report recorded it (reports read back may lack it)."""
+    if not isinstance(test, Mapping):
+        return ""
+    try:
+        ci = test["ci"]
+        text = (f"{test['verdict']}: pass rate {float(test['delta_pass_rate']) * 100:+.1f} points "
+                f"({float(test['level']) * 100:g}% CI {float(ci['low']) * 100:+.1f} to {float(ci['high']) * 100:+.1f}; "
+                f"p = {float(test['p_value']):.3g}, one-sided, Holm; "
+                f"{float(test['effective_pairs']):.0f} effective pairs)")
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return f'<p class="meta" id="significance">{_e(text)}</p>'
 
 
 def _status_badge(passed: bool) -> str:

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..summary import RunSummary, TrialSummary, mean
+from ..summary import POWER, RunSummary, TrialSummary, mean
 from ..support.fsio import write_text_atomic
-from .calls import counts_json, groups_json
+from .calls import counts_json, groups_json, interval_json
 
 SCHEMA_VERSION = 1
 
@@ -34,6 +34,7 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
             "ignored": c.ignored,
             # Upstream reports 0.0, not null, when nothing was evaluated.
             "pass_rate": c.pass_rate or 0.0,
+            "pass_rate_ci": interval_json(t.pass_rate_ci),
             "passed": c.passed,
             "throughput_samples_per_second": t.throughput,
             **counts_json(c),
@@ -83,6 +84,9 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
             "maximum_trial_pass_rate": max(rates) if rates else None,
             "mean_trial_pass_rate": mean(rates),
             "minimum_trial_pass_rate": min(rates) if rates else None,
+            "minimum_detectable_drop": ({"drop": summary.minimum_detectable_drop, "alpha": summary.alpha,
+                                         "power": POWER} if summary.pass_rate_ci is not None else None),
+            "pass_rate_ci": interval_json(summary.pass_rate_ci),
             "passed_attempts": total.passed,
             "successful_trials": sum(1 for t in run.trials if t.success),
             "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,

@@ -127,9 +127,14 @@ def _gates(summary: RunSummary) -> list[tuple[str, Gate]]:
 
 
 def _call_properties(summary: RunSummary) -> list[tuple[str, str]]:
-    """The run's latency percentiles and usage sums (``--max-p95-latency``, ``--max-cost``)."""
+    """The run's pass-rate interval, latency percentiles and usage sums."""
     total = summary.total
     out = []
+    interval = summary.pass_rate_ci
+    if interval is not None:
+        out += [("pass_rate_ci.low", f"{interval.low:.6f}"), ("pass_rate_ci.high", f"{interval.high:.6f}"),
+                ("pass_rate_ci.level", f"{interval.level:g}"),
+                ("pass_rate_ci.effective_samples", f"{interval.effective_samples:.2f}")]
     latency = total.latency
     if latency is not None:
         out += [(f"latency.{name}_s", f"{value:.6f}") for name, value in

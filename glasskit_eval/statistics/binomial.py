@@ -39,6 +39,18 @@ def _log_front(a: float, b: float, x: float) -> float:
             - _stirling_remainder(a) - _stirling_remainder(b) + _stirling_remainder(total))
 
 
+def _lentz_step(aa: float, c: float, d: float) -> tuple[float, float, float]:
+    """One term of the modified Lentz recurrence: the new (c, d) and the factor for h."""
+    d = 1.0 + aa * d
+    if abs(d) < _TINY:
+        d = _TINY
+    c = 1.0 + aa / c
+    if abs(c) < _TINY:
+        c = _TINY
+    d = 1.0 / d
+    return c, d, d * c
+
+
 def _continued_fraction(a: float, b: float, x: float) -> float:
     """Numerical Recipes' ``betacf``: the continued fraction of I_x(a, b) (modified Lentz)."""
     qab = a + b
@@ -52,24 +64,10 @@ def _continued_fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, _MAX_ITERATIONS + 1):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        if abs(d) < _TINY:
-            d = _TINY
-        c = 1.0 + aa / c
-        if abs(c) < _TINY:
-            c = _TINY
-        d = 1.0 / d
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        if abs(d) < _TINY:
-            d = _TINY
-        c = 1.0 + aa / c
-        if abs(c) < _TINY:
-            c = _TINY
-        d = 1.0 / d
-        delta = d * c
+        # The even step, then the odd one.
+        c, d, factor = _lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), c, d)
+        h *= factor
+        c, d, delta = _lentz_step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), c, d)
         h *= delta
         if abs(delta - 1.0) < _EPSILON:
             return h

@@ -45,7 +45,9 @@ def minimum_detectable_drop(effective_pairs: float, pass_rate: float, flip_rate:
     if effective_pairs < 0.0 or not math.isfinite(effective_pairs):
         raise ValueError(f"effective_pairs must be finite and >= 0, got {effective_pairs!r}")
     f = flip_rate if flip_rate else independent_flip_rate(pass_rate)
-    largest = min(f, pass_rate)
+    # A drop of delta flips at least delta of the samples, whatever flipped before; and no run
+    # can drop by more than its pass rate.
+    largest = pass_rate
     if effective_pairs == 0.0 or largest <= 0.0:
         return None
     z_alpha = NormalDist().inv_cdf(1.0 - alpha)
@@ -53,7 +55,8 @@ def minimum_detectable_drop(effective_pairs: float, pass_rate: float, flip_rate:
     root_n = math.sqrt(effective_pairs)
 
     def margin(delta: float) -> float:
-        return root_n * delta - z_alpha * math.sqrt(f) - z_power * math.sqrt(max(0.0, f - delta * delta))
+        flips = max(f, delta)
+        return root_n * delta - z_alpha * math.sqrt(flips) - z_power * math.sqrt(max(0.0, flips - delta * delta))
 
     if margin(largest) < 0.0:
         return None
