@@ -138,8 +138,12 @@ def test_a_real_drop_fails_significant(eval_dir: Path, tmp_path: Path) -> None:
     assert run(eval_dir, set(), "before.json")[0] == 0
     failing = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19}
     code, out, _err = run(eval_dir, failing, "after.json", "--baseline", "before.json",
-                          "--fail-on-regression", "significant")
+                          "--fail-on-regression", "significant", "--junit-xml", "after.xml", "--html", "after.html")
     assert code == 1
+    xml = (tmp_path / "after.xml").read_text()
+    assert '<property name="baseline.significance.verdict" value="significant drop" />' in xml
+    assert "<p class=\"meta\" id=\"significance\">significant drop: pass rate -50.0 points" in (
+        tmp_path / "after.html").read_text()
     report = read_json(tmp_path / "after.json")
     (gate,) = report["gates"]
     assert (gate["name"], gate["passed"]) == ("baseline_significant_regression", False)

@@ -290,6 +290,13 @@ def checkpoint_dir(args: argparse.Namespace) -> Path | None:
 # --- options to request values ------------------------------------------------
 
 
+def comparison(args: argparse.Namespace) -> Any:
+    """The baseline options as the bodies take them (a ``commands.requests.Comparison``)."""
+    from ..commands.requests import Comparison
+
+    return Comparison(args.fail_on_regression, args.fail_on_latency_regression_s, args.confidence, args.alpha)
+
+
 def check_baseline_options(args: argparse.Namespace) -> None:
     for given, name in ((args.fail_on_regression, "--fail-on-regression"),
                         (args.fail_on_latency_regression_s is not None, "--fail-on-latency-regression")):

@@ -34,9 +34,7 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     passed = execute_compare(Path(args.baseline), Path(args.current), out,
                              output_json=Path(args.output_json) if args.output_json else None,
-                             fail_on_regression=args.fail_on_regression,
-                             fail_on_latency_regression_s=args.fail_on_latency_regression_s,
-                             confidence=args.confidence, alpha=args.alpha)
+                             comparison=opts.comparison(args))
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
@@ -56,10 +54,8 @@ def run_merge_reports(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 
     opts.check_baseline_options(args)
     passed = execute_merge_reports(args.reports, out, output_json=args.output_json, junit_xml=args.junit_xml,
-                           annotations=args.annotations, baseline=args.baseline,
-                           fail_on_regression=args.fail_on_regression,
-                           fail_on_latency_regression_s=args.fail_on_latency_regression_s,
-                           confidence=args.confidence, alpha=args.alpha)
+                                   annotations=args.annotations, baseline=args.baseline,
+                                   comparison=opts.comparison(args))
     return ExitCode.OK if passed else ExitCode.FAILED
 
 

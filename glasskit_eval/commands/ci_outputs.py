@@ -22,7 +22,7 @@ from ..reports.locations import Locations, relative_path, sample_locations
 from ..results import Gate
 from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
-from .requests import RunRequest
+from .requests import Comparison, RunRequest
 
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
@@ -37,11 +37,11 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
                         label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence)
 
 
-def baseline_gates(found: BaselineDiff, regression: str | None, latency_s: float | None) -> list[Gate]:
+def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
     """The gates ``--fail-on-regression`` and ``--fail-on-latency-regression`` add."""
-    gates = [found.gate(regression)] if regression else []
-    if latency_s is not None:
-        gates.append(found.latency_gate(latency_s))
+    gates = [found.gate(comparison.fail_on_regression)] if comparison.fail_on_regression else []
+    if comparison.fail_on_latency_regression_s is not None:
+        gates.append(found.latency_gate(comparison.fail_on_latency_regression_s))
     return gates
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TextIO
 
 from ..reports.baseline import BaselineDiff, diff_against, load_report
+from .requests import Comparison
 
 
 def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str | None, junit_xml: str | None,
-                  annotations: str = "auto", baseline: str | None = None, fail_on_regression: str | None = None,
-                  fail_on_latency_regression_s: float | None = None, confidence: float = 0.95,
-                  alpha: float = 0.05, env: Mapping[str, str] | None = None) -> bool:
+                          annotations: str = "auto", baseline: str | None = None, comparison: Comparison,
+                          env: Mapping[str, str] | None = None) -> bool:
     """Merge, report and gate; True when every gate passed. Bad shards raise UsageError."""
     from ..reports.console import print_summary
     from ..reports.json_report import build_report, write_report
@@ -28,10 +28,9 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     found: BaselineDiff | None = None
     if baseline is not None:
         found = diff_against(Path(baseline), [r for t in result.trials for r in t.results], label=baseline,
-                             alpha=alpha, confidence=confidence)
-        result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, fail_on_regression,
-                                                                        fail_on_latency_regression_s)))
-    summary = RunSummary.of(result, confidence=confidence, alpha=alpha)
+                             alpha=comparison.alpha, confidence=comparison.confidence)
+        result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, comparison)))
+    summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha)
     print(f"Merged {len(paths)} shard reports", file=out)
     print_summary(summary, out)
     ci.print_baseline(found, out)

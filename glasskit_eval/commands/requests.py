@@ -35,6 +35,19 @@ Check = Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """How a run is judged against a baseline report (``run``, ``merge-reports``, ``compare``)."""
+
+    #: ``any``, ``significant`` or None (``--fail-on-regression``).
+    fail_on_regression: str | None = None
+    #: ``--fail-on-latency-regression``: seconds the median latency may surely grow by.
+    fail_on_latency_regression_s: float | None = None
+    #: ``--confidence`` of every interval and ``--alpha`` of every test.
+    confidence: float = 0.95
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
 class AdapterRequest:
     """What every checkpointed adapter command records (``RunRequest``, ``SeedRequest`` add theirs)."""
 
@@ -132,6 +145,9 @@ class RunRequest(AdapterRequest):
                               max_cost=self.max_cost),
             filters=filters, adapter_config=dict(self.adapter_config or {}),
             artifacts_dir=Path(self.artifacts_dir) if self.artifacts_dir else None, verbose=self.verbose)
+
+    def comparison(self) -> Comparison:
+        return Comparison(self.fail_on_regression, self.fail_on_latency_regression_s, self.confidence, self.alpha)
 
     def to_json(self) -> dict[str, Any]:
         return super().to_json() | {"at": list(self.at)}

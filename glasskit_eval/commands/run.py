@@ -155,8 +155,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     checkpoint.close()
     baseline = ci.compare_baseline(request, result)
     if baseline is not None:
-        result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.fail_on_regression,
-                                                                        request.fail_on_latency_regression_s)))
+        result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
     summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
