@@ -33,6 +33,7 @@ MAX_RETRY_AFTER_S: Final = 600.0
 #: A batch call gets ``timeout x batch size``, but never more than this (or the timeout itself).
 MAX_BATCH_TIMEOUT_S: Final = 600.0
 
+
 @dataclass(frozen=True)
 class CallPolicy:
     """The run options that shape each adapter call."""
