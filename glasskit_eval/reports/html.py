@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..results import SampleResult, Stability, Status, TimingMode
+from ..statistics.intervals import PassRateInterval
 from ..summary import Counts, GroupSummary, RunSummary
 from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, data_uri_size, wants_thumbnail
 
@@ -380,19 +381,28 @@ def _status_badge(passed: bool) -> str:
     return '<span class="s s-passed">pass</span>' if passed else '<span class="s s-failed">fail</span>'
 
 
-def _count_cells(c: Counts) -> list[str]:
-    return [str(c.passed), str(c.failed), str(c.errors), str(c.ignored), _meter(c.pass_rate)]
+def _count_cells(c: Counts, interval: PassRateInterval | None) -> list[str]:
+    return [str(c.passed), str(c.failed), str(c.errors), str(c.ignored), _meter(c.pass_rate), _interval(interval)]
+
+
+def _interval(interval: PassRateInterval | None) -> str:
+    if interval is None:
+        return "–"
+    detail = (f"{interval.level * 100:g}% interval, {interval.effective_samples:.0f} effective of "
+              f"{interval.samples} samples")
+    bounds = f"{_pct(interval.low)} – {_pct(interval.high)}"
+    return f'<span title="{_e(detail)}">{_e(bounds)}</span>'
 
 
 def _trials(summary: RunSummary) -> str:
-    rows = [[str(t.trial.trial), _status_badge(t.trial.success), *_count_cells(t.counts),
+    rows = [[str(t.trial.trial), _status_badge(t.trial.success), *_count_cells(t.counts, t.pass_rate_ci),
              _e(f"{t.trial.duration_seconds:.2f} s"),
              _e("–" if t.throughput is None else f"{t.throughput:.1f}/s")] for t in summary.trials]
     if len(rows) > 1:
-        rows.append(["<b>All</b>", _status_badge(summary.success), *_count_cells(summary.total),
+        rows.append(["<b>All</b>", _status_badge(summary.success), *_count_cells(summary.total, summary.pass_rate_ci),
                      _e(f"{summary.run.duration_seconds:.2f} s"), ""])
     return _table("trials", "Trials", ["Trial", "Gates", "Passed", "Failed", "Errors", "Ignored",
-                                       "Pass rate", "Duration", "Throughput"], rows)
+                                       "Pass rate", "Interval", "Duration", "Throughput"], rows)
 
 
 def _groups(title: str, section_id: str, groups: Sequence[GroupSummary]) -> str:
@@ -400,9 +410,9 @@ def _groups(title: str, section_id: str, groups: Sequence[GroupSummary]) -> str:
     for g in groups:
         rates = ", ".join(_pct(r) for r in g.trial_rates) if len(g.trial_rates) > 1 else ""
         flaky = sum(1 for s in g.stability if s.flaky)
-        rows.append([_e(g.display), *_count_cells(g.counts), _e(rates), str(flaky)])
+        rows.append([_e(g.display), *_count_cells(g.counts, g.pass_rate_ci), _e(rates), str(flaky)])
     return _table(section_id, title, ["Name", "Passed", "Failed", "Errors", "Ignored", "Pass rate",
-                                      "Per trial", "Flaky"], rows)
+                                      "Interval", "Per trial", "Flaky"], rows)
 
 
 def _latency(summary: RunSummary) -> str:
