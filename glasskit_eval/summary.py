@@ -271,7 +271,7 @@ class RunSummary:
     def failed_gates(self) -> list[tuple[str, Gate]]:
         """(scope, gate) for every failed gate: ``Trial N`` or ``Stability``."""
         out = [(f"Trial {t.trial}", g) for t in self.run.trials for g in t.gates if not g.passed]
-        out += [("Stability", g) for g in self.run.gates if not g.passed]
+        out += [(run_gate_scope(g), g) for g in self.run.gates if not g.passed]
         return out
 
     @property
@@ -300,6 +300,11 @@ class StabilityCounts:
             flaky += s.flaky
             errors += s.has_errors
         return cls(cp, cf, flaky, errors)
+
+
+def run_gate_scope(gate: Gate) -> str:
+    """How tables name a run-level gate's scope: stability across trials, or the run as a whole."""
+    return "Stability" if gate.name == "max_flaky_samples" else "Run"
 
 
 def target_display(result: SampleResult) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..results import SampleResult, Stability, Status, TimingMode
 from ..statistics.intervals import PassRateInterval
-from ..summary import Counts, GroupSummary, RunSummary
+from ..summary import Counts, GroupSummary, RunSummary, run_gate_scope
 from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, data_uri_size, wants_thumbnail
 
 #: Longest expected/observed/reason text put in the page per sample; the JSON report has the rest.
@@ -331,7 +331,7 @@ def _table(section_id: str, title: str, head: Sequence[str], body: Sequence[Sequ
 def _gates(summary: RunSummary) -> str:
     rows = [[_e(f"Trial {t.trial}"), _e(g.name), _status_badge(g.passed), _e(g.message)]
             for t in summary.run.trials for g in t.gates]
-    rows += [["Stability", _e(g.name), _status_badge(g.passed), _e(g.message)] for g in summary.run.gates]
+    rows += [[run_gate_scope(g), _e(g.name), _status_badge(g.passed), _e(g.message)] for g in summary.run.gates]
     if not rows:
         return '<section id="gates"><h2>Gates</h2><p>No gates were set.</p></section>'
     return _table("gates", "Gates", ["Scope", "Gate", "Result", "Message"], rows)
