@@ -1,0 +1,9 @@
+"""Arms: the same decoded frames handed to several adapters or image conditions, side by side.
+
+What lives here so far: the image perturbations an arm applies before its adapter sees a frame
+(``perturb``: JPEG, blur, brightness, contrast, noise, downscale, occlusion, rotation), parsed from
+``--perturb`` specs and ``config.yaml`` mappings, deterministic for a given seed.
+
+What it may not know: the command line, the engine's scheduling, results or reports. Pure but for
+Pillow: an image and a seed in, an image out.
+"""
