@@ -265,7 +265,7 @@ def test_cost_and_latency_gates(tmp_path: Path) -> None:
                               "--output-json", report)
     assert code == 1
     gates = {g["name"]: g for g in read_json(report)["gates"]}
-    assert not gates["max_cost"]["passed"] and "cost 0.03 (gate: <= 0.02)" in gates["max_cost"]["message"]
+    assert not gates["max_cost"]["passed"] and "cost 0.03 > 0.02" in gates["max_cost"]["message"]
     assert gates["max_p95_latency"]["passed"]
     assert "max_cost" in out
     code, _out, _err = run_cli("run", "--eval-dir", eval_dir, "--max-cost", "0.05")

@@ -267,3 +267,12 @@ def test_a_per_target_gate_for_an_undeclared_target_fails_instead_of_vanishing()
     gates = evaluate_gates(rs, options=GateOptions(min_target_pass_rate=0.5),
                            eval_thresholds=Thresholds(per_target={"dor": 0.5}), cases=[], undeclared={"dor": why})
     assert [g.name for g in gates] == ["adapter_errors", "all_targets_door_min_pass_rate"]
+
+
+def test_latency_and_cost_gate_messages_read_as_people_write_them() -> None:
+    from glasskit_eval.evaluation.gates import cost_gate, latency_gate
+
+    assert latency_gate(0.42, 0.3).message == "p95 latency 420 ms > 300 ms"
+    assert latency_gate(1e-7, 2e-3).message == "p95 latency 0.1 µs <= 2 ms"
+    assert latency_gate(1.5, 2).message == "p95 latency 1.5 s <= 2 s"
+    assert cost_gate(0.03, 0.02).message == "cost 0.03 > 0.02"

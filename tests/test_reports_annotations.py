@@ -35,6 +35,7 @@ def commands(out: str) -> list[str]:
 
 
 EXPECTED_ANNOTATIONS = [
+    "::error title=gate adapter_errors failed::1 adapter/comparison errors",
     "::error file=eval/cases/door.yaml,line=7,title=door / idx @ 1s failed::expected 5, observed 10%0A"
     "expected: 5%0Aobserved: 10%0Aframe: 10%0A"
     "review: python -m glasskit_eval review --eval-dir eval --case door --target idx --time 1",
@@ -88,6 +89,58 @@ def test_annotations_and_step_summary_byte_for_byte(github: Path) -> None:
     # A second step appends its own summary.
     code, _out, _err = run_cli("run", "--eval-dir", eval_dir, "--keep-going")
     assert (github / "step-summary.md").read_text(encoding="utf-8") == EXPECTED_SUMMARY * 2
+
+
+def test_a_failed_gate_is_annotated_where_it_is_set(github: Path) -> None:
+    eval_dir = ci_eval(github)
+    (eval_dir / "config.yaml").write_text("# gates\nthresholds:\n  min_pass_rate: 0.99\n  per_target:\n"
+                                          "    idx:\n      min_pass_rate: 0.95\n")
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 1
+    gates = [c for c in commands(out) if "title=gate " in c]
+    assert [g.split("::")[1] for g in gates] == [
+        "error file=eval/config.yaml,line=2,title=gate eval_min_pass_rate failed",
+        "error file=eval/config.yaml,line=5,title=gate eval_idx_min_pass_rate failed"]
+    assert gates[0].endswith("::77.8%25 pass rate (gate: >= 99.0%25)")
+    # The command line's gates replace config.yaml's: they are set in no file.
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "0.99", "--max-p95-latency", "1e-9")
+    gates = [c for c in commands(out) if "title=gate " in c]
+    assert gates[0] == "::error title=gate eval_min_pass_rate failed::77.8%25 pass rate (gate: >= 99.0%25)"
+    assert gates[-1].startswith("::error title=gate max_p95_latency failed::p95 latency ")
+    assert gates[-1].endswith(" > 0.001 µs")
+
+
+def test_case_gates_point_at_the_case_files_thresholds(github: Path) -> None:
+    eval_dir = ci_eval(github)
+    door = eval_dir / "cases" / "door.yaml"
+    door.write_text(door.read_text() + "thresholds:\n  max_failures: 0\n")
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir)
+    assert code == 1
+    line = door.read_text().splitlines().index("thresholds:") + 1
+    assert [c for c in commands(out) if "title=gate " in c] == [
+        f"::error file=eval/cases/door.yaml,line={line},title=gate door_max_failures failed::"
+        "door: 2 failures (gate: <= 0)"]
+
+
+def test_the_job_summary_links_the_html_report(github: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.example")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "org/repo")
+    monkeypatch.setenv("GITHUB_RUN_ID", "42")
+    eval_dir = ci_eval(github)
+    assert run_cli("run", "--eval-dir", eval_dir, "--html", "out/report.html")[0] == 0
+    text = (github / "step-summary.md").read_text(encoding="utf-8")
+    assert ("HTML report: `out/report.html`; [the run's artifacts]"
+            "(https://github.example/org/repo/actions/runs/42#artifacts) hold it once uploaded.") in text
+
+
+def test_a_shard_does_not_say_no_gate_is_set(github: Path) -> None:
+    eval_dir = ci_eval(github)
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--shard", "1/1", "--output-json", "s.json",
+                              "--annotations", "none")
+    assert code == 0 and "failed" in out
+    assert "No gate is set" not in out and "gates are applied when `merge-reports`" in out
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--annotations", "none")
+    assert "No gate is set" in out
 
 
 def test_paths_are_relative_to_the_workspace(github: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -47,25 +47,26 @@ def test_one_suite_per_case_and_target_with_lines_and_outcomes(in_tmp: Path) -> 
     door = by_name["door / idx"]
     assert (door.tests, door.failures, door.errors, door.skipped) == (5, 2, 0, 1)
     cases = {c.name: c for c in door}
-    assert list(cases) == ["idx @ 0.5s", "idx @ 1s", "idx @ 1.5s", "idx @ 1.7s", "idx @ 0.3s"]
+    # In time order, named so that viewers sorting by name keep it.
+    assert list(cases) == ["idx @ 0.300s", "idx @ 0.500s", "idx @ 1.000s", "idx @ 1.500s", "idx @ 1.700s"]
     # Block style after a comment (line 7), flow style (line 10), the ignored block (line 11).
     lines = {name: (c.classname, c._elem.get("file"), c._elem.get("line")) for name, c in cases.items()}
-    assert lines == {"idx @ 0.5s": ("door", "eval/cases/door.yaml", "7"),
-                     "idx @ 1s": ("door", "eval/cases/door.yaml", "7"),
-                     "idx @ 1.5s": ("door", "eval/cases/door.yaml", "10"),
-                     "idx @ 1.7s": ("door", "eval/cases/door.yaml", "10"),
-                     "idx @ 0.3s": ("door", "eval/cases/door.yaml", "11")}
+    assert lines == {"idx @ 0.500s": ("door", "eval/cases/door.yaml", "7"),
+                     "idx @ 1.000s": ("door", "eval/cases/door.yaml", "7"),
+                     "idx @ 1.500s": ("door", "eval/cases/door.yaml", "10"),
+                     "idx @ 1.700s": ("door", "eval/cases/door.yaml", "10"),
+                     "idx @ 0.300s": ("door", "eval/cases/door.yaml", "11")}
     text = (eval_dir / "cases" / "door.yaml").read_text().splitlines()
     assert text[6] == "    - at: [0.5, 1.0]" and text[9].startswith("    - {range:") and "at: 0.3" in text[10]
-    assert cases["idx @ 0.5s"].is_passed
-    failure = cases["idx @ 1s"].result[0]
+    assert cases["idx @ 0.500s"].is_passed
+    failure = cases["idx @ 1.000s"].result[0]
     assert isinstance(failure, junitparser.Failure)
     assert failure.message == "expected 5, observed 10"
     assert failure.text == ("expected: 5\nfield: index\nobserved: 10\nframe: 10 (media time 1s)\n"
                             "reason: expected 5, observed 10\n"
                             "review: python -m glasskit_eval review --eval-dir eval --case door --target idx "
                             "--time 1\n")
-    skipped = cases["idx @ 0.3s"].result[0]
+    skipped = cases["idx @ 0.300s"].result[0]
     assert isinstance(skipped, junitparser.Skipped)
     assert skipped.message == "known bad: a 'quoted', 100% ignored frame"
     size = list(by_name["door / size"])
@@ -105,7 +106,7 @@ def test_hostile_text_is_escaped_and_invalid_xml_characters_replaced(in_tmp: Pat
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--junit-xml", "j.xml")
     assert code == 0, err
     validate(in_tmp / "j.xml")
-    case = next(c for c in suites(in_tmp / "j.xml")["door / idx"] if c.name == "idx @ 0.5s")
+    case = next(c for c in suites(in_tmp / "j.xml")["door / idx"] if c.name == "idx @ 0.500s")
     failure = case.result[0]
     assert 'observed: "<b>&\\"]]>\\u0007\\n"' in failure.text  # JSON-escaped in the body
 
@@ -159,15 +160,15 @@ def test_render_is_exact_and_pure() -> None:
 <?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="glasskit_eval" tests="4" failures="1" errors="1" skipped="1" time="0.500">
   <testsuite name="c / t" tests="3" failures="0" errors="1" skipped="1" time="0.500" file="e/cases/c.yaml">
-    <testcase name="t @ 0s" classname="c" file="e/cases/c.yaml" line="3" time="0.250" />
-    <testcase name="t @ 0.25s" classname="c" file="e/cases/c.yaml" line="3" time="0.250">
+    <testcase name="t @ 0.000s" classname="c" file="e/cases/c.yaml" line="3" time="0.250" />
+    <testcase name="t @ 0.250s" classname="c" file="e/cases/c.yaml" line="3" time="0.250">
       <error message="adapter_error: x\ufffdy" type="adapter_error">expected: true
 observed: null
 reason: adapter_error: x\ufffdy
 review: python -m glasskit_eval review --eval-dir e --case c --target t --time 0.25
 </error>
     </testcase>
-    <testcase name="t @ 0.5s" classname="c" file="e/cases/c.yaml" line="3" time="0.000">
+    <testcase name="t @ 0.500s" classname="c" file="e/cases/c.yaml" line="3" time="0.000">
       <skipped message="blurry &lt;frame&gt; \ufffd" />
     </testcase>
   </testsuite>
@@ -235,3 +236,17 @@ def test_junitparser_round_trip_keeps_every_suite_case_and_outcome(in_tmp: Path)
     assert outline(in_tmp / "again.xml") == before
     assert len(before) == 7 and sum(len(s[5]) for s in before) == 2 * 10 + 2
     validate(in_tmp / "again.xml")
+
+
+def test_testcase_names_sort_by_time_past_ten_seconds() -> None:
+    from glasskit_eval.reports.junit import sample_name, time_width
+    from glasskit_eval.results import SampleResult, Status
+
+    def at(time: float) -> SampleResult:
+        return SampleResult(case="c", target="t", target_label=None, sample_index=0, timestamp_s=time, source="at",
+                            status=Status.PASSED, expected=1, field=None, compare_mode=None, reason="matched")
+
+    results = [at(t) for t in (2.5, 10.0, 10.25, 125.0, 0.0)]
+    names = [sample_name(r, time_width(results)) for r in results]
+    assert names == ["t @ 002.500s", "t @ 010.000s", "t @ 010.250s", "t @ 125.000s", "t @ 000.000s"]
+    assert sorted(names) == [names[4], names[0], names[1], names[2], names[3]]

@@ -92,3 +92,10 @@ def test_times_beyond_float_range() -> None:
     assert parse_cli_time("1e300") == Fraction(10**300)
     # Messages never crash on a value floats cannot hold.
     assert format_time(Fraction(10**400)) == "1" + "0" * 400
+
+
+def test_durations_read_in_the_unit_that_fits() -> None:
+    from glasskit_eval.support.timevalues import format_duration
+
+    assert [format_duration(s) for s in (0, 1e-7, 8e-5, 0.0421, 0.3, 1, 12.345, 250)] == [
+        "0 s", "0.1 µs", "80 µs", "42.1 ms", "300 ms", "1 s", "12.3 s", "250 s"]

@@ -25,20 +25,24 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
 
 
 class EvalConfig(Frozen):
-    _fields = ("thresholds", "video_stores", "run_timeout_s", "per_target_lines")
+    _fields = ("thresholds", "video_stores", "run_timeout_s", "per_target_lines", "thresholds_line")
     thresholds: Thresholds | None
     video_stores: Mapping[str, VideoStoreConfig]
     #: ``run: timeout_s``: the per-call timeout when ``--timeout`` is not given.
     run_timeout_s: float | None
     #: The config.yaml line of each ``thresholds.per_target`` entry, for messages about it.
     per_target_lines: Mapping[str, int]
+    #: The config.yaml line of ``thresholds:`` (where a failed eval-level gate is annotated).
+    thresholds_line: int | None
 
     def __init__(self, thresholds: Thresholds | None = None,
                  video_stores: Mapping[str, VideoStoreConfig] | None = None,
-                 run_timeout_s: float | None = None, per_target_lines: Mapping[str, int] | None = None) -> None:
+                 run_timeout_s: float | None = None, per_target_lines: Mapping[str, int] | None = None,
+                 thresholds_line: int | None = None) -> None:
         self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores,
                              run_timeout_s=run_timeout_s,
-                             per_target_lines={} if per_target_lines is None else per_target_lines)
+                             per_target_lines={} if per_target_lines is None else per_target_lines,
+                             thresholds_line=thresholds_line)
 
 
 class EvalDir(Frozen):
@@ -141,7 +145,7 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
     lines = {target: doc.line(("thresholds", "per_target", target)) or 0
              for target in ((thresholds.per_target or {}) if thresholds is not None else {})}
     return EvalConfig(thresholds=thresholds, video_stores=stores, run_timeout_s=run_timeout,
-                      per_target_lines=lines), c.problems
+                      per_target_lines=lines, thresholds_line=doc.lines.get(("thresholds",))), c.problems
 
 
 def _parse_run(c: Checker, raw: Any) -> float | None:

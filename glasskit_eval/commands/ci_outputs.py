@@ -18,7 +18,7 @@ from ..cases.model import Thresholds
 from ..errors import OutputError
 from ..plan.planning import Plan
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
-from ..reports.locations import Locations, relative_path, sample_locations
+from ..reports.locations import Locations, SampleLocation, relative_path, sample_locations
 from ..results import Gate
 from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
@@ -123,25 +123,61 @@ def write_junit(path: Path, summary: RunSummary, locations: Locations, eval_root
 
 
 def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, found: BaselineDiff | None,
-                   out: TextIO, env: Mapping[str, str]) -> None:
+                   out: TextIO, env: Mapping[str, str], *, gate_places: Mapping[str, SampleLocation] | None = None,
+                   html: str | None = None) -> None:
     """Workflow commands on ``out`` (the runner reads stdout) and the job summary, if GitHub asks."""
     from ..reports.annotations import github_annotations, step_summary
 
     workspace = env.get("GITHUB_WORKSPACE") or str(Path.cwd())
     lines = github_annotations(summary, locations, workspace=workspace,
-                               eval_dir=relative_path(eval_root, Path.cwd()))
+                               eval_dir=relative_path(eval_root, Path.cwd()), gate_places=gate_places)
     if lines:
         print(file=out)
         for line in lines:
             print(line, file=out)
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path:
+        text = step_summary(summary, found, html=None if html is None else relative_path(Path(html), workspace),
+                            artifacts_url=artifacts_url(env))
         try:
             with open(summary_path, "a", encoding="utf-8") as handle:
-                handle.write(step_summary(summary, found) + "\n")
+                handle.write(text + "\n")
         except OSError as exc:
             raise OutputError(f"cannot append the job summary to GITHUB_STEP_SUMMARY ({summary_path}): "
                               f"{exc.strerror or exc}") from None
+
+
+def artifacts_url(env: Mapping[str, str]) -> str | None:
+    """The workflow run's page, where uploaded artifacts are listed (GitHub's own variables)."""
+    server, repository, run = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    return f"{server}/{repository}/actions/runs/{run}#artifacts" if server and repository and run else None
+
+
+def gate_places(full: Plan, request: RunRequest) -> dict[str, SampleLocation]:
+    """Where each configured gate is set: its case file's or config.yaml's ``thresholds`` (a gate the
+    command line sets has no place in a file)."""
+    places: dict[str, SampleLocation] = {}
+    for c in full.cases:
+        case, t = c.case, c.case.thresholds
+        if t is None:
+            continue
+        at = SampleLocation(case.path, case.document.line(("thresholds",)))
+        places[f"{case.name}_min_pass_rate"] = places[f"{case.name}_max_failures"] = at
+        for target in t.per_target or {}:
+            places[f"{case.name}_{target}_min_pass_rate"] = SampleLocation(
+                case.path, case.document.line(("thresholds", "per_target", target)))
+    config = full.eval_dir.config
+    if config.thresholds is None:
+        return places
+    path = full.eval_dir.root / "config.yaml"
+    at = SampleLocation(path, config.thresholds_line)
+    from_file = {"eval_min_pass_rate": request.min_pass_rate, "eval_max_failures": request.max_failures,
+                 "max_p95_latency": request.max_p95_latency_s, "max_cost": request.max_cost}
+    places.update({name: at for name, given in from_file.items() if given is None})
+    if request.min_target_pass_rate is None:
+        for target, line in config.per_target_lines.items():
+            places[f"eval_{target}_min_pass_rate"] = SampleLocation(path, line or None)
+    return places
 
 
 def write_outputs(summary: RunSummary, request: RunRequest, full: Plan, found: BaselineDiff | None,
@@ -156,4 +192,5 @@ def write_outputs(summary: RunSummary, request: RunRequest, full: Plan, found: B
     if request.junit_xml is not None:
         write_junit(Path(request.junit_xml), summary, locations, root, found)
     if github:
-        github_outputs(summary, locations, root, found, out, env)
+        github_outputs(summary, locations, root, found, out, env, gate_places=gate_places(full, request),
+                       html=request.html)

@@ -163,7 +163,8 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     if errors and not life.keeps:
         report_checkpoint = None  # error-only: rerunning the command loses nothing
     hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
-    print_summary(summary, out, resume_hint=hint, report_path=request.output_json)
+    print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
+                  gated_elsewhere=request.shard is not None)
     ci.print_notes(request, baseline, out)
     cache_block = _cache_report(cache, request, result, out)
     if request.output_json:

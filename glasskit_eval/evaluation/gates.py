@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..cases.model import Thresholds
 from ..results import Gate, SampleResult, Status, TrialResult, stability
 from ..summary import Counts
+from ..support.timevalues import format_duration
 
 
 @dataclass(frozen=True)
@@ -121,15 +122,18 @@ def flaky_gate(flaky_samples: int, maximum: int) -> Gate:
 def latency_gate(p95: float | None, maximum: float) -> Gate:
     """``--max-p95-latency``: the run's p95 evaluation duration (nearest rank)."""
     if p95 is None:
-        return Gate("max_p95_latency", True, f"no evaluation durations (gate: p95 <= {maximum:g}s)")
-    return Gate("max_p95_latency", p95 <= maximum, f"p95 latency {p95:.3f}s (gate: <= {maximum:g}s)")
+        return Gate("max_p95_latency", True, f"no evaluation durations (gate: p95 <= {format_duration(maximum)})")
+    passed = p95 <= maximum
+    return Gate("max_p95_latency", passed,
+                f"p95 latency {format_duration(p95)} {'<=' if passed else '>'} {format_duration(maximum)}")
 
 
 def cost_gate(cost: float | None, maximum: float) -> Gate:
     """``--max-cost``: the run's summed reported ``cost`` (every trial, resumed results included)."""
     if cost is None:
         return Gate("max_cost", True, f"the adapter reported no cost (gate: <= {maximum:g})")
-    return Gate("max_cost", cost <= maximum, f"cost {cost:.6g} (gate: <= {maximum:g})")
+    passed = cost <= maximum
+    return Gate("max_cost", passed, f"cost {cost:.6g} {'<=' if passed else '>'} {maximum:g}")
 
 
 def run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: Thresholds | None) -> list[Gate]:

@@ -9,16 +9,16 @@ annotation says how many were left out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..results import SampleResult, Status
+from ..results import Gate, SampleResult, Status
 from ..summary import RunSummary
 from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows, significance_lines
 from .calls import interval_text
 from .console import compact, pct, time_label
 from .junit import review_command
-from .locations import Locations, relative_path
+from .locations import Locations, SampleLocation, relative_path
 
 MAX_ANNOTATIONS = 50
 #: Rows of each job-summary table (GitHub caps a summary at 1 MiB).
@@ -83,11 +83,12 @@ def _message(r: SampleResult, eval_dir: str) -> str:
     return "\n".join(lines)
 
 
-def github_annotations(summary: RunSummary, locations: Locations, *, workspace: str,
-                       eval_dir: str) -> list[str]:
-    """One ``::error`` line per failed or errored sample (capped), paths relative to ``workspace``."""
+def github_annotations(summary: RunSummary, locations: Locations, *, workspace: str, eval_dir: str,
+                       gate_places: Mapping[str, SampleLocation] | None = None) -> list[str]:
+    """One ``::error`` line per failed gate and per failed or errored sample (capped), paths
+    relative to ``workspace``; a gate is annotated where it is set (``gate_places``), if anywhere."""
+    lines = gate_annotations(summary, gate_places or {}, workspace)
     items = failing_samples(summary)
-    lines = []
     for item in items[:MAX_ANNOTATIONS]:
         where = locations.get(item.first.key)
         file = None if where is None else relative_path(where.path, workspace)
@@ -99,6 +100,23 @@ def github_annotations(summary: RunSummary, locations: Locations, *, workspace: 
         lines.append(workflow_command(
             "error", f"{left} more failed or errored samples are not annotated; see the job summary "
             "or the JUnit report for all of them", title=f"glasskit_eval: {left} more failing samples"))
+    return lines
+
+
+def gate_annotations(summary: RunSummary, places: Mapping[str, SampleLocation], workspace: str) -> list[str]:
+    """One ``::error`` per failed gate (once per name, however many trials it failed in)."""
+    failed: dict[str, tuple[Gate, int]] = {}
+    for _scope, gate in summary.failed_gates():
+        seen = failed.get(gate.name)
+        failed[gate.name] = (seen[0] if seen else gate, (seen[1] if seen else 0) + 1)
+    trials = len(summary.run.trials)
+    lines = []
+    for name, (gate, times) in failed.items():
+        where = places.get(name)
+        file = None if where is None else relative_path(where.path, workspace)
+        line = None if where is None or where.line is None else str(where.line)
+        title = f"gate {name} failed" + (f" in {times} of {trials} trials" if times > 1 else "")
+        lines.append(workflow_command("error", gate.message, file=file, line=line, title=title))
     return lines
 
 
@@ -130,12 +148,20 @@ def _capped(rows: list[list[str]], what: str) -> tuple[list[list[str]], list[str
     return rows[:MAX_SUMMARY_ROWS], ["", f"… and {len(rows) - MAX_SUMMARY_ROWS} more {what}."]
 
 
-def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, title: str = "glasskit_eval") -> str:
-    """The job summary (GitHub-flavoured Markdown), ending in a newline."""
+def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, title: str = "glasskit_eval",
+                 html: str | None = None, artifacts_url: str | None = None) -> str:
+    """The job summary (GitHub-flavoured Markdown), ending in a newline.
+
+    ``html``: the HTML report this run wrote; ``artifacts_url``: where the workflow run's
+    artifacts are listed, to link the report from (when it is uploaded as one).
+    """
     run = summary.run
     total = summary.total
     verdict = "passed" if summary.success else "failed"
     out = [f"## {title}: {verdict}", ""]
+    if html is not None:
+        where = f"; [the run's artifacts]({artifacts_url}) hold it once uploaded" if artifacts_url else ""
+        out += [f"HTML report: {_code(html)}{where}.", ""]
     trials = f", {len(run.trials)} trials" if len(run.trials) > 1 else ""
     out.append(f"{len(run.cases)} cases{trials}: {total.evaluated} evaluated, {total.passed} passed, "
                f"{total.failed} failed, {total.errors} errors, {total.ignored} ignored; "

@@ -27,6 +27,7 @@ from ..statistics.bootstrap import LatencyChange, median_latency_change
 from ..statistics.paired import PairedTest, RegressionFamily, regression_family
 from ..statistics.power import minimum_detectable_drop
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
+from ..support.timevalues import format_duration
 from .calls import points
 from .console import compact, table, time_label
 
@@ -156,7 +157,7 @@ class BaselineDiff:
         if change is None:
             return Gate("baseline_latency_regression", True, "no paired latencies to compare")
         return Gate("baseline_latency_regression", not change.exceeds(seconds),
-                    f"{_latency_text(change)} (gate: low bound <= {_ms(seconds)})")
+                    f"{_latency_text(change)}; gate: interval's low end <= {format_duration(seconds)}")
 
     def properties(self) -> list[tuple[str, str]]:
         out = [("baseline.path", self.path), ("baseline.matched_samples", str(self.matched)),

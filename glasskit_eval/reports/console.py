@@ -143,7 +143,8 @@ def indent_block(text: str, prefix: str) -> str:
 
 
 def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None,
-                  report_path: str | None = None) -> None:
+                  report_path: str | None = None, gated_elsewhere: bool = False) -> None:
+    """The run's summary; ``gated_elsewhere``: a shard, whose gates ``merge-reports`` applies."""
     def p(text: str = "") -> None:
         print(text, file=out)
 
@@ -219,7 +220,7 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
             p()
             p(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
                     [False, False, True, False, False]))
-    failures = failure_lines(summary, report_path)
+    failures = failure_lines(summary, report_path, gated_elsewhere)
     if failures:
         p()
         p("\n".join(failures))
@@ -269,7 +270,7 @@ def review_command(result: SampleResult, eval_dir: str, report_path: str | None 
     return " ".join(shlex.quote(w) for w in words)
 
 
-def failure_lines(summary: RunSummary, report_path: str | None) -> list[str]:
+def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere: bool = False) -> list[str]:
     """The failure table, what to run to look at the first failure, and the no-gate note."""
     failures = summary.failures
     if not failures:
@@ -297,7 +298,7 @@ def failure_lines(summary: RunSummary, report_path: str | None) -> list[str]:
         where = f"see {report_path}" if report_path else "write them all with --output-json PATH"
         lines.append(f"... and {rest} more; {where}")
     lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir, report_path)}")
-    if summary.total.failed and not summary.correctness_gated:
+    if summary.total.failed and not summary.correctness_gated and not gated_elsewhere:
         lines.append("No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds.")
     return lines
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import shlex
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from ..results import Gate, SampleResult, Status, TrialResult
 from ..summary import Counts, RunSummary
@@ -36,6 +36,8 @@ class JunitContext:
     eval_dir: str
     #: Extra ``<property>`` pairs of the gates suite (baseline comparison counts).
     properties: Sequence[tuple[str, str]] = ()
+    #: Whole-second digits testcase names are padded to (set from the results when rendering).
+    time_width: int = 1
 
 
 def _text(value: str) -> str:
@@ -53,8 +55,15 @@ def review_command(eval_dir: str, result: SampleResult) -> str:
             f"--time {time_label(result.timestamp_s)}")
 
 
-def sample_name(result: SampleResult) -> str:
-    return f"{result.target} @ {time_label(result.timestamp_s)}s"
+def sample_name(result: SampleResult, width: int = 1) -> str:
+    """``target @ 0007.500s``: zero-padded to ``width`` digits, so viewers that sort testcases by
+    name list them in time order."""
+    return f"{result.target} @ {result.timestamp_s:0{width + 4}.3f}s"
+
+
+def time_width(results: Iterable[SampleResult]) -> int:
+    """Digits of the largest whole second among ``results``."""
+    return max((len(str(int(r.timestamp_s))) for r in results), default=1)
 
 
 def failure_body(result: SampleResult, eval_dir: str) -> str:
@@ -84,7 +93,8 @@ def _counts_attrs(element: ET.Element, counts: Counts, time: float) -> None:
 
 
 def _testcase(suite: ET.Element, result: SampleResult, context: JunitContext) -> None:
-    case = ET.SubElement(suite, "testcase", name=_text(sample_name(result)), classname=_text(result.case))
+    case = ET.SubElement(suite, "testcase", name=_text(sample_name(result, context.time_width)),
+                         classname=_text(result.case))
     where = context.locations.get(result.key)
     if where is not None:
         case.set("file", _text(relative_path(where.path, context.base)))
@@ -114,7 +124,7 @@ def _trial_suites(root: ET.Element, trial: TrialResult, many: bool, context: Jun
         where = context.locations.get(results[0].key)
         if where is not None:
             suite.set("file", _text(relative_path(where.path, context.base)))
-        for result in results:
+        for result in sorted(results, key=lambda r: (r.timestamp_s, r.sample_index)):
             _testcase(suite, result, context)
 
 
@@ -148,6 +158,7 @@ def _call_properties(summary: RunSummary) -> list[tuple[str, str]]:
 def render_junit(summary: RunSummary, context: JunitContext) -> str:
     """The whole document, ending in a newline."""
     root = ET.Element("testsuites", name="glasskit_eval")
+    context = replace(context, time_width=time_width(r for t in summary.run.trials for r in t.results))
     many = len(summary.run.trials) > 1
     for trial in summary.run.trials:
         _trial_suites(root, trial, many, context)

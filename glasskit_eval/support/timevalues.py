@@ -73,3 +73,13 @@ def same_time_key(value: Fraction) -> Fraction:
 
 
 _NANO = 10**9
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as people read it: ``420 ms``, ``1.5 s``, ``80 µs`` (never ``1e-07s``)."""
+    magnitude = abs(seconds)
+    if magnitude >= 1 or magnitude == 0:
+        return f"{seconds:.3g} s"
+    if magnitude >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
