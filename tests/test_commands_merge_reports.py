@@ -157,6 +157,13 @@ def test_a_damaged_shard_object_is_refused(eval_dir: Path) -> None:
     shards[0].write_text(json.dumps(damaged))
     code, _out, err = run_cli("merge-reports", *shards)
     assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")
+    # A shard count beyond the limit is damage too, not a list of 9,999 missing shards to build.
+    for path in shards:
+        edited = json.loads(path.read_text())
+        edited["shard"]["total"] = 10_001
+        path.write_text(json.dumps(edited))
+    code, _out, err = run_cli("merge-reports", shards[1], shards[1])
+    assert (code, err) == (2, f"error: {shards[1]}: its `shard` object is damaged; rerun that shard\n")
 
 
 def test_merge_compares_with_a_baseline_and_annotates(eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

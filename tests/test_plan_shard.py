@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from glasskit_eval.errors import UsageError
 from glasskit_eval.plan.planning import Plan, build_plan
 from glasskit_eval.plan.schedule import Filters
 from glasskit_eval.plan.shard import (
+    MAX_SHARDS,
     Shard,
     assign,
     frame_cost,
@@ -57,7 +59,8 @@ def test_frame_cost_weighs_the_work(tmp_path: Path) -> None:
     costs = {c.case.name: frame_cost(c) for c in plan.cases}
     assert costs["big"] * 2 > costs["small"] * 3
     shards = assign(plan, 2)
-    assert [sorted(plan.cases[i].case.name for i in s) for s in shards] == [["big"], ["small", "tiny"]]
+    assert [sorted(plan.cases[i].case.name for i in shards[s]) for s in sorted(shards)] == [["big"],
+                                                                                           ["small", "tiny"]]
 
 
 def test_fewer_cases_than_shards_cuts_contiguous_time_slices(tmp_path: Path) -> None:
@@ -101,3 +104,50 @@ def test_bad_shards_are_usage_errors() -> None:
         shard_from_env({"CIRCLE_NODE_INDEX": "x", "CIRCLE_NODE_TOTAL": "2"})
     with pytest.raises(UsageError, match=r"GLASSKIT_SHARD must be I/N"):
         shard_from_env({"GLASSKIT_SHARD": "3/2"})
+
+
+@pytest.mark.parametrize("text", ["\u00b2/3", "1/\u00b3", "\u0661/\u0662", "\uff11/\uff12", "1/1e3", "+1/2", "1 /2",
+                                  "1/" + "9" * 5000])
+def test_shard_numbers_are_ascii_digits(text: str) -> None:
+    # "²".isdigit() is true and int("²") raises; Arabic-Indic and full-width digits int() reads.
+    with pytest.raises(UsageError, match="must be I/N"):
+        parse_shard(text)
+    with pytest.raises(UsageError, match="GLASSKIT_SHARD must be I/N"):
+        shard_from_env({"GLASSKIT_SHARD": text})
+
+
+def test_ci_job_numbers_are_ascii_digits() -> None:
+    for index, total in (("\u00b2", "3"), ("1", "\u0663"), ("9" * 5000, "2")):
+        with pytest.raises(UsageError, match="are not job numbers"):
+            shard_from_env({"CIRCLE_NODE_INDEX": index, "CIRCLE_NODE_TOTAL": total})
+
+
+def test_at_most_ten_thousand_shards() -> None:
+    assert MAX_SHARDS == 10_000
+    assert parse_shard("10000/10000") == Shard(10_000, 10_000)
+    for text in ("1/10001", "1/99999999999"):
+        with pytest.raises(UsageError, match=r"at most 10000 shards|must be I/N"):
+            parse_shard(text)
+    with pytest.raises(UsageError, match=r"at most 10000 shards"):
+        shard_from_env({"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "10001"})
+
+
+def _peak_bytes(plan: Plan, shard: Shard) -> int:
+    tracemalloc.start()
+    try:
+        shard_plan(plan, shard)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_nothing_is_allocated_per_shard(tmp_path: Path) -> None:
+    # Both ways of splitting: fewer cases than shards (time slices), and whole cases.
+    few = plan_of(tmp_path / "few", {"one": case("0, 0.5, 1")})
+    many = plan_of(tmp_path / "many", {f"c{i}": case("0") for i in range(4)})
+    for plan, small in ((few, Shard(1, 2)), (many, Shard(1, 4))):
+        base = _peak_bytes(plan, small)
+        for shard in (Shard(1, MAX_SHARDS), Shard(MAX_SHARDS, MAX_SHARDS)):
+            # One empty dict per shard alone would be 640 kB.
+            assert _peak_bytes(plan, shard) - base < 50_000
+    assert sorted(k for i in range(1, 5) for k in keys(shard_plan(many, Shard(i, 4)))) == sorted(keys(many))

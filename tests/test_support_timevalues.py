@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
@@ -92,3 +94,20 @@ def test_times_beyond_float_range() -> None:
     assert parse_cli_time("1e300") == Fraction(10**300)
     # Messages never crash on a value floats cannot hold.
     assert format_time(Fraction(10**400)) == "1" + "0" * 400
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "-1E+999999999", "1e-999999999", "1_0e99_999_999",
+                                  "0.5e\u0669" + "9" * 8])
+def test_huge_exponents_are_refused_at_once(text: str) -> None:
+    # Fraction(text) would first build 10**999999999 (minutes, gigabytes): run apart with a timeout,
+    # so a regression fails instead of stalling the suite.
+    code = ("from glasskit_eval.support.timevalues import parse_cli_time\n"
+            f"try:\n    parse_cli_time({text!r})\nexcept ValueError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True)
+    assert done.stdout == f"{text!r} is out of range: a time's exponent must be at most 1000\n"
+
+
+def test_overlong_time_text_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"is too long to be a number of seconds"):
+        parse_cli_time("0." + "1" * 5000)
+    assert parse_cli_time("1e-1000") == Fraction(1, 10**1000)

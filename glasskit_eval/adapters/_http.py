@@ -132,7 +132,7 @@ def _str_map(value: Any, what: str) -> dict[str, str]:
 def dig(value: Any, path: str) -> Any:
     """``a.b.0.c`` into nested objects and lists; raises KeyError naming the missing step."""
     for step in path.split("."):
-        if isinstance(value, list) and step.isdigit() and int(step) < len(value):
+        if isinstance(value, list) and step.isascii() and step.isdigit() and int(step) < len(value):
             value = value[int(step)]
         elif isinstance(value, dict) and step in value:
             value = value[step]

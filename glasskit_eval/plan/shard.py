@@ -11,6 +11,7 @@ stretch of a video.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,11 +30,29 @@ class Shard:
         return f"{self.index}/{self.total}"
 
 
+#: Most shards a run may be split into: far beyond any CI matrix or cluster array, and small
+#: enough that a shard count is never a reason to allocate or loop.
+MAX_SHARDS = 10_000
+
+
+def job_number(text: str) -> int | None:
+    """``text`` as a nonnegative integer if it is ASCII digits only (at most 9 of them), else None.
+
+    str.isdigit() alone accepts "²" and other scripts' digits, which int() then refuses or reads.
+    """
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > 9:
+        return None
+    return int(text)
+
+
 def parse_shard(text: str, what: str = "--shard") -> Shard:
-    index, sep, total = text.strip().partition("/")
-    if not sep or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
+    index_text, sep, total_text = text.strip().partition("/")
+    index, total = job_number(index_text), job_number(total_text)
+    if not sep or index is None or total is None or not 1 <= index <= total:
         raise UsageError(f"{what} must be I/N with 1 <= I <= N (for example 2/4) or `auto`, got {text!r}")
-    return Shard(int(index), int(total))
+    if total > MAX_SHARDS:
+        raise UsageError(f"{what}: at most {MAX_SHARDS} shards, got {text!r}")
+    return Shard(index, total)
 
 
 #: CI variables ``--shard auto`` reads, in order: (index variable, total variable, index base).
@@ -53,10 +72,11 @@ def shard_from_env(env: Mapping[str, str]) -> Shard:
         index, total = env.get(index_name), env.get(total_name)
         if index is None or total is None:
             continue
-        if not index.strip().isdigit() or not total.strip().isdigit():
+        first, count = job_number(index.strip()), job_number(total.strip())
+        if first is None or count is None:
             raise UsageError(f"--shard auto: {index_name}={index!r} and {total_name}={total!r} are not "
                              "job numbers")
-        return parse_shard(f"{int(index) + 1 - base}/{int(total)}", f"--shard auto ({index_name}, {total_name})")
+        return parse_shard(f"{first + 1 - base}/{count}", f"--shard auto ({index_name}, {total_name})")
     raise UsageError("--shard auto found no shard in the environment; set GLASSKIT_SHARD=I/N (GitHub "
                      "Actions: from ${{ strategy.job-index }} and ${{ strategy.job-total }}) or run under "
                      "GitLab parallel, Buildkite parallelism or CircleCI parallelism")
@@ -83,17 +103,28 @@ def case_cost(case: CasePlan) -> int:
     return sum(_sample_cost(case, s) for s in case.samples)
 
 
-def assign(plan: Plan, total: int) -> list[dict[int, list[ScheduledSample]]]:
-    """For each shard (0-based), the samples of each case (by index into ``plan.cases``) it runs."""
-    shards: list[dict[int, list[ScheduledSample]]] = [{} for _ in range(total)]
+def assign(plan: Plan, total: int) -> dict[int, dict[int, list[ScheduledSample]]]:
+    """The shards (0-based) that have work, each with the samples of each case (by index into
+    ``plan.cases``) it runs.
+
+    Memory and time grow with the plan, never with ``total``: shards without work are absent.
+    """
+    shards: dict[int, dict[int, list[ScheduledSample]]] = {}
     cases = plan.cases
     if len(cases) >= total:
-        load = [0] * total
+        # Least loaded shard first (load, cases held, index). Shards not yet used are all (0, 0, s),
+        # so only used ones are kept in the heap and the next unused index stands for the rest.
+        used: list[tuple[int, int, int]] = []
+        unused = 0
         order = sorted(range(len(cases)), key=lambda i: (-case_cost(cases[i]), i))
         for i in order:
-            best = min(range(total), key=lambda s: (load[s], len(shards[s]), s))
-            shards[best][i] = list(cases[i].samples)
-            load[best] += case_cost(cases[i])
+            if unused < total and (not used or (0, 0, unused) < used[0]):
+                load, held, best = 0, 0, unused
+                unused += 1
+            else:
+                load, held, best = heapq.heappop(used)
+            shards.setdefault(best, {})[i] = list(cases[i].samples)
+            heapq.heappush(used, (load + case_cost(cases[i]), held + 1, best))
         return shards
     flat = [(i, s, _sample_cost(c, s)) for i, c in enumerate(cases)
             for s in sorted(c.samples, key=lambda s: (s.time, s.sample_index))]
@@ -105,14 +136,14 @@ def assign(plan: Plan, total: int) -> list[dict[int, list[ScheduledSample]]]:
     for (i, sample, _cost), weight in zip(flat, weights):
         # The shard holding the sample's midpoint of cumulative work: contiguous and in order.
         shard = min(total - 1, (2 * done + weight) * total // (2 * whole))
-        shards[shard].setdefault(i, []).append(sample)
+        shards.setdefault(shard, {}).setdefault(i, []).append(sample)
         done += weight
     return shards
 
 
 def shard_plan(plan: Plan, shard: Shard) -> Plan:
     """The part of ``plan`` that ``shard`` runs; each case keeps its samples in schedule order."""
-    mine = assign(plan, shard.total)[shard.index - 1]
+    mine = assign(plan, shard.total).get(shard.index - 1, {})
     cases = []
     for i, case in enumerate(plan.cases):
         if i in mine:
