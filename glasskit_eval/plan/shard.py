@@ -63,8 +63,18 @@ CI_VARIABLES = (
 )
 
 
+#: Cluster array jobs whose engine exports the index but not the count (0-based index variables);
+#: the count then comes from GLASSKIT_SHARD_TOTAL.
+INDEX_ONLY_VARIABLES = (
+    "JOB_COMPLETION_INDEX",  # Kubernetes Indexed Job
+    "AWS_BATCH_JOB_ARRAY_INDEX",  # AWS Batch array job
+)
+TOTAL_VARIABLE = "GLASSKIT_SHARD_TOTAL"
+
+
 def shard_from_env(env: Mapping[str, str]) -> Shard:
-    """``--shard auto``: GLASSKIT_SHARD (``I/N``), else the first CI's parallel-job variables."""
+    """``--shard auto``: GLASSKIT_SHARD (``I/N``), else the first CI's parallel-job variables, else a
+    cluster's array-job index (Slurm, Kubernetes Indexed Jobs, AWS Batch)."""
     own = env.get("GLASSKIT_SHARD")
     if own:
         return parse_shard(own, "GLASSKIT_SHARD")
@@ -77,9 +87,43 @@ def shard_from_env(env: Mapping[str, str]) -> Shard:
             raise UsageError(f"--shard auto: {index_name}={index!r} and {total_name}={total!r} are not "
                              "job numbers")
         return parse_shard(f"{first + 1 - base}/{count}", f"--shard auto ({index_name}, {total_name})")
+    if "SLURM_ARRAY_TASK_ID" in env:
+        return _slurm_shard(env)
+    for index_name in INDEX_ONLY_VARIABLES:
+        if index_name in env:
+            position = _variable(env, index_name)
+            count = _variable(env, TOTAL_VARIABLE, f"the shard count; {index_name} gives only the index")
+            return parse_shard(f"{position + 1}/{count}", f"--shard auto ({index_name}, {TOTAL_VARIABLE})")
     raise UsageError("--shard auto found no shard in the environment; set GLASSKIT_SHARD=I/N (GitHub "
                      "Actions: from ${{ strategy.job-index }} and ${{ strategy.job-total }}) or run under "
-                     "GitLab parallel, Buildkite parallelism or CircleCI parallelism")
+                     "GitLab parallel, Buildkite parallelism, CircleCI parallelism, a Slurm job array, a "
+                     f"Kubernetes Indexed Job or an AWS Batch array job (these two with {TOTAL_VARIABLE}=N)")
+
+
+def _variable(env: Mapping[str, str], name: str, missing: str | None = None) -> int:
+    value = env.get(name)
+    if value is None:
+        raise UsageError(f"--shard auto: set {name}" + (f" to {missing}" if missing else ""))
+    number = job_number(value.strip())
+    if number is None:
+        raise UsageError(f"--shard auto: {name}={value!r} is not a job number")
+    return number
+
+
+def _slurm_shard(env: Mapping[str, str]) -> Shard:
+    # Slurm numbers array tasks as the user wrote --array (e.g. 10-19 or 0-18:2); the shard is the
+    # task's position in that range. A list such as 1,5,7 has no such position.
+    task, low = _variable(env, "SLURM_ARRAY_TASK_ID"), _variable(env, "SLURM_ARRAY_TASK_MIN")
+    step = _variable(env, "SLURM_ARRAY_TASK_STEP") if "SLURM_ARRAY_TASK_STEP" in env else 1
+    if "SLURM_ARRAY_TASK_COUNT" in env:
+        total_name, total = "SLURM_ARRAY_TASK_COUNT", _variable(env, "SLURM_ARRAY_TASK_COUNT")
+    else:
+        total_name, total = TOTAL_VARIABLE, _variable(env, TOTAL_VARIABLE, "the array's task count")
+    offset = task - low
+    if step < 1 or offset < 0 or offset % step or offset // step >= total:
+        raise UsageError(f"--shard auto: Slurm task {task} is not one of {total} tasks from {low} in steps of "
+                         f"{step}; submit the array as --array=FIRST-LAST[:STEP]")
+    return parse_shard(f"{offset // step + 1}/{total}", f"--shard auto (SLURM_ARRAY_TASK_ID, {total_name})")
 
 
 def frame_cost(case: CasePlan) -> int:
