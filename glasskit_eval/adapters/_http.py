@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import AdapterError, HttpStatusError, UsageError
+from ..support.secretvalues import add_secret, add_url_secrets
 from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
@@ -70,11 +71,13 @@ class HttpConfig:
         if not isinstance(target, str):
             raise UsageError(f"{where} needs url (or pass --adapter-http URL)")
         _check_url(target)
+        add_url_secrets(target)
         batch_url = section.get("batch_url")
         if batch_url is not None:
             if not isinstance(batch_url, str):
                 raise UsageError(f"{where} batch_url must be a URL")
             _check_url(batch_url)
+            add_url_secrets(batch_url)
         headers = _str_map(section.get("headers"), f"{where} headers")
         headers_env = _str_map(section.get("headers_env"), f"{where} headers_env")
         timeout = section.get("timeout_s", _DEFAULT_TIMEOUT_S)
@@ -95,6 +98,7 @@ class HttpConfig:
                    usage_fields=_str_map(section.get("usage_fields"), f"{where} usage_fields"))
 
     def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Every header, the secret ones read now; raises AdapterError naming a bad variable, never its value."""
         env = os.environ if environ is None else environ
         headers = dict(self.headers)
         for name, variable in self.headers_env.items():
@@ -102,8 +106,28 @@ class HttpConfig:
             if not value:
                 raise AdapterError(f"the HTTP adapter's header {name} comes from environment variable "
                                    f"{variable}, which is not set; export it or pass --env-file")
+            add_secret(value)
+            problem = _header_value_problem(value)
+            if problem:
+                raise AdapterError(f"the HTTP adapter's header {name} comes from environment variable "
+                                   f"{variable}, whose value {problem}; fix the variable (a trailing "
+                                   "newline from a file is a common cause)")
             headers[name] = value
+        for name, value in self.headers.items():
+            problem = _header_value_problem(value)
+            if problem:
+                raise UsageError(f"the HTTP adapter's header {name} {problem}")
         return headers
+
+
+def _header_value_problem(value: str) -> str | None:
+    # http.client sends latin-1 and refuses CR/LF only when sending, in an exception that quotes
+    # the value: a secret would end up in the error message.
+    if any(c in value for c in "\r\n\0"):
+        return "contains a line break or NUL character"
+    if not all(ord(c) < 256 for c in value):
+        return "has characters outside latin-1"
+    return None
 
 
 def http_section(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import cast
 
 from .. import __version__
 from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_code_for
@@ -60,8 +61,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
+    from ..support.secretvalues import RedactingStream, secrets_scope
+
+    with secrets_scope():
+        # Every line we print passes here, whoever made its text (an adapter's exception, a
+        # server's error body): known secrets are cut at the last moment.
+        return _main(argv, cast("TextIO", RedactingStream(out or sys.stdout)),
+                     cast("TextIO", RedactingStream(err or sys.stderr)))
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # A command's parsing and help do not depend on the other commands' parsers.
     parser = build_parser(arguments[0] if arguments and arguments[0] in COMMAND_NAMES else None)

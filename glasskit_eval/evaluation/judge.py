@@ -20,6 +20,7 @@ from ..errors import AdapterError
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, Status, TimingMode
 from ..support.jsonvalues import json_problem, to_plain
+from ..support.secretvalues import SECRETS
 from ..support.timevalues import format_time
 from ..support.tracebacks import adapter_traceback
 from ..video.frames import DecodedFrame
@@ -72,7 +73,10 @@ def describe(sample: ScheduledSample) -> str:
 
 def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFrame | None = None,
                 call: Call | None = None, artifacts: Artifacts | None = None) -> SampleResult:
-    """The one constructor of results: a sample, what was decided, and the call it was decided on."""
+    """The one constructor of results: a sample, what was decided, and the call it was decided on.
+
+    Known secrets are cut from its text here, so no report or checkpoint made from it shows them.
+    """
     declared = sample.block.compare
     batch = call is not None and call.batch_size is not None
     duration = None
@@ -89,9 +93,9 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         expected=to_plain(sample.expect) if sample.block.has_expect else None,
         field=sample.field,
         compare_mode=declared.mode if declared is not None else None,
-        reason=verdict.reason,
-        observed=verdict.observed,
-        observed_value=verdict.observed_value,
+        reason=SECRETS.redact(verdict.reason),
+        observed=SECRETS.redact_data(verdict.observed),
+        observed_value=SECRETS.redact_data(verdict.observed_value),
         evaluation_duration_seconds=duration,
         evaluation_timing_mode=None if call is None else TimingMode.BATCH if batch else TimingMode.INDIVIDUAL,
         frame_index=frame.index if frame is not None else None,
@@ -99,7 +103,7 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         error_kind=verdict.error_kind,
         artifact_image=artifacts.image if artifacts is not None else None,
         artifact_json=artifacts.record if artifacts is not None else None,
-        traceback=verdict.traceback,
+        traceback=SECRETS.redact(verdict.traceback) if verdict.traceback is not None else None,
         cached=call is not None and call.cached,
         attempts=call.attempts if call is not None else None,
         usage=dict(call.usage) if call is not None and call.usage else None,
