@@ -181,9 +181,13 @@ def test_a_command_adapters_stderr_is_mirrored_redacted(tmp_path: Path) -> None:
                       "for line in sys.stdin:\n"
                       "    msg = json.loads(line)\n"
                       "    print('token=' + os.environ['GK_ADAPTER_TOKEN'], file=sys.stderr, flush=True)\n"
-                      "    result = {'width': 128} if msg.get('method') == 'evaluate' else None\n"
+                      "    method = msg.get('method')\n"
+                      "    result = {'width': 128} if method == 'evaluate' else None\n"
+                      "    if method == 'initialize':\n"
+                      "        result = {'protocolVersion': 1, 'capabilities': {'evaluate': True}}\n"
                       "    print(json.dumps({'id': msg.get('id'), 'result': result}), flush=True)\n")
     eval_dir = make_eval(tmp_path, {"case": CASE})
     code, out, err = outputs(tmp_path, eval_dir, "--adapter-command", f"python3 {script}")
+    assert code == 0, err
     assert "token=" + REDACTED in err
     assert_nowhere(tmp_path, (out, err), TOKEN)

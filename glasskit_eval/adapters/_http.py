@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import AdapterError, HttpStatusError, UsageError
+from ..support.outside import inline
 from ..support.secretvalues import add_secret, add_url_secrets
 from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
 
@@ -331,7 +332,7 @@ class HttpEvaluator:
         status, response, retry_after = await asyncio.to_thread(post_json, pool, url, body, self._headers)
         if not 200 <= status < 300:
             excerpt = response if isinstance(response, str) else json.dumps(response)
-            excerpt = excerpt[:_BODY_EXCERPT]
+            excerpt = inline(excerpt[:_BODY_EXCERPT])
             raise HttpStatusError(f"HTTP adapter: {_safe_url(url)} answered {status}: {excerpt}", status,
                                   transient=status in TRANSIENT_STATUSES,
                                   retry_after=retry_after_seconds(retry_after))

@@ -91,12 +91,17 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     except opts.ParserExit as exc:
         return exc.status
     except CommandStopped as exc:
+        from ..support.outside import guard_lines
+
         for line in exc.lines:
-            print(line, file=err)
+            print(guard_lines(line), file=err)
         return int(exit_code_for(exc))
     except EvalError as exc:
+        from ..support.outside import guard_lines
+
         label = "error" if not isinstance(exc, ValidationError) else "invalid eval"
-        print(f"{label}: {exc}", file=err)
+        # Messages quote adapters and servers (an error body, a command adapter's answer).
+        print(guard_lines(f"{label}: {exc}"), file=err)
         return int(exit_code_for(exc))
     except KeyboardInterrupt:
         print("interrupted", file=err)

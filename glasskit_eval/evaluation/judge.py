@@ -20,6 +20,7 @@ from ..errors import AdapterError
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, Status, TimingMode
 from ..support.jsonvalues import json_problem, to_plain
+from ..support.outside import inline
 from ..support.secretvalues import SECRETS
 from ..support.timevalues import format_time
 from ..support.tracebacks import adapter_traceback
@@ -198,7 +199,7 @@ def judge(sample: ScheduledSample, observation: Any) -> Verdict:
 def exception_text(exc: BaseException) -> str:
     """How an adapter's exception reads in a result; never raises, whatever its ``__str__`` does."""
     try:
-        text = bounded(str(exc))
+        text = bounded(str(exc)) if isinstance(exc, AdapterError) else inline(bounded(str(exc)))
     except Exception as inner:  # an adapter's exception class can be broken too
         text = f"<its message could not be read: {type(inner).__name__}>"
     if isinstance(exc, AdapterError):
