@@ -3,7 +3,8 @@
 Each path is a behaviour: ``/ok`` answers the frame's size and index, ``/flaky/N`` answers 503 to
 the first N requests of each sample, ``/limited/N`` answers 429 with ``Retry-After`` N times per
 sample, ``/hang`` never answers (until the server stops), ``/slow`` answers after a pause,
-``/status/CODE`` answers CODE, ``/garbage`` answers text. Every request is recorded with its
+``/status/CODE`` answers CODE, ``/garbage`` answers text, ``/echo/CODE`` answers CODE with the
+request's Authorization header and path in its body (as careless servers do). Every request is recorded with its
 time, headers and client port (so keep-alive can be checked).
 """
 
@@ -58,7 +59,7 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 server.seen.append(seen)
                 count = sum(1 for s in server.seen if s.path == self.path
                             and _index(s.body) == _index(body))
-            parts = self.path.strip("/").split("/")
+            parts = self.path.split("?")[0].strip("/").split("/")
             if parts[0] == "hang":
                 server.stop.wait(30)
                 return
@@ -70,6 +71,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return self._send(429, {"error": "rate limited"}, {"Retry-After": server.retry_after})
             if parts[0] == "status":
                 return self._send(int(parts[1]), {"error": "nope"})
+            if parts[0] == "echo":
+                said = f"bad token {self.headers.get('Authorization')!r} for {self.path}"
+                return self._send(int(parts[1]), {"error": said, "observation": {"width": said}})
             if parts[0] == "garbage":
                 return self._send(200, None, raw=b"<html>not json</html>")
             if parts[0] == "batch":

@@ -472,7 +472,7 @@ def test_stderr_is_mirrored_and_the_tail_is_quoted() -> None:
     message = str(info.value)
     assert "exited with status 9 before answering initialize" in message
     assert "line 29" in message and "line 10" in message and "line 9\n" not in message
-    assert mirrored(spec).splitlines() == [f"line {i}" for i in range(30)]
+    assert mirrored(spec).splitlines() == [f"| line {i}" for i in range(30)]  # led by "| ": never a command
 
 
 def test_close_twice_and_calls_after_close() -> None:

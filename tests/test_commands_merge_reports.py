@@ -150,6 +150,26 @@ def test_shard_auto_is_resolved_before_the_checkpoint(eval_dir: Path, monkeypatc
                               "each shard\n")
 
 
+def test_an_indexed_job_and_a_slurm_array_shard_with_auto(eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GLASSKIT_SHARD", "CI_NODE_INDEX", "BUILDKITE_PARALLEL_JOB", "CIRCLE_NODE_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    paths = []
+    # Kubernetes Indexed Job pod 0 of 2 (0-based, count given), then Slurm task 2 of --array=1-2.
+    for env in ({"JOB_COMPLETION_INDEX": "0", "GLASSKIT_SHARD_TOTAL": "2"},
+                {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "2"}):
+        with monkeypatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            path = eval_dir.parent / f"pod-{len(paths)}.json"
+            code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--shard", "auto",
+                                      "--output-json", path)
+            assert code == 0, err
+            assert read_json(path)["shard"]["index"] == len(paths) + 1
+            paths.append(path)
+    code, out, err = run_cli("merge-reports", *paths)
+    assert code == 1 and out.startswith("Merged 2 shard reports\n"), err
+
+
 def test_a_damaged_shard_object_is_refused(eval_dir: Path) -> None:
     shards = run_shards(eval_dir, 2)
     damaged = json.loads(shards[0].read_text())
@@ -157,6 +177,13 @@ def test_a_damaged_shard_object_is_refused(eval_dir: Path) -> None:
     shards[0].write_text(json.dumps(damaged))
     code, _out, err = run_cli("merge-reports", *shards)
     assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")
+    # A shard count beyond the limit is damage too, not a list of 9,999 missing shards to build.
+    for path in shards:
+        edited = json.loads(path.read_text())
+        edited["shard"]["total"] = 10_001
+        path.write_text(json.dumps(edited))
+    code, _out, err = run_cli("merge-reports", shards[1], shards[1])
+    assert (code, err) == (2, f"error: {shards[1]}: its `shard` object is damaged; rerun that shard\n")
 
 
 def test_merge_compares_with_a_baseline_and_annotates(eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,8 @@ def test_cache_and_pin_options_round_trip() -> None:
 
 
 @pytest.mark.parametrize("change", [{"cache_dir": 3}, {"cache_mode": "sometimes"}, {"cache_max_mb": 0},
-                                    {"strict_pins": "yes"}])
+                                    {"strict_pins": "yes"}, {"shard": "\u00b2/3"}, {"shard": "1/10001"},
+                                    {"at": ["1e999999999"]}, {"until_s": "1e-999999999"}])
 def test_bad_cache_and_pin_options_are_refused(tmp_path: Path, change: dict[str, object]) -> None:
     with pytest.raises(CheckpointError):
         RunRequest.from_json(RunRequest(eval_dir="/e").to_json() | change, tmp_path / "manifest.json")

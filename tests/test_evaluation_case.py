@@ -86,8 +86,8 @@ def test_python_adapter_traceback_in_report_artifact_checkpoint_and_console(tmp_
     assert "Traceback (most recent call last)" not in out
 
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--verbose")
-    assert "      Traceback (most recent call last):" in out.splitlines()
-    assert f'        File "{adapter}", line 7, in deep' in out.splitlines()
+    assert "      | Traceback (most recent call last):" in out.splitlines()
+    assert f'      |   File "{adapter}", line 7, in deep' in out.splitlines()
 
 
 def test_command_adapter_stack_is_kept(tmp_path: Path) -> None:

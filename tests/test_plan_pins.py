@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from dataclasses import replace
 from fractions import Fraction
 
@@ -54,6 +57,25 @@ def test_render_sorts_and_round_trips() -> None:
 def test_damaged_locks_name_the_line(text: str, where: str) -> None:
     with pytest.raises(LockFormatError, match=where):
         parse_pin_file(text, "x.lock")
+
+
+def test_damaged_lock_times_are_refused_at_once() -> None:
+    # A JSON number beyond floats (read as inf) used to escape as an OverflowError traceback.
+    text = LOCK.render().replace('"media_time": "0"', '"media_time": 1e999', 1)
+    with pytest.raises(LockFormatError, match=r"x\.lock:2: damaged frame lock entry"):
+        parse_pin_file(text, "x.lock")
+    # Fraction("1e999999999") builds a 10**999999999 integer: minutes. Run apart, so a regression
+    # fails on the timeout instead of stalling the suite.
+    code = textwrap.dedent(f"""
+        from glasskit_eval.plan.pins import LockFormatError, parse_pin_file
+        text = {LOCK.render().replace('"time": "0"', '"time": "1e999999999"', 1)!r}
+        try:
+            parse_pin_file(text, "x.lock")
+        except LockFormatError as exc:
+            print(exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True)
+    assert done.stdout.startswith("x.lock:2: damaged frame lock entry (ValueError: '1e999999999' is out of range")
 
 
 def test_compare_kinds_and_causes() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import re
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from glasskit_eval.errors import UsageError
 from glasskit_eval.plan.planning import Plan, build_plan
 from glasskit_eval.plan.schedule import Filters
 from glasskit_eval.plan.shard import (
+    MAX_SHARDS,
     Shard,
     assign,
     frame_cost,
@@ -57,7 +60,8 @@ def test_frame_cost_weighs_the_work(tmp_path: Path) -> None:
     costs = {c.case.name: frame_cost(c) for c in plan.cases}
     assert costs["big"] * 2 > costs["small"] * 3
     shards = assign(plan, 2)
-    assert [sorted(plan.cases[i].case.name for i in s) for s in shards] == [["big"], ["small", "tiny"]]
+    assert [sorted(plan.cases[i].case.name for i in shards[s]) for s in sorted(shards)] == [["big"],
+                                                                                           ["small", "tiny"]]
 
 
 def test_fewer_cases_than_shards_cuts_contiguous_time_slices(tmp_path: Path) -> None:
@@ -86,6 +90,20 @@ def test_more_shards_than_samples_leaves_some_empty(tmp_path: Path) -> None:
     ({"CI_NODE_INDEX": "3", "CI_NODE_TOTAL": "3"}, Shard(3, 3)),  # GitLab counts from 1
     ({"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "4"}, Shard(1, 4)),  # from 0
     ({"CIRCLE_NODE_INDEX": "1", "CIRCLE_NODE_TOTAL": "2"}, Shard(2, 2)),  # from 0
+    # Clusters: a Kubernetes Indexed Job and AWS Batch export only the 0-based index.
+    ({"JOB_COMPLETION_INDEX": "0", "GLASSKIT_SHARD_TOTAL": "4"}, Shard(1, 4)),
+    ({"JOB_COMPLETION_INDEX": "3", "GLASSKIT_SHARD_TOTAL": "4"}, Shard(4, 4)),
+    ({"AWS_BATCH_JOB_ARRAY_INDEX": "2", "GLASSKIT_SHARD_TOTAL": "3"}, Shard(3, 3)),
+    # Slurm numbers tasks as --array was written: 1-4, 10-13, 0-6:2.
+    ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4"}, Shard(1, 4)),
+    ({"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "4"}, Shard(3, 4)),
+    ({"SLURM_ARRAY_TASK_ID": "6", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_STEP": "2",
+      "SLURM_ARRAY_TASK_COUNT": "4"}, Shard(4, 4)),
+    ({"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "5", "GLASSKIT_SHARD_TOTAL": "2"}, Shard(1, 2)),
+    # GLASSKIT_SHARD wins over everything; a CI's own variables over a cluster's.
+    ({"GLASSKIT_SHARD": "1/2", "JOB_COMPLETION_INDEX": "1", "GLASSKIT_SHARD_TOTAL": "2"}, Shard(1, 2)),
+    ({"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "2", "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "0",
+      "SLURM_ARRAY_TASK_COUNT": "2"}, Shard(2, 2)),
 ])
 def test_shard_auto_reads_each_ci(env: dict[str, str], expected: Shard) -> None:
     assert shard_from_env(env) == expected
@@ -101,3 +119,74 @@ def test_bad_shards_are_usage_errors() -> None:
         shard_from_env({"CIRCLE_NODE_INDEX": "x", "CIRCLE_NODE_TOTAL": "2"})
     with pytest.raises(UsageError, match=r"GLASSKIT_SHARD must be I/N"):
         shard_from_env({"GLASSKIT_SHARD": "3/2"})
+
+
+@pytest.mark.parametrize("text", ["\u00b2/3", "1/\u00b3", "\u0661/\u0662", "\uff11/\uff12", "1/1e3", "+1/2", "1 /2",
+                                  "1/" + "9" * 5000])
+def test_shard_numbers_are_ascii_digits(text: str) -> None:
+    # "²".isdigit() is true and int("²") raises; Arabic-Indic and full-width digits int() reads.
+    with pytest.raises(UsageError, match="must be I/N"):
+        parse_shard(text)
+    with pytest.raises(UsageError, match="GLASSKIT_SHARD must be I/N"):
+        shard_from_env({"GLASSKIT_SHARD": text})
+
+
+def test_ci_job_numbers_are_ascii_digits() -> None:
+    for index, total in (("\u00b2", "3"), ("1", "\u0663"), ("9" * 5000, "2")):
+        with pytest.raises(UsageError, match="are not job numbers"):
+            shard_from_env({"CIRCLE_NODE_INDEX": index, "CIRCLE_NODE_TOTAL": total})
+
+
+def test_at_most_ten_thousand_shards() -> None:
+    assert MAX_SHARDS == 10_000
+    assert parse_shard("10000/10000") == Shard(10_000, 10_000)
+    for text in ("1/10001", "1/99999999999"):
+        with pytest.raises(UsageError, match=r"at most 10000 shards|must be I/N"):
+            parse_shard(text)
+    with pytest.raises(UsageError, match=r"at most 10000 shards"):
+        shard_from_env({"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "10001"})
+
+
+def _peak_bytes(plan: Plan, shard: Shard) -> int:
+    tracemalloc.start()
+    try:
+        shard_plan(plan, shard)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_nothing_is_allocated_per_shard(tmp_path: Path) -> None:
+    # Both ways of splitting: fewer cases than shards (time slices), and whole cases.
+    few = plan_of(tmp_path / "few", {"one": case("0, 0.5, 1")})
+    many = plan_of(tmp_path / "many", {f"c{i}": case("0") for i in range(4)})
+    for plan, small in ((few, Shard(1, 2)), (many, Shard(1, 4))):
+        base = _peak_bytes(plan, small)
+        for shard in (Shard(1, MAX_SHARDS), Shard(MAX_SHARDS, MAX_SHARDS)):
+            # One empty dict per shard alone would be 640 kB.
+            assert _peak_bytes(plan, shard) - base < 50_000
+    assert sorted(k for i in range(1, 5) for k in keys(shard_plan(many, Shard(i, 4)))) == sorted(keys(many))
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"JOB_COMPLETION_INDEX": "0"}, "set GLASSKIT_SHARD_TOTAL to the shard count; JOB_COMPLETION_INDEX gives only "
+                                    "the index"),
+    ({"AWS_BATCH_JOB_ARRAY_INDEX": "x", "GLASSKIT_SHARD_TOTAL": "2"}, "AWS_BATCH_JOB_ARRAY_INDEX='x' is not a job "
+                                                                      "number"),
+    ({"JOB_COMPLETION_INDEX": "4", "GLASSKIT_SHARD_TOTAL": "4"}, "must be I/N with 1 <= I <= N"),
+    ({"JOB_COMPLETION_INDEX": "0", "GLASSKIT_SHARD_TOTAL": "10001"}, "at most 10000 shards"),
+    ({"SLURM_ARRAY_TASK_ID": "3"}, "set SLURM_ARRAY_TASK_MIN"),
+    ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1"}, "set GLASSKIT_SHARD_TOTAL to the array's task count"),
+    ({"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "3"},
+     "Slurm task 7 is not one of 3 tasks from 1 in steps of 1; submit the array as --array=FIRST-LAST"),
+    ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_STEP": "2",
+      "SLURM_ARRAY_TASK_COUNT": "3"}, "Slurm task 3 is not one of 3 tasks from 0 in steps of 2"),
+])
+def test_cluster_variables_that_do_not_make_a_shard(env: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        shard_from_env(env)
+
+
+def test_no_shard_in_the_environment_names_the_clusters() -> None:
+    with pytest.raises(UsageError, match="a Slurm job array, a Kubernetes Indexed Job or an AWS Batch array job"):
+        shard_from_env({"GLASSKIT_SHARD_TOTAL": "3"})

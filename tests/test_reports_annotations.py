@@ -72,10 +72,10 @@ EXPECTED_SUMMARY = """\
 
 | Case | Target | Time | Status | Expected | Observed | Reason |
 |---|---|---|---|---|---|---|
-| door | idx | 1s | failed | `5` | `10` | expected 5, observed 10 |
-| door | idx | 1.7s | failed | `15` | `17` | expected 15, observed 17 |
-| door | size | 0s | error | `[128,72]` | `null` | adapter_error: adapter failed for door/size sample 5 at 0.0s: RuntimeError: boom: door/size/0 |
-| lamp | idx | 1s | failed | `0` | ``"50%\\r\\n\\|`x`"`` | expected a number, observed "50%\\r\\n\\|`x`" |
+| door | idx | 1s | failed | `5` | `10` | `expected 5, observed 10` |
+| door | idx | 1.7s | failed | `15` | `17` | `expected 15, observed 17` |
+| door | size | 0s | error | `[128,72]` | `null` | `adapter_error: adapter failed for door/size sample 5 at 0.0s: RuntimeError: boom: door/size/0` |
+| lamp | idx | 1s | failed | `0` | ``"50%\\r\\n\\|`x`"`` | ``expected a number, observed "50%\\r\\n\\|`x`"`` |
 
 """
 

@@ -100,7 +100,7 @@ def test_result_line_shows_the_last_frame_and_verbose_the_whole_traceback() -> N
     assert out.getvalue().rstrip().endswith("reason=expected true (at /e/model.py:3 in model)")
     out = io.StringIO()
     ConsoleListener(out, verbose=True, err=io.StringIO(), live=False).sample_finished(r, 1, 1)
-    assert "      ValueError: bad" in out.getvalue().splitlines()
+    assert "      | ValueError: bad" in out.getvalue().splitlines()  # an adapter's lines never start ours
 
 
 def test_print_summary_ends_with_the_failure_table() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
@@ -99,3 +101,20 @@ def test_durations_read_in_the_unit_that_fits() -> None:
 
     assert [format_duration(s) for s in (0, 1e-7, 8e-5, 0.0421, 0.3, 1, 12.345, 250)] == [
         "0 s", "0.1 µs", "80 µs", "42.1 ms", "300 ms", "1 s", "12.3 s", "250 s"]
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "-1E+999999999", "1e-999999999", "1_0e99_999_999",
+                                  "0.5e\u0669" + "9" * 8])
+def test_huge_exponents_are_refused_at_once(text: str) -> None:
+    # Fraction(text) would first build 10**999999999 (minutes, gigabytes): run apart with a timeout,
+    # so a regression fails instead of stalling the suite.
+    code = ("from glasskit_eval.support.timevalues import parse_cli_time\n"
+            f"try:\n    parse_cli_time({text!r})\nexcept ValueError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True)
+    assert done.stdout == f"{text!r} is out of range: a time's exponent must be at most 1000\n"
+
+
+def test_overlong_time_text_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"is too long to be a number of seconds"):
+        parse_cli_time("0." + "1" * 5000)
+    assert parse_cli_time("1e-1000") == Fraction(1, 10**1000)

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import AdapterError, HttpStatusError, UsageError
+from ..support.outside import inline
+from ..support.secretvalues import add_secret, add_url_secrets
 from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
@@ -70,11 +72,13 @@ class HttpConfig:
         if not isinstance(target, str):
             raise UsageError(f"{where} needs url (or pass --adapter-http URL)")
         _check_url(target)
+        add_url_secrets(target)
         batch_url = section.get("batch_url")
         if batch_url is not None:
             if not isinstance(batch_url, str):
                 raise UsageError(f"{where} batch_url must be a URL")
             _check_url(batch_url)
+            add_url_secrets(batch_url)
         headers = _str_map(section.get("headers"), f"{where} headers")
         headers_env = _str_map(section.get("headers_env"), f"{where} headers_env")
         timeout = section.get("timeout_s", _DEFAULT_TIMEOUT_S)
@@ -95,6 +99,7 @@ class HttpConfig:
                    usage_fields=_str_map(section.get("usage_fields"), f"{where} usage_fields"))
 
     def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Every header, the secret ones read now; raises AdapterError naming a bad variable, never its value."""
         env = os.environ if environ is None else environ
         headers = dict(self.headers)
         for name, variable in self.headers_env.items():
@@ -102,8 +107,28 @@ class HttpConfig:
             if not value:
                 raise AdapterError(f"the HTTP adapter's header {name} comes from environment variable "
                                    f"{variable}, which is not set; export it or pass --env-file")
+            add_secret(value)
+            problem = _header_value_problem(value)
+            if problem:
+                raise AdapterError(f"the HTTP adapter's header {name} comes from environment variable "
+                                   f"{variable}, whose value {problem}; fix the variable (a trailing "
+                                   "newline from a file is a common cause)")
             headers[name] = value
+        for name, value in self.headers.items():
+            problem = _header_value_problem(value)
+            if problem:
+                raise UsageError(f"the HTTP adapter's header {name} {problem}")
         return headers
+
+
+def _header_value_problem(value: str) -> str | None:
+    # http.client sends latin-1 and refuses CR/LF only when sending, in an exception that quotes
+    # the value: a secret would end up in the error message.
+    if any(c in value for c in "\r\n\0"):
+        return "contains a line break or NUL character"
+    if not all(ord(c) < 256 for c in value):
+        return "has characters outside latin-1"
+    return None
 
 
 def http_section(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -132,7 +157,7 @@ def _str_map(value: Any, what: str) -> dict[str, str]:
 def dig(value: Any, path: str) -> Any:
     """``a.b.0.c`` into nested objects and lists; raises KeyError naming the missing step."""
     for step in path.split("."):
-        if isinstance(value, list) and step.isdigit() and int(step) < len(value):
+        if isinstance(value, list) and step.isascii() and step.isdigit() and int(step) < len(value):
             value = value[int(step)]
         elif isinstance(value, dict) and step in value:
             value = value[step]
@@ -307,7 +332,7 @@ class HttpEvaluator:
         status, response, retry_after = await asyncio.to_thread(post_json, pool, url, body, self._headers)
         if not 200 <= status < 300:
             excerpt = response if isinstance(response, str) else json.dumps(response)
-            excerpt = excerpt[:_BODY_EXCERPT]
+            excerpt = inline(excerpt[:_BODY_EXCERPT])
             raise HttpStatusError(f"HTTP adapter: {_safe_url(url)} answered {status}: {excerpt}", status,
                                   transient=status in TRANSIENT_STATUSES,
                                   retry_after=retry_after_seconds(retry_after))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from ..support.interrupts import on_forced_exit
+from ..support.outside import inline, quoted_lines
 
 _STDERR_TAIL_LINES: Final = 20
 _STDERR_LINE_CHARS: Final = 500
@@ -175,7 +176,8 @@ class StderrMirror:
         text = bytes(raw).decode("utf-8", errors="replace").rstrip("\r")
         sink = self._sink if self._sink is not None else sys.stderr
         with contextlib.suppress(Exception):
-            sink.write(text + "\n")
+            # Led by "| ": an adapter's line starting with "::" would be a GitHub workflow command.
+            sink.write(quoted_lines(text) + "\n")
             sink.flush()
         if len(text) > _STDERR_LINE_CHARS:
             text = text[: _STDERR_LINE_CHARS - 1] + "…"
@@ -184,7 +186,7 @@ class StderrMirror:
     def render(self) -> str:
         if not self.tail:
             return "It wrote nothing to stderr."
-        lines = "\n".join(f"  | {line}" for line in self.tail)
+        lines = "\n".join(f"  | {inline(line)}" for line in self.tail)
         return f"Last lines of its stderr:\n{lines}"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import cast
 
 from .. import __version__
 from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_code_for
@@ -60,8 +61,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
+    from ..support.secretvalues import RedactingStream, secrets_scope
+
+    with secrets_scope():
+        # Every line we print passes here, whoever made its text (an adapter's exception, a
+        # server's error body): known secrets are cut at the last moment.
+        return _main(argv, cast("TextIO", RedactingStream(out or sys.stdout)),
+                     cast("TextIO", RedactingStream(err or sys.stderr)))
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # A command's parsing and help do not depend on the other commands' parsers.
     parser = build_parser(arguments[0] if arguments and arguments[0] in COMMAND_NAMES else None)
@@ -82,12 +91,17 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except opts.ParserExit as exc:
         return exc.status
     except CommandStopped as exc:
+        from ..support.outside import guard_lines
+
         for line in exc.lines:
-            print(line, file=err)
+            print(guard_lines(line), file=err)
         return int(exit_code_for(exc))
     except EvalError as exc:
+        from ..support.outside import guard_lines
+
         label = "error" if not isinstance(exc, ValidationError) else "invalid eval"
-        print(f"{label}: {exc}", file=err)
+        # Messages quote adapters and servers (an error body, a command adapter's answer).
+        print(guard_lines(f"{label}: {exc}"), file=err)
         return int(exit_code_for(exc))
     except KeyboardInterrupt:
         print("interrupted", file=err)

@@ -81,7 +81,7 @@ def add_run(sub: Any) -> None:
     opts.allow_empty_option(p)
     ci = opts.ci_report_options(p)
     ci.add_argument("--shard", metavar="I/N",
-                    help="run part I of N of the selected samples (or `auto` from the CI's parallel-job "
+                    help="run part I of N of the selected samples (or `auto` from the CI's or cluster's job "
                     "variables); gates are applied by merge-reports")
     p.set_defaults(handler=run_run, option_defaults=_defaults(p))
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..cases.model import Thresholds
 from ..errors import UsageError
 from ..evaluation.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
 from ..results import Gate, ResultFormatError, SampleResult, TimingMode, TrialResult, stability
 from ..summary import RunResult
@@ -53,7 +54,8 @@ def _well_formed(block: Mapping[str, Any]) -> bool:
     """The shapes merging relies on, so a hand-edited report is refused rather than crashing."""
     selection, options, thresholds = block["selection"], block["options"], block["thresholds"]
     files = block["case_files"]
-    return (_is_int(block["index"]) and _is_int(block["total"]) and 1 <= block["index"] <= block["total"]
+    return (_is_int(block["index"]) and _is_int(block["total"])
+            and 1 <= block["index"] <= block["total"] <= MAX_SHARDS
             and isinstance(options, Mapping) and _is_int(options.get("repeat")) and options["repeat"] >= 1
             and isinstance(files, Mapping) and isinstance(block["cases"], list)
             and isinstance(selection, list)
@@ -85,12 +87,14 @@ def _check_shards(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Mapping[str
     total = first["total"]
     indexes = [block["index"] for _name, block in named]
     doubled = sorted({i for i in indexes if indexes.count(i) > 1})
-    missing = [i for i in range(1, total + 1) if i not in indexes]
+    given = set(indexes)
+    missing = [i for i in range(1, total + 1) if i not in given]
     if doubled:
         names = [name for name, block in named if block["index"] in doubled]
         raise UsageError(f"shard {doubled[0]}/{total} is given more than once ({', '.join(names)})")
     if missing:
-        raise UsageError("missing shards: " + ", ".join(f"{i}/{total}" for i in missing)
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise UsageError("missing shards: " + ", ".join(f"{i}/{total}" for i in missing[:10]) + more
                          + f"; pass all {total} shard reports")
     return first
 

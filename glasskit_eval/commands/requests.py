@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters.resilient import CallPolicy
-from ..errors import CheckpointError
+from ..errors import CheckpointError, UsageError
 from ..evaluation.gates import GateOptions
 from ..evaluation.options import TrialOptions
 from ..plan.schedule import Filters
+from ..plan.shard import parse_shard
+from ..support.timevalues import parse_cli_time
 
 #: The checkpoint kinds (``runs/checkpoints/<kind>-...``).
 RUN_KIND = "run"
@@ -130,9 +132,9 @@ class RunRequest(AdapterRequest):
     order: str = "declaration"
 
     def filters(self) -> Filters:
-        return Filters(case=self.case, targets=self.targets, at=tuple(Fraction(t) for t in self.at),
-                       from_s=Fraction(self.from_s) if self.from_s is not None else None,
-                       until_s=Fraction(self.until_s) if self.until_s is not None else None)
+        return Filters(case=self.case, targets=self.targets, at=tuple(parse_cli_time(t) for t in self.at),
+                       from_s=parse_cli_time(self.from_s) if self.from_s is not None else None,
+                       until_s=parse_cli_time(self.until_s) if self.until_s is not None else None)
 
     def trial_options(self, filters: Filters) -> TrialOptions:
         """What the engine needs of this request (``filters``: :meth:`filters`, parsed once)."""
@@ -270,14 +272,17 @@ def is_shard(value: object) -> bool:
     """``I/N`` with 1 <= I <= N (a resolved ``--shard``)."""
     if not isinstance(value, str):
         return False
-    index, _, total = value.partition("/")
-    return index.isdigit() and total.isdigit() and 1 <= int(index) <= int(total)
+    try:
+        parse_shard(value)
+    except UsageError:
+        return False
+    return True
 
 
 def _is_time(text: str) -> bool:
     try:
-        return Fraction(text) >= 0
-    except (ValueError, ZeroDivisionError):
+        return parse_cli_time(text) >= 0
+    except ValueError:
         return False
 
 

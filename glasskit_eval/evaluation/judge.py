@@ -20,6 +20,8 @@ from ..errors import AdapterError
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, SampleResult, Status, TimingMode
 from ..support.jsonvalues import json_problem, to_plain
+from ..support.outside import inline
+from ..support.secretvalues import SECRETS
 from ..support.timevalues import format_time
 from ..support.tracebacks import adapter_traceback
 from ..video.frames import DecodedFrame
@@ -72,7 +74,10 @@ def describe(sample: ScheduledSample) -> str:
 
 def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFrame | None = None,
                 call: Call | None = None, artifacts: Artifacts | None = None) -> SampleResult:
-    """The one constructor of results: a sample, what was decided, and the call it was decided on."""
+    """The one constructor of results: a sample, what was decided, and the call it was decided on.
+
+    Known secrets are cut from its text here, so no report or checkpoint made from it shows them.
+    """
     declared = sample.block.compare
     batch = call is not None and call.batch_size is not None
     duration = None
@@ -89,9 +94,9 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         expected=to_plain(sample.expect) if sample.block.has_expect else None,
         field=sample.field,
         compare_mode=declared.mode if declared is not None else None,
-        reason=verdict.reason,
-        observed=verdict.observed,
-        observed_value=verdict.observed_value,
+        reason=SECRETS.redact(verdict.reason),
+        observed=SECRETS.redact_data(verdict.observed),
+        observed_value=SECRETS.redact_data(verdict.observed_value),
         evaluation_duration_seconds=duration,
         evaluation_timing_mode=None if call is None else TimingMode.BATCH if batch else TimingMode.INDIVIDUAL,
         frame_index=frame.index if frame is not None else None,
@@ -99,7 +104,7 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         error_kind=verdict.error_kind,
         artifact_image=artifacts.image if artifacts is not None else None,
         artifact_json=artifacts.record if artifacts is not None else None,
-        traceback=verdict.traceback,
+        traceback=SECRETS.redact(verdict.traceback) if verdict.traceback is not None else None,
         cached=call is not None and call.cached,
         attempts=call.attempts if call is not None else None,
         usage=dict(call.usage) if call is not None and call.usage else None,
@@ -194,7 +199,7 @@ def judge(sample: ScheduledSample, observation: Any) -> Verdict:
 def exception_text(exc: BaseException) -> str:
     """How an adapter's exception reads in a result; never raises, whatever its ``__str__`` does."""
     try:
-        text = bounded(str(exc))
+        text = bounded(str(exc)) if isinstance(exc, AdapterError) else inline(bounded(str(exc)))
     except Exception as inner:  # an adapter's exception class can be broken too
         text = f"<its message could not be read: {type(inner).__name__}>"
     if isinstance(exc, AdapterError):

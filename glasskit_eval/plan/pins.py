@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from ..support.timevalues import format_time, same_time_key
+from ..support.timevalues import format_time, parse_cli_time, same_time_key
 from ..video.fingerprint import PERCEPTUAL_TOLERANCE, hash_distance
 
 LOCK_FORMAT = 1
@@ -122,8 +122,8 @@ def parse_pin_file(text: str, where: str) -> PinFile:
             number = line_number  # for the error message below
             width, height = item["display_size"]
             pins.append(FramePin(target=str(item["target"]), sample_index=_int(item["sample_index"]),
-                                 time=Fraction(item["time"]), frame_index=_int(item["frame_index"]),
-                                 media_time=Fraction(item["media_time"]),
+                                 time=_time(item["time"]), frame_index=_int(item["frame_index"]),
+                                 media_time=_time(item["media_time"]),
                                  display_size=(_int(width), _int(height)),
                                  pixel_sha256=str(item["pixel_sha256"]), phash=str(item["phash"])))
     except LockFormatError:
@@ -132,6 +132,13 @@ def parse_pin_file(text: str, where: str) -> PinFile:
         raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({type(exc).__name__}: {exc}); "
                               "run `validate --pin` to write it again") from None
     return replace(lock, pins=tuple(pins))
+
+
+def _time(value: object) -> Fraction:
+    # Locks hold times as exact text ("3/10"); parse_cli_time bounds it before expanding it.
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a time written as text")
+    return parse_cli_time(value)
 
 
 def _int(value: object) -> int:

@@ -11,6 +11,7 @@ stretch of a video.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,11 +30,29 @@ class Shard:
         return f"{self.index}/{self.total}"
 
 
+#: Most shards a run may be split into: far beyond any CI matrix or cluster array, and small
+#: enough that a shard count is never a reason to allocate or loop.
+MAX_SHARDS = 10_000
+
+
+def job_number(text: str) -> int | None:
+    """``text`` as a nonnegative integer if it is ASCII digits only (at most 9 of them), else None.
+
+    str.isdigit() alone accepts "²" and other scripts' digits, which int() then refuses or reads.
+    """
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > 9:
+        return None
+    return int(text)
+
+
 def parse_shard(text: str, what: str = "--shard") -> Shard:
-    index, sep, total = text.strip().partition("/")
-    if not sep or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
+    index_text, sep, total_text = text.strip().partition("/")
+    index, total = job_number(index_text), job_number(total_text)
+    if not sep or index is None or total is None or not 1 <= index <= total:
         raise UsageError(f"{what} must be I/N with 1 <= I <= N (for example 2/4) or `auto`, got {text!r}")
-    return Shard(int(index), int(total))
+    if total > MAX_SHARDS:
+        raise UsageError(f"{what}: at most {MAX_SHARDS} shards, got {text!r}")
+    return Shard(index, total)
 
 
 #: CI variables ``--shard auto`` reads, in order: (index variable, total variable, index base).
@@ -44,8 +63,18 @@ CI_VARIABLES = (
 )
 
 
+#: Cluster array jobs whose engine exports the index but not the count (0-based index variables);
+#: the count then comes from GLASSKIT_SHARD_TOTAL.
+INDEX_ONLY_VARIABLES = (
+    "JOB_COMPLETION_INDEX",  # Kubernetes Indexed Job
+    "AWS_BATCH_JOB_ARRAY_INDEX",  # AWS Batch array job
+)
+TOTAL_VARIABLE = "GLASSKIT_SHARD_TOTAL"
+
+
 def shard_from_env(env: Mapping[str, str]) -> Shard:
-    """``--shard auto``: GLASSKIT_SHARD (``I/N``), else the first CI's parallel-job variables."""
+    """``--shard auto``: GLASSKIT_SHARD (``I/N``), else the first CI's parallel-job variables, else a
+    cluster's array-job index (Slurm, Kubernetes Indexed Jobs, AWS Batch)."""
     own = env.get("GLASSKIT_SHARD")
     if own:
         return parse_shard(own, "GLASSKIT_SHARD")
@@ -53,13 +82,48 @@ def shard_from_env(env: Mapping[str, str]) -> Shard:
         index, total = env.get(index_name), env.get(total_name)
         if index is None or total is None:
             continue
-        if not index.strip().isdigit() or not total.strip().isdigit():
+        first, count = job_number(index.strip()), job_number(total.strip())
+        if first is None or count is None:
             raise UsageError(f"--shard auto: {index_name}={index!r} and {total_name}={total!r} are not "
                              "job numbers")
-        return parse_shard(f"{int(index) + 1 - base}/{int(total)}", f"--shard auto ({index_name}, {total_name})")
+        return parse_shard(f"{first + 1 - base}/{count}", f"--shard auto ({index_name}, {total_name})")
+    if "SLURM_ARRAY_TASK_ID" in env:
+        return _slurm_shard(env)
+    for index_name in INDEX_ONLY_VARIABLES:
+        if index_name in env:
+            position = _variable(env, index_name)
+            count = _variable(env, TOTAL_VARIABLE, f"the shard count; {index_name} gives only the index")
+            return parse_shard(f"{position + 1}/{count}", f"--shard auto ({index_name}, {TOTAL_VARIABLE})")
     raise UsageError("--shard auto found no shard in the environment; set GLASSKIT_SHARD=I/N (GitHub "
                      "Actions: from ${{ strategy.job-index }} and ${{ strategy.job-total }}) or run under "
-                     "GitLab parallel, Buildkite parallelism or CircleCI parallelism")
+                     "GitLab parallel, Buildkite parallelism, CircleCI parallelism, a Slurm job array, a "
+                     f"Kubernetes Indexed Job or an AWS Batch array job (these two with {TOTAL_VARIABLE}=N)")
+
+
+def _variable(env: Mapping[str, str], name: str, missing: str | None = None) -> int:
+    value = env.get(name)
+    if value is None:
+        raise UsageError(f"--shard auto: set {name}" + (f" to {missing}" if missing else ""))
+    number = job_number(value.strip())
+    if number is None:
+        raise UsageError(f"--shard auto: {name}={value!r} is not a job number")
+    return number
+
+
+def _slurm_shard(env: Mapping[str, str]) -> Shard:
+    # Slurm numbers array tasks as the user wrote --array (e.g. 10-19 or 0-18:2); the shard is the
+    # task's position in that range. A list such as 1,5,7 has no such position.
+    task, low = _variable(env, "SLURM_ARRAY_TASK_ID"), _variable(env, "SLURM_ARRAY_TASK_MIN")
+    step = _variable(env, "SLURM_ARRAY_TASK_STEP") if "SLURM_ARRAY_TASK_STEP" in env else 1
+    if "SLURM_ARRAY_TASK_COUNT" in env:
+        total_name, total = "SLURM_ARRAY_TASK_COUNT", _variable(env, "SLURM_ARRAY_TASK_COUNT")
+    else:
+        total_name, total = TOTAL_VARIABLE, _variable(env, TOTAL_VARIABLE, "the array's task count")
+    offset = task - low
+    if step < 1 or offset < 0 or offset % step or offset // step >= total:
+        raise UsageError(f"--shard auto: Slurm task {task} is not one of {total} tasks from {low} in steps of "
+                         f"{step}; submit the array as --array=FIRST-LAST[:STEP]")
+    return parse_shard(f"{offset // step + 1}/{total}", f"--shard auto (SLURM_ARRAY_TASK_ID, {total_name})")
 
 
 def frame_cost(case: CasePlan) -> int:
@@ -83,17 +147,28 @@ def case_cost(case: CasePlan) -> int:
     return sum(_sample_cost(case, s) for s in case.samples)
 
 
-def assign(plan: Plan, total: int) -> list[dict[int, list[ScheduledSample]]]:
-    """For each shard (0-based), the samples of each case (by index into ``plan.cases``) it runs."""
-    shards: list[dict[int, list[ScheduledSample]]] = [{} for _ in range(total)]
+def assign(plan: Plan, total: int) -> dict[int, dict[int, list[ScheduledSample]]]:
+    """The shards (0-based) that have work, each with the samples of each case (by index into
+    ``plan.cases``) it runs.
+
+    Memory and time grow with the plan, never with ``total``: shards without work are absent.
+    """
+    shards: dict[int, dict[int, list[ScheduledSample]]] = {}
     cases = plan.cases
     if len(cases) >= total:
-        load = [0] * total
+        # Least loaded shard first (load, cases held, index). Shards not yet used are all (0, 0, s),
+        # so only used ones are kept in the heap and the next unused index stands for the rest.
+        used: list[tuple[int, int, int]] = []
+        unused = 0
         order = sorted(range(len(cases)), key=lambda i: (-case_cost(cases[i]), i))
         for i in order:
-            best = min(range(total), key=lambda s: (load[s], len(shards[s]), s))
-            shards[best][i] = list(cases[i].samples)
-            load[best] += case_cost(cases[i])
+            if unused < total and (not used or (0, 0, unused) < used[0]):
+                load, held, best = 0, 0, unused
+                unused += 1
+            else:
+                load, held, best = heapq.heappop(used)
+            shards.setdefault(best, {})[i] = list(cases[i].samples)
+            heapq.heappush(used, (load + case_cost(cases[i]), held + 1, best))
         return shards
     flat = [(i, s, _sample_cost(c, s)) for i, c in enumerate(cases)
             for s in sorted(c.samples, key=lambda s: (s.time, s.sample_index))]
@@ -105,14 +180,14 @@ def assign(plan: Plan, total: int) -> list[dict[int, list[ScheduledSample]]]:
     for (i, sample, _cost), weight in zip(flat, weights):
         # The shard holding the sample's midpoint of cumulative work: contiguous and in order.
         shard = min(total - 1, (2 * done + weight) * total // (2 * whole))
-        shards[shard].setdefault(i, []).append(sample)
+        shards.setdefault(shard, {}).setdefault(i, []).append(sample)
         done += weight
     return shards
 
 
 def shard_plan(plan: Plan, shard: Shard) -> Plan:
     """The part of ``plan`` that ``shard`` runs; each case keeps its samples in schedule order."""
-    mine = assign(plan, shard.total)[shard.index - 1]
+    mine = assign(plan, shard.total).get(shard.index - 1, {})
     cases = []
     for i, case in enumerate(plan.cases):
         if i in mine:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..results import Gate, SampleResult, Status
 from ..summary import RunSummary
+from ..support.outside import inline
 from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows, significance_lines
 from .calls import interval_text
 from .console import compact, pct, time_label
@@ -34,7 +35,9 @@ def _encodable(text: str) -> str:
 
 
 def escape_data(text: str) -> str:
-    return _encodable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # Line ends are GitHub's to encode; other control characters (ESC, CSI, U+2028) are escaped.
+    encoded = _encodable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return inline(encoded)
 
 
 def escape_property(text: str) -> str:
@@ -122,7 +125,7 @@ def gate_annotations(summary: RunSummary, places: Mapping[str, SampleLocation], 
 
 def _cell(text: str) -> str:
     # GitHub splits table rows on `|` before anything else, even inside code spans.
-    return _encodable(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return inline(_encodable(text).replace("|", "\\|").replace("\r", " ").replace("\n", " "))
 
 
 def _code(text: str) -> str:
@@ -181,7 +184,7 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
     if failing:
         rows = [[f.first.case, f.first.target, f"{time_label(f.first.timestamp_s)}s",
                  f.first.status.value + (f" ({f.failed_trials}/{f.trials})" if f.trials > 1 else ""),
-                 _code(compact(f.first.expected)), _code(compact(f.first.observed_value)), f.first.reason]
+                 _code(compact(f.first.expected)), _code(compact(f.first.observed_value)), _code(f.first.reason)]
                 for f in failing]
         shown, more = _capped(rows, "failing samples")
         out += ["", "### Failures", ""]

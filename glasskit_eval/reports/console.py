@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ..results import SampleResult, Status
 from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
+from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
@@ -105,7 +106,7 @@ class ConsoleListener:
             prefix = f"[{trial}/{total}] " if total > 1 else ""
             self._print(self.result_line(result, prefix))
             if self.verbose and result.traceback:
-                self._print(indent_block(result.traceback, "      "))
+                self._print(indent_block(quoted_lines(result.traceback), "      "))
         self.progress.result(result)
 
     def tick(self) -> None:
@@ -131,11 +132,11 @@ class ConsoleListener:
 
     def result_line(self, r: SampleResult, prefix: str = "") -> str:
         frame = f" frame={r.frame_index}" if r.frame_index is not None else ""
-        observed = "" if not r.evaluated else f" observed={compact(r.observed_value)}"
+        observed = "" if not r.evaluated else f" observed={inline(compact(r.observed_value))}"
         where = last_frame(r.traceback) if r.traceback else None
         at = f" (at {where})" if where else ""
         return (f"    {prefix}{self._status(r.status)} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
-                f"{frame} expected={compact(r.expected)}{observed} reason={r.reason}{at}")
+                f"{frame} expected={compact(r.expected)}{observed} reason={inline(r.reason)}{inline(at)}")
 
 
 def indent_block(text: str, prefix: str) -> str:
@@ -237,13 +238,14 @@ _CELL = 40
 
 
 def _cell(text: str, width: int = _CELL) -> str:
+    text = inline(text)
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _reason_cell(r: SampleResult, width: int = 60) -> str:
     # An error's reason names the sample first and ends with what went wrong: keep the end.
-    if r.status is Status.ERROR and len(r.reason) > width:
-        return "..." + r.reason[-(width - 3):]
+    if r.status is Status.ERROR and len(inline(r.reason)) > width:
+        return "..." + inline(r.reason)[-(width - 3):]
     return _cell(r.reason, width)
 
 

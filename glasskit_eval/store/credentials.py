@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import StoreError
+from ..support.secretvalues import add_secret
 from .config import VideoStoreConfig
 from .sigv4 import Credentials
 
@@ -27,15 +28,20 @@ _UNSUPPORTED_PROFILE_KEYS = ("credential_process", "sso_session", "sso_start_url
 
 def resolve_credentials(store: VideoStoreConfig, environ: Mapping[str, str] | None = None,
                         *, home: Path | None = None) -> Credentials | None:
-    """The store's credentials, or None when no source has any."""
+    """The store's credentials, or None when no source has any; their secrets are recorded for redaction."""
     env = os.environ if environ is None else environ
     if store.access_key_id_env and store.secret_access_key_env:
-        return _from_named(store, env)
-    creds = _from_aws_env(env) or _from_shared_files(env, home)
-    if creds is not None and store.session_token_env:
-        token = env.get(store.session_token_env) or None
-        creds = Credentials(creds.access_key_id, creds.secret_access_key,
-                            token or creds.session_token, creds.source)
+        creds = _from_named(store, env)
+    else:
+        creds = _from_aws_env(env) or _from_shared_files(env, home)
+        if creds is not None and store.session_token_env:
+            token = env.get(store.session_token_env) or None
+            creds = Credentials(creds.access_key_id, creds.secret_access_key,
+                                token or creds.session_token, creds.source)
+    if creds is not None:
+        add_secret(creds.secret_access_key)
+        if creds.session_token:
+            add_secret(creds.session_token)
     return creds
 
 

@@ -51,7 +51,7 @@ _CHUNK = 1024 * 1024
 STALL_TIMEOUT_S = 30.0
 STALL_BYTES = 64 * 1024
 _NAME = re.compile(r"^\.?([0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?(\.partial|\.lock|\.verified\.json)?$")
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$", re.ASCII)
 #: (path, dev, inode, size, mtime_ns, ctime_ns) -> SHA-256 hashed in this process.
 _HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
 
@@ -308,7 +308,7 @@ def _expected_end(response: HttpResponse) -> tuple[int | None, int | None]:
         total = match.group(3)
         return int(match.group(2)) + 1, None if total == "*" else int(total)
     raw = response.headers.get("content-length", "").strip()
-    length = int(raw) if raw.isdigit() else None
+    length = int(raw) if raw.isascii() and raw.isdigit() else None
     return length, length
 
 

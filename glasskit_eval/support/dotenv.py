@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 
 from ..errors import DotenvError
+from .secretvalues import add_secret
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _EXPANSION = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -27,7 +28,13 @@ def parse_dotenv(text: str, where: str, environ: Mapping[str, str] | None = None
     """The variables ``text`` sets, in order; raises :class:`DotenvError` at the first bad line."""
     env = os.environ if environ is None else environ
     values: dict[str, str] = {}
-    lines = text.splitlines()
+    # Only \n, \r\n and \r end lines, as in uv and POSIX shells; str.splitlines() would also
+    # split on \v, \f, \x1c-\x1e, \x85 and U+2028/2029 inside a value.
+    lines = re.split(r"\r\n|\r|\n", text)
+    for number, raw in enumerate(lines, 1):
+        if "\0" in raw:
+            raise DotenvError(f"{where}: line {number}: contains a NUL byte, which no environment "
+                              "variable can hold")
     i = 0
     while i < len(lines):
         number = i + 1
@@ -42,7 +49,8 @@ def parse_dotenv(text: str, where: str, environ: Mapping[str, str] | None = None
         if not sep:
             raise DotenvError(f"{where}: line {number}: expected KEY=VALUE")
         if not _KEY.fullmatch(key):
-            raise DotenvError(f"{where}: line {number}: {key!r} is not a variable name "
+            # Not quoted: a line such as `KEY: secret==` would put the secret in the message.
+            raise DotenvError(f"{where}: line {number}: the text before `=` is not a variable name "
                               "(letters, digits, `_` and `.`, not starting with a digit)")
         rest = rest.lstrip()
 
@@ -132,6 +140,8 @@ def load_env_files(paths: Sequence[str], *, override: bool = False,
         # Expansions see the environment as it will be: earlier files applied.
         view = {**before, **merged} if override else {**merged, **before}
         merged.update(parse_dotenv(text, str(name), view))
+    for value in merged.values():
+        add_secret(value)
     applied = []
     for key, value in merged.items():
         if override or key not in before:

@@ -8,7 +8,18 @@ halfway between two frames is recognised as a tie, which binary floats miss.
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
+
+#: Longest time text read anywhere (CLI, lock files, review's ``t=``): Python's own limit on the
+#: digits of an integer, which also holds on 3.10 where converting longer text is quadratic, and
+#: far above the exact text (``str(Fraction)``) of any time written back.
+MAX_TIME_TEXT = 4300
+#: Largest decimal exponent accepted. Fraction("1e999999999") first builds 10**999999999, which
+#: takes minutes and gigabytes; floats end at 1e308, so nothing real is lost.
+MAX_TIME_EXPONENT = 1000
+# Fraction and float both take Unicode digits and underscores, so the exponent is read the same way.
+_EXPONENT = re.compile(r"[eE]\s*[-+]?\s*(\d[\d_]*)")
 
 
 def to_fraction(value: object) -> Fraction | None:
@@ -28,7 +39,16 @@ def to_fraction(value: object) -> Fraction | None:
 
 
 def parse_cli_time(text: str) -> Fraction:
-    """Parse a time given on the command line; raises ValueError with a readable message."""
+    """Parse a time given as text (command line, lock file, review's ``t=``).
+
+    Raises ValueError with a readable message, at once for any text: its length and exponent are
+    checked before anything is expanded.
+    """
+    if len(text) > MAX_TIME_TEXT:
+        raise ValueError(f"{text[:20]!r}... is too long to be a number of seconds")
+    exponent = _EXPONENT.search(text)
+    if exponent and int(exponent[1].replace("_", "") or "0") > MAX_TIME_EXPONENT:
+        raise ValueError(f"{text!r} is out of range: a time's exponent must be at most {MAX_TIME_EXPONENT}")
     try:
         value = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):

@@ -1,0 +1,113 @@
+"""Outside text cannot become commands or markup: what adapters, model servers and observations
+say is printed inside our lines, control characters escaped, and stays in code spans in the job
+summary."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import modelserver
+import pytest
+from evalkit import make_eval, run_cli
+from modelserver import ModelServer
+
+from glasskit_eval.support.outside import guard_lines, inline, quoted_lines
+
+model_server = modelserver.model_server
+
+EVIL = "oops\n::error file=x.py::pwned\r\x1b[2J\x9b31m::add-mask::x\u2028::warning::y"
+CASE = """
+video: cfr_h264.mp4
+targets:
+  size:
+    samples:
+    - at: [0.0, 0.5]
+      field: width
+      expect: 128
+"""
+
+
+def no_command_lines(*texts: str) -> None:
+    for text in texts:
+        for line in re.split(r"\r\n|\r|\n|\u2028", text):
+            assert not line.lstrip().startswith("::"), line
+        assert "\x1b" not in text, [line for line in text.split("\n") if "\x1b" in line]
+        assert "\x1b" not in text and "\x9b" not in text and "\u2028" not in text
+
+
+def run_everything(tmp_path: Path, eval_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                   *argv: str) -> tuple[int, str, str, str]:
+    summary = tmp_path / "summary.md"
+    summary.write_text("")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--verbose", "--annotations", "github",
+                             *argv)
+    return code, out, err, summary.read_text()
+
+
+def test_a_python_adapter_cannot_print_commands_through_us(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = f"""
+        def create_evaluator(config):
+            return Evaluator()
+
+        class Evaluator:
+            def evaluate(self, sample, target):
+                if sample.timestamp_s == 0:
+                    return {{"width": {EVIL!r}}}
+                raise RuntimeError({EVIL!r})
+    """
+    eval_dir = make_eval(tmp_path, {"case": CASE}, adapter=adapter)
+    code, out, err, summary = run_everything(tmp_path, eval_dir, monkeypatch, "--adapter",
+                                             f"{eval_dir / 'adapter.py'}:create_evaluator")
+    assert code == 1, err
+    # Our own ::error annotations are there; nothing the adapter said became one.
+    ours = [line for line in out.split("\n") if line.startswith("::error")]
+    assert len(ours) == 3  # the failed adapter_errors gate and the two samples
+    no_command_lines(*(line for line in out.split("\n") if not line.startswith("::error")), err)
+    assert "RuntimeError: oops\\n::error file=x.py::pwned\\r\\x1b[2J\\x9b31m" in out
+    # The job summary keeps the reason in a code span (after the table's own escaping).
+    failures = summary.split("### Failures", 1)[1]
+    rows = [line for line in failures.split("\n") if line.startswith("| case ")]
+    no_command_lines(summary)
+    assert len(rows) == 2 and all(row.rstrip().endswith("` |") for row in rows), rows
+
+
+def test_a_server_error_body_and_a_command_adapters_stderr(tmp_path: Path, model_server: ModelServer,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "adapter.py"
+    script.write_text("import json, sys\n"
+                      f"print({EVIL!r}, file=sys.stderr, flush=True)\n"
+                      "for line in sys.stdin:\n"
+                      "    msg = json.loads(line)\n"
+                      f"    print({EVIL!r}, file=sys.stderr, flush=True)\n"
+                      "    if msg.get('method') == 'evaluate':\n"
+                      f"        print(json.dumps({{'id': msg['id'], 'error': {{'message': {EVIL!r}}}}}), flush=True)\n"
+                      "    else:\n"
+                      "        result = {'protocolVersion': 1, 'capabilities': {'evaluate': True}} if msg.get('method') == "
+                      "'initialize' else None\n"
+                      "        print(json.dumps({'id': msg.get('id'), 'result': result}), flush=True)\n")
+    eval_dir = make_eval(tmp_path, {"case": CASE})
+    code, out, err, _summary = run_everything(tmp_path, eval_dir, monkeypatch, "--adapter-command",
+                                              f"python3 {script}")
+    assert code == 1, err
+    no_command_lines(*(line for line in out.split("\n") if not line.startswith("::error")), err)
+    assert "| oops" in err  # mirrored, led by "| "
+    # Without --keep-going the first error stops the run: its message is printed by the face.
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", f"python3 {script}")
+    assert code == 2
+    no_command_lines(out, err)
+    # An HTTP server answering 500 with commands in its body.
+    (eval_dir / "adapter.yaml").write_text(json.dumps({"adapter": {"type": "http", "url": model_server.url + "/ok"}}))
+    monkeypatch.setattr(modelserver, "_observe", lambda sample, headers: {"width": EVIL})
+    code, out, err, _summary = run_everything(tmp_path, eval_dir, monkeypatch)
+    no_command_lines(*(line for line in out.split("\n") if not line.startswith("::error")), err)
+
+
+def test_helpers() -> None:
+    assert inline("a\nb\x1b\x9b\u2028c") == "a\\nb\\x1b\\x9b\\u2028c"
+    assert inline("plain ünïcode") == "plain ünïcode"
+    assert quoted_lines("::x\n  ::y\n") == "| ::x\n|   ::y"
+    assert guard_lines("error: body\n::error::x\n  ok\x1b") == "error: body\n| ::error::x\n  ok\\x1b"
