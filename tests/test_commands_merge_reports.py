@@ -137,7 +137,8 @@ def test_shard_auto_is_resolved_before_the_checkpoint(eval_dir: Path, monkeypatc
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--shard", "auto", "--output-json", path)
     assert code == 0, err
     assert read_json(path)["shard"]["index"] == 1 and read_json(path)["shard"]["total"] == 2
-    checkpoint = Path(re.search(r"^Checkpoint: (\S+)$", out, re.M).group(1))  # type: ignore[union-attr]
+    # Named once, when it is made (stderr); the resume hint's command names it again.
+    checkpoint = Path(re.search(r"^Checkpoint: (\S+)$", err, re.M).group(1))  # type: ignore[union-attr]
     manifest = json.loads((checkpoint / "manifest.json").read_text())
     assert manifest["invocation"]["shard"] == "1/2"
     # The resume runs the recorded part, whatever the environment says now.
@@ -202,6 +203,8 @@ def test_merge_compares_with_a_baseline_and_annotates(eval_dir: Path, monkeypatc
     assert merged["baseline"]["counts"]["pass_to_fail"] == 0 and merged["baseline"]["matched_samples"] == 10
     errors = [line for line in out.splitlines() if line.startswith("::error ")]
     assert [e.split("::")[1] for e in errors] == [
+        "error title=gate adapter_errors failed",
+        "error title=gate eval_idx_min_pass_rate failed",
         "error file=eval/cases/door.yaml,line=7,title=door / idx @ 1s failed",
         "error file=eval/cases/door.yaml,line=10,title=door / idx @ 1.7s failed",
         "error file=eval/cases/door.yaml,line=16,title=door / size @ 0s error"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import shlex
 from pathlib import Path
 
@@ -52,9 +53,9 @@ def test_failure_table_shows_up_to_20_and_points_to_the_report(tmp_path: Path) -
     assert "walk  lights  0.5s      5  true      false     failed  expected true" in text
     assert "9.5s" in text and "10s" not in text  # the 20th is shown, the 21st is not
     assert "... and 3 more; see out/report.json" in lines
-    assert lines[-2] == "Look at the first: python -m glasskit_eval review --eval-dir /x/eval --case walk " \
+    assert lines[-3] == "Look at the first: python -m glasskit_eval review --eval-dir /x/eval --case walk " \
                         "--target lights --time 0 --report out/report.json"
-    assert lines[-1] == "No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds."
+    assert lines[-2:] == ["No gate is set, so failures do not fail this run;", "add --min-pass-rate or thresholds."]
 
 
 def test_without_a_report_the_rest_is_one_option_away() -> None:
@@ -147,10 +148,15 @@ def test_a_failing_run_prints_the_table_and_a_review_command_that_parses(tmp_pat
         server.server_close()
 
 
-def test_an_errors_reason_keeps_its_end_in_the_table() -> None:
+def test_an_errors_reason_is_whole_and_wrapped_in_the_table() -> None:
     from dataclasses import replace
 
     r = replace(result(0, Status.ERROR), reason="adapter_error: adapter failed for walk/lights sample 0 at "
                 "0s: RuntimeError: model server returned 503")
-    row = failure_lines(summary_of([r]), None)[3]
-    assert row.endswith("  ...s sample 0 at 0s: RuntimeError: model server returned 503")
+    lines = failure_lines(summary_of([r]), None)
+    # The row already says which sample: the reason drops that and keeps all the rest, wrapped.
+    start = lines[1].index("Reason")
+    continued = itertools.takewhile(lambda line: not line[:start].strip(), lines[4:])
+    reason = " ".join(line[start:].strip() for line in [lines[3], *continued])
+    assert reason == "adapter_error: RuntimeError: model server returned 503"
+    assert all(len(line) <= 80 for line in lines[:5])

@@ -163,7 +163,7 @@ class CheckpointedCommand:
         if adapter_errors:
             noun = "adapter error" if adapter_errors == 1 else "adapter errors"
             lines.append(f"{adapter_errors} {noun} can be retried without rerunning completed samples.")
-        lines.append(f"Checkpoint: {path}")
+        # The command names the checkpoint: it was printed when created, and is not repeated here.
         lines.append(f"Resume with `{resume_command(self.kind, path)}`.")
         return lines
 

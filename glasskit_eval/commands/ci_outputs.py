@@ -124,8 +124,11 @@ def write_junit(path: Path, summary: RunSummary, locations: Locations, eval_root
 
 def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, found: BaselineDiff | None,
                    out: TextIO, env: Mapping[str, str], *, gate_places: Mapping[str, SampleLocation] | None = None,
-                   html: str | None = None) -> None:
-    """Workflow commands on ``out`` (the runner reads stdout) and the job summary, if GitHub asks."""
+                   html: str | None = None) -> list[str]:
+    """Workflow commands on ``out`` (the runner reads stdout) and the job summary, if GitHub asks.
+
+    Returns what was written, as ``Wrote ...`` names it.
+    """
     from ..reports.annotations import github_annotations, step_summary
 
     workspace = env.get("GITHUB_WORKSPACE") or str(Path.cwd())
@@ -136,15 +139,17 @@ def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, f
         for line in lines:
             print(line, file=out)
     summary_path = env.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        text = step_summary(summary, found, html=None if html is None else relative_path(Path(html), workspace),
-                            artifacts_url=artifacts_url(env))
-        try:
-            with open(summary_path, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
-        except OSError as exc:
-            raise OutputError(f"cannot append the job summary to GITHUB_STEP_SUMMARY ({summary_path}): "
-                              f"{exc.strerror or exc}") from None
+    if not summary_path:
+        return []
+    text = step_summary(summary, found, html=None if html is None else relative_path(Path(html), workspace),
+                        artifacts_url=artifacts_url(env))
+    try:
+        with open(summary_path, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    except OSError as exc:
+        raise OutputError(f"cannot append the job summary to GITHUB_STEP_SUMMARY ({summary_path}): "
+                          f"{exc.strerror or exc}") from None
+    return [f"the job summary to {summary_path}"]
 
 
 def artifacts_url(env: Mapping[str, str]) -> str | None:
@@ -181,16 +186,20 @@ def gate_places(full: Plan, request: RunRequest) -> dict[str, SampleLocation]:
 
 
 def write_outputs(summary: RunSummary, request: RunRequest, full: Plan, found: BaselineDiff | None,
-                  out: TextIO, env: Mapping[str, str] | None = None) -> None:
+                  out: TextIO, env: Mapping[str, str] | None = None) -> list[str]:
+    """JUnit XML and GitHub's outputs, as the request asks; returns what was written."""
     env = os.environ if env is None else env
     # A shard's failures are annotated once, by merge-reports, unless asked for explicitly.
     github = annotations_on(request.annotations, env) and not (request.shard and request.annotations == "auto")
     if request.junit_xml is None and not github:
-        return
+        return []
     locations = sample_locations(c.case for c in full.cases)
     root = full.eval_dir.root
+    written = []
     if request.junit_xml is not None:
         write_junit(Path(request.junit_xml), summary, locations, root, found)
+        written.append(display_path(request.junit_xml))
     if github:
-        github_outputs(summary, locations, root, found, out, env, gate_places=gate_places(full, request),
-                       html=request.html)
+        written += github_outputs(summary, locations, root, found, out, env,
+                                  gate_places=gate_places(full, request), html=request.html)
+    return written

@@ -16,7 +16,7 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
                           annotations: str = "auto", baseline: str | None = None, comparison: Comparison,
                           env: Mapping[str, str] | None = None) -> bool:
     """Merge, report and gate; True when every gate passed. Bad shards raise UsageError."""
-    from ..reports.console import print_summary
+    from ..reports.console import print_end, print_summary
     from ..reports.json_report import build_report, write_report
     from ..summary import RunSummary
     from . import ci_outputs as ci
@@ -34,12 +34,16 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     print(f"Merged {len(paths)} shard reports", file=out)
     print_summary(summary, out)
     ci.print_baseline(found, out)
+    written = []
     if output_json:
         write_report(Path(output_json),
                      build_report(summary, baseline=found.to_json() if found is not None else None))
+        written.append(ci.display_path(output_json))
     root = Path(result.eval_dir)
     if junit_xml:
         ci.write_junit(Path(junit_xml), summary, merged.locations, root, found)
+        written.append(ci.display_path(junit_xml))
     if ci.annotations_on(annotations, env):
-        ci.github_outputs(summary, merged.locations, root, found, out, env)
+        written += ci.github_outputs(summary, merged.locations, root, found, out, env)
+    print_end(summary, written, out)
     return summary.success

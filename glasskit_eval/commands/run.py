@@ -9,6 +9,7 @@ reporting can still be resumed to produce its report without calling the adapter
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -144,7 +145,7 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
 def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, cache: ObservationCache | None,
              thumbnails: ThumbnailStore | None, out: TextIO) -> bool:
     """The summary, every report the request asks for, then the checkpoint's end."""
-    from ..reports.console import print_summary
+    from ..reports.console import print_end, print_summary
     from ..reports.json_report import build_report, write_report
     from ..summary import RunSummary
     from . import ci_outputs as ci
@@ -164,20 +165,25 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         report_checkpoint = None  # error-only: rerunning the command loses nothing
     hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
     print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
-                  gated_elsewhere=request.shard is not None)
+                  gated_elsewhere=request.shard is not None,
+                  fold=ci.annotations_on(request.annotations, os.environ))
     ci.print_notes(request, baseline, out)
     cache_block = _cache_report(cache, request, result, out)
+    written = []
     if request.output_json:
         shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints)
                  if request.shard is not None else None)
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
             shard=shard, observation_cache=cache_block))
-    ci.write_outputs(summary, request, prepared.full, baseline, out)
+        written.append(ci.display_path(request.output_json))
+    written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
         _write_html(Path(request.html), summary, prepared.plan, thumbnails, baseline)
+        written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
+    print_end(summary, written, out)
     return summary.success
 
 

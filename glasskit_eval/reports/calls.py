@@ -21,15 +21,17 @@ def usage_text(usage: tuple[tuple[str, float], ...]) -> str:
     return ", ".join(f"{key} {_number(value)}" for key, value in usage)
 
 
-def console_lines(summary: RunSummary) -> list[str]:
-    """Lines for the console summary; none for a run without retries, timeouts or usage."""
+def console_lines(summary: RunSummary, *, latency: bool = True) -> list[str]:
+    """Lines for the console summary; none for a run without retries, timeouts or usage.
+
+    ``latency``: include the percentiles (a handful of samples makes them noise).
+    """
     total = summary.total
     lines = []
-    latency = total.latency
-    if latency is not None:
-        lines.append(f"Latency: {latency_text(latency)}")
+    if latency and total.latency is not None:
+        lines.append(f"Latency: {latency_text(total.latency)}")
     calls = total.call_latency
-    if calls is not None:
+    if latency and calls is not None:
         lines.append(f"Batch call latency: {latency_text(calls)}")
     if total.retried:
         lines.append(f"Retried: {total.retried} samples")
@@ -41,7 +43,7 @@ def console_lines(summary: RunSummary) -> list[str]:
     if len(groups) > 2:
         for kind, g in groups:
             parts = []
-            if g.counts.latency is not None:
+            if latency and g.counts.latency is not None:
                 parts.append(latency_text(g.counts.latency))
             if g.counts.usage:
                 parts.append(usage_text(g.counts.usage))

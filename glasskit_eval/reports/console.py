@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -49,21 +50,42 @@ def time_label(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+#: Console tables fit this many columns: the last column wraps instead of running on.
+WIDTH = 80
+#: The narrowest a wrapped last column gets, however wide the others are.
+MIN_LAST_COLUMN = 20
+
+
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
-          right: Sequence[bool] | None = None) -> str:
-    """A plain aligned table; the first column is left-aligned, numbers right-aligned."""
+          right: Sequence[bool] | None = None, width: int = WIDTH) -> str:
+    """A plain aligned table; the first column is left-aligned, numbers right-aligned.
+
+    When the rows would be wider than ``width``, the last column (a reason, a detail) wraps onto
+    continuation lines under itself; nothing is cut.
+    """
+    import textwrap
+
     align = list(right) if right is not None else [i > 0 for i in range(len(headers))]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    last = max(MIN_LAST_COLUMN, width - lead, len(headers[-1]))
+    widths[-1] = min(widths[-1], last)
 
-    def fmt(cells: Sequence[str]) -> str:
-        parts = [c.rjust(widths[i]) if align[i] else c.ljust(widths[i]) for i, c in enumerate(cells)]
-        return "  ".join(parts).rstrip()
+    def fmt(cells: Sequence[str]) -> list[str]:
+        parts = [c.rjust(widths[i]) if align[i] else c.ljust(widths[i]) for i, c in enumerate(cells[:-1])]
+        wrapped = textwrap.wrap(cells[-1], widths[-1], break_on_hyphens=False) or [""]
+        if len(wrapped) == 1 and align[-1]:
+            wrapped = [wrapped[0].rjust(widths[-1])]
+        out = ["  ".join([*parts, wrapped[0]]).rstrip()]
+        out += [(" " * (lead + 2) if len(cells) > 1 else "") + more for more in wrapped[1:]]
+        return out
 
-    lines = [title, fmt(headers), "  ".join("-" * w for w in widths)]
-    lines.extend(fmt(row) for row in rows)
+    lines = [title, *fmt(headers), "  ".join("-" * w for w in widths)]
+    for row in rows:
+        lines.extend(fmt(row))
     return "\n".join(lines)
 
 
@@ -136,7 +158,7 @@ class ConsoleListener:
         where = last_frame(r.traceback) if r.traceback else None
         at = f" (at {where})" if where else ""
         return (f"    {prefix}{self._status(r.status)} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
-                f"{frame} expected={compact(r.expected)}{observed} reason={inline(r.reason)}{inline(at)}")
+                f"{frame} expected={compact(r.expected)}{observed} reason={shown_reason(r)}{inline(at)}")
 
 
 def indent_block(text: str, prefix: str) -> str:
@@ -144,10 +166,20 @@ def indent_block(text: str, prefix: str) -> str:
 
 
 def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None = None,
-                  report_path: str | None = None, gated_elsewhere: bool = False) -> None:
-    """The run's summary; ``gated_elsewhere``: a shard, whose gates ``merge-reports`` applies."""
+                  report_path: str | None = None, gated_elsewhere: bool = False, fold: bool = False) -> None:
+    """The run's summary; ``gated_elsewhere``: a shard, whose gates ``merge-reports`` applies;
+    ``fold``: long tables fold into GitHub Actions log groups (their title stays visible)."""
     def p(text: str = "") -> None:
         print(text, file=out)
+
+    def section(text: str) -> None:
+        if not fold:
+            p(text)
+            return
+        title, _, rest = text.partition("\n")
+        p(f"::group::{title}")
+        p(rest)
+        p("::endgroup::")
 
     run = summary.run
     total = summary.total
@@ -185,7 +217,7 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         p(f"Avg evaluation latency: {total.average_latency * 1000:.2f}ms/{unit}")
     if run.duration_seconds > 0:
         p(f"Throughput: {total.evaluated / run.duration_seconds:.2f} {unit}s/s")
-    for line in console_lines(summary):
+    for line in console_lines(summary, latency=_latency_says_something(summary)):
         p(line)
 
     if many:
@@ -193,7 +225,7 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
                  str(t.counts.errors), "passed" if t.trial.success else "failed",
                  seconds(t.trial.duration_seconds)] for t in summary.trials]
         p()
-        p(table("By trial", ["Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"], rows))
+        section(table("By trial", ["Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"], rows))
 
     failed_gates = summary.failed_gates()
     if failed_gates:
@@ -206,7 +238,7 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
                     [False, False]))
 
     p()
-    p(_target_table(summary))
+    section(_target_table(summary))
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:
@@ -219,12 +251,12 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
                 rows.append([s.first.case, target_display(s.first), f"{time_label(s.first.timestamp_s)}s",
                              letters, finding])
             p()
-            p(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
+            section(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
                     [False, False, True, False, False]))
     failures = failure_lines(summary, report_path, gated_elsewhere)
     if failures:
         p()
-        p("\n".join(failures))
+        section("\n".join(failures))
     if resume_hint:
         p()
         p(resume_hint)
@@ -232,9 +264,46 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
 
 _LETTERS = {Status.PASSED: "P", Status.FAILED: "F", Status.ERROR: "E"}
 
+#: Fewer evaluated samples than this make percentiles noise: the latency block is left out
+#: unless a latency gate asks about it.
+LATENCY_SAMPLES = 10
+
+
+def _latency_says_something(summary: RunSummary) -> bool:
+    gates = [g.name for g in summary.run.gates] + [g.name for t in summary.run.trials for g in t.gates]
+    return summary.total.evaluated >= LATENCY_SAMPLES or any("latency" in g for g in gates)
+
+
+def print_end(summary: RunSummary, written: Sequence[str], out: TextIO) -> None:
+    """What a run wrote, then its verdict: the last lines, after every table and hint."""
+    print(file=out)
+    for name in written:
+        print(f"Wrote {name}", file=out)
+    print(verdict_line(summary), file=out)
+
+
+def verdict_line(summary: RunSummary) -> str:
+    """The last line of a run, in pytest's manner: what happened, how long it took, which gates failed."""
+    total = summary.total
+    parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
+                                           (total.passed, "passed"), (total.ignored, "ignored")) if n]
+    counts = ", ".join(parts) or "nothing evaluated"
+    failed = sorted({g.name for _scope, g in summary.failed_gates()})
+    if failed:
+        tail = f"; gates: {', '.join(failed)}"
+    elif (total.failed or total.errors) and not summary.correctness_gated:
+        tail = "; no gate is set"
+    else:
+        tail = ""
+    word = "PASSED" if summary.success else "FAILED"
+    return f"{word}: {counts} in {seconds(summary.run.duration_seconds)}{tail}"
+
 #: Rows of the failure table; the rest are counted and left to the JSON report.
 FAILURE_ROWS = 20
-_CELL = 40
+#: Widest expected or observed value in the failure table (the whole value is in the JSON report).
+_CELL = 16
+#: The sample an error's reason names first: the table's other columns already say it.
+_ERROR_SUBJECT = re.compile(r"adapter failed for \S+ sample \d+ at \S+s: ")
 
 
 def _cell(text: str, width: int = _CELL) -> str:
@@ -242,11 +311,9 @@ def _cell(text: str, width: int = _CELL) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def _reason_cell(r: SampleResult, width: int = 60) -> str:
-    # An error's reason names the sample first and ends with what went wrong: keep the end.
-    if r.status is Status.ERROR and len(inline(r.reason)) > width:
-        return "..." + inline(r.reason)[-(width - 3):]
-    return _cell(r.reason, width)
+def shown_reason(r: SampleResult) -> str:
+    """The reason as a line or a row shows it: without the case, target and time it sits beside."""
+    return inline(_ERROR_SUBJECT.sub("", r.reason, count=1))
 
 
 def review_command(result: SampleResult, eval_dir: str, report_path: str | None = None) -> str:
@@ -283,9 +350,10 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     for f in shown:
         r = f.result
         observed = compact(r.observed_value) if r.evaluated and r.observed is not None else "-"
-        row = [r.case, target_display(r), f"{time_label(r.timestamp_s)}s",
+        # The target's id, not its label: the label is in the tables above, the width is needed here.
+        row = [r.case, r.target, f"{time_label(r.timestamp_s)}s",
                "-" if r.frame_index is None else str(r.frame_index), _cell(compact(r.expected)),
-               _cell(observed), r.status.value, _reason_cell(r)]
+               _cell(observed), r.status.value, shown_reason(r)]
         rows.append(([str(f.trial)] if many else []) + row)
     headers = ["Case", "Target", "Time", "Frame", "Expected", "Observed", "Status", "Reason"]
     right = [False, False, True, True, False, False, False, False]
@@ -301,7 +369,7 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
         lines.append(f"... and {rest} more; {where}")
     lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir, report_path)}")
     if summary.total.failed and not summary.correctness_gated and not gated_elsewhere:
-        lines.append("No gate is set, so failures do not fail this run; add --min-pass-rate or thresholds.")
+        lines += ["No gate is set, so failures do not fail this run;", "add --min-pass-rate or thresholds."]
     return lines
 
 
