@@ -1,0 +1,72 @@
+"""The README's Quick start, run literally: its shell blocks, in a copy of the checkout, with the output it shows."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def quick_start() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text[text.index("\n## Quick start\n"):text.index("\n## Concepts\n")]
+
+
+def blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """What the Quick start needs of a checkout: the demo eval (its runs/ left behind)."""
+    root = tmp_path / "checkout"
+    shutil.copytree(ROOT / "fixtures" / "demo", root / "fixtures" / "demo",
+                    ignore=shutil.ignore_patterns("runs", "__pycache__"))
+    # `python3` in the blocks is this interpreter, running this checkout's package.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    return root
+
+
+def shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{cwd.parent / 'bin'}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
+           "NO_COLOR": "1"}
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GLASSKIT_EVAL_CHECKPOINT_DIR"):
+        env.pop(name, None)
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def shape(text: str) -> list[str]:
+    """Lines with what varies between machines (timings, the checkout's path) taken out."""
+    text = re.sub(r"Eval: .*", "Eval: <path>", text)
+    text = re.sub(r"\d+\.\d+(ms|s|s/s)?", "<n>", text)
+    return [line.rstrip() for line in text.strip("\n").splitlines()]
+
+
+def test_the_quick_start_works_as_typed(checkout: Path) -> None:
+    section = quick_start()
+    demo, own = blocks(section, "sh")
+    shown = blocks(section, "text")[0]
+    done = shell(demo, checkout)
+    assert done.returncode == 0, done.stderr
+    validate, _, run_output = done.stdout.partition("\n")
+    assert validate.startswith("Validation passed: ") and validate.endswith("/fixtures/demo/eval (11 samples)")
+    assert shape(run_output) == shape(shown)
+    assert (checkout / "fixtures" / "demo" / "eval" / "runs" / "results.json").is_file()
+    assert done.stderr.startswith("Checkpoint: ")
+    done = shell(own, checkout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Validation passed: " in done.stdout and "/eval (8 samples)" in done.stdout
+    assert done.stdout.rstrip("\n").splitlines()[-1].startswith("PASSED: 8 passed in ")
+    assert (checkout / "eval" / "runs" / "results.json").is_file()
