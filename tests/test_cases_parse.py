@@ -421,7 +421,7 @@ def test_unknown_keys_are_rejected_everywhere_with_path_and_line(tmp_path: Path)
     assert "(did you mean 'tolerance'?)" in messages["targets.t.sample_defaults.compare.tolerence"]
     assert messages["targets.t.colour"].endswith("allowed keys: config, label, sample_defaults, samples")
     assert messages["targets.t.samples[0].expected"].endswith(
-        "allowed keys: at, comment, compare, every_s, expect, field, ignore, range")
+        "allowed keys: at, clip, comment, compare, every_s, expect, field, ignore, range")
 
 
 def test_workflow_target_entries_accept_extra_metadata_keys(tmp_path: Path) -> None:
@@ -830,7 +830,7 @@ def test_built_in_defaults_without_sample_defaults(tmp_path: Path) -> None:
     assert b.field is None and b.compare is None
 
 
-def test_only_field_and_compare_can_be_defaulted(tmp_path: Path) -> None:
+def test_only_field_compare_and_clip_can_be_defaulted(tmp_path: Path) -> None:
     problems = found(tmp_path, """
         video: v.mp4
         sample_defaults:
@@ -844,7 +844,7 @@ def test_only_field_and_compare_can_be_defaulted(tmp_path: Path) -> None:
     assert [p for p, _, _ in problems] == [
         "sample_defaults.expect", "sample_defaults.ignore",
         "targets.t.sample_defaults.comment", "targets.t.sample_defaults.every_s"]
-    assert all(m.endswith("allowed keys: compare, field") for _, _, m in problems)
+    assert all(m.endswith("allowed keys: clip, compare, field") for _, _, m in problems)
 
 
 @pytest.mark.parametrize(("value", "message"), [

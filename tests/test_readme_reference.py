@@ -279,6 +279,7 @@ KEY_TABLES: dict[str, set[str]] = {
     "Sample block keys": parse._BLOCK_KEYS,
     "sample_defaults keys": checks._DEFAULTS_KEYS,
     "compare keys": checks._COMPARE_KEYS,
+    "clip keys": checks._CLIP_KEYS,
     "Cloud video keys": parse._CLOUD_VIDEO_KEYS,
     "thresholds keys": parse._THRESHOLD_KEYS | parse._RUN_THRESHOLD_KEYS,
     "config.yaml keys": evaldir._CONFIG_KEYS,

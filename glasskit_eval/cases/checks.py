@@ -16,9 +16,11 @@ from ..errors import Problem
 from ..support.jsonvalues import json_problem
 from ..support.timevalues import to_fraction
 from ..yamltext.source import PathKey, YamlDocument
+from .model import CLIP_EDGES, MAX_CLIP_FRAMES, ClipSpec
 
-_DEFAULTS_KEYS = {"field", "compare"}
+_DEFAULTS_KEYS = {"field", "compare", "clip"}
 _COMPARE_KEYS = {"mode", "tolerance"}
+_CLIP_KEYS = {"before_s", "after_s", "every_s", "edge"}
 
 
 class _Unset:
@@ -139,8 +141,49 @@ class Checker:
             tolerance = float(raw)
         return CompareConfig(mode=str(mode), tolerance=tolerance)
 
+    def clip(self, value: Any, path: PathKey) -> ClipSpec | None:
+        """A ``clip`` setting (None for ``null``, which clears an inherited clip, or a problem)."""
+        if value is None:
+            return None
+        mapping = self.section(value, path, "clip", _CLIP_KEYS)
+        if mapping is None:
+            return None
+        before = len(self.problems)
+        reach: dict[str, Fraction] = {}
+        for key, side in (("before_s", "before"), ("after_s", "after")):
+            raw = mapping.get(key, 0)
+            if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw < 0:
+                self.add((*path, key), f"clip {key} must be 0 or more (seconds of video {side} the sample "
+                         f"time), got {raw}; write {key}: {-raw} or leave it out for 0")
+                continue
+            parsed = self.time(raw, (*path, key), f"clip {key}")
+            if parsed is not None:
+                reach[key] = parsed
+        every: Fraction | None = None
+        if mapping.get("every_s") is not None:
+            raw = mapping["every_s"]
+            if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw <= 0:
+                self.add((*path, "every_s"), f"clip every_s must be greater than 0, got {raw}; leave it "
+                         "out to take every decoded frame in the window")
+            else:
+                every = self.time(raw, (*path, "every_s"), "clip every_s")
+        edge = mapping.get("edge", "error")
+        if edge not in CLIP_EDGES:
+            self.add((*path, "edge"), f"unknown clip edge {edge!r}{_suggest(str(edge), set(CLIP_EDGES))}; "
+                     "use error (the default: a window reaching outside the video is refused) or clamp "
+                     "(times outside the video are dropped)")
+        if len(self.problems) > before:
+            return None
+        spec = ClipSpec(before_s=reach["before_s"], after_s=reach["after_s"], every_s=every, edge=str(edge))
+        count = spec.grid_count
+        if count is not None and count > MAX_CLIP_FRAMES:
+            self.add(path, f"this clip asks for {count} frames ({spec.describe()}), more than the limit of "
+                     f"{MAX_CLIP_FRAMES:,} per clip; use a larger every_s or a shorter before_s/after_s")
+            return None
+        return spec
+
     def defaults(self, value: Any, path: PathKey) -> dict[str, Any]:
-        """Parse a ``sample_defaults`` mapping into {'field': ..., 'compare': ...} (keys only if set)."""
+        """Parse a ``sample_defaults`` mapping into {'field': ..., 'compare': ..., 'clip': ...} (keys only if set)."""
         if value is None:
             return {}
         mapping = self.section(value, path, "sample_defaults", _DEFAULTS_KEYS)
@@ -151,6 +194,8 @@ class Checker:
             out["field"] = self.field_path(mapping["field"], (*path, "field"))
         if "compare" in mapping:
             out["compare"] = self.compare(mapping["compare"], (*path, "compare"))
+        if "clip" in mapping:
+            out["clip"] = self.clip(mapping["clip"], (*path, "clip"))
         return out
 
 

@@ -19,6 +19,9 @@ from ..yamltext.source import YamlDocument
 VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".webm", ".mkv")
 DEFAULT_EVERY_S = Fraction(1, 2)
 MAX_SAMPLES_PER_CASE = 10_000
+#: A clip is handed to one adapter call; past this it is a batch job, not a sample.
+MAX_CLIP_FRAMES = 1024
+CLIP_EDGES = ("error", "clamp")
 
 
 class LocalVideo(Frozen):
@@ -63,11 +66,42 @@ class Thresholds(Frozen):
                              max_p95_latency_s=max_p95_latency_s, max_cost=max_cost)
 
 
+class ClipSpec(Frozen):
+    """A sample's ``clip`` setting: the window around the sample time and how it is sampled.
+
+    ``every_s`` None means every decoded frame in ``[t - before_s, t + after_s]``, plus the
+    anchor's frame; ``edge`` says whether a window outside the video is an error or clamped.
+    """
+
+    _fields = ("before_s", "after_s", "every_s", "edge")
+    before_s: Fraction
+    after_s: Fraction
+    every_s: Fraction | None
+    edge: str
+
+    def __init__(self, before_s: Fraction = Fraction(0), after_s: Fraction = Fraction(0),
+                 every_s: Fraction | None = None, edge: str = "error") -> None:
+        self.__dict__.update(before_s=before_s, after_s=after_s, every_s=every_s, edge=edge)
+
+    @property
+    def grid_count(self) -> int | None:
+        """Requested times of an ``every_s`` grid (None: every frame, counted from the video)."""
+        if self.every_s is None:
+            return None
+        # floor division of Fractions is exact: j*every_s <= before_s for j up to this.
+        return int(self.before_s // self.every_s) + int(self.after_s // self.every_s) + 1
+
+    def describe(self) -> str:
+        span = f"[t-{format_time(self.before_s)}, t+{format_time(self.after_s)}]"
+        sampling = "every frame" if self.every_s is None else f"every {format_time(self.every_s)}s"
+        return f"{span} {sampling}" + (", clamped" if self.edge == "clamp" else "")
+
+
 class SampleBlock(Frozen):
     """One entry of a target's ``samples`` list, with inherited settings resolved."""
 
     _fields = ("target_id", "index", "times", "range", "every_s", "has_expect", "expect", "field",
-               "compare", "comment", "ignore")
+               "compare", "comment", "ignore", "clip")
     target_id: str
     index: int
     times: tuple[Fraction, ...]
@@ -79,14 +113,15 @@ class SampleBlock(Frozen):
     compare: CompareConfig | None
     comment: str | None
     ignore: str | None
+    clip: ClipSpec | None
 
     def __init__(self, target_id: str, index: int, times: tuple[Fraction, ...],
                  range: tuple[Fraction, Fraction] | None, every_s: Fraction | None, has_expect: bool,
                  expect: Any, field: str | None, compare: CompareConfig | None, comment: str | None,
-                 ignore: str | None) -> None:
+                 ignore: str | None, clip: ClipSpec | None = None) -> None:
         self.__dict__.update(target_id=target_id, index=index, times=times, range=range, every_s=every_s,
                              has_expect=has_expect, expect=expect, field=field, compare=compare,
-                             comment=comment, ignore=ignore)
+                             comment=comment, ignore=ignore, clip=clip)
 
     def source(self) -> str:
         if self.range is not None:

@@ -34,7 +34,7 @@ from .model import (
 
 _CASE_KEYS = {"video", "description", "sampling", "sample_defaults", "workflow", "targets", "thresholds"}
 _TARGET_KEYS = {"label", "config", "sample_defaults", "samples"}
-_BLOCK_KEYS = {"range", "at", "expect", "every_s", "field", "compare", "comment", "ignore"}
+_BLOCK_KEYS = {"range", "at", "expect", "every_s", "field", "compare", "comment", "ignore", "clip"}
 _CLOUD_VIDEO_KEYS = {"store", "key", "sha256"}
 _THRESHOLD_KEYS = {"min_pass_rate", "max_failures", "per_target"}
 #: Run-wide gates, so only in config.yaml (a case's latency or cost is not gated on its own).
@@ -358,12 +358,15 @@ def _parse_block(c: Checker, target_id: str, index: int, raw: Any, path: PathKey
         compare = c.compare(mapping["compare"], (*path, "compare"))
     if has_expect and compare is not None:
         _check_mode_fits(c, compare.mode, expect, (*path, "expect"))
+    clip = defaults.get("clip")
+    if "clip" in mapping:
+        clip = c.clip(mapping["clip"], (*path, "clip"))
 
     if len(c.problems) > before:
         return None
     return SampleBlock(target_id=target_id, index=index, times=times, range=rng, every_s=every,
                        has_expect=has_expect, expect=expect, field=field, compare=compare,
-                       comment=comment, ignore=ignore)
+                       comment=comment, ignore=ignore, clip=clip)
 
 
 def _check_mode_fits(c: Checker, mode: str, expect: Any, path: PathKey) -> None:

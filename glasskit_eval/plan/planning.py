@@ -18,7 +18,9 @@ from ..cases.model import Case, CloudVideo
 from ..errors import Problem, ValidationError, VideoError
 from ..support.records import Frozen
 from ..support.timevalues import format_time
+from ..video.frametable import frame_table
 from ..video.probe import END_TOLERANCE_S, VideoInfo, probe
+from .clips import plan_clips, uses_clips
 from .schedule import Filters, ScheduledSample, select_cases
 
 
@@ -120,8 +122,13 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
         except VideoError as exc:
             problems.append(case.document.problem(("video",), str(exc)))
             continue
-        problems += past_end_problems(case, ((s.target.id, s.block.index, s.time) for s in samples), info,
-                                      video_path.name)
+        past_end = past_end_problems(case, ((s.target.id, s.block.index, s.time) for s in samples), info,
+                                     video_path.name)
+        problems += past_end
+        if uses_clips(samples) and not past_end:
+            samples, clip_problems = plan_clips(case, samples, frame_table(video_path), info.end_time,
+                                                video_path.name)
+            problems += clip_problems
         plans.append(CasePlan(case, tuple(samples), video_path, info))
     if problems:
         raise ValidationError(problems)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cases.model import Case, SampleBlock, TargetSpec, block_times
 from ..compare.modes import CompareConfig, infer_mode
@@ -17,18 +17,27 @@ from ..errors import Problem, UsageError, ValidationError
 from ..support.records import Frozen
 from ..support.timevalues import format_time, same_time_key
 
+if TYPE_CHECKING:
+    from .clips import Clip
+
 
 class ScheduledSample(Frozen):
-    _fields = ("case", "target", "block", "sample_index", "time")
+    _fields = ("case", "target", "block", "sample_index", "time", "clip")
     case: Case
     target: TargetSpec
     block: SampleBlock
     sample_index: int
     time: Fraction
+    #: The clip's frames, once planning has read the video (None: a single-frame sample, or not planned).
+    clip: Clip | None
 
     def __init__(self, case: Case, target: TargetSpec, block: SampleBlock, sample_index: int,
-                 time: Fraction) -> None:
-        self.__dict__.update(case=case, target=target, block=block, sample_index=sample_index, time=time)
+                 time: Fraction, clip: Clip | None = None) -> None:
+        self.__dict__.update(case=case, target=target, block=block, sample_index=sample_index, time=time,
+                             clip=clip)
+
+    def with_clip(self, clip: Clip | None) -> ScheduledSample:
+        return ScheduledSample(self.case, self.target, self.block, self.sample_index, self.time, clip)
 
     @property
     def timestamp_s(self) -> float:
