@@ -87,7 +87,7 @@ def test_resume_writes_its_report_where_output_json_says(tmp_path: Path) -> None
     first = tmp_path / "first.json"
     code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--output-json", first)
     assert code == 1, err
-    checkpoint = re.search(r"Checkpoint: (\S+)", out)
+    checkpoint = re.search(r"--resume (\S+)`", out)
     assert checkpoint, out
     (eval_dir / "heal").touch()
     second = tmp_path / "elsewhere" / "second.json"

@@ -86,11 +86,10 @@ def calls(eval_dir: Path) -> list[str]:
 
 
 def checkpoint_from(text: str) -> Path:
-    match = re.search(r"^Checkpoint: (\S+)$", text, re.M)
+    """The checkpoint a run's resume hint names (the path is printed once, in the command)."""
+    match = re.search(r"^Resume with `python -m glasskit_eval run --resume (\S+)`\.$", text, re.M)
     assert match, text
-    path = Path(match.group(1))
-    assert f"Resume with `python -m glasskit_eval run --resume {path}`." in text
-    return path
+    return Path(match.group(1))
 
 
 def checkpoints(eval_dir: Path) -> list[Path]:

@@ -31,7 +31,9 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def commands(out: str) -> list[str]:
-    return [line for line in out.splitlines() if line.startswith("::")]
+    """The workflow commands that annotate (not the log groups the summary folds into)."""
+    return [line for line in out.splitlines() if line.startswith("::")
+            and not line.startswith(("::group::", "::endgroup::"))]
 
 
 EXPECTED_ANNOTATIONS = [

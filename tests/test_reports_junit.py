@@ -115,7 +115,8 @@ def test_resume_writes_the_junit_file_given_to_the_original_run(in_tmp: Path) ->
     eval_dir = ci_eval(in_tmp, {"lamp/idx/1": "raise"})
     code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--junit-xml", "first.xml")
     assert code == 1
-    checkpoint = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("Checkpoint: "))
+    checkpoint = next(line.split("--resume ", 1)[1].rstrip("`.") for line in out.splitlines()
+                      if line.startswith("Resume with `"))
     (in_tmp / "first.xml").unlink()
     set_overrides(eval_dir, None)
     code, _out, err = run_cli("run", "--resume", checkpoint)

@@ -57,11 +57,12 @@ MIN_LAST_COLUMN = 20
 
 
 def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
-          right: Sequence[bool] | None = None, width: int = WIDTH) -> str:
+          right: Sequence[bool] | None = None, width: int | None = None) -> str:
     """A plain aligned table; the first column is left-aligned, numbers right-aligned.
 
-    When the rows would be wider than ``width``, the last column (a reason, a detail) wraps onto
-    continuation lines under itself; nothing is cut.
+    With ``width`` (the run's summary tables: :data:`WIDTH`), when the rows would be wider, the last
+    column (a reason, a detail) wraps onto continuation lines under itself; nothing is cut. Without
+    it a row stays one line (listings that people grep).
     """
     import textwrap
 
@@ -71,8 +72,8 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
     lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    last = max(MIN_LAST_COLUMN, width - lead, len(headers[-1]))
-    widths[-1] = min(widths[-1], last)
+    if width is not None:
+        widths[-1] = min(widths[-1], max(MIN_LAST_COLUMN, width - lead, len(headers[-1])))
 
     def fmt(cells: Sequence[str]) -> list[str]:
         parts = [c.rjust(widths[i]) if align[i] else c.ljust(widths[i]) for i, c in enumerate(cells[:-1])]
@@ -225,17 +226,18 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
                  str(t.counts.errors), "passed" if t.trial.success else "failed",
                  seconds(t.trial.duration_seconds)] for t in summary.trials]
         p()
-        section(table("By trial", ["Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"], rows))
+        section(table("By trial", ["Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"], rows,
+                      width=WIDTH))
 
     failed_gates = summary.failed_gates()
     if failed_gates:
         p()
         if many:
             p(table("Failed gates", ["Scope", "Gate", "Detail"],
-                    [[scope, g.name, g.message] for scope, g in failed_gates], [False, False, False]))
+                    [[scope, g.name, g.message] for scope, g in failed_gates], [False, False, False], width=WIDTH))
         else:
             p(table("Failed gates", ["Gate", "Detail"], [[g.name, g.message] for _s, g in failed_gates],
-                    [False, False]))
+                    [False, False], width=WIDTH))
 
     p()
     section(_target_table(summary))
@@ -252,7 +254,7 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
                              letters, finding])
             p()
             section(table("Unstable and failing samples", ["Case", "Target", "Time", "Outcomes", "Finding"], rows,
-                    [False, False, True, False, False]))
+                    [False, False, True, False, False], width=WIDTH))
     failures = failure_lines(summary, report_path, gated_elsewhere)
     if failures:
         p()
@@ -362,7 +364,7 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     noun = "failed or errored attempts" if many else "failed or errored samples"
     title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
         f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
-    lines = table(title, headers, rows, right).splitlines()
+    lines = table(title, headers, rows, right, width=WIDTH).splitlines()
     rest = len(failures) - len(shown)
     if rest:
         where = f"see {report_path}" if report_path else "write them all with --output-json PATH"
