@@ -44,6 +44,7 @@ class _Seeder:
         request = life.resume(given, SeedRequest.from_json, digests) if isinstance(given, Path) else given
         # As the user gave it, for the commands we print (the checkpoint records it absolute).
         shown_dir = request.eval_dir
+        life.verbose = request.verbose
         filters = Filters(case=request.case, targets=request.targets)
         plan = build_plan(request.eval_dir, filters, allow_empty=True, allow_drafts=True,
                           resolve_video=video_resolver(lambda message: print(message, file=self.err)),
