@@ -157,10 +157,15 @@ class ProtocolBroken(ProtocolError, AdapterGone):
 class SampleFailure(AdapterError):
     """A fail-fast adapter error, naming the sample it happened on."""
 
-    def __init__(self, message: str, completed: int) -> None:
+    def __init__(self, message: str, completed: int, *, traceback: str | None = None,
+                 keep_going_helps: bool = True) -> None:
         super().__init__(message)
         #: Samples of the case judged before the failure.
         self.completed = completed
+        #: The adapter code's traceback (or a command adapter's stack), printed with --verbose.
+        self.traceback = traceback
+        #: Whether --keep-going would have recorded the error and gone on (not when the adapter is gone).
+        self.keep_going_helps = keep_going_helps
 
 
 class CallTimeout(AdapterError):

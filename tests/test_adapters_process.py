@@ -460,7 +460,7 @@ def test_oversized_batch_is_refused_before_sending_with_advice() -> None:
     run(scenario())
 
 
-def test_stderr_is_mirrored_and_the_tail_is_quoted() -> None:
+def test_stderr_is_mirrored_and_a_start_up_failure_points_at_it_instead_of_quoting_it_again() -> None:
     script = (
         "import sys\n"
         "for i in range(30): print(f'line {i}', file=sys.stderr)\n"
@@ -471,7 +471,8 @@ def test_stderr_is_mirrored_and_the_tail_is_quoted() -> None:
         run(spec.create(factory_config()))
     message = str(info.value)
     assert "exited with status 9 before answering initialize" in message
-    assert "line 29" in message and "line 10" in message and "line 9\n" not in message
+    assert message.endswith("Its stderr is printed above; the line that tells why:\n  | line 29")
+    assert "line 28" not in message
     assert mirrored(spec).splitlines() == [f"| line {i}" for i in range(30)]  # led by "| ": never a command
 
 

@@ -366,3 +366,54 @@ def test_two_seeds_of_different_targets_at_once_keep_both(tmp_path: Path) -> Non
     assert [p.returncode for p in procs] == [0, 0], outputs
     data = yaml.safe_load((eval_dir / "cases" / "race.yaml").read_text())["targets"]
     assert data["a"]["samples"][0]["expect"] == "by a" and data["b"]["samples"][0]["expect"] == "by b"
+
+
+def test_split_blocks_keep_their_comments_and_one_time_is_written_as_review_writes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_env(monkeypatch, tmp_path)
+    case = ("video: cfr_h264.mp4\ntargets:\n  door:\n    sample_defaults:\n      field: result.open\n"
+            "    samples:\n"
+            "    - at: [0.2, 1.5]   # A: the early check\n"
+            "    - at: [0.4, 1.7]   # B: the second check\n"
+            "      # B: still about the second\n"
+            "    - range: [0.5, 1.5]   # C: the middle\n"
+            "      every_s: 0.5\n")
+    eval_dir = make_eval(tmp_path, {"door": case}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 0, out + err
+    assert path.read_text().split("    samples:\n")[1] == (
+        "    - at: 0.2   # A: the early check\n"
+        "      expect: false\n"
+        "    - at: 1.5\n"
+        "      expect: true\n"
+        "    - at: 0.4   # B: the second check\n"
+        "      expect: false\n"
+        "      # B: still about the second\n"
+        "    - at: 1.7\n"
+        "      expect: true\n"
+        "    - range: [0.5, 1.0]   # C: the middle\n"
+        "      every_s: 0.5\n"
+        "      expect: false\n"
+        "    - range: [1.0, 1.5]\n"
+        "      every_s: 0.5\n"
+        "      expect: true\n")
+    # The last line says what to do next, with the eval directory as given.
+    assert out.rstrip().splitlines()[-1] == (
+        f"Next: check the proposed labels frame by frame with `python -m glasskit_eval review --eval-dir {eval_dir}`,"
+        " then run the eval.")
+
+
+def test_seed_says_when_nothing_changed_and_leaves_the_file_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_env(monkeypatch, tmp_path)
+    case = ("video: cfr_h264.mp4\ntargets:\n  a:\n    samples:\n    - at: 0.5\n      field: result.index\n"
+            "      expect: 5\n")
+    eval_dir = make_eval(tmp_path, {"c": case}, LABELER)
+    path = eval_dir / "cases" / "c.yaml"
+    before = path.stat().st_mtime_ns
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--replace")
+    assert code == 0, out + err
+    assert "Nothing changed in c: the file already holds the 1 proposed values" in out
+    assert "Seeded" not in out and "Next:" not in out
+    assert path.read_text() == case and path.stat().st_mtime_ns == before

@@ -52,4 +52,4 @@ def test_a_range_splits_into_sub_ranges_of_equal_values(tmp_path: Path) -> None:
 
 def test_an_at_list_splits_by_value(tmp_path: Path) -> None:
     (edit,) = edits_for(tmp_path, {4: "a", 5: "a", 6: "b"})
-    assert edit == ("window", 0, [{"at": [0.25, 0.75], "expect": "a"}, {"at": [1.25], "expect": "b"}], True)
+    assert edit == ("window", 0, [{"at": [0.25, 0.75], "expect": "a"}, {"at": 1.25, "expect": "b"}], True)

@@ -136,9 +136,21 @@ def test_login_spends_the_token_sets_the_cookie_and_hands_out_the_write_key(stat
 
 
 def test_every_read_needs_the_session(state: ReviewState) -> None:
-    for target in ("/", "/static/app.js", "/api/session", "/api/cases", "/api/cases/clip", "/nowhere"):
+    for target in ("/static/app.js", "/api/session", "/api/cases", "/api/cases/clip", "/nowhere"):
         response = handle(state, Request("GET", target, {"host": f"127.0.0.1:{PORT}"}))
         assert response.status == 401 and body_of(response)["code"] == "no_session", target
+
+
+def test_the_page_without_a_session_says_how_to_log_in(state: ReviewState) -> None:
+    state.login_file = "file:///tmp/glasskit-review-x/login.html"
+    for target in ("/", "/index.html"):
+        response = handle(state, Request("GET", target, {"host": f"127.0.0.1:{PORT}"}))
+        assert response.status == 401
+        assert ("Content-Type", "text/html; charset=utf-8") in response.headers
+        page = bytes(response.body).decode()
+        assert "Log in to this review server" in page and "open the login file" in page
+        assert 'href="file:///tmp/glasskit-review-x/login.html"' in page and "--no-open" in page
+        assert "case" not in page.lower().replace("cases", "")  # nothing of the eval before a login
 
 
 def test_write_checks_run_before_the_body_is_read(state: ReviewState) -> None:

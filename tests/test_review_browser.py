@@ -114,7 +114,8 @@ def test_conflict_is_shown_and_nothing_is_overwritten(page: Page, review: tuple[
     tab = page.tab
     case_file = review[1]
     page.frame(5)
-    edited_elsewhere = case_file.read_text() + "# edited in another editor\n"
+    # The same block the page edits next (an unrelated change would be merged).
+    edited_elsewhere = case_file.read_text().replace("expect: open", "expect: ajar") + "# edited in another editor\n"
     case_file.write_text(edited_elsewhere)
     page.press("]")  # to the range block at 1.0 s
     page.frame(10)

@@ -154,6 +154,10 @@ def test_every_route_needs_the_session_cookie(served: tuple[Client, Path]) -> No
                  "/api/cases/clip/video", "/api/cases/clip/frame?t=0", "/api/cases/clip/frames"):
         status, headers, data = client.request("GET", path, cookie=False)
         assert status == 401, path
+        if path == "/":
+            # The page itself says how to log in, for the person who opened the plain URL.
+            assert headers["content-type"].startswith("text/html") and b"Log in to this review server" in data
+            continue
         assert error_of(data)["code"] == "no_session"
         assert headers["content-type"].startswith("application/json")
     status, _, _ = client.request("GET", "/api/cases", headers={"Cookie": "glasskit_review_session=guess"},
@@ -331,13 +335,28 @@ def test_concurrent_edits_conflict_instead_of_overwriting(served: tuple[Client, 
     assert error["revision"] != stale["revision"]
     assert "first" in (root / "cases" / "clip.yaml").read_text()
 
-    # A change made in an editor while the page was open is a conflict too.
-    fresh = _save_body(client, BLOCKS)
+    # A change made in an editor to the same block while the page was open is a conflict too.
+    fresh = _save_body(client, [*BLOCKS[:1], {"range": [1.0, 1.5], "expect": "ajar"}])
     path = root / "cases" / "clip.yaml"
-    path.write_text(path.read_text() + "# edited elsewhere\n")
+    edited = path.read_text().replace("expect: open", "expect: shut") + "# edited elsewhere\n"
+    path.write_text(edited)
     status, error = client.put_json(SAVE, fresh)
-    assert status == 409
-    assert path.read_text().endswith("# edited elsewhere\n")
+    assert status == 409 and "in the same samples of 'door' you edited" in error["message"]
+    assert path.read_text() == edited
+
+
+def test_an_edit_after_an_unrelated_change_on_disk_is_merged_onto_it(served: tuple[Client, Path]) -> None:
+    client, root = served
+    path = root / "cases" / "clip.yaml"
+    body = _save_body(client, [{"at": 0.5, "expect": "shut"}, BLOCKS[1]])
+    # Meanwhile, in an editor: the description and the other block change.
+    edited = path.read_text().replace("# A hand-written case", "# An edited case").replace(
+        "expect: open", "expect: wide open")
+    path.write_text(edited)
+    status, detail = client.put_json(SAVE, body)
+    assert status == 200, detail
+    assert detail["saved"]["merged"] is True and detail["saved"]["before"]["text"] == edited
+    assert path.read_text() == edited.replace("expect: closed", "expect: shut")
 
 
 def test_simultaneous_saves_with_one_revision_let_exactly_one_win(served: tuple[Client, Path]) -> None:

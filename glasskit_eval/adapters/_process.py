@@ -384,14 +384,16 @@ class CommandEvaluator:
         status = describe_returncode(self._proc.returncode)
         if self._proc.returncode is None:
             status = "closed its stdout"
+        just_shown = False
         if self._conn.state is State.INITIALIZING:
             when = "before answering initialize"
+            just_shown = True
         elif pending:
             count = len(pending)
             when = f"while {count} call{'s were' if count != 1 else ' was'} pending"
         else:
             when = "unexpectedly"
-        self._fail(AdapterGone(f"{self._label} {status} {when}.\n{self._stderr.render()}"))
+        self._fail(AdapterGone(f"{self._label} {status} {when}.\n{self._stderr.render(just_shown=just_shown)}"))
 
     # -- shutting down --------------------------------------------------------
 

@@ -17,6 +17,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import re
 import secrets
 import signal
 import sys
@@ -150,6 +151,12 @@ def describe_returncode(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
+#: What interpreters say when the script they were given does not exist (Node, Python).
+_MISSING_SCRIPT = ("Cannot find module", "can't open file")
+#: A stderr line that says what went wrong, as opposed to a stack frame or a version banner.
+_TELLING = re.compile(r"\b(error|fatal|exception|cannot|can't|not found|no such|denied|failed)\b", re.IGNORECASE)
+
+
 class StderrMirror:
     """Copies the adapter's stderr to ours line by line and keeps its last lines."""
 
@@ -183,9 +190,23 @@ class StderrMirror:
             text = text[: _STDERR_LINE_CHARS - 1] + "…"
         self.tail.append(text)
 
-    def render(self) -> str:
+    def render(self, *, just_shown: bool = False) -> str:
+        """The stderr tail for an error message; ``just_shown``: the mirror printed it right above.
+
+        A start-up failure is printed right after the mirrored lines: quoting them again would
+        show the same stack twice (Node's missing-module stack is a dozen lines).
+        """
         if not self.tail:
             return "It wrote nothing to stderr."
+        if just_shown and self._sink is not None:
+            written = [line for line in self.tail if line.strip()]
+            telling = next((line for line in reversed(written) if _TELLING.search(line)),
+                           written[-1] if written else "")
+            text = f"Its stderr is printed above; the line that tells why:\n  | {inline(telling.strip())}"
+            if any(marker in line for line in self.tail for marker in _MISSING_SCRIPT):
+                text += ("\nThe script in the adapter command was not found: check its path (a relative path is "
+                         "resolved from the current directory).")
+            return text
         lines = "\n".join(f"  | {inline(line)}" for line in self.tail)
         return f"Last lines of its stderr:\n{lines}"
 

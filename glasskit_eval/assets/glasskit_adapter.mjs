@@ -1,10 +1,14 @@
 // glasskit_adapter.mjs: the glasskit_eval command adapter protocol (version 1) for Node.js.
 //
 // Copy this file next to your adapter and keep it unchanged. It has no dependencies
-// and needs Node.js 18 or newer. Your adapter imports it, passes a factory to
-// runGlassKitAdapter, and is run by glasskit_eval:
+// (frames are decoded with node:zlib, no npm package) and needs Node.js 18 or newer.
+// Your adapter imports it and passes a factory to runGlassKitAdapter. glasskit_eval
+// starts the adapter itself and talks to it over stdin/stdout; you do not start it:
 //
-//   glasskit-eval run --adapter-command "node eval/adapter.mjs"
+//   python -m glasskit_eval run --adapter-command "node eval/adapter.mjs"
+//   python -m glasskit_eval validate --adapter-command "node eval/adapter.mjs"   # a dry start
+//
+// (Started by hand from a terminal, the adapter says so and exits with status 2.)
 //
 //   // eval/adapter.mjs
 //   import { runGlassKitAdapter } from "./glasskit_adapter.mjs";
@@ -26,9 +30,12 @@
 //   });
 //
 // What the evaluator receives:
-//   sample: { image: { mimeType: "image/png", bytes: Buffer, width, height },
+//   sample: { image: { mimeType: "image/png", bytes: Buffer, width, height, rgba },
 //             timestampS, frameIndex, sampleIndex, videoPath, caseName }
-//             (image.bytes is the exact frame as a lossless PNG)
+//             (image.bytes is the exact frame as a lossless PNG; image.rgba is the
+//             same frame decoded on first use: a Uint8Array of width * height * 4
+//             bytes, row by row from the top left, R, G, B, A with A always 255.
+//             decodePng(bytes) below does the same for any 8-bit PNG.)
 //   target: { id, index, label, config }
 //   signal: an AbortSignal, aborted when glasskit_eval abandons the call (a fail-fast
 //           error elsewhere, or an interrupt); pass it on to backend calls.
@@ -53,6 +60,9 @@
 // the protocol: spawn them with stdio ["ignore", "inherit", "inherit"] or similar.)
 // After answering close the process exits, even if the app left timers or sockets
 // open, because glasskit_eval terminates adapters that do not exit promptly.
+
+import { relative } from "node:path";
+import { inflateSync } from "node:zlib";
 
 const PROTOCOL_VERSION = 1;
 
@@ -98,12 +108,109 @@ function jsonProblem(value, where, depth = 0) {
   return null;
 }
 
+function paeth(a, b, c) {
+  const p = a + b - c;
+  const pa = Math.abs(p - a);
+  const pb = Math.abs(p - b);
+  const pc = Math.abs(p - c);
+  if (pa <= pb && pa <= pc) return a;
+  return pb <= pc ? b : c;
+}
+
+const PNG_CHANNELS = { 0: 1, 2: 3, 4: 2, 6: 4 }; // grey, RGB, grey + alpha, RGBA
+
+// A non-interlaced 8-bit PNG (every frame glasskit_eval sends is 8-bit RGB) as
+// { width, height, data }, data being RGBA bytes row by row from the top left.
+export function decodePng(bytes) {
+  const signature = [137, 80, 78, 71, 13, 10, 26, 10];
+  if (!signature.every((value, i) => bytes[i] === value)) throw new Error("decodePng: not a PNG");
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let offset = 8;
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat = [];
+  while (offset + 8 <= view.length) {
+    const length = view.readUInt32BE(offset);
+    const type = view.toString("latin1", offset + 4, offset + 8);
+    const data = view.subarray(offset + 8, offset + 8 + length);
+    offset += 12 + length;
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      const [depth, colorType, , , interlace] = data.subarray(8, 13);
+      channels = PNG_CHANNELS[colorType] ?? 0;
+      if (depth !== 8 || interlace !== 0 || !channels) {
+        throw new Error(`decodePng: unsupported PNG (bit depth ${depth}, color type ${colorType}, interlace ${interlace})`);
+      }
+    } else if (type === "IDAT") {
+      idat.push(data);
+    } else if (type === "IEND") {
+      break;
+    }
+  }
+  const raw = inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  if (raw.length < height * (stride + 1)) throw new Error("decodePng: the image data is truncated");
+  const out = new Uint8Array(width * height * 4);
+  let previous = new Uint8Array(stride);
+  let line = new Uint8Array(stride);
+  for (let y = 0; y < height; y += 1) {
+    const start = y * (stride + 1);
+    const filter = raw[start];
+    for (let x = 0; x < stride; x += 1) {
+      const left = x >= channels ? line[x - channels] : 0;
+      const up = previous[x];
+      let value = raw[start + 1 + x];
+      if (filter === 1) value += left;
+      else if (filter === 2) value += up;
+      else if (filter === 3) value += (left + up) >> 1;
+      else if (filter === 4) value += paeth(left, up, x >= channels ? previous[x - channels] : 0);
+      else if (filter !== 0) throw new Error(`decodePng: bad filter ${filter} in row ${y}`);
+      line[x] = value & 255;
+    }
+    for (let x = 0, o = y * width * 4; x < width; x += 1, o += 4) {
+      const i = x * channels;
+      if (channels >= 3) {
+        out[o] = line[i];
+        out[o + 1] = line[i + 1];
+        out[o + 2] = line[i + 2];
+      } else {
+        out[o] = out[o + 1] = out[o + 2] = line[i];
+      }
+      out[o + 3] = channels === 4 ? line[i + 3] : channels === 2 ? line[i + 1] : 255;
+    }
+    [previous, line] = [line, previous];
+  }
+  return { width, height, data: out };
+}
+
 function sampleForApp(sample) {
   const { dataBase64, ...image } = sample.image;
-  return { ...sample, image: { ...image, bytes: Buffer.from(dataBase64, "base64") } };
+  const bytes = Buffer.from(dataBase64, "base64");
+  let rgba;
+  const decoded = { ...image, bytes };
+  // Decoded on first use: an adapter that sends the PNG on pays nothing for it.
+  Object.defineProperty(decoded, "rgba", {
+    enumerable: true,
+    get() {
+      rgba ??= decodePng(bytes).data;
+      return rgba;
+    },
+  });
+  return { ...sample, image: decoded };
 }
 
 export async function runGlassKitAdapter(createEvaluator) {
+  if (process.stdin.isTTY) {
+    // Someone ran the adapter by hand: it would wait for protocol requests for ever.
+    const script = process.argv[1] ? relative(process.cwd(), process.argv[1]) : "adapter.mjs";
+    process.stderr.write(
+      "This is a glasskit_eval command adapter: glasskit_eval starts it and talks to it over stdin.\n" +
+        `Run it with: python -m glasskit_eval run --adapter-command "node ${script}"\n`,
+    );
+    process.exit(2);
+  }
   const stdout = process.stdout;
   const protocolWrite = stdout.write.bind(stdout);
   // Keep stray logs off the protocol channel.

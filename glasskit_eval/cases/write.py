@@ -103,6 +103,8 @@ def merge_into_current(path: Path, planned: Any, targets: Collection[str],
                                     f"samples of {', '.join(repr(t) for t in changed)} were edited; nothing "
                                     "was written. Keep your edits and run again, or revert them and resume.")
         result = rewrite(current.text, apply(json.loads(json.dumps(now))))
+        if not result.changed:
+            return result  # nothing to write: the file already says all of it
         _case, problems = parse_candidate(result.text, path)
         if problems:
             raise ValidationError(problems, hint="the edit would make an invalid case file and was not "

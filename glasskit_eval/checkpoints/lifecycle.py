@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..errors import CheckpointError, CommandStopped, EvalError, Interrupted
+from ..errors import CheckpointError, CommandStopped, EvalError, Interrupted, SampleFailure
 from ..results import ResultFormatError, SampleResult
 from ..support.interrupts import sigterm_as_keyboard_interrupt
 from .fingerprints import VideoDigests, describe_changes, fingerprint
@@ -55,6 +55,8 @@ class CheckpointedCommand:
         #: Results an earlier attempt recorded, by key (empty for a new checkpoint).
         self.previous: dict[Key, SampleResult] = {}
         self._prior_completed = False
+        #: --verbose: a fail-fast stop shows the adapter's traceback.
+        self.verbose = False
 
     # -- opening and creating
 
@@ -187,12 +189,26 @@ class CheckpointedCommand:
         if isinstance(cause, Interrupted):
             lines = [f"{self.title} {cause}.", self.finished_line()]
         else:
-            lines = [f"{self.title} failed: {cause}"]
+            lines = [f"{self.title} failed: {cause}", *self._failure_notes(cause)]
         if self.has_completed_work:
             lines.extend(self.resume_lines())
         elif not checkpoint.resumed:
             checkpoint.discard()
         return CommandStopped(lines, cause)
+
+    def _failure_notes(self, cause: EvalError) -> list[str]:
+        """After a fail-fast adapter error: its traceback (--verbose), and what --keep-going would have done."""
+        if not isinstance(cause, SampleFailure):
+            return []
+        notes = []
+        if cause.traceback and self.verbose:
+            notes.append("\n".join("    " + line for line in cause.traceback.rstrip().splitlines()))
+        elif cause.traceback:
+            notes.append("(--verbose prints the adapter's traceback)")
+        if cause.keep_going_helps:
+            notes.append("Stopped at this first adapter error: with --keep-going it would have been recorded "
+                         "and the other samples evaluated.")
+        return notes
 
     @contextlib.contextmanager
     def guard(self) -> Iterator[None]:

@@ -106,6 +106,34 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return int(ExitCode.INTERRUPTED)
+    except ModuleNotFoundError as exc:
+        message = _missing_dependency(exc)
+        if message is None:
+            raise
+        print(f"error: {message}", file=err)
+        return int(ExitCode.ERROR)
+
+
+#: Our runtime dependencies: the module a missing import names, and what pip installs.
+_DEPENDENCIES = {"yaml": "pyyaml", "PIL": "pillow", "av": "av"}
+
+
+def _missing_dependency(exc: ModuleNotFoundError) -> str | None:
+    """The pip command for a runtime dependency this Python lacks (as the zipapp says it), or None."""
+    top = (exc.name or "").split(".")[0]
+    if top not in _DEPENDENCIES:
+        return None
+    from importlib.util import find_spec
+
+    def absent(module: str) -> bool:
+        try:
+            return find_spec(module) is None
+        except (ImportError, ValueError):  # ValueError: blocked in sys.modules
+            return True
+
+    missing = [dist for module, dist in _DEPENDENCIES.items() if module == top or absent(module)]
+    return (f"glasskit_eval needs {', '.join(missing)} in the Python that runs it ({sys.executable}).\n"
+            f"Install with: {sys.executable} -m pip install {' '.join(missing)}")
 
 
 def console_main() -> int:

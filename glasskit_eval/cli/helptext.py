@@ -7,7 +7,10 @@ from __future__ import annotations
 
 _P = "python -m glasskit_eval"
 
-_ERROR = "2  usage error, invalid eval or case file, adapter, video or I/O error, or interrupted"
+_ERROR = (2, "usage error, invalid eval or case file, adapter, video or I/O error")
+_INTERRUPTED = (130, "interrupted (Ctrl+C)")
+#: Commands that keep a checkpoint take SIGTERM as they take Ctrl+C: they stop and say how to resume.
+_STOPPED = (130, "interrupted (Ctrl+C or SIGTERM); a second one exits at once")
 
 _EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "run": (
@@ -63,15 +66,26 @@ _EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
-_EXIT_CODES: dict[str, tuple[str, ...]] = {
-    "run": ("0  every gate passed", "1  a gate failed (pass rate, failures, flaky samples, adapter errors)",
-            _ERROR),
-    "seed": ("0  expectations written", "1  some samples failed (with --keep-going); nothing was written",
-             _ERROR),
-    "validate": ("0  the eval is valid", "1  problems were found (listed)", _ERROR),
-    "compare": ("0  no regressions", "1  B regressed (a pass turned into a failure, or a new error)", _ERROR),
-    "merge-reports": ("0  every gate passed", "1  a gate failed", _ERROR),
+_EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
+    "run": ((0, "every gate passed"), (1, "a gate failed (pass rate, failures, flaky samples, adapter errors)"),
+            _ERROR, _STOPPED),
+    "seed": ((0, "expectations written"), (1, "some samples failed (with --keep-going); nothing was written"),
+             _ERROR, _STOPPED),
+    "validate": ((0, "the eval is valid"),
+                 (1, "problems were found, each listed: invalid files, missing videos, an adapter that fails"),
+                 (2, "usage error"), _INTERRUPTED),
+    "compare": ((0, "no regressions"), (1, "B regressed (a pass turned into a failure, or a new error)"), _ERROR,
+                _INTERRUPTED),
+    "merge-reports": ((0, "every gate passed"), (1, "a gate failed"), _ERROR, _INTERRUPTED),
+    # The server runs until stopped: Ctrl+C is how it ends, not a failure.
+    "review": ((0, "stopped with Ctrl+C"), _ERROR),
 }
+
+
+def exit_codes(command: str) -> tuple[tuple[int, str], ...]:
+    """What ``command`` exits with, and why: the same table ``--help`` prints."""
+    return _EXIT_CODES.get(command, ((0, "done"), _ERROR, _INTERRUPTED))
+
 
 _NOTES: dict[str, str] = {
     "run": "No correctness gate is on by default: failed samples do not fail the run until you set "
@@ -95,5 +109,5 @@ def epilog(command: str, width: int = 78) -> str:
             lines += [f"  {text}", f"      {why}"]
         lines.append("")
     lines.append("exit codes:")
-    lines += [f"  {code}" for code in _EXIT_CODES.get(command, ("0  done", _ERROR))]
+    lines += [f"  {code:>3}  {why}" for code, why in exit_codes(command)]
     return "\n".join(lines)

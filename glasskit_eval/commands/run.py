@@ -9,6 +9,7 @@ reporting can still be resumed to produce its report without calling the adapter
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from ..evaluation.failures import FailureSaver
     from ..evaluation.observation_cache import ObservationCache
     from ..plan.planning import Plan
+    from ..reports.adapter_output import AdapterOutput
     from ..reports.baseline import BaselineDiff
     from ..reports.thumbnails import ThumbnailStore
     from ..summary import RunResult, RunSummary
@@ -41,6 +43,10 @@ class _Prepared:
     #: The whole selection (a shard runs part of it, but reports where every sample is).
     full: Plan
     spec: AdapterSpec
+    #: Where the adapter's own output goes: named lines, above the live progress line.
+    output: AdapterOutput
+    #: A Python adapter shares our stdout and stderr: they are captured while it runs.
+    in_process: bool
 
 
 def destinations(request: RunRequest, root: Path) -> list[Destination]:
@@ -68,14 +74,14 @@ def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_
     """
     life = CheckpointedCommand(RUN_KIND, "Eval")
     with life.guard():
-        prepared = _prepare(life, request, output_json, err)
+        prepared = _prepare(life, request, output_json, out, err)
         cache = _observation_cache(prepared, err)
         thumbnails = _thumbnail_store(prepared.request)
         result = _evaluate(life, prepared, cache, thumbnails, out, err)
         return _publish(life, prepared, result, cache, thumbnails, out)
 
 
-def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None,
+def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None, out: TextIO,
              err: TextIO) -> _Prepared:
     """Plan the run, resolve what the request leaves open, and open or create its checkpoint."""
     from ..adapters.choose import adapter_spec, python_target, uses_python
@@ -92,6 +98,7 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
             request = replace(request, output_json=absolute(output_json))
     else:
         request = given
+    life.verbose = request.verbose
     plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
                       resolve_video=video_resolver(lambda message: print(message, file=err)),
                       on_video=digests.start)
@@ -109,8 +116,10 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
     if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
         # Recorded resolved, so a resume keeps the timeout even if config.yaml changes.
         request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
-    spec = adapter_spec(request.adapter, request.adapter_command, root, err, adapter_http=request.adapter_http,
-                        adapter_exec=request.adapter_exec, adapter_config=request.adapter_config)
+    output, in_process = _adapter_output(request, out, err)
+    spec = adapter_spec(request.adapter, request.adapter_command, root, output.stderr,
+                        adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
+                        adapter_config=request.adapter_config)
     check_writable(destinations(request, root))
     if life.checkpoint is None:
         # Stored with absolute paths, so `run --resume` works from any directory.
@@ -120,7 +129,19 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           baseline=absolute(request.baseline))
     life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
                root=request.checkpoint_root(), err=err)
-    return _Prepared(request, plan, full, spec)
+    return _Prepared(request, plan, full, spec, output, in_process)
+
+
+def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[AdapterOutput, bool]:
+    from ..adapters.choose import uses_python
+    from ..reports.adapter_output import AdapterOutput, command_adapter_name, python_adapter_name
+
+    if request.adapter_command is not None:
+        return AdapterOutput(command_adapter_name(request.adapter_command), out, err), False
+    python = uses_python(request.adapter, request.adapter_command, request.adapter_http, request.adapter_exec,
+                         request.adapter_config) and request.adapter is not None
+    name = python_adapter_name(request.adapter) if python and request.adapter else "adapter"
+    return AdapterOutput(name, out, err), python
 
 
 def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: ObservationCache | None,
@@ -131,13 +152,18 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
 
     request, plan = prepared.request, prepared.plan
     listener = ConsoleListener(out, verbose=request.verbose, err=err, case_names=[c.case.name for c in plan.cases])
+    output = prepared.output
+    output.attach(listener.progress)
+    capture = output.capturing() if prepared.in_process else contextlib.nullcontext()
     try:
-        return asyncio.run(interruptible(run_trials(
-            plan, prepared.spec, request.trial_options(request.filters()), listener, store=RunStore(life),
-            keep_frame=thumbnails.keep if thumbnails is not None else None,
-            saver=_failure_saver(request, plan.eval_dir.root, life.resumed), cache=cache,
-            gating=request.shard is None)))
+        with capture:
+            return asyncio.run(interruptible(run_trials(
+                plan, prepared.spec, request.trial_options(request.filters()), listener, store=RunStore(life),
+                keep_frame=thumbnails.keep if thumbnails is not None else None,
+                saver=_failure_saver(request, plan.eval_dir.root, life.resumed), cache=cache,
+                gating=request.shard is None)))
     finally:
+        output.finish()
         listener.close()
         reinstall_sigterm()
 

@@ -42,6 +42,9 @@ class _Seeder:
         life = self.life
         digests = VideoDigests()  # hashed on a thread while planning reads frame tables
         request = life.resume(given, SeedRequest.from_json, digests) if isinstance(given, Path) else given
+        # As the user gave it, for the commands we print (the checkpoint records it absolute).
+        shown_dir = request.eval_dir
+        life.verbose = request.verbose
         filters = Filters(case=request.case, targets=request.targets)
         plan = build_plan(request.eval_dir, filters, allow_empty=True, allow_drafts=True,
                           resolve_video=video_resolver(lambda message: print(message, file=self.err)),
@@ -89,9 +92,21 @@ class _Seeder:
                 self.say("\n".join(life.resume_lines()))
             life.finish(complete=False)
             return False
-        self._write(plan, proposals)
+        written = self._write(plan, proposals)
         life.finish(complete=True)
+        self._next_step(shown_dir, plan, written)
         return True
+
+    def _next_step(self, eval_dir: str, plan: Plan, written: list[str]) -> None:
+        """What a labeller does after seeding: look at the proposals before trusting them."""
+        import shlex
+
+        if not written:
+            return
+        where = "" if eval_dir == "eval" else f" --eval-dir {shlex.quote(eval_dir)}"
+        case = f" --case {shlex.quote(written[0])}" if len(plan.cases) > 1 else ""
+        self.say(f"Next: check the proposed labels frame by frame with `python -m glasskit_eval review{where}{case}`, "
+                 "then run the eval.")
 
     async def _evaluate(self, plan: Plan, request: SeedRequest, pending: dict[str, list[ScheduledSample]],
                         proposals: dict[str, dict[int, Any]]) -> list[SampleResult]:
@@ -142,10 +157,12 @@ class _Seeder:
         await interruptible(work())
         return errors
 
-    def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> None:
+    def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> list[str]:
+        """Write each case's proposals; the names of the cases whose file changed."""
         from ..cases.write import merge_into_current
         from ..plan.pinning import repin_if_pinned
 
+        written = []
         for case_plan in plan.cases:
             mine = proposals[case_plan.case.name]
             if not mine:
@@ -157,12 +174,18 @@ class _Seeder:
             # the edits land on the file as it is now, or are refused if they touch these targets.
             result = merge_into_current(case.path, case.document.value, {e.target_id for e in edits.edits},
                                         functools.partial(_apply, edits))
+            if not result.changed:
+                self.say(f"Nothing changed in {case.name}: the file already holds the {edits.samples} proposed "
+                         f"values ({case.path})")
+                continue
+            written.append(case.name)
             self._report(edits, result.fallback, result.reason)
             # The labels were just made on these frames: a frame lock must say so.
             seeded = [s for s in case_plan.samples if s.sample_index in mine]
             pinned = repin_if_pinned(case_plan, seeded)
             if pinned is not None:
                 self.say(f"  pinned the {len(seeded)} seeded frames in {pinned}")
+        return written
 
     def _report(self, edits: CaseEdits, fallback: bool, reason: str | None) -> None:
         split = [e for e in edits.edits if e.split]

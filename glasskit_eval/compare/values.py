@@ -32,6 +32,7 @@ __all__ = [
     "compare_values",
     "extract_field",
     "infer_mode",
+    "what_is_there",
 ]
 
 # No list is this long, and a longer digit string would trip int()'s digit limit.
@@ -75,6 +76,33 @@ def extract_field(observation: object, field: str | None) -> object:
         else:
             raise MissingField(field)
     return current
+
+
+def what_is_there(observation: object, field: str) -> str:
+    """Where a ``field`` path stops matching ``observation``, and what is there instead.
+
+    ``at `result` the observation has keys: confidence, opn`` - the keys a user meant to name.
+    """
+    current = observation
+    walked: list[str] = []
+    for part in field.split("."):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, (list, tuple)) and (index := _index(part)) is not None and index < len(current):
+            current = current[index]
+        else:
+            break
+        walked.append(part)
+    where = f"at `{'.'.join(walked)}` the observation" if walked else "the observation"
+    if isinstance(current, dict):
+        keys = sorted(str(k) for k in current)
+        shown = ", ".join(keys[:20]) + (f", ... ({len(keys)} keys)" if len(keys) > 20 else "")
+        return f"{where} has keys: {shown}" if keys else f"{where} is an empty object"
+    if isinstance(current, (list, tuple)):
+        return f"{where} is a list of {len(current)} items"
+    kind = "null" if current is None else "a boolean" if isinstance(current, bool) else (
+        "a number" if isinstance(current, (int, float)) else "a string" if isinstance(current, str) else "a value")
+    return f"{where} is {kind}"
 
 
 def _index(part: str) -> int | None:

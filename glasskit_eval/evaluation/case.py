@@ -222,9 +222,9 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             # Closed after judging, not after the call: artifacts and a frame keeper may still need it.
             image.close()
 
-    def stop(message: str) -> None:
+    def stop(message: str, error: BaseException | None = None) -> None:
         if not failure:
-            failure.append(SampleFailure(message, completed))
+            failure.append(_failure(message, completed, error))
 
     async def judged_call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
         nonlocal completed
@@ -234,7 +234,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             slots.release()
         if done.error is not None:
             if _stops(done.error, keep_going):
-                stop(failed_call_message(done.error, describe(sample)) + _at(done.error))
+                stop(failed_call_message(done.error, describe(sample)) + _at(done.error), done.error)
                 return
             verdict = failed_call(done, describe(sample))
         else:
@@ -319,7 +319,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
     calls = await caller.call_many([_make_sample(s, f, image, work.video_path) for s, f, image in items], target)
     for done in calls:
         if done.error is not None and _stops(done.error, keep_going):
-            raise SampleFailure(failed_call_message(done.error, what) + _at(done.error), 0) from done.error
+            raise _failure(failed_call_message(done.error, what) + _at(done.error), 0, done.error) from done.error
     for (sample, frame, image), done in zip(items, calls):
         if done.error is not None:
             verdict = failed_call(done, what)
@@ -331,6 +331,11 @@ async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], wor
                     raise SampleFailure(exc.stop_message(), 0) from None
                 verdict = exc.verdict()
         await work.finish(sample, frame, image, done, verdict, record)
+
+
+def _failure(message: str, completed: int, error: BaseException | None) -> SampleFailure:
+    return SampleFailure(message, completed, traceback=traceback_of(error) if error is not None else None,
+                         keep_going_helps=not isinstance(error, AdapterGone))
 
 
 def _stops(error: BaseException, keep_going: bool) -> bool:

@@ -107,7 +107,8 @@ def split_block(raw: dict[str, Any], block: SampleBlock, times: Sequence[Fractio
         return blocks
     for a, b in runs:
         chosen = [_number(t) for t in times[a:b]]
-        at_value: Any = chosen if isinstance(raw["at"], list) else chosen[0]
+        # One time is written as review writes it (`at: 1.0`), not as a one-element list.
+        at_value: Any = chosen if len(chosen) > 1 else chosen[0]
         blocks.append(_with_expect(raw, {"at": at_value}, values[a]))
     return blocks
 

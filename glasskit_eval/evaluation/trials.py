@@ -20,7 +20,7 @@ from ..adapters.resilient import RateLimiter, ResilientCaller
 from ..errors import AdapterError, SampleFailure
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
-from ..results import Gate, SampleResult, TimingMode, TrialResult
+from ..results import Gate, SampleResult, Status, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import threads
 from ..video.damage import Warn
@@ -206,10 +206,30 @@ async def _case(engine: Engine, split: _CaseSplit, trial: int, caller: Caller | 
             for result in new:
                 sink(result)
     merged = {**split.reused, **{r.sample_index: r for r in new}}
+    for line in missing_field_notes(new):
+        listener.notice(line)
     if split.shown:
         listener.case_finished(header, [merged[s.sample_index] for s in split.pending or split.plan.samples],
                                trial, options.repeat)
     return [merged[s.sample_index] for s in split.plan.samples]
+
+
+def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
+    """A target whose ``field`` is missing from every observation: the path is wrong, so say what is there."""
+    from ..compare.values import MissingField, what_is_there
+
+    missing = MissingField("").reason
+    by_target: dict[tuple[str, str], list[SampleResult]] = {}
+    for r in results:
+        if r.evaluated and r.field is not None and not (r.status is Status.ERROR and r.observed is None):
+            by_target.setdefault((r.target, r.field), []).append(r)
+    notes = []
+    for (target, field), mine in by_target.items():
+        if all(r.reason.startswith(missing) for r in mine):
+            count = f"{len(mine)} sample{'s' if len(mine) != 1 else ''}"
+            notes.append(f"field `{field}` is missing from every observation of {mine[0].case}/{target} ({count}): "
+                         f"{what_is_there(mine[0].observed, field)}")
+    return notes
 
 
 async def _close(evaluator: Evaluator) -> None:

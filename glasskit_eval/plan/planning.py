@@ -66,7 +66,10 @@ def check_video_file(path: Path) -> None:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise VideoError(f"video not found: {path}; check the case file's `video:` path") from None
+        from ..support.nearby import did_you_mean
+
+        raise VideoError(f"video not found: {path}; check the case file's `video:` path{did_you_mean(path)}"
+                         ) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise VideoError(f"video {path} is a symlink loop; point the link at the video file") from None

@@ -13,12 +13,14 @@ are silent for minutes).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 from ..results import SampleResult, Status
+from ..support.interrupts import note_open_line
 
 #: Least time between two redraws of the live line (at most 10 a second).
 REDRAW_S = 0.1
@@ -132,6 +134,8 @@ class ProgressDisplay:
         self._beat_done = 0
         encoding = (getattr(err, "encoding", None) or "").lower().replace("-", "")
         self._sep = " · " if encoding.startswith("utf") else " | "
+        # A Python adapter prints from its worker threads (see adapter_output): one writer at a time.
+        self._lock = threading.RLock()
 
     # -- events
 
@@ -168,38 +172,44 @@ class ProgressDisplay:
 
     # -- output
 
-    def write_above(self, text: str) -> None:
-        """Print ``text`` (one or more lines) to ``out``, above the live line if one is shown.
+    def write_above(self, text: str, stream: TextIO | None = None) -> None:
+        """Print ``text`` (one or more lines) to ``stream`` (default ``out``), above the live line if one is shown.
 
         The line comes back at once unless it was drawn less than :data:`REDRAW_S` ago; then
         the next tick brings it back, so a burst of lines (``--verbose``) costs no more redraws.
         """
-        shown = self._shown
-        if shown:
-            self.clear()
-        self._emit(text)
-        if shown:
-            self._draw()
+        with self._lock:
+            shown = self._shown
+            if shown:
+                self.clear()
+            self._emit(text, stream or self.out)
+            if shown:
+                self._draw()
 
     def clear(self) -> None:
-        if self._shown:
-            self.err.write(_CLEAR)
-            self.err.flush()
-            self._shown = ""
+        with self._lock:
+            if self._shown:
+                self.err.write(_CLEAR)
+                self.err.flush()
+                self._shown = ""
+                note_open_line(False)
 
-    def _emit(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+    def _emit(self, text: str, stream: TextIO | None = None) -> None:
+        print(text, file=stream or self.out, flush=True)
 
     def _draw(self, force: bool = False) -> None:
         if not self.live or self.case is None:
             return
-        now = self.now()
-        if not force and now - self._drawn_at < REDRAW_S:
-            return
-        line = live_line(self.case, now - self.run_started, now, self._sep)
-        # A line wider than the terminal wraps, and \r then redraws only its last part.
-        line = line[:max(1, _columns(self.err) - 1)]
-        self.err.write(_CLEAR + line)
-        self.err.flush()
-        self._shown = line
-        self._drawn_at = now
+        with self._lock:
+            now = self.now()
+            if not force and now - self._drawn_at < REDRAW_S:
+                return
+            line = live_line(self.case, now - self.run_started, now, self._sep)
+            # A line wider than the terminal wraps, and \r then redraws only its last part.
+            line = line[:max(1, _columns(self.err) - 1)]
+            self.err.write(_CLEAR + line)
+            self.err.flush()
+            self._shown = line
+            self._drawn_at = now
+            # Ctrl+C's message must not be glued onto it (see support.interrupts).
+            note_open_line(True)

@@ -88,10 +88,12 @@ class ReviewState:
     revisions: edits.Revisions = field(default_factory=edits.Revisions)
     #: Frame-lock statuses, decoded on the first /pins request for each state of a locked case.
     pins: PinStatuses = field(default_factory=PinStatuses)
+    #: The login file `review` wrote (a ``file://`` URI), named on the page a browser without a session gets.
+    login_file: str | None = None
 
     def detail(self, loaded: casedata.LoadedCase) -> dict[str, Any]:
         """The case as the page gets it, report markers annotated; remembers its revision."""
-        self.revisions.add(loaded.revision)
+        self.revisions.add(loaded.revision, loaded.text)
         return casedata.case_detail(loaded, self.markers.get(loaded.id))
 
 
@@ -116,7 +118,12 @@ def _handle(state: ReviewState, request: Request) -> Response:
     path = request.path
     if method == "GET" and path == "/" and "token" in request.query:
         return _login(state, request)
-    session = check_session(state.secrets, request.headers, state.port)
+    try:
+        session = check_session(state.secrets, request.headers, state.port)
+    except Denied:
+        if method in ("GET", "HEAD") and path in ("/", "/index.html"):
+            return _how_to_log_in(state)
+        raise
     parts = [unquote(p) for p in path.split("/")[1:]]
     if method in ("GET", "HEAD"):
         response = _route_read(state, request, parts)
@@ -146,7 +153,7 @@ def _route_shape(parts: list[str]) -> tuple[str, ...]:
 
 
 def _save_samples(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
-    return edits.save_blocks(state.root, parts[2], parts[4], body)
+    return edits.save_blocks(state.root, parts[2], parts[4], body, state.revisions)
 
 
 def _remove_target(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
@@ -187,6 +194,29 @@ def _login(state: ReviewState, request: Request) -> Response:
     return Response(200, [("Content-Type", STATIC_TYPES[".html"]),
                           ("Set-Cookie", secrets_.session_cookie(session, state.port)),
                           ("Cache-Control", "no-store")], page.encode("utf-8"))
+
+
+def _how_to_log_in(state: ReviewState) -> Response:
+    """What a browser without a session sees at the review URL: a page saying how to get one.
+
+    The URL `review` prints first is the plain address; opening it (or a bookmark of it) must
+    tell a person what to do, not answer with the API's JSON 401.
+    """
+    from html import escape
+
+    where = (f'open the login file <a href="{escape(state.login_file)}"><code>{escape(state.login_file)}</code></a> '
+             "in this browser (paste its address into the address bar)" if state.login_file else
+             "open the one-time login link `review` printed in the terminal")
+    page = ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"><title>glasskit review: log in</title>'
+            '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}'
+            "code{word-break:break-all}</style></head>\n<body><h1>Log in to this review server</h1>"
+            f"<p>This browser has no review session yet. To log in, {where}. The login file holds a one-time "
+            "link that only you can read; it is renewed after each use, so it also logs in a second browser.</p>"
+            "<p>Or stop <code>review</code> and start it again with <code>--no-open</code>: it then prints the "
+            "one-time link itself.</p></body></html>\n")
+    return Response(401, [("Content-Type", STATIC_TYPES[".html"]), ("Cache-Control", "no-store")],
+                    page.encode("utf-8"))
 
 
 def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Response:

@@ -29,15 +29,32 @@ _save_lock = threading.Lock()
 
 
 class Revisions:
-    """Hashes of every file state this server served or wrote: the only texts a restore may write."""
+    """Hashes of every file state this server served or wrote: the only texts a restore may write.
+
+    The latest texts are kept too, so an edit made on a state the file has since left can be
+    merged onto the file as it is now (what the page saw is the base of the merge).
+    """
+
+    #: Texts kept for merging; an edit on an older state than these is a conflict, as before.
+    KEEP_TEXTS = 256
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
+        self._texts: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def add(self, revision: str) -> None:
+    def add(self, revision: str, text: str | None = None) -> None:
         with self._lock:
             self._seen.add(revision)
+            if text is not None:
+                self._texts.pop(revision, None)
+                self._texts[revision] = text
+                while len(self._texts) > self.KEEP_TEXTS:
+                    del self._texts[next(iter(self._texts))]
+
+    def text(self, revision: str) -> str | None:
+        with self._lock:
+            return self._texts.get(revision)
 
     def __contains__(self, revision: object) -> bool:
         with self._lock:
@@ -77,22 +94,67 @@ def _blocks(body: Any) -> list[dict[str, Any]]:
 # --- the three writes ---------------------------------------------------------------------------
 
 
-def save_blocks(root: Path, case_id: str, target_id: str, body: Any) -> Written:
-    """Replace the sample blocks of one target with the minimal-diff writer."""
+def save_blocks(root: Path, case_id: str, target_id: str, body: Any, seen: Revisions | None = None) -> Written:
+    """Replace the sample blocks of one target with the minimal-diff writer.
+
+    When the file changed on disk since the page read it, the edit is merged onto the file as
+    it is now, the way ``seed`` merges: changes elsewhere (other targets, other blocks of this
+    one, the description) are kept; a block changed both on disk and on the page is a conflict.
+    """
     from ..errors import CaseEditError
     from ..yamltext.edit import edit_samples
 
     revision = _revision(body)
     blocks = _blocks(body)
     with _save_lock:
-        loaded = _editable(root, case_id, revision)
+        loaded = casedata.load(root, case_id)
+        base = seen.text(revision) if seen is not None and loaded.revision != revision else None
+        if base is None:
+            loaded = _editable(root, case_id, revision)
+        else:
+            loaded = _editable(root, case_id, loaded.revision)
         _target(loaded, target_id)
+        if base is not None:
+            blocks = _merged_blocks(loaded, base, target_id, blocks)
         blocks = restore_numbers(blocks, _raw_blocks(loaded, target_id))
         try:
             result = edit_samples(loaded.text, target_id, blocks)
         except CaseEditError as exc:
             raise ApiError(422, "invalid_edit", str(exc)) from None
-        return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+        written = _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+        if base is not None and seen is not None:
+            # Undo of this edit goes back to the file as it was on disk, not as the page saw it.
+            seen.add(loaded.revision, loaded.text)
+            written.saved.update(merged=True, before={"text": loaded.text, "revision": loaded.revision})
+        return written
+
+
+def _merged_blocks(current: casedata.LoadedCase, base_text: str, target_id: str,
+                   page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page's blocks of ``target_id`` merged onto the file's current ones (the base: what the page saw)."""
+    from ..cases.edit import parse_candidate
+
+    base_case, _problems = parse_candidate(base_text, current.path)
+    conflict = ApiError(409, "conflict", f"{current.path.name} changed on disk since the page loaded it, in the "
+                        f"same samples of {target_id!r} you edited; reload to see the current file "
+                        "(nothing was written)", revision=current.revision)
+    if base_case is None:
+        raise conflict
+    targets = base_case.document.value.get("targets") or {}
+    if target_id not in targets:
+        raise conflict
+    raw = targets[target_id].get("samples")
+    base = raw if isinstance(raw, list) else []
+    now = _raw_blocks(current, target_id)
+    if now == base:
+        return page  # the disk changed elsewhere only
+    if not (len(base) == len(now) == len(page)):
+        raise conflict  # blocks were added or removed on one side: which is which is a guess
+    mine = {i for i in range(len(base)) if page[i] != base[i]}
+    theirs = {i for i in range(len(base)) if now[i] != base[i]}
+    if mine & theirs:
+        raise conflict
+    return [page[i] if i in mine else now[i] for i in range(len(base))]
 
 
 def remove_target(root: Path, case_id: str, target_id: str, body: Any) -> Written:

@@ -216,6 +216,7 @@ def run(server: ReviewServer, out: TextIO, *, open_browser: bool,
         raise
     try:
         login.attach(server)
+        server.state.login_file = login.uri
         if open_browser:
             print(f"Review UI: {server.url}", file=out)
             print(f"Opening your browser on {login.uri} (readable only by you; a one-time login link, "

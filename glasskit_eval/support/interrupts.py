@@ -30,6 +30,20 @@ _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "S
 #: The exit status of a forced exit: what a shell reports for a process ended by SIGINT.
 FORCED_EXIT_STATUS = 130
 
+# Whether stderr's cursor sits at the end of a line we drew (the live progress line): a
+# message written from a signal handler then starts on a new line instead of gluing onto it.
+_open_line = [False]
+
+
+def note_open_line(is_open: bool) -> None:
+    """Tell the signal handlers whether the terminal's last line is unfinished."""
+    _open_line[0] = is_open
+
+
+def _own_line(message: str) -> bytes:
+    return (("\n" if _open_line[0] else "") + message).encode()
+
+
 # Run before a forced exit, which skips atexit: e.g. killing command adapters' process groups.
 _forced_exit_hooks: list[Callable[[], None]] = []
 
@@ -47,7 +61,7 @@ def force_exit(reason: str) -> None:
     """
     # Called from a signal handler, which may have interrupted a write to sys.stderr: go below it.
     with contextlib.suppress(OSError):
-        os.write(2, f"{reason}: exiting now without cleaning up (status {FORCED_EXIT_STATUS})\n".encode())
+        os.write(2, _own_line(f"{reason}: exiting now without cleaning up (status {FORCED_EXIT_STATUS})\n"))
     for hook in list(_forced_exit_hooks):
         with contextlib.suppress(Exception):
             hook()
@@ -102,7 +116,8 @@ async def interruptible(work: Awaitable[T]) -> T:
         received.append(name)
         # os.write, not print: a handler that interrupts a write to sys.stderr must not write to it.
         with contextlib.suppress(OSError):
-            os.write(2, f"{name} received: stopping; send it again to exit at once\n".encode())
+            os.write(2, _own_line(f"{name} received: stopping; send it again to exit at once\n"))
+        _open_line[0] = False
         loop.call_soon_threadsafe(cancel)
 
     previous: list[tuple[signal.Signals, Any]] = []

@@ -170,8 +170,10 @@ def open_container(path: Path) -> Any:
     import av
 
     if not path.exists():
-        raise VideoError(f"video not found: {path}; check the case file's `video:` path "
-                         "(it is resolved relative to the case file)")
+        from ..support.nearby import did_you_mean
+
+        raise VideoError(f"video not found: {path}; check the case file's `video:` path (it is resolved "
+                         f"relative to the case file){did_you_mean(path)}")
     try:
         # Metadata is not ours to judge: a tag in another encoding must not stop a decode.
         # (PyAV 19 dropped the option; it no longer decodes metadata strictly.)

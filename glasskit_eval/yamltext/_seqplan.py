@@ -51,8 +51,20 @@ def _similarity(a: Any, b: Any) -> float:
     score = 0.01  # any pairing beats none: the item keeps its place and layout
     if isinstance(a, dict) and isinstance(b, dict):
         for key in a.keys() & b.keys():
-            score += 1.5 if same(a[key], b[key]) else 0.5
+            if same(a[key], b[key]):
+                score += 1.5
+            else:
+                # A block split in pieces shares times with the block it came from, not with
+                # its neighbour: its comments go with the piece that kept some of its times.
+                score += 1.0 if _scalars(a[key]) & _scalars(b[key]) else 0.5
     return score
+
+
+def _scalars(value: Any) -> set[Any]:
+    items = value if isinstance(value, list) else [value]
+    # Compared as numbers: a piece's times are floats even where the file wrote `at: [1, 2]`.
+    return {float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else canon(v)
+            for v in items if not isinstance(v, (dict, list))}
 
 
 def _pair(olds: list[int], news: list[int], old: list[Any], new: list[Any]) -> list[tuple[int, int]]:

@@ -11,6 +11,7 @@ import { Player } from "./player.js";
 import { notify, renderCases, renderHeader, renderHistory, renderPinBadge, renderPrompt, renderSamplesTable, renderTargets, setStatus, showBanner } from "./render.js";
 import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, targetTimes } from "./state.js";
 import { Timeline } from "./timeline.js";
+import { forget as forgetUnsaved, restoreUnsaved, trackUnsaved, unsaved } from "./unsaved.js";
 import { clone, compact, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -21,10 +22,21 @@ async function init() {
   state.session = await api.session();
   $("eval-dir").textContent = state.session.eval_dir;
   await refreshCases();
-  const initial = state.session.initial || {};
+  const kept = unsaved();
+  const resumed = kept && state.cases.some((c) => c.id === kept.caseId) ? kept : null;
+  const initial = resumed ? { case: resumed.caseId, target: resumed.target, time: resumed.time } : state.session.initial || {};
   const first = initial.case || (state.cases.find((c) => c.status !== "invalid") || state.cases[0])?.id;
   if (first) await openCase(first, { target: initial.target, time: initial.time });
   else setStatus("", "No cases");
+  if (resumed && restoreUnsaved(resumed, editedBlock)) {
+    notify("The text you typed before the reload is back in its field, not saved yet: press Enter to save it.", "info");
+  } else if (kept) forgetUnsaved();
+}
+
+// The block the inspector edits, for text typed but not committed.
+function editedBlock() {
+  const sel = state.selection;
+  return sel && state.caseId ? { caseId: state.caseId, target: sel.target, block: sel.block, time: selectedSampleTime() } : null;
 }
 
 async function refreshCases() {
@@ -469,6 +481,13 @@ function wire() {
     });
   }
   installKeys(actions);
+  trackUnsaved(editedBlock);
+  // Closing the tab would lose typed text or a write still on its way: the browser asks first.
+  window.addEventListener("beforeunload", (event) => {
+    if (!unsaved() && !writer.busy) return;
+    event.preventDefault();
+    event.returnValue = "";
+  });
 }
 
 wire();

@@ -72,7 +72,9 @@ export class Writer {
     if (job.caseId !== state.caseId) return;
     let selection = job.selectionAfter;
     if (job.kind === "edit" && detail.saved?.changed) {
-      steps.record({ label: job.label, before, after: { text: detail.source, revision: detail.revision, selection } });
+      // A merged save went onto the file as changed on disk: undo goes back to that, not to what the page saw.
+      const base = detail.saved.before ? { ...detail.saved.before, selection: before.selection } : before;
+      steps.record({ label: job.label, before: base, after: { text: detail.source, revision: detail.revision, selection } });
     } else if (job.kind === "undo") {
       steps.undone();
       selection = step.before.selection;
@@ -87,6 +89,8 @@ export class Writer {
       this.ctx.notify(`Saved, but ${detail.saved.pins.error}`);
     } else if (detail.saved?.fallback) {
       this.ctx.notify(`Saved, but the whole file was re-rendered (${detail.saved.reason}); YAML comments may be gone.`);
+    } else if (detail.saved?.merged) {
+      this.ctx.notify("Saved. The file had changed on disk elsewhere; your edit was merged onto it and the page shows the file as it is now.", "info");
     } else if (job.kind !== "edit") {
       this.ctx.notify(`${job.kind === "undo" ? "Undid" : "Redid"}: ${step.label}`, "info");
     } else {

@@ -88,17 +88,20 @@ export class Inspector {
       else if (Number.isFinite(value) && value > 0) raw.every_s = value;
       else return "every_s must be a positive number of seconds (empty: the case default).";
     });
-    on("f-type", "change the value type", (raw, node) => {
-      const defaults = { null: null, boolean: true, number: 0, string: "", array: [], object: {} };
-      if (node.value === "draft") delete raw.expect;
-      else raw.expect = convert(raw.expect, node.value, defaults[node.value]);
+    $("f-type").addEventListener("change", (event) => this.changeType(event.target.value));
+    $("draft-confirm").addEventListener("click", () => {
+      $("draft-dialog").close();
+      this.edit("make the block a draft", (raw) => { delete raw.expect; });
     });
+    $("draft-dialog").addEventListener("close", () => this.render({ force: true }));
     for (const button of document.querySelectorAll("[data-bool]")) {
       button.addEventListener("click", () => this.edit(`set the block to ${button.dataset.bool}`, (raw) => { raw.expect = button.dataset.bool === "true"; }));
     }
     on("f-number", "edit the expected number", (raw, node) => {
       const value = Number(node.value);
+      if (node.value.trim() === "" && this.typing) return undefined; // nothing typed yet: nothing to write
       if (node.value.trim() === "" || !Number.isFinite(value)) return "The expected number must be a finite number.";
+      this.typing = null;
       raw.expect = value;
     });
     on("f-string", "edit the expected text", (raw, node) => { raw.expect = node.value; });
@@ -115,9 +118,10 @@ export class Inspector {
     on("f-tol", "edit the tolerance", (raw, node) => {
       if (!raw.compare) return "Pick a comparison mode first.";
       const value = Number(node.value);
+      if (node.validity?.badInput) return "The tolerance was not saved: it must be a number (of the expected value's units).";
       if (node.value.trim() === "") delete raw.compare.tolerance;
       else if (Number.isFinite(value) && value >= 0) raw.compare = { ...raw.compare, tolerance: value };
-      else return "The tolerance must be a nonnegative number.";
+      else return `Tolerance ${node.value.trim() || "(not a number)"} was not saved: a tolerance is how far the observed number may be from the expected one, so it cannot be negative.`;
     });
     on("f-ignore", "toggle ignore", (raw, node) => {
       if (node.checked) raw.ignore = $("f-ignore-reason").value.trim() || "ignored in review";
@@ -132,6 +136,36 @@ export class Inspector {
     $("f-delete").addEventListener("click", () => this.ctx.remove());
     $("use-observed").addEventListener("click", () => this.ctx.useObserved());
     $("copy-observed").addEventListener("click", () => copy($("observed-json").textContent, $("copy-observed")));
+  }
+
+  // Switching the type writes at once, except to Draft (asked first) and to Number from a value
+  // that is no number (nothing is written until a number is typed: a placeholder 0 would be a label).
+  changeType(type) {
+    const raw = selectedRaw();
+    if (!raw) return;
+    if (type === "draft") {
+      if (!("expect" in raw)) return;
+      $("draft-dialog").showModal();
+      return;
+    }
+    this.typing = null;
+    if (type === "number" && convert(raw.expect, "number", null) === null) {
+      const sel = this.ctx.state.selection;
+      this.typing = { caseId: this.ctx.state.caseId, target: sel.target, block: sel.block };
+      this.showError("");
+      this.render({ force: true });
+      $("f-number").focus();
+      return;
+    }
+    const defaults = { null: null, boolean: true, number: 0, string: "", array: [], object: {} };
+    this.edit("change the value type", (next) => { next.expect = convert(next.expect, type, defaults[type]); });
+  }
+
+  // Whether the Number type was picked for the selected block and no number typed yet.
+  typingNumber() {
+    const sel = this.ctx.state.selection;
+    const typing = this.typing;
+    return !!typing && !!sel && typing.caseId === this.ctx.state.caseId && typing.target === sel.target && typing.block === sel.block;
   }
 
   // Fill the form from the selected block. The field being typed in is left alone unless `force`.
@@ -155,7 +189,10 @@ export class Inspector {
     const set = (id, value) => {
       const node = $(id);
       node.dataset.committed = String(value);
-      if (force || node !== active) node.value = value;
+      if (force || node !== active) {
+        node.value = value;
+        node.classList.remove("unsaved");
+      }
     };
     set("f-kind", isRange ? "range" : "at");
     $("f-at-row").hidden = isRange;
@@ -168,8 +205,10 @@ export class Inspector {
     } else {
       set("f-at", atList(raw).join(", "));
     }
-    const type = typeOf(raw);
+    if (this.typing && !this.typingNumber()) this.typing = null;
+    const type = this.typingNumber() ? "number" : typeOf(raw);
     set("f-type", type);
+    $("f-number").placeholder = this.typingNumber() ? "Type the expected number" : "";
     $("f-bool").hidden = type !== "boolean";
     $("f-number").hidden = type !== "number";
     $("f-string").hidden = type !== "string";
@@ -179,7 +218,7 @@ export class Inspector {
       button.classList.toggle("on", on);
       button.setAttribute("aria-pressed", String(on));
     }
-    set("f-number", type === "number" ? raw.expect : "");
+    set("f-number", type === "number" && !this.typingNumber() ? raw.expect : "");
     set("f-string", type === "string" ? raw.expect : "");
     set("f-json", type === "array" || type === "object" ? JSON.stringify(raw.expect, null, 2) : "");
     const inherited = current?.defaults || {};
