@@ -19,6 +19,7 @@ from ..checkpoints.prune import prune_completed
 from ..errors import OutputError
 from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
+from .preflight import preflight
 from .requests import RUN_KIND, RunRequest, absolute
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
     spec = adapter_spec(request.adapter, request.adapter_command, root, err, adapter_http=request.adapter_http,
                         adapter_exec=request.adapter_exec, adapter_config=request.adapter_config)
     check_writable(destinations(request, root))
+    preflight(request)
     if life.checkpoint is None:
         # Stored with absolute paths, so `run --resume` works from any directory.
         request = replace(request, eval_dir=str(root), output_json=absolute(request.output_json),
