@@ -3,7 +3,9 @@
 Each path is a behaviour: ``/ok`` answers the frame's size and index, ``/flaky/N`` answers 503 to
 the first N requests of each sample, ``/limited/N`` answers 429 with ``Retry-After`` N times per
 sample, ``/hang`` never answers (until the server stops), ``/slow`` answers after a pause,
-``/status/CODE`` answers CODE, ``/garbage`` answers text, ``/echo/CODE`` answers CODE with the
+``/status/CODE`` answers CODE, ``/garbage`` answers text declared as JSON, ``/html`` a proxy's HTML
+page, ``/huge/N`` N MiB without a Content-Length, ``/drip/N`` a valid answer led by N spaces sent
+one every 50 ms, ``/echo/CODE`` answers CODE with the
 request's Authorization header and path in its body (as careless servers do). Every request is recorded with its
 time, headers and client port (so keep-alive can be checked).
 """
@@ -76,6 +78,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return self._send(int(parts[1]), {"error": said, "observation": {"width": said}})
             if parts[0] == "garbage":
                 return self._send(200, None, raw=b"<html>not json</html>")
+            if parts[0] == "html":
+                return self._send(200, None, raw=b"<html>bad gateway</html>", content_type="text/html")
+            if parts[0] == "huge":
+                return self._stream_huge(int(parts[1]))
+            if parts[0] == "drip":
+                return self._drip(int(parts[1]))
             if parts[0] == "batch":
                 samples = body["samples"]
                 return self._send(200, {"observations": [_observe(s, self.headers) for s in samples],
@@ -83,11 +91,43 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, {"observation": _observe(body["sample"], self.headers),
                              "usage": {"prompt_tokens": 120, "completion_tokens": 7, "cost_usd": 0.001}})
 
+        def _stream_huge(self, mib: int) -> None:
+            # No Content-Length: the client can only stop reading, not refuse up front.
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            block = b"x" * (1 << 20)
+            try:
+                self.wfile.write(b'{"observation": {"width": "')
+                for _ in range(mib):
+                    self.wfile.write(block)
+                self.wfile.write(b'"}}')
+            except OSError:
+                pass  # the client stopped reading
+
+        def _drip(self, count: int) -> None:
+            # A valid answer, one byte every 50 ms: each read is quick, the whole is not.
+            data = b" " * count + json.dumps({"observation": {"width": 128}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            try:
+                for i in range(len(data)):
+                    if i < count and server.stop.wait(0.05):
+                        return
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+            except OSError:
+                pass
+
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
-                  raw: bytes | None = None) -> None:
+                  raw: bytes | None = None, content_type: str = "application/json") -> None:
             data = raw if raw is not None else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)

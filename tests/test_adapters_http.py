@@ -165,7 +165,7 @@ def test_rate_limit_holds_on_average(tmp_path: Path, model_server: ModelServer) 
 def test_garbage_response_and_refused_connection(tmp_path: Path, model_server: ModelServer) -> None:
     eval_dir = http_eval(tmp_path, model_server, "/garbage")
     code, _out, _err, report = run_http(eval_dir, tmp_path, "--keep-going")
-    assert code == 1 and "response_field" in results(report)[0]["reason"]
+    assert code == 1 and "is not JSON: <html>not json</html>" in results(report)[0]["reason"]
     closed = make_eval(tmp_path / "closed", {"case": CASE})
     code, _out, err = run_cli("run", "--eval-dir", closed, "--adapter-http", "http://127.0.0.1:9/x")
     assert code == 2 and "HTTP adapter request to http://127.0.0.1:9/x failed" in err
@@ -222,3 +222,49 @@ def test_a_hanging_batch_call_times_out_after_timeout_times_batch_size(tmp_path:
     got = results(report)
     assert [r["error_kind"] for r in got] == ["timeout"] * 3
     assert "timed out after 0.3s" in got[0]["reason"]
+
+
+def test_a_2xx_body_that_is_not_json_is_an_adapter_error_retried_when_transient(
+        tmp_path: Path, model_server: ModelServer) -> None:
+    for path, attempts in (("/garbage", 1), ("/html", 3)):
+        eval_dir = http_eval(tmp_path / path.strip("/"), model_server, path, response_field=None)
+        code, _out, err, report = run_http(eval_dir, tmp_path, "--keep-going", "--retries", "2",
+                                           "--retry-backoff", "0")
+        assert code == 1, err
+        got = results(report)
+        assert all(r["status"] == "error" and r["error_kind"] == "adapter" and r["observed"] is None
+                   and "with a body that is not JSON" in r["reason"] for r in got), got
+        # Invalid JSON declared as JSON is the server's bug; a proxy's HTML page is worth a retry.
+        assert [r["attempts"] for r in got] == [attempts] * 3, path
+
+
+@pytest.mark.parametrize(("section", "mib", "limit"), [({}, 65, "64"), ({"max_response_mb": 1}, 2, "1")],
+                         ids=["default", "configured"])
+def test_a_response_body_over_the_limit_is_an_adapter_error(tmp_path: Path, model_server: ModelServer,
+                                                            section: dict[str, Any], mib: int, limit: str) -> None:
+    eval_dir = http_eval(tmp_path, model_server, f"/huge/{mib}", **section)
+    code, _out, err, report = run_http(eval_dir, tmp_path, "--keep-going")
+    assert code == 1, err
+    for r in results(report):
+        assert r["error_kind"] == "adapter" and f"answered more than {limit} MiB" in r["reason"], r["reason"]
+        assert "max_response_mb" in r["reason"]
+    assert (tmp_path / "report.json").stat().st_size < 1 << 20
+
+
+def test_max_response_mb_is_checked() -> None:
+    with pytest.raises(UsageError, match="max_response_mb must be a number"):
+        HttpConfig.parse({"url": "http://127.0.0.1/x", "max_response_mb": 0})
+    assert HttpConfig.parse({"url": "http://127.0.0.1/x"}).max_response_bytes == 64 << 20
+
+
+def test_timeout_s_bounds_the_whole_request_not_each_read(tmp_path: Path, model_server: ModelServer) -> None:
+    import time
+
+    # 200 bytes at one per 50 ms: 10 s in all, though no single read waits more than 50 ms.
+    eval_dir = http_eval(tmp_path, model_server, "/drip/200", timeout_s=0.5)
+    started = time.monotonic()
+    code, _out, err, report = run_http(eval_dir, tmp_path, "--keep-going", "--retries", "0")
+    elapsed = time.monotonic() - started
+    assert code == 1, err
+    assert all("failed: timed out" in r["reason"] for r in results(report)), results(report)
+    assert elapsed < 6, elapsed

@@ -431,3 +431,41 @@ def test_sync_calls_that_outlive_the_grace_period_are_abandoned_and_said_so(tmp_
     assert code == 130 and "interrupted by SIGINT" in err, err
     assert "1 call still running 5s after the run stopped calling it; abandoned" in err
     assert log.read_text() == "close\n"
+
+
+OVERSIZED = """
+BLOCK = "x" * (1 << 20)
+
+def create_evaluator(config):
+    return Oversized()
+
+class Oversized:
+    def evaluate(self, sample, target):
+        if sample.timestamp_s == 0.5:
+            return [BLOCK] * 300  # 300 MB as JSON, 1 MB in memory
+        if sample.timestamp_s == 1.0:
+            raise RuntimeError("z" * 5_000_000)
+        return {"answer": BLOCK}
+"""
+
+
+def test_oversized_observations_tracebacks_and_messages_are_cut_in_every_output(tmp_path: Path) -> None:
+    case = "video: cfr_h264.mp4\ntargets:\n  t:\n    samples:\n    - at: [0.5, 1.0, 1.5]\n      expect: true\n"
+    eval_dir = make_eval(tmp_path, {"case": case}, OVERSIZED)
+    report, junit = tmp_path / "r.json", tmp_path / "junit.xml"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--output-json", report,
+                             "--junit-xml", junit)
+    assert code == 1, err
+    import json
+
+    huge, raised, long = json.loads(report.read_text())["trials"][0]["results"]
+    assert huge["error_kind"] == "adapter" and "is larger than 64 MiB as JSON" in huge["reason"]
+    assert raised["error_kind"] == "adapter" and "more characters not shown" in raised["reason"]
+    assert len(raised["reason"]) < 5000
+    assert raised["traceback"].startswith("Traceback") and "more characters not shown" in raised["traceback"]
+    assert len(raised["traceback"]) < 21_000
+    assert long["status"] == "failed" and isinstance(long["observed"], str)
+    assert long["observed"].startswith('{"answer": "xxx') and "more characters not shown" in long["observed"]
+    for path in (report, junit):
+        assert path.stat().st_size < 1 << 20, path
+    assert len(out) + len(err) < 1 << 20

@@ -353,3 +353,75 @@ def test_the_cache_keys_on_the_trials_own_adapter_and_marks_its_calls(tmp_path: 
     first, second = asyncio.run(go())
     assert (first.observation, first.cached, second.observation, second.cached) == (1, False, 1, True)
     assert (cache.stats.hits, cache.stats.misses, cache.stats.writes, cache.stats.disabled) == (1, 1, 1, None)
+
+
+def test_pruning_removes_only_entry_files_it_wrote_never_through_a_symlink(tmp_path: Path) -> None:
+    root, outside = tmp_path / "obs", tmp_path / "outside"
+    store = ObservationStore(root)
+    digest = key_digest({"n": 0})
+    assert store.put(digest, {"n": 0})
+    shard = root / "v1" / digest[:2]
+    elsewhere = "00" if digest[:2] != "00" else "01"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("mine")
+    decoys = {
+        shard / "notes.txt": "not an entry name",
+        shard / f"{digest}.json.bak": "not an entry name either",
+        shard / f"{elsewhere * 32}.json": "an entry name in the wrong shard",
+        outside / f"{elsewhere * 32}.json": "named like an entry, behind a shard that is a symlink",
+    }
+    for path, text in decoys.items():
+        path.write_text(text)
+    linked = shard / f"{digest[:2]}{'1' * 62}.json"
+    linked.symlink_to(victim)
+    (root / "v1" / elsewhere).symlink_to(outside, target_is_directory=True)
+    stats = store.prune(0)
+    assert stats.files == 1
+    assert store.get(digest) == (False, None)
+    assert victim.read_text() == "mine" and linked.is_symlink()
+    assert all(path.read_text() == text for path, text in decoys.items())
+
+
+def test_pruning_never_follows_a_version_folder_symlink(tmp_path: Path) -> None:
+    root, outside = tmp_path / "obs", tmp_path / "outside"
+    store = ObservationStore(root)
+    digest = key_digest({"n": 0})
+    assert store.put(digest, 1)
+    (outside / digest[:2]).mkdir(parents=True)
+    (root / "v1" / digest[:2] / f"{digest}.json").rename(outside / digest[:2] / f"{digest}.json")
+    (root / "v1" / digest[:2]).rmdir()
+    (root / "v1").rmdir()
+    (root / "v1").symlink_to(outside, target_is_directory=True)
+    assert store.prune(0).files == 0
+    assert (outside / digest[:2] / f"{digest}.json").exists()
+
+
+def test_a_folder_that_is_not_a_cache_is_never_pruned(eval_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "documents"
+    shard = folder / "v1" / "ab"
+    shard.mkdir(parents=True)
+    entry_like = shard / ("ab" * 32 + ".json")
+    entry_like.write_text("{}")
+    (folder / "thesis.txt").write_text("years of work")
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    code, out, err = run_cli("video-store", "prune-cache", "--observations", "--cache", folder, "--all")
+    assert code == 2 and "not an observation cache" in err and "thesis.txt" in err, (out, err)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--cache", folder, "--keep-going")
+    assert code == 2 and f"--cache {folder}: not an observation cache" in err, err
+    assert calls(eval_dir) == 0
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    assert (folder / "thesis.txt").read_text() == "years of work" and entry_like.exists()
+
+
+def test_a_cache_written_before_the_tag_is_still_pruned_and_then_tagged(tmp_path: Path) -> None:
+    root = tmp_path / "obs"
+    store = ObservationStore(root)
+    digest = key_digest({"n": 0})
+    assert store.put(digest, 1)
+    (root / "CACHEDIR.TAG").unlink()
+    assert store.prune(0).files == 1
+    assert ObservationStore(root).put(digest, 1) and (root / "CACHEDIR.TAG").read_text().startswith("Signature:")
+    (root / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    with pytest.raises(Exception, match="not written by glasskit_eval"):
+        store.prune(0)

@@ -3,8 +3,10 @@
 The process gets one JSON request on stdin, ``{"sample": {..., "image": {"mimeType",
 "width", "height", "path", "dataBase64"}}, "target": {...}}`` (``path`` is a PNG file that
 exists for the duration of the call), and writes the observation as JSON on stdout. A non-zero
-exit, output that is not JSON, or a timeout (``--timeout``) is an adapter error quoting the tail
-of its stderr; on timeout or interrupt its whole process group is killed.
+exit, output that is not JSON or longer than :data:`MAX_STDOUT_BYTES`, or a timeout
+(``--timeout``) is an adapter error quoting the tail of its stderr, of which only the last lines
+are kept. When the call ends, however it ends, its process group and every process carrying its
+tag (descendants that left the group with ``setsid``) are killed.
 """
 
 from __future__ import annotations
@@ -16,16 +18,32 @@ import io
 import json
 import os
 import shlex
-import signal
 import tempfile
 from collections.abc import Sequence
 from typing import Any, Final
 
 from ..errors import AdapterError, UsageError
-from ._procio import StderrMirror, describe_returncode, signal_group, track_group, untrack_group
+from ._procio import (
+    TAG_VARIABLE,
+    GroupReaper,
+    StderrMirror,
+    describe_returncode,
+    new_tag,
+    read_chunks,
+    track_group,
+)
 from .base import Evaluator, FactoryConfig, Sample, Target
 
 _OUTPUT_EXCERPT: Final = 200
+#: An observation longer than this is an adapter error (the HTTP adapter's default bound too).
+MAX_STDOUT_BYTES: Final = 64 * 1024 * 1024
+
+
+class _Discard(io.StringIO):
+    """A sink that keeps nothing: the mirror's own tail is all an error message needs."""
+
+    def write(self, s: str) -> int:
+        return len(s)
 
 
 def _write_png(sample: Sample) -> tuple[str, bytes]:
@@ -91,29 +109,37 @@ class ExecAdapterSpec:
 
     async def run_once(self, request: bytes) -> Any:
         label = f"--adapter-exec `{self.command}`"
+        tag = new_tag()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+                stderr=asyncio.subprocess.PIPE, start_new_session=True, env={**os.environ, TAG_VARIABLE: tag})
         except OSError as exc:
             raise AdapterError(f"cannot start {label}: {exc}") from None
-        track_group(proc.pid)
+        track_group(proc.pid, tag)
+        reaper = GroupReaper(proc, tag, lambda: proc.returncode is not None)
         # Kept for error messages only: one process per sample would flood the console.
-        stderr = StderrMirror(io.StringIO())
+        stderr = StderrMirror(_Discard())
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         pump = asyncio.ensure_future(stderr.pump(proc.stderr))
+        out = bytearray()
+        too_long = False
         try:
             proc.stdin.write(request)
             with contextlib.suppress(ConnectionError):
                 await proc.stdin.drain()
             proc.stdin.close()
-            out = await proc.stdout.read()
-            await proc.wait()
-            await asyncio.wait({pump}, timeout=1.0)
+            async for chunk in read_chunks(proc.stdout):
+                out += chunk
+                if len(out) > MAX_STDOUT_BYTES:
+                    too_long = True
+                    break
+            if not too_long:
+                await proc.wait()
+                await asyncio.wait({pump}, timeout=1.0)
         finally:
             # Normal end, timeout or interrupt: nothing it started may outlive the call.
-            signal_group(proc.pid, signal.SIGKILL)
-            untrack_group(proc.pid)
+            reaper.kill_now()
             if proc.returncode is None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)
@@ -122,13 +148,17 @@ class ExecAdapterSpec:
             transport = getattr(proc, "_transport", None)
             if transport is not None:
                 transport.close()
+        if too_long:
+            del out
+            raise AdapterError(f"{label} wrote more than {MAX_STDOUT_BYTES >> 20} MiB to stdout; write one "
+                               f"observation as JSON.\n{stderr.render()}")
         if proc.returncode != 0:
             raise AdapterError(f"{label} {describe_returncode(proc.returncode)}.\n{stderr.render()}")
         text = out.decode("utf-8", errors="replace").strip()
+        del out
         try:
             return json.loads(text)
         except ValueError:
             excerpt = text[:_OUTPUT_EXCERPT] or "nothing"
             raise AdapterError(f"{label} wrote {excerpt!r} to stdout, which is not JSON; write the "
                                f"observation as one JSON value.\n{stderr.render()}") from None
-

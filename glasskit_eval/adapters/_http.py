@@ -6,6 +6,10 @@ command protocol's ``evaluate`` params as JSON (``{"sample": {..., "image": {"mi
 ``response_field``, is the observation. ``batch_url`` enables ``evaluate_many``
 (``{"samples": [...], "target": ...}`` answered by a list).
 
+Every answer is bounded: ``timeout_s`` is a deadline for the whole request (a server dripping
+a byte at a time cannot hold a call forever), a body over ``max_response_mb`` is an adapter
+error read no further, and a 2xx body that is not JSON is an adapter error, not an observation.
+
 Only the stdlib: ``http.client`` connections, kept alive in a small pool and used from worker
 threads, so ``--concurrency`` calls run at once. Secrets come only from environment variables
 named in the config (``headers_env``); their values are never part of a message, a report or
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import email.utils
 import http.client
 import io
@@ -36,11 +41,14 @@ from ..support.secretvalues import add_secret, add_url_secrets
 from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
-                "jpeg_quality", "response_field", "usage_fields"}
+                "jpeg_quality", "response_field", "usage_fields", "max_response_mb"}
 #: Statuses worth retrying (``--retries``): request timeout, rate limited, server-side trouble.
 TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
 _BODY_EXCERPT: Final = 300
 _DEFAULT_TIMEOUT_S: Final = 120.0
+#: The default bound of a response body (``max_response_mb``), the same as an exec adapter's stdout.
+DEFAULT_MAX_RESPONSE_MB: Final = 64
+_READ_CHUNK: Final = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,11 @@ class HttpConfig:
     response_field: str | None = None
     #: Usage name -> dotted path in the response (``input_tokens: usage.prompt_tokens``).
     usage_fields: Mapping[str, str] = field(default_factory=dict)
+    max_response_mb: float = DEFAULT_MAX_RESPONSE_MB
+
+    @property
+    def max_response_bytes(self) -> int:
+        return int(self.max_response_mb * 1024 * 1024)
 
     @classmethod
     def parse(cls, section: Mapping[str, Any], url: str | None = None) -> HttpConfig:
@@ -90,12 +103,15 @@ class HttpConfig:
         quality = section.get("jpeg_quality", 90)
         if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
             raise UsageError(f"{where} jpeg_quality must be an integer from 1 to 100")
+        limit = section.get("max_response_mb", DEFAULT_MAX_RESPONSE_MB)
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit <= 4096:
+            raise UsageError(f"{where} max_response_mb must be a number of MiB above 0, at most 4096")
         response_field = section.get("response_field")
         if response_field is not None and not isinstance(response_field, str):
             raise UsageError(f"{where} response_field must be a dotted path such as choices.0.message")
         return cls(url=target, batch_url=batch_url, headers=headers, headers_env=headers_env,
                    timeout_s=float(timeout), image_format=image_format, jpeg_quality=quality,
-                   response_field=response_field,
+                   response_field=response_field, max_response_mb=float(limit),
                    usage_fields=_str_map(section.get("usage_fields"), f"{where} usage_fields"))
 
     def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -234,39 +250,142 @@ class _Pool:
             conn.close()
 
 
-def post_json(pool: _Pool, url: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, Any, str | None]:
-    """POST ``body``; returns (status, parsed JSON or raw text, Retry-After). Blocking: runs on a thread."""
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    #: The body parsed as JSON, else its text (``json`` says which).
+    body: Any
+    json: bool
+    content_type: str
+    retry_after: str | None
+
+
+class _Deadline:
+    """Ends a request at ``timeout_s`` from its start, however slowly the server drips bytes.
+
+    A socket timeout bounds each read only; at the deadline the socket is shut down, which
+    wakes a blocked read at once.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.expired = False
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._conn = conn
+        if self.expired:
+            self._expire()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sock = self._conn.sock if self._conn is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _read_body(response: http.client.HTTPResponse, limit: int, url: str) -> bytes:
+    declared = response.getheader("Content-Length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise _too_large(url, limit)
+    data = bytearray()
+    while True:
+        chunk = response.read1(_READ_CHUNK)
+        if not chunk:
+            # read1 leaves a fully read response open, which would end its keep-alive connection.
+            data += response.read()
+            return bytes(data)
+        data += chunk
+        if len(data) > limit:
+            raise _too_large(url, limit)
+
+
+def _too_large(url: str, limit: int) -> AdapterError:
+    return AdapterError(f"HTTP adapter: {_safe_url(url)} answered more than {limit / 1048576:g} MiB; "
+                        "raise max_response_mb in the adapter config if that is expected")
+
+
+def post_json(pool: _Pool, url: str, body: bytes, headers: Mapping[str, str], *,
+              limit: int = DEFAULT_MAX_RESPONSE_MB << 20) -> Answer:
+    """POST ``body`` within the pool's timeout for the whole exchange. Blocking: runs on a thread."""
     parts = urllib.parse.urlsplit(url)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     send = {"Content-Type": "application/json", "Accept": "application/json", **headers}
-    # A kept-alive connection the server has since closed fails on first use: one fresh retry.
-    for fresh in (False, True):
-        conn, reused = pool.take(fresh)
-        try:
-            conn.request("POST", path, body=body, headers=send)
-            response = conn.getresponse()
-            data = response.read()
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-            conn.close()
-            if reused:
-                continue
-            raise _connection_error(url, exc) from None
-        except (OSError, http.client.HTTPException) as exc:
-            conn.close()
-            raise _connection_error(url, exc) from None
-        if response.will_close:
-            conn.close()
-        else:
-            pool.give_back(conn)
-        text = data.decode("utf-8", errors="replace")
-        try:
-            parsed: Any = json.loads(text) if text.strip() else None
-        except ValueError:
-            parsed = text
-        return response.status, parsed, response.getheader("Retry-After")
+    deadline = _Deadline(pool.timeout_s)
+    try:
+        # A kept-alive connection the server has since closed fails on first use: one fresh retry.
+        for fresh in (False, True):
+            conn, reused = pool.take(fresh)
+            response: http.client.HTTPResponse | None = None
+            try:
+                if conn.sock is None:
+                    conn.connect()
+                deadline.watch(conn)
+                conn.request("POST", path, body=body, headers=send)
+                response = conn.getresponse()
+                data = _read_body(response, limit, url)
+            except AdapterError:
+                _close(conn, response)
+                raise
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                _close(conn, response)
+                if reused and not deadline.expired:
+                    continue
+                raise _connection_error(url, TimeoutError() if deadline.expired else exc) from None
+            except (OSError, http.client.HTTPException) as exc:
+                _close(conn, response)
+                raise _connection_error(url, TimeoutError() if deadline.expired else exc) from None
+            if deadline.expired:
+                _close(conn, response)
+                raise _connection_error(url, TimeoutError())
+            if response.will_close:
+                conn.close()
+            else:
+                pool.give_back(conn)
+            return _answer(response, data)
+    finally:
+        deadline.cancel()
     raise AssertionError("unreachable")
+
+
+def _close(conn: http.client.HTTPConnection, response: http.client.HTTPResponse | None) -> None:
+    # A response the connection has let go of (it said it would close) holds the socket itself.
+    if response is not None:
+        response.close()
+    conn.close()
+
+
+def _answer(response: http.client.HTTPResponse, data: bytes) -> Answer:
+    text = data.decode("utf-8", errors="replace")
+    content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+    retry_after = response.getheader("Retry-After")
+    try:
+        return Answer(response.status, json.loads(text) if text.strip() else None, True, content_type,
+                      retry_after)
+    except ValueError:
+        return Answer(response.status, text, False, content_type, retry_after)
+
+
+def _not_json(url: str, answer: Answer) -> AdapterError:
+    text = answer.body if isinstance(answer.body, str) else ""
+    excerpt = inline(text[:_BODY_EXCERPT]) if text.strip() else "an empty body"
+    error = AdapterError(f"HTTP adapter: {_safe_url(url)} answered {answer.status} with a body that is not "
+                         f"JSON: {excerpt}")
+    # An empty body or a page that does not claim to be JSON (a proxy's or gateway's) is the
+    # path failing on the way, worth retrying; invalid JSON declared as JSON is the server's bug.
+    error.transient = not text.strip() or "json" not in answer.content_type
+    return error
 
 
 def _connection_error(url: str, exc: BaseException) -> AdapterError:
@@ -329,13 +448,17 @@ class HttpEvaluator:
         return json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     async def _post(self, pool: _Pool, url: str, body: bytes) -> Any:
-        status, response, retry_after = await asyncio.to_thread(post_json, pool, url, body, self._headers)
+        answer = await asyncio.to_thread(post_json, pool, url, body, self._headers,
+                                         limit=self.config.max_response_bytes)
+        status, response = answer.status, answer.body
         if not 200 <= status < 300:
             excerpt = response if isinstance(response, str) else json.dumps(response)
             excerpt = inline(excerpt[:_BODY_EXCERPT])
             raise HttpStatusError(f"HTTP adapter: {_safe_url(url)} answered {status}: {excerpt}", status,
                                   transient=status in TRANSIENT_STATUSES,
-                                  retry_after=retry_after_seconds(retry_after))
+                                  retry_after=retry_after_seconds(answer.retry_after))
+        if not answer.json or response is None:
+            raise _not_json(url, answer)
         return response
 
     def _observation(self, response: Any) -> Any:

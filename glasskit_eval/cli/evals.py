@@ -121,9 +121,10 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
-#: up an id, and --output-json (run) only where the report goes.
+#: up an id, --output-json (run) only where the report goes, and --baseline (run) which report to
+#: compare with (the recorded one may have moved since).
 _RESUME_COMPATIBLE = {"resume", "eval_dir", "checkpoint_dir", "handler", "option_defaults", "command", "output_json",
-                      "env_file", "env_file_override"}
+                      "env_file", "env_file_override", "baseline"}
 
 
 def _defaults(p: argparse.ArgumentParser) -> dict[str, Any]:
@@ -157,7 +158,7 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                          f"with overrides ({', '.join(overrides)}); run `{opts.PROG} run --resume {args.resume}` "
                          "on its own, or start a new run without --resume")
 
-    passed = execute_run(_checkpoint(args), out, err, output_json=args.output_json)
+    passed = execute_run(_checkpoint(args), out, err, output_json=args.output_json, baseline=args.baseline)
     return ExitCode.OK if passed else ExitCode.FAILED
 
 

@@ -21,6 +21,7 @@ from ..checkpoints.prune import prune_completed
 from ..errors import OutputError
 from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
+from .preflight import preflight
 from .requests import RUN_KIND, RunRequest, absolute
 
 if TYPE_CHECKING:
@@ -63,18 +64,19 @@ def destinations(request: RunRequest, root: Path) -> list[Destination]:
     return found
 
 
-def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_json: str | None = None) -> bool:
+def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_json: str | None = None,
+                baseline: str | None = None) -> bool:
     """Run ``request``, or resume the checkpoint directory it names; True when every gate passed.
 
     ``output_json`` (with a resume) writes the resumed run's report there instead of where
-    the original run said.
+    the original run said, and ``baseline`` compares it with that report instead of the recorded one.
 
     Errors are raised: before the checkpoint exists as they are, after it as
     :class:`~glasskit_eval.errors.CommandStopped` carrying the resume command.
     """
     life = CheckpointedCommand(RUN_KIND, "Eval")
     with life.guard():
-        prepared = _prepare(life, request, output_json, out, err)
+        prepared = _prepare(life, request, output_json, out, err, baseline)
         cache = _observation_cache(prepared, err)
         thumbnails = _thumbnail_store(prepared.request)
         result = _evaluate(life, prepared, cache, thumbnails, out, err)
@@ -82,7 +84,7 @@ def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_
 
 
 def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None, out: TextIO,
-             err: TextIO) -> _Prepared:
+             err: TextIO, baseline: str | None = None) -> _Prepared:
     """Plan the run, resolve what the request leaves open, and open or create its checkpoint."""
     from ..adapters.choose import adapter_spec, python_target, uses_python
     from ..cases.evaldir import load_adapter_config
@@ -96,6 +98,8 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
         request = life.resume(given, RunRequest.from_json, digests)
         if output_json is not None:
             request = replace(request, output_json=absolute(output_json))
+        if baseline is not None:
+            request = replace(request, baseline=absolute(baseline))
     else:
         request = given
     life.verbose = request.verbose
@@ -121,6 +125,7 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
     check_writable(destinations(request, root))
+    preflight(request)
     if life.checkpoint is None:
         # Stored with absolute paths, so `run --resume` works from any directory.
         request = replace(request, eval_dir=str(root), output_json=absolute(request.output_json),

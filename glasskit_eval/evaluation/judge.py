@@ -10,6 +10,7 @@ result or lets stop the run. Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,10 @@ _PREFIX = {ErrorKind.ADAPTER: "adapter_error: ", ErrorKind.TIMEOUT: "adapter_err
 
 #: Longest error message kept in a result; an adapter can raise with megabytes of text.
 MAX_MESSAGE = 4000
+#: A traceback's first characters are kept (its frames; the message that follows is in ``reason``).
+MAX_TRACEBACK = 20_000
+#: An observation (or observed value) longer than this as JSON is kept as the start of that text.
+MAX_OBSERVATION = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +100,8 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         field=sample.field,
         compare_mode=declared.mode if declared is not None else None,
         reason=SECRETS.redact(verdict.reason),
-        observed=SECRETS.redact_data(verdict.observed),
-        observed_value=SECRETS.redact_data(verdict.observed_value),
+        observed=SECRETS.redact_data(bounded_data(verdict.observed)),
+        observed_value=SECRETS.redact_data(bounded_data(verdict.observed_value)),
         evaluation_duration_seconds=duration,
         evaluation_timing_mode=None if call is None else TimingMode.BATCH if batch else TimingMode.INDIVIDUAL,
         frame_index=frame.index if frame is not None else None,
@@ -104,7 +109,7 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         error_kind=verdict.error_kind,
         artifact_image=artifacts.image if artifacts is not None else None,
         artifact_json=artifacts.record if artifacts is not None else None,
-        traceback=SECRETS.redact(verdict.traceback) if verdict.traceback is not None else None,
+        traceback=SECRETS.redact(bounded(verdict.traceback, MAX_TRACEBACK)) if verdict.traceback is not None else None,
         cached=call is not None and call.cached,
         attempts=call.attempts if call is not None else None,
         usage=dict(call.usage) if call is not None and call.usage else None,
@@ -116,11 +121,26 @@ def ignored_result(sample: ScheduledSample) -> SampleResult:
     return make_result(sample, Verdict(Status.IGNORED, sample.block.ignore or "ignored"))
 
 
-def bounded(message: str) -> str:
-    """``message``, cut to :data:`MAX_MESSAGE` characters with a note saying how much was left out."""
-    if len(message) <= MAX_MESSAGE:
+def bounded(message: str, limit: int = MAX_MESSAGE) -> str:
+    """``message``, cut to ``limit`` characters with a note saying how much was left out."""
+    if len(message) <= limit:
         return message
-    return f"{message[:MAX_MESSAGE]}… ({len(message) - MAX_MESSAGE:,} more characters not shown)"
+    return f"{message[:limit]}… ({len(message) - limit:,} more characters not shown)"
+
+
+def bounded_data(value: Any) -> Any:
+    """A JSON-plain value, or the start of its JSON text with a note when that is too long to keep.
+
+    Judging has seen the whole value; what is cut is only what every report repeats.
+    """
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str) and len(value) <= MAX_OBSERVATION // 6:
+        return value  # short enough however it is escaped
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= MAX_OBSERVATION:
+        return value
+    return bounded(text, MAX_OBSERVATION)
 
 
 def traceback_of(exc: BaseException) -> str | None:

@@ -2,12 +2,18 @@
 
 Layout under the cache root::
 
+    CACHEDIR.TAG                   marks the folder as ours (and as a cache to backup tools)
     v1/ab/ab12...<64 hex>.json     one observation, named by the SHA-256 of its key
 
 An entry is written to a temporary file in its directory and renamed into place, so a
 reader sees a whole entry or none; two runs that write the same key write the same
 observation, and there is no shared index to lose updates to. A hit refreshes the
 entry's mtime, which is what the LRU pruning orders by. An unreadable entry is a miss.
+
+``--cache DIR`` may name any folder, so pruning deletes only what this module wrote: entry
+and temporary files by their exact name pattern, in shard folders of the version folder, none
+of them reached through a symlink, and only in a folder that is a cache (it carries our tag, or
+holds nothing but the version folder of a cache written before the tag existed).
 """
 
 from __future__ import annotations
@@ -16,18 +22,31 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
+
 #: Default bound of the observation cache, pruned least recently used first.
 DEFAULT_MAX_MB = 512
 _VERSION_DIR = "v1"
 #: Temporary files older than this are left over from a killed writer.
 _STALE_TEMP_S = 3600.0
+_TAG_NAME = "CACHEDIR.TAG"
+#: The signature line of the Cache Directory Tagging Specification, then the line that makes the tag ours.
+_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+             "# This folder is a glasskit_eval observation cache (run --cache); its entries may be pruned.\n")
+_SHARD = re.compile(r"[0-9a-f]{2}")
+_ENTRY = re.compile(r"([0-9a-f]{64})\.json")
+_TEMP = re.compile(r"\.([0-9a-f]{64})\.json\.[0-9a-f]{12}\.tmp")
+#: Unlinking by name inside an opened folder keeps a folder swapped for a symlink mid-prune harmless.
+_DIR_FD = os.unlink in os.supports_dir_fd and os.open in os.supports_dir_fd
 
 
 def default_observation_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -58,6 +77,14 @@ class PruneStats:
 class ObservationStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._tagged = False
+
+    def check_is_cache(self) -> None:
+        """Raise ``UsageError`` unless the root is missing, empty or an observation cache."""
+        reason = _not_a_cache(self.root)
+        if reason is not None:
+            raise UsageError(f"--cache {self.root}: not an observation cache ({reason}); "
+                             "name a new or empty folder, or one a run with --cache made")
 
     def _path(self, digest: str) -> Path:
         return self.root / _VERSION_DIR / digest[:2] / f"{digest}.json"
@@ -83,6 +110,7 @@ class ObservationStore:
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._tag()
             with open(tmp, "xb") as handle:
                 handle.write(data)
             os.replace(tmp, path)
@@ -92,17 +120,35 @@ class ObservationStore:
             return False
         return True
 
+    def _tag(self) -> None:
+        if self._tagged:
+            return
+        tag = self.root / _TAG_NAME
+        if not tag.exists():
+            with contextlib.suppress(FileExistsError), open(tag, "x", encoding="ascii") as handle:
+                handle.write(_TAG_TEXT)
+        self._tagged = True
+
     def _entries(self) -> Iterator[os.DirEntry[str]]:
+        """Regular files named like our entries or temporaries, in real shard folders."""
         base = self.root / _VERSION_DIR
         try:
+            if not stat.S_ISDIR(os.lstat(base).st_mode):
+                return
             shards = list(os.scandir(base))
         except OSError:
             return
         for shard in shards:
-            if not shard.is_dir(follow_symlinks=False):
+            if not _SHARD.fullmatch(shard.name) or not shard.is_dir(follow_symlinks=False):
                 continue
-            with contextlib.suppress(OSError):
-                yield from os.scandir(shard.path)
+            try:
+                names = list(os.scandir(shard.path))
+            except OSError:
+                continue
+            for entry in names:
+                match = _ENTRY.fullmatch(entry.name) or _TEMP.fullmatch(entry.name)
+                if match and match.group(1).startswith(shard.name) and entry.is_file(follow_symlinks=False):
+                    yield entry
 
     def size(self) -> int:
         total = 0
@@ -114,8 +160,10 @@ class ObservationStore:
     def prune(self, max_bytes: int) -> PruneStats:
         """Remove least recently used entries until at most ``max_bytes`` remain (0: all).
 
-        Safe beside running writers and readers: a removed entry is a later miss.
+        Safe beside running writers and readers: a removed entry is a later miss. Raises
+        ``UsageError`` (and removes nothing) when the root is not an observation cache.
         """
+        self.check_is_cache()
         now = time.time()
         live: list[tuple[float, int, str]] = []
         removed = removed_bytes = 0
@@ -139,11 +187,56 @@ class ObservationStore:
         return PruneStats(self.root, removed, removed_bytes, total)
 
 
-def _unlink(path: str) -> bool:
+def _not_a_cache(root: Path) -> str | None:
+    """Why ``root`` is not a folder pruning may touch, or None."""
     try:
-        os.unlink(path)
+        names = set(os.listdir(root))
     except FileNotFoundError:
-        return False
+        return None
+    except NotADirectoryError:
+        return "not a folder"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if _TAG_NAME in names:
+        try:
+            with open(root / _TAG_NAME, "rb") as handle:
+                if handle.read(len(_TAG_TEXT) + 1).decode("ascii", "replace") == _TAG_TEXT:
+                    return None
+        except OSError:
+            pass
+        return f"its {_TAG_NAME} was not written by glasskit_eval"
+    if not names <= {_VERSION_DIR}:
+        return f"it holds other files, e.g. {sorted(names - {_VERSION_DIR})[0]!r}"
+    if names:
+        base = root / _VERSION_DIR
+        try:
+            if not stat.S_ISDIR(os.lstat(base).st_mode):
+                return f"{_VERSION_DIR} is not a folder"
+            inside = os.listdir(base)
+        except OSError as exc:
+            return exc.strerror or type(exc).__name__
+        if not all(_SHARD.fullmatch(name) for name in inside):
+            return f"{_VERSION_DIR} holds other files"
+    return None
+
+
+def _unlink(path: str) -> bool:
+    """Remove one entry file by name, reaching it from the root through no symlink."""
+    try:
+        if not _DIR_FD:
+            os.unlink(path)
+            return True
+        shard_path, name = os.path.split(path)
+        base_path, shard = os.path.split(shard_path)
+        root, version = os.path.split(base_path)
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+        with contextlib.ExitStack() as fds:
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+            fds.callback(os.close, fd)
+            for folder in (version, shard):
+                fd = os.open(folder, flags, dir_fd=fd)
+                fds.callback(os.close, fd)
+            os.unlink(name, dir_fd=fd)
     except OSError:
         return False
     return True

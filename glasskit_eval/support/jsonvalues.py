@@ -36,6 +36,10 @@ __all__ = [
 #: at about 330 levels, and every recursive helper here must stay well inside it.
 MAX_DEPTH = 100
 
+#: A value larger than this as JSON text (counted roughly: string lengths, a few characters per
+#: other item) is refused: an adapter's 300 MB answer would otherwise be copied into every report.
+MAX_JSON_CHARS = 64 * 1024 * 1024
+
 # Only ints large enough to risk Python's int-to-str digit limit are converted to
 # check them; below this, str() can never hit the limit (3.11's minimum is 640 digits).
 _LARGE_INT_BITS = 2000
@@ -60,6 +64,7 @@ def json_problem(value: object) -> str | None:
     # container reached twice through different parents is legitimately shared.
     stack: list[tuple[object, JsonPath | None, int] | int] = [(value, None, 0)]
     ancestors: set[int] = set()
+    size = 0
     while stack:
         entry = stack.pop()
         if isinstance(entry, int):
@@ -69,6 +74,10 @@ def json_problem(value: object) -> str | None:
         problem = _scalar_problem(item)
         if problem is not None:
             return _at(problem, path)
+        # Counted per occurrence: one string shared a million times is a million copies in JSON.
+        size += str.__len__(item) + 2 if isinstance(item, str) else 4
+        if size > MAX_JSON_CHARS:
+            return f"is larger than {MAX_JSON_CHARS >> 20} MiB as JSON"
         if not isinstance(item, (list, tuple, dict)):
             continue
         ident = id(item)
@@ -88,6 +97,7 @@ def json_problem(value: object) -> str | None:
                 if key_problem is not None:
                     where = f" at {format_path(path)}" if path is not None else ""
                     return f"object key{where} {key_problem}"
+                size += str.__len__(key) + 3
                 children.append((child, (path, key), depth + 1))
         else:
             children = [(child, (path, index), depth + 1) for index, child in enumerate(_elements(item))]

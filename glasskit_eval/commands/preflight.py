@@ -1,0 +1,40 @@
+"""Checks a run makes before its first adapter call, so a mistake costs no paid call.
+
+Each refuses what would otherwise fail or do harm only after the adapter has been called: a
+``--cache`` folder that is not an observation cache (its pruning would delete files), a
+``--baseline`` that is missing or not a run report, a ``GITHUB_STEP_SUMMARY`` that cannot be
+appended to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import OutputError
+from .requests import RunRequest
+
+
+def preflight(request: RunRequest, environ: Mapping[str, str] | None = None) -> None:
+    """Raise the :class:`~glasskit_eval.errors.EvalError` the first failing check finds."""
+    env = os.environ if environ is None else environ
+    if request.cache_dir is not None:
+        from ..evaluation.observation_store import ObservationStore
+
+        ObservationStore(Path(request.cache_dir)).check_is_cache()
+    if request.baseline is not None and request.shard is None:
+        from ..reports.baseline import load_report, report_results
+
+        report_results(load_report(Path(request.baseline)), f"--baseline {request.baseline}")
+    from .ci_outputs import annotations_on
+
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if summary_path and annotations_on(request.annotations, env):
+        try:
+            # Opened as the summary will be (created if missing, as the runner does), nothing written.
+            with open(summary_path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise OutputError(f"cannot append the job summary to GITHUB_STEP_SUMMARY ({summary_path}): "
+                              f"{exc.strerror or exc}; fix it before the run calls the adapter") from None
