@@ -159,7 +159,10 @@ def test_rate_limit_holds_on_average(tmp_path: Path, model_server: ModelServer) 
     code, _out, err, _report = run_http(eval_dir, tmp_path, "--max-calls-per-second", "10", "--concurrency", "3")
     assert code == 0, err
     times = sorted(s.at for s in model_server.requests("/ok"))
-    assert times[-1] - times[0] >= 2 / 10 - 0.01
+    # Call starts are 0.1 s apart; the server sees the first one later by its connection set-up
+    # (the others reuse the connection), which a loaded machine stretches. Unlimited, the three
+    # would arrive within milliseconds.
+    assert times[-1] - times[0] >= 2 / 10 - 0.05
 
 
 def test_garbage_response_and_refused_connection(tmp_path: Path, model_server: ModelServer) -> None:
