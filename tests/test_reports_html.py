@@ -68,7 +68,7 @@ def test_header_tables_and_review_commands() -> None:
     assert '<span class="verdict" id="verdict">FAILED</span>' in page
     assert "Trial 1: 3 failures &gt; 1" in page
     for section in ("gates", "trials", "targets", "cases", "latency", "stability", "timelines", "samples"):
-        assert f'<section id="{section}">' in page
+        assert f'<section id="{section}"' in page
     # Stability: the flaky sample with its sequence.
     stability = page[page.index('<section id="stability">'):page.index('<section id="timelines">')]
     assert '<span class="q q-passed">P</span><span class="q q-failed">F</span>' in stability
@@ -101,7 +101,7 @@ def test_thumbnails_embed_until_the_budget_then_link_to_artifacts(tmp_path) -> N
     assert by_frame[(target_door, 2)] == "failures/f2.jpg"  # relative to the page's folder
     assert by_frame[(target_door, 3)] is None
     assert not by_frame[(target_door, 5)].startswith("javascript") and "%3A" in by_frame[(target_door, 5)]
-    assert "thumbnail budget is spent: 3 more failed frame(s) are not embedded; 2 link" in page
+    assert "image budget is spent: 3 more failed frame(s) are not embedded; 2 link" in page
     assert "1 have none" in page
 
 
@@ -150,7 +150,7 @@ def test_latency_and_usage_come_from_the_summary() -> None:
     results = [dataclasses.replace(result(index=i, t=0.5 * i, duration=d), usage={"cost": 0.01, "input_tokens": 10.0})
                for i, d in enumerate([0.1, 0.2, 0.3, 0.4])]
     page = render_html(summary_of(results))
-    section = page[page.index('<section id="latency">'):]
+    section = page[page.index('<section id="latency"'):]
     section = section[:section.index("</section>")]
     assert "Latency and usage per target" in section
     assert [h for h in re.findall(r"<th>([^<]*)</th>", section)] == [

@@ -177,7 +177,7 @@ def test_report_of_a_real_run_in_chromium(real_report: Path, browser: Browser, t
     # Click a thumbnail to enlarge it.
     tab.click("#sample-body tr.flash img.thumb")
     tab.wait_for_selector("#lightbox:not([hidden])")
-    assert "frame 16" in tab.inner_text("#lightbox-caption")
+    assert "Frame 16" in tab.inner_text("#lightbox-caption")
     _screenshot(tab, tmp_path / "html-report-lightbox.png")
     tab.keyboard.press("Escape")
     tab.wait_for_selector("#lightbox", state="hidden")

@@ -135,7 +135,9 @@ def test_over_budget_thumbnails_link_to_saved_failures(tmp_path: Path) -> None:
     links = [row[10] for row in data["rows"] if isinstance(row[10], str)]
     assert len(links) == 11 and all(link.startswith("eval/runs/failures/trial-001/") for link in links)
     assert all((tmp_path / link).is_file() for link in links)
-    assert "The 0 MB thumbnail budget is spent" in page
+    assert "The 0 MB image budget is spent" in page
+    # The lightbox opens the same saved frame, at full resolution.
+    assert [row[12] for row in data["rows"] if isinstance(row[10], str)] == links
 
 
 def test_shards_merge_into_one_page(tmp_path: Path) -> None:

@@ -23,8 +23,13 @@
     for (var k in attrs) node.setAttribute(k, attrs[k]);
     return node;
   }
+  // Times in the clip, to the millisecond: the same form the server-rendered tables use.
   function seconds(t) { return (Math.round(t * 1000) / 1000) + " s"; }
-  function tick(t) { return (t >= 100 ? Math.round(t) : Number(t.toPrecision(3))) + " s"; }
+  function tick(t) { return seconds(t >= 100 ? Math.round(t) : Number(t.toPrecision(3))); }
+  function where(r) {
+    return data.cases[r[1]] + " / " + data.targetDisplay[r[2]] + " at " + seconds(r[4]) +
+      (r[5] === null ? "" : " (frame " + r[5] + ")") + (withTrial ? " · trial " + r[0] : "");
+  }
 
   // --- the sample table ---------------------------------------------------------------
   var KEYS = {
@@ -84,8 +89,6 @@
       var img = el("img", "thumb");
       img.src = data.thumbs[t];
       img.alt = "frame " + r[5];
-      img.dataset.caption = data.cases[r[1]] + " / " + data.targetDisplay[r[2]] + " at " + seconds(r[4]) +
-        " (frame " + r[5] + ")\nexpected: " + r[7] + "\nobserved: " + r[8];
       td.appendChild(img);
     } else if (typeof t === "string") {
       var a = el("a", "artifact", "saved frame");
@@ -112,11 +115,7 @@
     tr.appendChild(el("td", "v", r[7]));
     tr.appendChild(el("td", "v", r[8]));
     var reason = el("td", "reason", r[9]);
-    if (r[11]) {
-      var code = el("code", "cmd", r[11]);
-      code.title = "click to select the review command for this sample";
-      reason.appendChild(code);
-    }
+    if (r[11]) reason.appendChild(cmdBox(r[11]));
     tr.appendChild(reason);
     tr.appendChild(thumbCell(r));
     return tr;
@@ -180,22 +179,198 @@
   $("page-next").addEventListener("click", function () { state.page++; render(); });
   $("sample-body").addEventListener("click", function (e) {
     var target = e.target;
-    if (target.classList.contains("thumb")) openLightbox(target.src, target.dataset.caption);
-    else if (target.classList.contains("cmd")) window.getSelection().selectAllChildren(target);
+    var tr = target.closest("tr[data-row]");
+    if (target.classList.contains("thumb") && tr) openLightbox(Number(tr.dataset.row));
   });
 
   document.querySelectorAll("tr[data-jump]").forEach(function (tr) {
     tr.addEventListener("click", function () { jumpTo(Number(tr.dataset.jump)); });
   });
 
-  // --- lightbox -------------------------------------------------------------------------
-  function openLightbox(src, caption) {
-    $("lightbox-img").src = src;
-    $("lightbox-caption").textContent = caption || "";
-    $("lightbox").hidden = false;
+  // --- review commands: one line that scrolls in its box, and a button that copies it ------
+  function copyText(text, button) {
+    function done(ok) {
+      button.textContent = ok ? "Copied" : "Select and copy";
+      setTimeout(function () { button.textContent = "Copy"; }, 1500);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { done(true); }, function () { done(fallback()); });
+    } else {
+      done(fallback());
+    }
+    function fallback() {
+      // Clipboard API refused (older browsers, some file:// setups): a hidden textarea and execCommand.
+      var area = el("textarea", "offscreen");
+      area.value = text;
+      document.body.appendChild(area);
+      area.select();
+      var ok = false;
+      try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+      area.remove();
+      return ok;
+    }
   }
-  $("lightbox").addEventListener("click", function () { $("lightbox").hidden = true; });
-  document.addEventListener("keydown", function (e) { if (e.key === "Escape") $("lightbox").hidden = true; });
+  function cmdBox(text) {
+    var box = el("div", "cmd-box");
+    var pre = el("pre", "cmd", text);
+    pre.title = "the review command for this sample";
+    var button = el("button", "copy", "Copy");
+    button.type = "button";
+    button.addEventListener("click", function (e) { e.stopPropagation(); copyText(text, button); });
+    box.appendChild(pre);
+    box.appendChild(button);
+    return box;
+  }
+
+  // --- failed samples, the lightbox and anchors ---------------------------------------
+  var failures = [];
+  for (var f = 0; f < rows.length; f++) if (rows[f][6] < 2) failures.push(f);
+  failures.sort(function (i, j) {
+    var a = rows[i], b = rows[j];
+    return cmp(a[6], b[6]) || cmp(a[1], b[1]) || cmp(a[2], b[2]) || cmp(a[4], b[4]) || cmp(a[0], b[0]) ||
+      cmp(a[3], b[3]);
+  });
+  var anchorOf = {};
+  Object.keys(data.anchors).forEach(function (id) { anchorOf[data.anchors[id]] = id; });
+  var CARDS = 50;
+  var shown = 0;
+  var current = -1;
+
+  function card(i) {
+    var r = rows[i];
+    var li = el("li", "card r-" + STATUS[r[6]]);
+    li.dataset.row = String(i);
+    var open = el("button", "card-open");
+    open.type = "button";
+    open.setAttribute("aria-label", "Open " + STATUS[r[6]] + " sample: " + where(r));
+    if (typeof r[10] === "number") {
+      var img = el("img", "card-img");
+      img.src = data.thumbs[r[10]];
+      img.alt = "";
+      open.appendChild(img);
+    } else {
+      open.appendChild(el("span", "card-img none", r[5] === null ? "no frame" : "no thumbnail"));
+    }
+    li.appendChild(open);
+    var text = el("div", "card-text");
+    var head = el("div", "card-head");
+    head.appendChild(el("span", "s s-" + STATUS[r[6]], STATUS[r[6]]));
+    var link = el("a", "card-where", where(r));
+    link.href = "#" + (anchorOf[i] || "");
+    head.appendChild(link);
+    text.appendChild(head);
+    text.appendChild(el("div", "card-reason", r[9]));
+    li.appendChild(text);
+    li.addEventListener("click", function (e) {
+      if (e.target.closest("a")) return;  // the link opens it through the hash
+      openLightbox(i);
+    });
+    return li;
+  }
+  function moreCards() {
+    var list = $("failure-list");
+    if (!list) return;
+    var end = Math.min(failures.length, shown + CARDS);
+    var frag = document.createDocumentFragment();
+    for (; shown < end; shown++) frag.appendChild(card(failures[shown]));
+    list.appendChild(frag);
+    var more = $("failure-more");
+    more.hidden = shown >= failures.length;
+    more.textContent = "Show " + Math.min(CARDS, failures.length - shown) + " more of " +
+      (failures.length - shown) + " left";
+  }
+  if ($("failure-more")) $("failure-more").addEventListener("click", moreCards);
+
+  function showImage(r) {
+    var img = $("lightbox-img");
+    var caption = $("lightbox-caption");
+    var full = r[12];
+    caption.replaceChildren();
+    img.hidden = false;
+    if (typeof full === "number") {
+      img.src = data.frames[full];
+      img.dataset.kind = "full";
+      caption.textContent = "Frame " + r[5] + " at full resolution";
+    } else if (full === true) {
+      img.src = data.thumbs[r[10]];
+      img.dataset.kind = "full";
+      caption.textContent = "Frame " + r[5] + " at full resolution";
+    } else if (typeof r[10] === "number") {
+      img.src = data.thumbs[r[10]];
+      img.dataset.kind = "thumb";
+      caption.textContent = "Frame " + r[5] + " (thumbnail; beyond the report's image budget). ";
+    } else {
+      img.removeAttribute("src");
+      img.hidden = true;
+      img.dataset.kind = "none";
+      caption.textContent = r[5] === null ? "No frame (the sample failed before one was decoded). "
+        : "Frame " + r[5] + " is not embedded. ";
+    }
+    var link = typeof full === "string" ? full : typeof r[10] === "string" ? r[10] : null;
+    if (link) {
+      var a = el("a", "artifact", "open the saved frame (--save-failures)");
+      a.href = link;
+      a.rel = "noopener noreferrer";
+      a.target = "_blank";
+      caption.appendChild(a);
+    }
+  }
+  function openLightbox(i, fromHash) {
+    var r = rows[i];
+    current = i;
+    $("lb-title").textContent = STATUS[r[6]] + ": " + where(r);
+    var pos = failures.indexOf(i);
+    $("lb-count").textContent = pos < 0 ? "" : (pos + 1) + " of " + failures.length;
+    $("lb-prev").disabled = pos <= 0;
+    $("lb-next").disabled = pos < 0 || pos >= failures.length - 1;
+    showImage(r);
+    $("lb-reason").textContent = r[9];
+    $("lb-expected").textContent = r[7] === "" ? "(nothing)" : r[7];
+    $("lb-observation").textContent = r[13] === null || r[13] === undefined ? r[8] : (r[13] || "(none)");
+    $("lb-cmd").textContent = r[11] || "";
+    var id = anchorOf[i];
+    $("lb-link").href = "#" + (id || "");
+    $("lb-link").hidden = !id;
+    var box = $("lightbox");
+    var wasHidden = box.hidden;
+    box.hidden = false;
+    document.body.classList.add("lb-open");
+    if (id && !fromHash && location.hash !== "#" + id) history.replaceState(null, "", "#" + id);
+    if (wasHidden) $("lb-close").focus();
+  }
+  function closeLightbox() {
+    if ($("lightbox").hidden) return;
+    $("lightbox").hidden = true;
+    document.body.classList.remove("lb-open");
+    if (location.hash.indexOf("#sample-") === 0) history.replaceState(null, "", location.pathname + location.search);
+    var back = document.querySelector('#failure-list li[data-row="' + current + '"] .card-open');
+    if (back) back.focus({ preventScroll: true });
+  }
+  function step(by) {
+    var pos = failures.indexOf(current);
+    if (pos < 0) return;
+    var next = pos + by;
+    if (next >= 0 && next < failures.length) openLightbox(failures[next]);
+  }
+  $("lb-prev").addEventListener("click", function () { step(-1); });
+  $("lb-next").addEventListener("click", function () { step(1); });
+  $("lb-close").addEventListener("click", closeLightbox);
+  $("lb-copy").addEventListener("click", function () { copyText($("lb-cmd").textContent, $("lb-copy")); });
+  $("lightbox").addEventListener("click", function (e) { if (e.target === $("lightbox")) closeLightbox(); });
+  document.addEventListener("keydown", function (e) {
+    if ($("lightbox").hidden) return;
+    if (e.key === "Escape") { e.preventDefault(); closeLightbox(); }
+    else if (e.key === "ArrowLeft") { e.preventDefault(); step(-1); }
+    else if (e.key === "ArrowRight") { e.preventDefault(); step(1); }
+  });
+  function followHash() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    if (!Object.prototype.hasOwnProperty.call(data.anchors, id)) return;
+    var i = data.anchors[id];
+    if (rows[i][6] < 2) openLightbox(i, true);
+    else jumpTo(i);
+  }
+  window.addEventListener("hashchange", followHash);
 
   // --- timelines ------------------------------------------------------------------------
   var tip = $("tip");
@@ -275,6 +450,8 @@
   timelines();
   recompute();
   render();
+  moreCards();
+  followHash();
   // Milliseconds from navigation start until the page was usable (benchmarks read it).
   document.body.dataset.readyMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";

@@ -56,8 +56,8 @@ def add_run(sub: Any) -> None:
     p.add_argument("--html", metavar="PATH",
                    help="write a self-contained HTML report with thumbnails of the failed frames")
     p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
-                   help="size budget of the HTML report's embedded thumbnails; beyond it they link to "
-                   "--save-failures artifacts (default: 25)")
+                   help="size budget of the HTML report's embedded images (thumbnails first, then full-resolution "
+                   "frames); beyond it they link to --save-failures artifacts (default: 25)")
     p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
                    help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
                    "older ones are deleted (default: 10; 0 keeps all)")

@@ -73,7 +73,8 @@ def add_report(sub: Any) -> None:
     p.add_argument("--eval-dir", metavar="PATH",
                    help="eval directory whose videos give thumbnails and clip durations (default: none)")
     p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
-                   help="size budget of the embedded thumbnails (default: 25)")
+                   help="size budget of the embedded images (thumbnails first, then full-resolution frames; "
+                   "default: 25)")
     p.set_defaults(handler=run_report)
 
 

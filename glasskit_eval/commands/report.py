@@ -12,7 +12,7 @@ from ..plan.schedule import Filters
 from ..plan.videos import video_resolver
 from ..reports.html import HtmlOptions
 from ..reports.loading import load_report_file, run_from_reports
-from ..reports.publish import write_html
+from ..reports.publish import shown_eval_dir, write_html
 from ..reports.thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore
 from ..results import SampleResult
 from ..summary import RunSummary
@@ -36,9 +36,11 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
         durations, more = _from_videos(eval_dir, run.cases, results, store,
                                        lambda line: print(line, file=err))
         notes += more
-    write_html(html, summary, HtmlOptions(thumbnails=store, budget_bytes=budget_bytes, over_budget=store.over_budget,
-                                          durations=durations, sources=tuple(str(p) for p in paths),
-                                          notes=tuple(notes), baseline=baselines[0] if len(baselines) == 1 else None))
+    shown = shown_eval_dir(run.eval_dir, str(eval_dir) if eval_dir is not None else None)
+    write_html(html, summary, HtmlOptions(thumbnails=store, frames=store.frames, budget_bytes=budget_bytes,
+                                          over_budget=store.over_budget, durations=durations,
+                                          sources=tuple(str(p) for p in paths), notes=tuple(notes),
+                                          baseline=baselines[0] if len(baselines) == 1 else None, eval_dir=shown))
     print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
           f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
     return summary

@@ -48,6 +48,8 @@ class _Prepared:
     output: AdapterOutput
     #: A Python adapter shares our stdout and stderr: they are captured while it runs.
     in_process: bool
+    #: The eval directory as the command line gave it (the request records it absolute).
+    shown_eval_dir: str
 
 
 def destinations(request: RunRequest, root: Path) -> list[Destination]:
@@ -94,14 +96,18 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
 
     # Videos are hashed on a thread while planning reads their frame tables.
     digests = VideoDigests()
+    from ..reports.publish import shown_eval_dir
+
     if isinstance(given, Path):
         request = life.resume(given, RunRequest.from_json, digests)
+        shown = shown_eval_dir(request.eval_dir)
         if output_json is not None:
             request = replace(request, output_json=absolute(output_json))
         if baseline is not None:
             request = replace(request, baseline=absolute(baseline))
     else:
         request = given
+        shown = request.eval_dir
     life.verbose = request.verbose
     plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
                       resolve_video=video_resolver(lambda message: print(message, file=err)),
@@ -134,7 +140,7 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           baseline=absolute(request.baseline))
     life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
                root=request.checkpoint_root(), err=err)
-    return _Prepared(request, plan, full, spec, output, in_process)
+    return _Prepared(request, plan, full, spec, output, in_process, shown)
 
 
 def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[AdapterOutput, bool]:
@@ -210,7 +216,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared.plan, thumbnails, baseline)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline)
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -242,7 +248,7 @@ def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
     return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
 
 
-def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: ThumbnailStore,
+def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
                 baseline: BaselineDiff | None) -> None:
     from ..plan.planning import clip_durations
     from ..reports.html import HtmlOptions
@@ -250,9 +256,11 @@ def _write_html(path: Path, summary: RunSummary, plan: Plan, thumbnails: Thumbna
 
     # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
-    write_html(path, summary, HtmlOptions(thumbnails=thumbnails, budget_bytes=thumbnails.budget_bytes,
-                                          over_budget=thumbnails.over_budget, durations=clip_durations(plan),
-                                          baseline=baseline.to_json() if baseline is not None else None))
+    write_html(path, summary, HtmlOptions(thumbnails=thumbnails, frames=thumbnails.frames,
+                                          budget_bytes=thumbnails.budget_bytes, over_budget=thumbnails.over_budget,
+                                          durations=clip_durations(prepared.plan),
+                                          baseline=baseline.to_json() if baseline is not None else None,
+                                          eval_dir=prepared.shown_eval_dir))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:

@@ -8,6 +8,11 @@ encode and never a second decode. ``report`` (from JSON alone) fills the same st
 Thumbnails are keyed by (case, frame index): every target and trial that failed on the same frame
 of the same clip shares one picture. The store stops keeping new ones once the embedding budget is
 spent, so memory stays bounded by the budget however many samples fail.
+
+Beside each thumbnail the store keeps the frame at full resolution (a JPEG, for the report's
+lightbox) under the same budget, counted apart: which of them fit in the page is the renderer's
+choice, made after every thumbnail (thumbnails first, then full frames with what is left). A frame
+no larger than a thumbnail is its own full frame and costs nothing more.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from ..results import SampleResult, Status
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_SIDE = 320
 JPEG_QUALITY = 80
+#: Quality of the full-resolution frames (the --save-failures artifacts use the same).
+FULL_QUALITY = 90
 #: Default size budget for the embedded thumbnails (their data URIs), in bytes.
 DEFAULT_BUDGET_BYTES = 25 * 1000 * 1000
 
@@ -37,6 +44,18 @@ def wants_thumbnail(result: SampleResult) -> bool:
 def data_uri_size(jpeg: bytes) -> int:
     """Bytes a JPEG takes in the report as a base64 data URI."""
     return len("data:image/jpeg;base64,") + 4 * ((len(jpeg) + 2) // 3)
+
+
+def make_jpeg(image: Any, quality: int = FULL_QUALITY) -> bytes:
+    """JPEG of ``image`` (a PIL image, left untouched) at its own size."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    try:
+        buffer = io.BytesIO()
+        rgb.save(buffer, format="JPEG", quality=quality)
+        return buffer.getvalue()
+    finally:
+        if rgb is not image:
+            rgb.close()
 
 
 def make_thumbnail(image: Any) -> bytes:
@@ -83,6 +102,13 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
         #: Frames whose thumbnail could not be made (an adapter closed its image, a broken artifact).
         self.failed: set[ThumbKey] = set()
         self._jpegs: dict[ThumbKey, bytes] = {}
+        self._frames: dict[ThumbKey, bytes] = {}
+        self.frame_bytes = 0
+
+    @property
+    def frames(self) -> Mapping[ThumbKey, bytes]:
+        """Full-resolution JPEGs by key; a thumbnail that is the whole frame stands for itself."""
+        return self._frames
 
     def __getitem__(self, key: ThumbKey) -> bytes:
         return self._jpegs[key]
@@ -105,6 +131,21 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
         self.used_bytes += size
         return True
 
+    def add_frame(self, key: ThumbKey, image: Any) -> None:
+        """Keep ``image`` at full resolution while the budget allows (after its thumbnail)."""
+        if key in self._frames or key not in self._jpegs:
+            return
+        if max(image.size) <= THUMBNAIL_SIDE:
+            self._frames[key] = self._jpegs[key]
+            return
+        if self.frame_bytes >= self.budget_bytes:
+            return
+        jpeg = make_jpeg(image)
+        size = data_uri_size(jpeg)
+        if self.frame_bytes + size <= self.budget_bytes:
+            self._frames[key] = jpeg
+            self.frame_bytes += size
+
     def keep(self, result: SampleResult, image: Any) -> None:
         """The run loop's frame keeper; never raises (a thumbnail is not worth a failed run)."""
         if not wants_thumbnail(result):
@@ -117,11 +158,10 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
             self.over_budget.add(key)
             return
         try:
-            jpeg = make_thumbnail(image)
+            if self.add(key, make_thumbnail(image)):
+                self.add_frame(key, image)
         except Exception:
             self.failed.add(key)
-            return
-        self.add(key, jpeg)
 
     def add_from_artifacts(self, results: Iterable[SampleResult]) -> None:
         """Thumbnails from ``--save-failures`` JPEGs for results that have one and need one."""
@@ -137,10 +177,10 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
             try:
                 with Image.open(Path(r.artifact_image)) as image:
                     image.load()
-                    jpeg = make_thumbnail(image)
+                    if self.add(key, make_thumbnail(image)):
+                        self.add_frame(key, image)
             except (OSError, ValueError):
                 continue  # missing or unreadable artifact: maybe the videos can still give it
-            self.add(key, jpeg)
 
     def add_from_videos(self, wanted: Mapping[str, tuple[Path, Iterable[SampleResult]]]) -> list[str]:
         """Decode the frames of failed results, per case (``case -> (video, results)``).
@@ -169,8 +209,8 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
                             key = (case, frame.index)
                             if r.frame_index != frame.index:
                                 mismatched += 1
-                            elif self.needs(key):
-                                self.add(key, make_thumbnail(frame.image))
+                            elif self.needs(key) and self.add(key, make_thumbnail(frame.image)):
+                                self.add_frame(key, frame.image)
                     finally:
                         frame.image.close()
             except VideoError as exc:

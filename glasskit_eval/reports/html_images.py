@@ -1,0 +1,112 @@
+"""Which frames the HTML report embeds, within ``--html-budget-mb``, and where the rest link.
+
+One budget covers everything embedded. Thumbnails come first, one per failed frame in the order
+the page lists failures (errors, then failures; case, target, time), so every failure gets a
+picture before any gets a large one. Full-resolution frames, for the lightbox, come second in the
+same order, from what the thumbnails left. A frame beyond the budget links to its
+``--save-failures`` artifact (a JPEG at full resolution) when the run kept one.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..results import SampleResult
+from .thumbnails import ThumbKey, data_uri_size
+
+
+@dataclass
+class Images:
+    #: Embedded thumbnails and full frames (data URIs), in the order the rows point at them.
+    thumbs: list[str] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)
+    #: By attempt: a thumbnail's index, or an artifact link to show in its place.
+    thumb_of: dict[int, int | str] = field(default_factory=dict)
+    #: By attempt: a full frame's index, True when the thumbnail is the whole frame, or an artifact link.
+    frame_of: dict[int, int | bool | str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def data_uri(jpeg: bytes) -> str:
+    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+
+
+def artifact_link(path: str, output_dir: str | None) -> str:
+    from urllib.parse import quote
+
+    if output_dir is not None:
+        try:
+            rel = os.path.relpath(path, output_dir)
+        except ValueError:  # another drive (Windows)
+            rel = path
+        # Relative when the artifacts sit near the page (they travel together in a CI artifact).
+        if not rel.startswith(".." + os.sep + ".." + os.sep + ".."):
+            return quote(rel.replace(os.sep, "/"))
+    return "file://" + quote(os.path.abspath(path).replace(os.sep, "/"))
+
+
+def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbnails: Mapping[ThumbKey, bytes],
+             frames: Mapping[ThumbKey, bytes], budget_bytes: int, over_budget: Collection[ThumbKey],
+             output_dir: str | None) -> Images:
+    """Spend the budget over ``failing`` (attempt indices, in page order, each with a frame index)."""
+    out = Images()
+    thumb_index: dict[ThumbKey, int] = {}
+    counted: set[ThumbKey] = set()
+    used = over = missing = linked = 0
+    for i in failing:
+        r = attempts[i]
+        key = (r.case, r.frame_index or 0)
+        if key in thumb_index:
+            out.thumb_of[i] = thumb_index[key]
+            continue
+        jpeg = thumbnails.get(key)
+        if jpeg is not None and used + data_uri_size(jpeg) <= budget_bytes:
+            used += data_uri_size(jpeg)
+            thumb_index[key] = out.thumb_of[i] = len(out.thumbs)
+            out.thumbs.append(data_uri(jpeg))
+            continue
+        # Each attempt links to its own artifact; the note counts frames, once each.
+        first = key not in counted
+        counted.add(key)
+        if first and (jpeg is not None or key in over_budget):
+            over += 1
+        if r.artifact_image:
+            out.thumb_of[i] = artifact_link(r.artifact_image, output_dir)
+            linked += first
+        else:
+            missing += first
+    frame_index: dict[ThumbKey, int | bool] = {}
+    late = 0
+    for i in failing:
+        r = attempts[i]
+        key = (r.case, r.frame_index or 0)
+        if key not in frame_index:
+            full = frames.get(key)
+            if full is not None and key in thumb_index and full == thumbnails.get(key):
+                frame_index[key] = True
+            elif full is not None and used + data_uri_size(full) <= budget_bytes:
+                used += data_uri_size(full)
+                frame_index[key] = len(out.frames)
+                out.frames.append(data_uri(full))
+            else:
+                late += full is not None
+        if key in frame_index:
+            out.frame_of[i] = frame_index[key]
+        elif r.artifact_image:
+            out.frame_of[i] = artifact_link(r.artifact_image, output_dir)
+    mb = f"{budget_bytes / 1e6:g} MB"
+    if over:
+        out.notes.append(f"The {mb} image budget is spent: {over} more failed frame(s) are not embedded; "
+                         f"{linked} link to their --save-failures artifact"
+                         + (f", {missing} have none (run with --save-failures to keep them)." if missing else "."))
+    elif missing:
+        out.notes.append(f"{missing} failed frame(s) have no thumbnail (render from the run with --html, "
+                         "keep --save-failures artifacts, or give report --eval-dir with the videos).")
+    elif late:
+        out.notes.append(f"{late} failed frame(s) are embedded as thumbnails only: full-resolution frames "
+                         f"beyond the {mb} budget open their --save-failures artifact where the run kept one "
+                         "(raise --html-budget-mb to embed them).")
+    return out
