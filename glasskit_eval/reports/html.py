@@ -26,6 +26,7 @@ from typing import Any
 
 from ..results import SampleResult, Stability, Status
 from ..summary import RunSummary
+from .console import shown_reason
 from .html_images import allocate
 from .html_tables import baseline, gates, groups, jump_rows, latency, stability, trials
 from .html_text import LETTER, RANK, STATUS_ORDER, clip, esc, pct, seconds, value_text
@@ -215,7 +216,7 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
         failed = r.status in (Status.FAILED, Status.ERROR)
         rows.append([trial_of[i], cases[r.case], targets[r.target], r.sample_index, r.timestamp_s, r.frame_index,
                      RANK[r.status], value_text(r.expected), value_text(r.observed_value),
-                     clip(r.reason), images.thumb_of.get(i), review_command(eval_dir, r) if failed else None,
+                     clip(shown_reason(r)), images.thumb_of.get(i), review_command(eval_dir, r) if failed else None,
                      images.frame_of.get(i), _observation(r) if failed else None])
     return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes}
 
