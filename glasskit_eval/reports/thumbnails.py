@@ -78,14 +78,7 @@ def make_thumbnail(image: Any) -> bytes:
             small.close()
         small = resized
     try:
-        if small.mode != "RGB":
-            converted = small.convert("RGB")
-            if small is not image:
-                small.close()
-            small = converted
-        buffer = io.BytesIO()
-        small.save(buffer, format="JPEG", quality=JPEG_QUALITY)
-        return buffer.getvalue()
+        return make_jpeg(small, JPEG_QUALITY)
     finally:
         if small is not image:
             small.close()
