@@ -262,18 +262,19 @@ def test_png_decodes_in_node_too() -> None:
     if NODE is None:
         pytest.skip("node is not installed")
     image = make_image(3, (37, 21))
+    # The helper's own decoder (what a copied-alone Node adapter has), RGBA out.
     script = (
-        "import { decodePng } from './png.mjs';"
+        "import { decodePng } from './glasskit_adapter.mjs';"
         "import { createHash } from 'node:crypto';"
         "const chunks = []; for await (const c of process.stdin) chunks.push(c);"
-        "const { pixels } = decodePng(Buffer.concat(chunks));"
-        "console.log(createHash('sha256').update(pixels).digest('hex'));"
+        "const { data } = decodePng(Buffer.concat(chunks));"
+        "console.log(createHash('sha256').update(data).digest('hex'));"
     )
     proc = subprocess.run(
         ["node", "--input-type=module", "-e", script],
-        input=encode_png(image), capture_output=True, cwd=ADAPTERS / "js", timeout=30, check=True,
+        input=encode_png(image), capture_output=True, cwd=ROOT / "glasskit_eval" / "assets", timeout=30, check=True,
     )
-    assert proc.stdout.decode().strip() == hashlib.sha256(image.tobytes()).hexdigest()
+    assert proc.stdout.decode().strip() == hashlib.sha256(image.convert("RGBA").tobytes()).hexdigest()
 
 
 # -- good adapters ------------------------------------------------------------------
