@@ -329,3 +329,14 @@ def test_target_filter_skips_unrelated_broken_case_files(tmp_path: Path, command
     # A broken file that does declare the target is still reported.
     code, out, err = run_cli(command, "--eval-dir", eval_dir, "--target", "other")
     assert code in (1, 2) and "b-broken.yaml" in out + err and "bogus_key" in out + err
+
+
+@pytest.mark.parametrize("command", ["run", "list-samples", "seed"])
+def test_unknown_target_lists_the_evals_targets_and_suggests_one(tmp_path: Path, command: str) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE, "b": CASE.replace("ready:", "door:")}, FRAMECODE_ADAPTER)
+    code, out, err = run_cli(command, "--eval-dir", eval_dir, "--target", "raedy")
+    assert code == 2, out + err
+    assert "unknown target 'raedy' in the selected cases; targets: door, ready (did you mean 'ready'?)" \
+        in out + err
+    code, out, err = run_cli(command, "--eval-dir", eval_dir, "--case", "b", "--target", "ready")
+    assert code == 2 and "unknown target 'ready' in case 'b'; targets: door" in out + err

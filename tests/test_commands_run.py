@@ -74,12 +74,23 @@ def test_unwritable_destination_stops_the_run_before_the_adapter_exists(tmp_path
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
     path = blocker if option == "--artifacts-dir" else blocker / "report"
-    code, out, err = run_cli("run", "--eval-dir", eval_dir, option, path)
+    extra = ["--save-failures"] if option == "--artifacts-dir" else []
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, option, path, *extra)
     assert code == 2
     assert err.startswith(f"error: {option} {path}: ")
     assert not (eval_dir / "factory-called").exists()
     assert not (eval_dir / "runs" / "checkpoints").exists() or \
         not any((eval_dir / "runs" / "checkpoints").iterdir())
+
+
+def test_artifacts_dir_without_save_failures_creates_nothing(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"walk": CASE}, MARKING)
+    (eval_dir / "heal").touch()
+    artifacts = tmp_path / "art" / "nested"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--artifacts-dir", artifacts)
+    assert code == 0, err
+    assert not (tmp_path / "art").exists()
+    assert not (eval_dir / "runs" / "failures").exists()
 
 
 def test_resume_writes_its_report_where_output_json_says(tmp_path: Path) -> None:

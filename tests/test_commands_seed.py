@@ -148,6 +148,21 @@ def test_keep_going_leaves_the_file_alone_and_resume_finishes_only_the_rest(
     assert yaml.safe_load(path.read_text())["targets"]["door"]["samples"][1]["expect"] is True
 
 
+@pytest.mark.parametrize("keep_going", [[], ["--keep-going"]])
+def test_an_observation_missing_the_field_exits_2_and_leaves_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_going: list[str]) -> None:
+    seed_env(monkeypatch, tmp_path)
+    # The labeler answers result.open and result.index, never result.shut.
+    case = CASE.replace("field: result.open", "field: result.shut")
+    eval_dir = make_eval(tmp_path, {"door": case}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, *keep_going)
+    assert code == 2, out + err
+    assert path.read_bytes() == case.encode()
+    assert "observations lack the configured field (first: door/door @0s adapter observation is missing " \
+        "configured field: result.shut); case files were left unchanged" in err
+
+
 def test_fail_fast_prints_resume_only_when_work_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seed_env(monkeypatch, tmp_path, fail_at="0.0")
     eval_dir = make_eval(tmp_path, {"door": CASE}, LABELER)

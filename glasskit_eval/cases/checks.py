@@ -239,3 +239,9 @@ def _suggest(word: str, choices: set[str]) -> str:
 
     close = difflib.get_close_matches(word, sorted(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_target_problem(where: str | None, scope: str, name: str, known: set[str]) -> Problem:
+    """``--target`` naming no target of the selection: list the targets there are, suggest the closest."""
+    listed = ", ".join(sorted(known)) or "(none)"
+    return Problem(where, "", f"unknown target {name!r} in {scope}; targets: {listed}{_suggest(name, known)}")

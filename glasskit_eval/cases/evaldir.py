@@ -13,7 +13,7 @@ from ..store.urls import secret_parts
 from ..support.jsonvalues import json_problem
 from ..support.records import Frozen
 from ..yamltext.source import load_yaml_file
-from .checks import Checker
+from .checks import Checker, unknown_target_problem
 from .model import Case, Thresholds
 from .parse import parse_case, parse_thresholds
 
@@ -204,11 +204,14 @@ def load_cases(eval_dir: EvalDir, paths: tuple[Path, ...], *, allow_empty: bool,
     """
     cases: list[Case] = []
     problems: list[Problem] = []
+    # Every target the files name, skipped files included: an unknown --target lists them.
+    declared: set[str] = set()
     for path in paths:
         doc, yaml_problems = load_yaml_file(path)
         if yaml_problems:
             problems.extend(yaml_problems)
             continue
+        declared.update(_declared_targets(doc.value))
         if targets and not _may_declare(doc.value, targets):
             continue
         case, case_problems = parse_case(doc, path, allow_empty=allow_empty)
@@ -221,7 +224,16 @@ def load_cases(eval_dir: EvalDir, paths: tuple[Path, ...], *, allow_empty: bool,
                                 "or pass --allow-empty"))
     if problems:
         raise ValidationError(problems)
+    missing = [t for t in targets if t not in declared]
+    if missing:
+        scope = f"case {paths[0].stem!r}" if len(paths) == 1 else "the selected cases"
+        raise ValidationError([unknown_target_problem(str(eval_dir.cases_dir), scope, missing[0], declared)])
     return cases
+
+
+def _declared_targets(root: Any) -> list[str]:
+    declared = root.get("targets") if isinstance(root, dict) else None
+    return [str(key) for key in declared] if isinstance(declared, dict) else []
 
 
 def _may_declare(root: Any, targets: tuple[str, ...]) -> bool:

@@ -59,7 +59,9 @@ def destinations(request: RunRequest, root: Path) -> list[Destination]:
         found.append(Destination(Path(request.output_json), "--output-json"))
     if request.html:
         found.append(Destination(Path(request.html), "--html"))
-    if request.artifacts_dir:
+    # Without --save-failures nothing is saved, so --artifacts-dir alone creates nothing (as upstream):
+    # the adapter is only told the path.
+    if request.save_failures and request.artifacts_dir:
         found.append(Destination(Path(request.artifacts_dir), "--artifacts-dir", directory=True))
     elif request.save_failures:
         found.append(Destination(root / "runs", "--save-failures (to <eval-dir>/runs/)", directory=True))

@@ -19,7 +19,7 @@ from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand
 from ..errors import EvalError
 from ..evaluation.case import CaseWork, run_case
-from ..evaluation.proposals import CaseEdits, extract_judge, needs_seed, plan_edits
+from ..evaluation.proposals import FIELD_ERROR, CaseEdits, extract_judge, needs_seed, plan_edits
 from ..plan.planning import Plan, build_plan
 from ..plan.schedule import Filters, ScheduledSample
 from ..plan.videos import video_resolver
@@ -86,6 +86,14 @@ class _Seeder:
         if errors:
             for r in errors:
                 self.say(f"  ERROR {r.case}/{r.target} @{format_time_float(r.timestamp_s)}s {r.reason}")
+            missing = [r for r in errors if r.reason.startswith(FIELD_ERROR)]
+            if missing:
+                # A missing field is the adapter and the case disagreeing, not a flaky call that
+                # --keep-going tolerates: an error (exit 2), as upstream.
+                first = missing[0]
+                raise EvalError(f"{len(missing)} observations lack the configured field (first: "
+                                f"{first.case}/{first.target} @{format_time_float(first.timestamp_s)}s "
+                                f"{first.reason.removeprefix(FIELD_ERROR)}); case files were left unchanged")
             self.say(f"Seed incomplete: {len(errors)} expectations could not be proposed; case files "
                      "were left unchanged.")
             if life.has_completed_work:

@@ -21,6 +21,9 @@ from ..results import ErrorKind, Status
 from ..support.jsonvalues import canonical_key
 from .judge import Verdict, plain_observation
 
+#: How a seed result without the configured field starts its reason.
+FIELD_ERROR = "field_error: "
+
 
 def extract_judge(sample: ScheduledSample, observation: Any) -> Verdict:
     """Seed's judging step: the proposed expectation is the observation's configured field.
@@ -32,7 +35,7 @@ def extract_judge(sample: ScheduledSample, observation: Any) -> Verdict:
     try:
         value = extract_field(observed, sample.field)
     except MissingField as exc:
-        return Verdict(Status.ERROR, f"field_error: {exc}", observed, error_kind=ErrorKind.ADAPTER)
+        return Verdict(Status.ERROR, f"{FIELD_ERROR}{exc}", observed, error_kind=ErrorKind.ADAPTER)
     return Verdict(Status.PASSED, "proposed", observed, value)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from ..cases.checks import unknown_target_problem
 from ..cases.model import Case, SampleBlock, TargetSpec, block_times
 from ..compare.modes import CompareConfig, infer_mode
 from ..errors import Problem, UsageError, ValidationError
@@ -123,8 +124,7 @@ def select_cases(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
     if missing:
         where = str(cases[0].path.parent) if cases else None
         scope = f"case {cases[0].name!r}" if len(cases) == 1 else "the selected cases"
-        raise ValidationError([Problem(where, "", f"unknown target {missing[0]!r} in {scope}; targets: "
-                                       + (", ".join(sorted(known_targets)) or "(none)"))])
+        raise ValidationError([unknown_target_problem(where, scope, missing[0], known_targets)])
     selected: list[tuple[Case, list[ScheduledSample]]] = []
     problems: list[Problem] = []
     for case in cases:

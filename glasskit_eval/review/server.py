@@ -1,7 +1,8 @@
-"""HTTP transport for the review page: stdlib ``ThreadingHTTPServer`` on 127.0.0.1 only.
+"""HTTP transport for the review page: stdlib ``http.server`` on 127.0.0.1 only.
 
 All decisions live in ``api.handle``; this module parses requests, applies the
-security headers to every response and streams file bodies.
+security headers to every response and streams file bodies. Which connection is served
+when, and for how long it may take, is ``connections``' business.
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ import contextlib
 import html
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, TextIO
 
 from .api import FileBody, Request, Response, ReviewState, handle
+from .connections import BufferedSocketReader, Connections, SocketWriter
 from .security import SECURITY_HEADERS
 
 HOST = "127.0.0.1"
@@ -30,6 +33,25 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "glasskit-review"
     sys_version = ""
+
+    def __init__(self, sock: socket.socket, address: Any, server: ReviewServer, data: bytes) -> None:
+        self._data = data
+        super().__init__(sock, address, server)
+
+    def setup(self) -> None:
+        # The lobby already read the request head: reading goes on from those bytes.
+        self.connection = self.request
+        self.reader = BufferedSocketReader(self.request, self._data)
+        self.rfile = self.reader
+        self.wfile = SocketWriter(self.request)
+
+    def handle(self) -> None:
+        # One request per hand-over: a kept-alive connection waits for its next one in the lobby.
+        self.close_connection = True
+        self.handle_one_request()
+
+    def finish(self) -> None:
+        pass  # the socket belongs to the lobby again, or is closed by it
 
     def _serve(self) -> None:
         consumed = False
@@ -100,16 +122,34 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class ReviewServer(ThreadingHTTPServer):
-    daemon_threads = True
+class ReviewServer(HTTPServer):
     # A restarted review must not take over a port another process still answers on.
     allow_reuse_address = False
+    # Connections past the lobby's reach wait in the kernel's queue rather than being refused.
+    request_queue_size = 128
 
     def __init__(self, state: ReviewState, port: int = 0, *, verbose: bool = False) -> None:
-        super().__init__((HOST, port), _Handler)
+        # Before binding: a port in use closes the server, and with it these threads, at once.
+        self.connections = Connections(self._serve_one)
+        super().__init__((HOST, port), _Handler)  # type: ignore[arg-type]
         self.verbose = verbose
         state.port = self.server_address[1]
         self.state = state
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections.add(request)
+
+    def _serve_one(self, sock: socket.socket, data: bytes) -> tuple[bool, bytes]:
+        try:
+            address = sock.getpeername()
+        except OSError:
+            return False, b""
+        handler = _Handler(sock, address, self, data)
+        return not handler.close_connection, bytes(handler.reader.buffer)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.connections.close()
 
     @property
     def port(self) -> int:

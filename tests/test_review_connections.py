@@ -1,0 +1,139 @@
+"""The review server under hundreds of idle and half-open connections: it answers, times them
+out, serves a bounded number at once and stops at once, whatever the clients do."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from glasskit_eval.commands.review import ReviewOptions, start_review
+from glasskit_eval.review import connections
+from glasskit_eval.review.server import ReviewServer, serve_in_thread
+
+REPO = Path(__file__).resolve().parent.parent
+CASE = "video: clip.mp4\ntargets:\n  door:\n    samples:\n      - at: 0.5\n        expect: closed\n"
+HELD = 300
+
+
+def make_eval(tmp_path: Path) -> Path:
+    root = tmp_path / "eval"
+    (root / "cases").mkdir(parents=True)
+    shutil.copy(REPO / "fixtures" / "videos" / "cfr_h264.mp4", root / "cases" / "clip.mp4")
+    (root / "cases" / "clip.yaml").write_text(CASE, encoding="utf-8")
+    return root
+
+
+@contextlib.contextmanager
+def held_connections(port: int, count: int) -> Iterator[list[socket.socket]]:
+    """Connections that send nothing, half a request head, or a head whose body never comes."""
+    socks = []
+    try:
+        for n in range(count):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            socks.append(sock)
+            if n % 3 == 1:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1")
+            elif n % 3 == 2:
+                sock.sendall(b"PUT /api/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n")
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def closed_by_server(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        while sock.recv(1 << 16):
+            pass  # an error response before the close is fine
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def log_in(port: int, token: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", f"/?token={token}")
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_held_connections_leave_others_answered_and_are_closed_after_the_timeout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connections, "IDLE_TIMEOUT_S", 2.0)
+    threads_before = threading.active_count()
+    server: ReviewServer = start_review(ReviewOptions(eval_dir=make_eval(tmp_path)))
+    thread = serve_in_thread(server)
+    try:
+        started = threading.active_count()
+        assert started - threads_before <= connections.MAX_SERVING + 2
+        with held_connections(server.port, HELD) as socks:
+            begun = time.monotonic()
+            assert log_in(server.port, server.state.secrets.launch_token) == 200
+            assert time.monotonic() - begun < 1.0
+            # A fixed pool: hundreds of connections add no thread.
+            assert threading.active_count() == started
+            assert all(closed_by_server(sock, within=5.0) for sock in socks)
+            assert time.monotonic() - begun < 6.0
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert threading.active_count() <= threads_before + 1
+
+
+def test_ctrl_c_stops_review_within_a_second_while_connections_are_held(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "review", "--eval-dir", str(make_eval(tmp_path)),
+                             "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)", line)
+        assert match, line
+        port = int(match.group(1))
+        with held_connections(port, HELD) as socks:
+            assert log_in(port, match.group(2)) == 200
+            begun = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=10)
+            assert time.monotonic() - begun < 1.0
+            assert proc.returncode == 0 and "Traceback" not in err, err
+            assert all(closed_by_server(sock, within=1.0) for sock in socks)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_closing_the_server_closes_every_held_connection_at_once(tmp_path: Path) -> None:
+    server: ReviewServer = start_review(ReviewOptions(eval_dir=make_eval(tmp_path)))
+    thread = serve_in_thread(server)
+    try:
+        with held_connections(server.port, HELD) as socks:
+            # Heads whose bodies never come keep workers busy: stopping must not wait for them.
+            assert log_in(server.port, server.state.secrets.launch_token) == 200
+            begun = time.monotonic()
+            server.shutdown()
+            server.server_close()
+            assert time.monotonic() - begun < 1.0
+            assert all(closed_by_server(sock, within=1.0) for sock in socks)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
