@@ -69,6 +69,8 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def chromium() -> Iterator[Any]:
+    # Not reviewpage's module-wide browser: sync Playwright holds an event loop, and the report's
+    # run (asyncio.run) must be made before the browser starts.
     sync_playwright = need_playwright()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
