@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,6 +48,12 @@ from .base import FactoryConfig, Sample, Target, add_usage
 
 __all__ = ["CommandEvaluator"]
 
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    # A write its caller stopped waiting for: its error is the connection's failure.
+    if not task.cancelled():
+        task.exception()
+
 if TYPE_CHECKING:
     from .command import CommandAdapterSpec
 
@@ -64,6 +70,10 @@ _EXIT_POLL_S: Final = 0.05
 # Encoding a batch stops early once its size passes the message limit; frames are
 # encoded this many at a time between checks.
 _BATCH_ENCODE_STEP: Final = 4
+#: Frames encoded or being written at once, whatever ``--concurrency``: each is about half
+#: a frame's pixels in base64 pieces, and the cores are busy with two (decoding has the
+#: others). Calls beyond these wait holding only their image.
+PAYLOADS_IN_FLIGHT: Final = 2
 
 
 class CommandEvaluator:
@@ -82,7 +92,12 @@ class CommandEvaluator:
             max_incoming_bytes=spec.max_message_bytes, max_outgoing_bytes=spec.max_message_bytes
         )
         self._futures: dict[int, asyncio.Future[Reply]] = {}
-        self._drain_lock = asyncio.Lock()
+        # One message is written at a time, piece by piece; a notification that comes
+        # up meanwhile (a cancel) waits for the line to end.
+        self._write_lock = asyncio.Lock()
+        self._writing = False
+        self._deferred: list[bytes] = []
+        self._payloads = asyncio.Semaphore(PAYLOADS_IN_FLIGHT)
         self._failure: AdapterError | None = None
         self._failure_delivered = False
         self._failed = asyncio.Event()
@@ -114,14 +129,20 @@ class CommandEvaluator:
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         self._check_usable()
-        # The runner closes the image once this call returns, and the encode finishes
-        # before we await anything else.
-        parts = await asyncio.get_running_loop().run_in_executor(
-            None, sample_parts, sample, self._spec.png_compress_level
-        )
-        params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
-        del parts
-        reply = await self._request("evaluate", params)
+        await self._payloads.acquire()
+        try:
+            # The runner closes the image once this call returns, and the encode finishes
+            # before we await anything else.
+            parts = await asyncio.get_running_loop().run_in_executor(
+                None, sample_parts, sample, self._spec.png_compress_level
+            )
+            params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
+            del parts
+        except BaseException:
+            self._payloads.release()
+            raise
+        # The slot is free again once the line is in the pipe, not when the answer comes.
+        reply = await self._request("evaluate", params, on_sent=self._payloads.release)
         if reply.usage is not None:
             add_usage(sample.usage, reply.usage)
         return reply.result
@@ -257,52 +278,90 @@ class CommandEvaluator:
         return (await self._request(method, params, expected_results=expected_results)).result
 
     async def _request(self, method: str, params: bytes | list[bytes], *,
-                       expected_results: int | None = None) -> Reply:
+                       expected_results: int | None = None,
+                       on_sent: Callable[[], None] | None = None) -> Reply:
         """Send a request and wait for its answer.
 
-        Params given as a list of pieces are consumed (the list is emptied) once the
-        line is built, and the line is dropped once written: a call waiting for its
-        answer holds no copy of its frames.
+        Params given as a list of pieces are consumed (the list is emptied) and each
+        piece is dropped once written: a call waiting for its answer holds no copy of
+        its frame. ``on_sent`` is called once, when the line is in the pipe (or the
+        request failed before).
         """
-        if method != "close":
-            self._check_usable()
-        request_id, data = self._conn.request_encoded(
-            method, params, expected_results=expected_results
-        )
-        if isinstance(params, list):
-            params.clear()
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        self._futures[request_id] = future
-        try:
-            if self._stdin.is_closing():
-                await self._wait_for_failure(f"{self._label} closed its stdin")
-            else:
-                self._stdin.write(data)
-                del data
-                await self._drain()
-            return await future
-        except asyncio.CancelledError:
-            # The caller gave up (fail-fast elsewhere, or an interrupt): let the
-            # adapter stop working on it.
-            self._abandon(request_id)
-            raise
-        except AdapterError as exc:
-            if exc is self._failure:
-                self._failure_delivered = True
-            raise
-        finally:
-            self._futures.pop(request_id, None)
+        sent = False
 
-    async def _drain(self) -> None:
-        # Serialized because concurrent StreamWriter.drain() calls are not supported
-        # on every Python version we run on.
+        def mark_sent() -> None:
+            nonlocal sent
+            if not sent:
+                sent = True
+                if on_sent is not None:
+                    on_sent()
+
         try:
-            async with self._drain_lock:
-                await self._stdin.drain()
+            if method != "close":
+                self._check_usable()
+            request_id, pieces = self._conn.request_pieces(
+                method, params, expected_results=expected_results
+            )
+            if isinstance(params, list):
+                params.clear()
+            future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+            self._futures[request_id] = future
+            try:
+                if self._stdin.is_closing():
+                    await self._wait_for_failure(f"{self._label} closed its stdin")
+                else:
+                    # Shielded: a line cut short would corrupt every message after it.
+                    writing = asyncio.ensure_future(self._write_pieces(pieces))
+                    del pieces
+                    writing.add_done_callback(_retrieve)
+                    await asyncio.shield(writing)
+                mark_sent()
+                return await future
+            except asyncio.CancelledError:
+                # The caller gave up (fail-fast elsewhere, or an interrupt): let the
+                # adapter stop working on it.
+                self._abandon(request_id)
+                raise
+            except AdapterError as exc:
+                if exc is self._failure:
+                    self._failure_delivered = True
+                raise
+            finally:
+                self._futures.pop(request_id, None)
+        finally:
+            mark_sent()
+
+    async def _write_pieces(self, pieces: list[bytes]) -> None:
+        """Write one message, piece by piece, with nothing else in between.
+
+        The pipe's buffer takes a piece (a strip of a frame) at a time: the line is
+        never joined, nor copied whole into the transport.
+        """
+        try:
+            async with self._write_lock:
+                self._writing = True
+                try:
+                    pieces.reverse()
+                    while pieces:
+                        self._stdin.write(pieces.pop())
+                        await self._stdin.drain()
+                finally:
+                    self._writing = False
+                    deferred, self._deferred = self._deferred, []
+                    for message in deferred:
+                        self._write_message(message)
         except (ConnectionError, OSError) as exc:
             await self._wait_for_failure(
                 f"{self._label} stopped reading its stdin ({type(exc).__name__})"
             )
+
+    def _write_message(self, message: bytes) -> None:
+        """A short message (a notification), now or right after the line being written."""
+        if self._writing:
+            self._deferred.append(message)
+        elif self._failure is None and not self._stdin.is_closing():
+            with contextlib.suppress(Exception):
+                self._stdin.write(message)
 
     async def _wait_for_failure(self, fallback: str) -> None:
         # The exit watcher usually explains the failure better (status, stderr); give
@@ -314,9 +373,8 @@ class CommandEvaluator:
 
     def _abandon(self, request_id: int) -> None:
         notification = self._conn.cancel(request_id)
-        if notification and self._failure is None and not self._stdin.is_closing():
-            with contextlib.suppress(Exception):
-                self._stdin.write(notification)
+        if notification:
+            self._write_message(notification)
 
     def _dispatch(self, events: Iterable[Event]) -> None:
         for event in events:

@@ -225,6 +225,21 @@ class Connection:
             LocalProtocolError: ``method`` may not be sent now.
             AdapterError: the message would exceed ``max_outgoing_bytes``.
         """
+        request_id, pieces = self.request_pieces(method, params_json, expected_results=expected_results)
+        return request_id, b"".join(pieces)
+
+    def request_pieces(
+        self,
+        method: str,
+        params_json: bytes | Sequence[bytes],
+        *,
+        expected_results: int | None = None,
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`request_encoded`, with the line as pieces that are never joined.
+
+        A caller that writes them one after the other, with nothing in between, never
+        holds a frame's line in one buffer (nor a copy of it in the pipe's buffer).
+        """
         self._check_sendable(method)
         if (method == "evaluateMany") != (expected_results is not None):
             raise LocalProtocolError("expected_results is required for evaluateMany only")
@@ -238,7 +253,7 @@ class Connection:
         self._pending[request_id] = _Pending(method, expected_results)
         if method in _ON_SEND:
             self.state = _ON_SEND[method]
-        return request_id, b"".join((head, *parts, b"}\n"))
+        return request_id, [head, *parts, b"}\n"]
 
     def cancel(self, request_id: int) -> bytes:
         """Abandon a pending request; return the ``cancel`` notification to write.

@@ -15,7 +15,7 @@ import asyncio
 import concurrent.futures
 import functools
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,8 +100,11 @@ def target_of(sample: ScheduledSample) -> Target:
 
 
 #: Frames decoded ahead of the adapter calls: enough to keep the decoder busy while
-#: calls run, few enough that memory stays O(concurrency) frames.
-FRAME_QUEUE_DEPTH = 2
+#: calls run, few enough that memory stays O(concurrency) frames. The decoding thread
+#: holds one more while it waits for room, and a frame is taken from the queue only
+#: once a call slot is free, so at most ``concurrency + FRAME_QUEUE_DEPTH + 1`` images
+#: exist past the decoders (the frame store of declaration order has its own budget).
+FRAME_QUEUE_DEPTH = 1
 
 
 class _DecodeFailed:
@@ -109,7 +112,7 @@ class _DecodeFailed:
         self.error = error
 
 
-async def _frames(make_items: Callable[[], Items]) -> AsyncIterator[tuple[ScheduledSample, DecodedFrame]]:
+async def _frames(make_items: Callable[[], Items]) -> AsyncGenerator[tuple[ScheduledSample, DecodedFrame], None]:
     """Run an ``ordering`` generator on a worker thread, feeding a small bounded queue.
 
     Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
@@ -263,13 +266,26 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             return declaration_order_items(work.video_path, pending, work.decoder())
 
     current_target: str | None = None
+    frames = _frames(items)
     try:
-        async for sample, frame in _frames(items):
+        while not failure:
+            # A call slot first, then the frame: a frame waiting for a slot waits in the queue.
+            await slots.acquire()
+            try:
+                sample, frame = await anext(frames)
+            except StopAsyncIteration:
+                slots.release()
+                break
             if order != TIME and sample.target.id != current_target:
                 # The next target starts once every call of the current one has finished.
-                await settle()
+                slots.release()
+                try:
+                    await settle()
+                    await slots.acquire()
+                except BaseException:
+                    frame.image.close()
+                    raise
                 current_target = sample.target.id
-            await slots.acquire()
             if failure:
                 slots.release()
                 frame.image.close()
@@ -279,6 +295,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             task.add_done_callback(tasks.discard)
         await settle()
     finally:
+        await frames.aclose()
         if tasks:
             if failure:
                 await caller.cancel_pending()

@@ -4,21 +4,39 @@ PyAV's ``VideoFrame.to_image`` converts to RGB, copies the rows into a bytearray
 that into ``bytes``, and that into the image: at 720p the copies cost ten times the
 conversion. Pillow's raw decoder reads the converted plane in place (it takes the
 row stride), so the same pixels arrive with one copy.
+
+``VideoFrame.reformat`` makes a new swscale context for every frame, and one with as
+many threads as the machine has cores: per frame, threads started and frame-sized
+scratch buffers allocated and freed, which fragments the heap (the run's peak memory
+grows with the number of frames, not with the frames held). Each converting thread
+keeps one single-threaded context instead: decoding already runs one thread per core.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from PIL import Image
+
+_local = threading.local()
+
+
+def _reformatter() -> Any:
+    reformatter = getattr(_local, "reformatter", None)
+    if reformatter is None:
+        from av.video.reformatter import VideoReformatter
+
+        reformatter = _local.reformatter = VideoReformatter()
+    return reformatter
 
 
 def rgb_image(frame: Any) -> Image.Image:
     """The frame as an RGB image, pixel for pixel what ``frame.to_image()`` gives."""
     from PIL import Image
 
-    plane = frame.reformat(format="rgb24").planes[0]
+    plane = _reformatter().reformat(frame, format="rgb24", threads=1).planes[0]
     if plane.line_size < 0:  # a bottom-up buffer: PyAV knows how to walk it
         image: Image.Image = frame.to_image()
         return image
