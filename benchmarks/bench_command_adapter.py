@@ -292,15 +292,16 @@ def make_eval(root: Path, video: Path, count: int, seconds: int) -> Path:
     return eval_dir
 
 
-#: Runs the CLI in a child process and reports that process's own peak RSS (RUSAGE_SELF)
-#: and its largest adapter process's (RUSAGE_CHILDREN: the largest reaped child, not a
-#: sum) on stderr's last line.
+#: Runs the CLI in a child process and reports that process's own peak RSS (VmHWM: a forked
+#: child's ``ru_maxrss`` starts at its parent's RSS, which exec keeps) and its largest adapter
+#: process's (RUSAGE_CHILDREN: the largest reaped child, not a sum) on stderr's last line.
 RUN_IN_CHILD = (
-    "import resource, sys\n"
+    "import re, resource, sys\n"
     "from glasskit_eval.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "sys.stderr.write('\\nmaxrss_kib=%d,%d\\n' % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,\n"
-    "                 resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "with open('/proc/self/status') as status:\n"
+    "    own = int(re.search(r'VmHWM:\\s*(\\d+)', status.read()).group(1))\n"
+    "sys.stderr.write('\\nmaxrss_kib=%d,%d\\n' % (own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
     "raise SystemExit(code)\n"
 )
 

@@ -10,6 +10,11 @@ many threads as the machine has cores: per frame, threads started and frame-size
 scratch buffers allocated and freed, which fragments the heap (the run's peak memory
 grows with the number of frames, not with the frames held). Each converting thread
 keeps one single-threaded context instead: decoding already runs one thread per core.
+
+The image is allocated before the converted plane, not after: the plane is freed at once,
+so it leaves the top of the heap free for the next one, instead of a hole below the image
+that the next frame's image does not fit and later allocations split (measured: a quarter
+of a 1080p run's peak memory was such holes).
 """
 
 from __future__ import annotations
@@ -36,8 +41,11 @@ def rgb_image(frame: Any) -> Image.Image:
     """The frame as an RGB image, pixel for pixel what ``frame.to_image()`` gives."""
     from PIL import Image
 
+    image = Image.new("RGB", (frame.width, frame.height), None)  # None: not filled, written below
     plane = _reformatter().reformat(frame, format="rgb24", threads=1).planes[0]
     if plane.line_size < 0:  # a bottom-up buffer: PyAV knows how to walk it
-        image: Image.Image = frame.to_image()
-        return image
-    return Image.frombuffer("RGB", (plane.width, plane.height), plane, "raw", "RGB", plane.line_size, 1)
+        image.close()
+        converted: Image.Image = frame.to_image()
+        return converted
+    image.frombytes(plane, "raw", ("RGB", plane.line_size, 1))
+    return image
