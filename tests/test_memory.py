@@ -82,10 +82,13 @@ def _closed(image: Any) -> bool:
 
 def test_peak_frames_do_not_grow_with_video_length_or_targets(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from glasskit_eval.evaluation import case
+
     short = peak_live_frames(tmp_path, monkeypatch, 200, 1, 2)
     long = peak_live_frames(tmp_path, monkeypatch, 800, 3, 2)
-    # Worker queues + the run's frame queue + calls in flight + one being handed over.
-    bound = 4 * segments.QUEUE_DEPTH + 2 + 2 + 2
+    # Calls in flight + the run's frame queue + the one the decoding thread holds + one being
+    # converted; decoders queue decoded frames, not images.
+    bound = 2 + case.FRAME_QUEUE_DEPTH + 1 + 1
     assert 1 <= short <= bound
     assert long <= bound
 
@@ -105,11 +108,15 @@ PEAK_RSS_CHILD = (
 )
 
 SLOW_COMMAND_ADAPTER = """
-import time
+import asyncio
 
 class Slow:
-    def evaluate(self, sample, target):
-        time.sleep(0.3)  # a model call: frames back up behind the calls in flight
+    calls = 0
+
+    async def evaluate(self, sample, target):
+        # The first calls are a slow model's: every queue behind them fills up meanwhile.
+        Slow.calls += 1
+        await asyncio.sleep(3 if Slow.calls <= 4 else 0.01)
         return sample.image.size[0] > 0
 
 def create_evaluator(config):
@@ -169,7 +176,7 @@ def peak_rss_of_run(root: Path, width: int, height: int, frames: int, concurrenc
     proc = subprocess.run(
         [sys.executable, "-c", PEAK_RSS_CHILD, "run", "--eval-dir", str(root), "--concurrency", str(concurrency),
          "--adapter-command", command],
-        capture_output=True, text=True, env=env, timeout=300, check=False)
+        capture_output=True, text=True, env=env, cwd=root, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASSED" in proc.stdout, proc.stdout
     return int(proc.stdout.rsplit("maxrss_kib=", 1)[1].split()[0]) * 1024
@@ -185,8 +192,9 @@ def test_command_adapter_run_on_bframe_1080p_stays_within_its_frames_in_flight(t
     the calls in flight, the frame queue and the frame the decoding thread holds and converts;
     the command adapter's payloads (base64 PNG, at most an image each); and per parallel decoder
     its queue of decoded frames plus H.264's largest picture buffer. A slow adapter makes every
-    queue fill up. Before frames waited converted and lines were joined and copied whole into the
-    pipe's buffer, this run peaked about 50 MB above the bound.
+    queue fill up. When decoders queued converted images, lines were joined and copied whole into
+    the pipe's buffer and every frame's conversion left a hole under its image, this run peaked
+    about 280 MiB over the tiny run (the bound is about 190 MiB on two cores); now about 150.
     """
     from glasskit_eval.adapters import _process
     from glasskit_eval.evaluation import case

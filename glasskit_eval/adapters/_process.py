@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AdapterError, AdapterGone, ProtocolBroken
+from ._linewriter import LineWriter
 from ._procio import (
     GroupReaper,
     StderrMirror,
@@ -48,12 +49,6 @@ from .base import FactoryConfig, Sample, Target, add_usage
 
 __all__ = ["CommandEvaluator"]
 
-
-def _retrieve(task: asyncio.Future[None]) -> None:
-    # A write its caller stopped waiting for: its error is the connection's failure.
-    if not task.cancelled():
-        task.exception()
-
 if TYPE_CHECKING:
     from .command import CommandAdapterSpec
 
@@ -70,9 +65,8 @@ _EXIT_POLL_S: Final = 0.05
 # Encoding a batch stops early once its size passes the message limit; frames are
 # encoded this many at a time between checks.
 _BATCH_ENCODE_STEP: Final = 4
-#: Frames encoded or being written at once, whatever ``--concurrency``: each is about half
-#: a frame's pixels in base64 pieces, and the cores are busy with two (decoding has the
-#: others). Calls beyond these wait holding only their image.
+#: Frames encoded or being written at once, whatever ``--concurrency`` (each is about half a
+#: frame's pixels in base64); calls beyond these wait holding only their image.
 PAYLOADS_IN_FLIGHT: Final = 2
 
 
@@ -92,11 +86,7 @@ class CommandEvaluator:
             max_incoming_bytes=spec.max_message_bytes, max_outgoing_bytes=spec.max_message_bytes
         )
         self._futures: dict[int, asyncio.Future[Reply]] = {}
-        # One message is written at a time, piece by piece; a notification that comes
-        # up meanwhile (a cancel) waits for the line to end.
-        self._write_lock = asyncio.Lock()
-        self._writing = False
-        self._deferred: list[bytes] = []
+        self._lines = LineWriter(self._stdin)
         self._payloads = asyncio.Semaphore(PAYLOADS_IN_FLIGHT)
         self._failure: AdapterError | None = None
         self._failure_delivered = False
@@ -280,21 +270,15 @@ class CommandEvaluator:
     async def _request(self, method: str, params: bytes | list[bytes], *,
                        expected_results: int | None = None,
                        on_sent: Callable[[], None] | None = None) -> Reply:
-        """Send a request and wait for its answer.
+        """Send a request and wait for its answer; ``on_sent`` is called once the line is written.
 
-        Params given as a list of pieces are consumed (the list is emptied) and each
-        piece is dropped once written: a call waiting for its answer holds no copy of
-        its frame. ``on_sent`` is called once, when the line is in the pipe (or the
-        request failed before).
+        Params given as a list of pieces are consumed, each piece dropped once written.
         """
-        sent = False
+        unsent = [on_sent] if on_sent is not None else []
 
         def mark_sent() -> None:
-            nonlocal sent
-            if not sent:
-                sent = True
-                if on_sent is not None:
-                    on_sent()
+            while unsent:
+                unsent.pop()()
 
         try:
             if method != "close":
@@ -313,7 +297,8 @@ class CommandEvaluator:
                     # Shielded: a line cut short would corrupt every message after it.
                     writing = asyncio.ensure_future(self._write_pieces(pieces))
                     del pieces
-                    writing.add_done_callback(_retrieve)
+                    # Its error, if its caller stopped waiting, is the connection's failure.
+                    writing.add_done_callback(lambda task: task.cancelled() or task.exception())
                     await asyncio.shield(writing)
                 mark_sent()
                 return await future
@@ -332,36 +317,12 @@ class CommandEvaluator:
             mark_sent()
 
     async def _write_pieces(self, pieces: list[bytes]) -> None:
-        """Write one message, piece by piece, with nothing else in between.
-
-        The pipe's buffer takes a piece (a strip of a frame) at a time: the line is
-        never joined, nor copied whole into the transport.
-        """
         try:
-            async with self._write_lock:
-                self._writing = True
-                try:
-                    pieces.reverse()
-                    while pieces:
-                        self._stdin.write(pieces.pop())
-                        await self._stdin.drain()
-                finally:
-                    self._writing = False
-                    deferred, self._deferred = self._deferred, []
-                    for message in deferred:
-                        self._write_message(message)
+            await self._lines.write_line(pieces)
         except (ConnectionError, OSError) as exc:
             await self._wait_for_failure(
                 f"{self._label} stopped reading its stdin ({type(exc).__name__})"
             )
-
-    def _write_message(self, message: bytes) -> None:
-        """A short message (a notification), now or right after the line being written."""
-        if self._writing:
-            self._deferred.append(message)
-        elif self._failure is None and not self._stdin.is_closing():
-            with contextlib.suppress(Exception):
-                self._stdin.write(message)
 
     async def _wait_for_failure(self, fallback: str) -> None:
         # The exit watcher usually explains the failure better (status, stderr); give
@@ -373,8 +334,8 @@ class CommandEvaluator:
 
     def _abandon(self, request_id: int) -> None:
         notification = self._conn.cancel(request_id)
-        if notification:
-            self._write_message(notification)
+        if notification and self._failure is None:
+            self._lines.write_message(notification)
 
     def _dispatch(self, events: Iterable[Event]) -> None:
         for event in events:

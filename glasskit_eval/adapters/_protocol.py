@@ -216,14 +216,11 @@ class Connection:
         """Like :meth:`request`, with params already serialized by :func:`encode_params`.
 
         This lets the caller build the expensive part (base64 frames) off the event
-        loop. Params given as pieces are joined into the line at once: a frame's
-        megabytes are copied once, not once per layer of the message.
-        ``expected_results`` is the batch size of an ``evaluateMany`` request, whose
+        loop; pieces are joined once. ``expected_results`` is the batch size of an ``evaluateMany`` request, whose
         result must be a list of exactly that length.
 
-        Raises:
-            LocalProtocolError: ``method`` may not be sent now.
-            AdapterError: the message would exceed ``max_outgoing_bytes``.
+        Raises ``LocalProtocolError`` when ``method`` may not be sent now, ``AdapterError``
+        when the message would exceed ``max_outgoing_bytes``.
         """
         request_id, pieces = self.request_pieces(method, params_json, expected_results=expected_results)
         return request_id, b"".join(pieces)
@@ -235,11 +232,7 @@ class Connection:
         *,
         expected_results: int | None = None,
     ) -> tuple[int, list[bytes]]:
-        """:meth:`request_encoded`, with the line as pieces that are never joined.
-
-        A caller that writes them one after the other, with nothing in between, never
-        holds a frame's line in one buffer (nor a copy of it in the pipe's buffer).
-        """
+        """:meth:`request_encoded`, with the line as pieces, never joined (``_linewriter``)."""
         self._check_sendable(method)
         if (method == "evaluateMany") != (expected_results is not None):
             raise LocalProtocolError("expected_results is required for evaluateMany only")
