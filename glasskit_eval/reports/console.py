@@ -371,7 +371,10 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
         lines.append(f"... and {rest} more; {where}")
     lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir, report_path)}")
     if summary.total.failed and not summary.correctness_gated and not gated_elsewhere:
-        lines += ["No gate is set, so failures do not fail this run;", "add --min-pass-rate or thresholds."]
+        # The adapter-error gate may still have failed the run: then "no gate" would be wrong.
+        first = ("Only the adapter-error gate is set, so failed samples do not fail this run;"
+                 if summary.failed_gates() else "No gate is set, so failures do not fail this run;")
+        lines += [first, "add --min-pass-rate or thresholds."]
     return lines
 
 
