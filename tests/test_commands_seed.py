@@ -432,3 +432,51 @@ def test_seed_says_when_nothing_changed_and_leaves_the_file_alone(
     assert "Nothing changed in c: the file already holds the 1 proposed values" in out
     assert "Seeded" not in out and "Next:" not in out
     assert path.read_text() == case and path.stat().st_mtime_ns == before
+
+
+CLIP_CASE = """\
+video: cfr_h264.mp4
+sample_defaults:
+  clip: {before_s: 0.4, every_s: 0.2}
+targets:
+  door:
+    sample_defaults:
+      field: result.open
+    samples:
+    - range: [0.5, 1.9]
+      every_s: 0.5
+      clip: {before_s: 0.2, after_s: 0.1}   # every frame around t
+      comment: the door swings
+    - at: 1.95
+      clip: null
+      expect: true
+  index:
+    samples:
+    - at: [0.6, 1.2]
+      field: result.index
+"""
+
+
+def test_seed_on_clip_samples_labels_the_anchor_and_keeps_every_clip(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = seed_env(monkeypatch, tmp_path)
+    eval_dir = make_eval(tmp_path, {"door": CLIP_CASE}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 0, out + err
+    after = path.read_text()
+    door = yaml.safe_load(after)["targets"]["door"]["samples"]
+    clip = {"before_s": 0.2, "after_s": 0.1}
+    # Split by value, each new block keeps the block's clip; the cleared clip stays cleared.
+    assert door == [{"range": [0.5, 1.0], "every_s": 0.5, "clip": clip, "comment": "the door swings", "expect": False},
+                    {"range": [1.0, 1.9], "every_s": 0.5, "clip": clip, "comment": "the door swings", "expect": True},
+                    {"at": 1.95, "clip": None, "expect": True}]
+    assert "      clip: {before_s: 0.2, after_s: 0.1}   # every frame around t" in after
+    # An inherited clip stays inherited: the proposals are the anchors' frames (read from the pixels).
+    index = yaml.safe_load(after)["targets"]["index"]["samples"]
+    assert [b.get("expect") for b in index] == [6, 12] and all("clip" not in b for b in index)
+    assert after.startswith("video: cfr_h264.mp4\nsample_defaults:\n  clip: {before_s: 0.4, every_s: 0.2}\n")
+    assert sorted(map(tuple, calls(log))) == sorted(
+        [("door", t) for t in (0.5, 1.0, 1.5)] + [("index", t) for t in (0.6, 1.2)])
+    assert run_cli("validate", "--eval-dir", eval_dir)[0] == 0
+    assert run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "1")[0] == 0

@@ -279,3 +279,59 @@ def test_remove_target_route(state: ReviewState) -> None:
     assert file_bytes(state) == CASE.split("  light:")[0].encode()
     response, _ = write(state, "DELETE", "/api/cases/clip/targets/light", {"revision": body_of(response)["revision"]})
     assert response.status == 404 and "light" in body_of(response)["message"]
+
+
+CLIP_CASE = """\
+video: clip.mp4
+sample_defaults:
+  clip: {before_s: 0.4, every_s: 0.2}
+targets:
+  door:
+    samples:
+      - at: [0.5, 1.5]
+        expect: closed
+      - at: 0.2
+        clip: {before_s: 0.4, every_s: 0.1, edge: clamp}
+        expect: open
+      - at: 0.1
+        expect: open
+  light:
+    samples:
+      - range: [1.0, 1.4]
+        every_s: 0.2
+        clip: {before_s: 0.1, after_s: 0.1}
+        expect: false
+      - at: 0.3
+        clip: null
+        expect: false
+"""
+
+
+def test_clip_sends_the_selected_samples_window_and_exact_frames(tmp_path: Path) -> None:
+    clip_state = ReviewState(root=make_clip_case(tmp_path, CLIP_CASE).parent.parent, port=PORT)
+    _SESSIONS[id(clip_state)] = clip_state.secrets.open_session()
+    detail = body_of(get(clip_state, "/api/cases/clip"))
+    blocks = {t["id"]: t["blocks"] for t in detail["targets"]}
+    # The detail carries each block's resolved setting (inherited too), never the frames.
+    assert blocks["door"][0]["clip"] == {"before_s": 0.4, "after_s": 0.0, "every_s": 0.2, "edge": "error",
+                                         "text": "[t-0.4, t+0.0] every 0.2s"}
+    assert blocks["light"][1]["clip"] is None
+    body = body_of(get(clip_state, "/api/cases/clip/clip?target=door&t=1.5"))
+    assert body["time"] == "3/2" and body["block"] == 0
+    clip = body["clip"]
+    assert clip["window"] == [1.1, 1.5] and clip["anchor"] == 2 and clip["error"] is None
+    assert [(f["t"], f["frame_index"]) for f in clip["frames"]] == [("11/10", 11), ("13/10", 13), ("3/2", 15)]
+    # Clamped at the first frame; every frame of a window; exact times the /frame route accepts.
+    clamped = body_of(get(clip_state, "/api/cases/clip/clip?target=door&t=0.2"))["clip"]
+    assert [f["frame_index"] for f in clamped["frames"]] == [0, 1, 2] and clamped["window"] == [0.0, 0.2]
+    every = body_of(get(clip_state, "/api/cases/clip/clip?target=light&t=1.2"))["clip"]
+    assert [(f["t"], f["frame_index"]) for f in every["frames"]] == [("11/10", 11), ("6/5", 12), ("13/10", 13)]
+    frame = get(clip_state, "/api/cases/clip/frame?t=13/10")
+    assert frame.status == 200 and dict(frame.headers)["X-Frame-Index"] == "13"
+    # A window before the first frame is the error validate gives; a single-frame sample has no clip.
+    refused = body_of(get(clip_state, "/api/cases/clip/clip?target=door&t=0.1"))["clip"]
+    assert refused["frames"] == [] and "before the video's first frame" in refused["error"]
+    assert body_of(get(clip_state, "/api/cases/clip/clip?target=light&t=0.3"))["clip"] is None
+    missing = get(clip_state, "/api/cases/clip/clip?target=door&t=0.7")
+    assert missing.status == 404 and "no sample at 0.7s" in body_of(missing)["message"]
+    assert get(clip_state, "/api/cases/clip/clip?t=0.5").status == 400

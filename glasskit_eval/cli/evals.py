@@ -225,9 +225,12 @@ def run_list_samples(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def add_export_frames(sub: Any) -> None:
     p = sub.add_parser("export-frames", help="export the exact eval frames at case timestamps",
                        description="Export the exact display-oriented frames an adapter would get, as "
-                       "lossless PNGs named at-<timestamp>s.png.")
+                       "lossless PNGs named at-<timestamp>s.png; with --target, a clip sample's frames "
+                       "as at-<timestamp>s-frame-<index>.png.")
     opts.eval_dir_option(p)
     p.add_argument("--case", required=True, metavar="TEXT", help="case filename or stem (required)")
+    p.add_argument("--target", metavar="TEXT",
+                   help="export this target's samples at the --at times: every frame of a clip sample")
     p.add_argument("--at", action="append", type=opts.time_value, required=True, metavar="FLOAT",
                    help="frame time in seconds (repeatable; duplicates exported once)")
     p.add_argument("--output-dir", metavar="PATH", help="directory for PNGs (default: <eval-dir>/runs/frames/<case>/)")
@@ -237,7 +240,7 @@ def add_export_frames(sub: Any) -> None:
 def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..commands.export_frames import execute_export_frames
 
-    execute_export_frames(args.eval_dir, args.case, args.at, args.output_dir, out, err)
+    execute_export_frames(args.eval_dir, args.case, args.at, args.output_dir, out, err, target=args.target)
     return ExitCode.OK
 
 

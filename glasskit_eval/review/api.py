@@ -367,11 +367,24 @@ def _video(state: ReviewState, request: Request, case_id: str) -> Response:
                     FileBody(path, first, last - first + 1))
 
 
+def _clip(state: ReviewState, request: Request, case_id: str) -> Response:
+    from .clips import clip_json
+
+    loaded = casedata.load(state.root, case_id)
+    path = _loaded_video(state, case_id)
+    assert loaded.case is not None  # _loaded_video refuses an invalid case
+    target = (request.query.get("target") or [""])[0]
+    if not target:
+        raise ApiError(400, "bad_request", "missing query parameter 'target'")
+    return Response.json({"revision": loaded.revision,
+                          **clip_json(loaded.case, path, target, _time_param(request))})
+
+
 def _pins(state: ReviewState, request: Request, case_id: str) -> Response:
     loaded = casedata.load(state.root, case_id)
     return Response.json({"revision": loaded.revision, **state.pins.of(state.root, loaded)})
 
 
 _CASE_READS: dict[str, Callable[[ReviewState, Request, str], Response]] = {
-    "frame": _frame, "frames": _frames, "pins": _pins, "thumbs": _thumbs, "video": _video,
+    "clip": _clip, "frame": _frame, "frames": _frames, "pins": _pins, "thumbs": _thumbs, "video": _video,
 }

@@ -18,6 +18,7 @@ from ..compare.values import infer_mode
 from ..errors import Problem, VideoError
 from ..plan.pinfiles import pin_file_path
 from ..yamltext.source import YamlDocument, load_yaml_text
+from .clips import spec_json
 from .errors import NotFound
 from .media import content_type
 
@@ -186,6 +187,8 @@ def block_json(doc: YamlDocument, block: SampleBlock) -> dict[str, Any]:
         "ignore": block.ignore,
         "draft": not block.has_expect and block.ignore is None,
         "source": block.source(),
+        # Resolved (a default's clip too); the frames are computed per sample, on request.
+        "clip": spec_json(block.clip),
     }
 
 

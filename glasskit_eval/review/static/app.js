@@ -4,6 +4,7 @@
 // inspector.
 import { api } from "./api.js";
 import { Writer } from "./autosave.js";
+import { ClipView } from "./clips.js";
 import * as edits from "./edits.js";
 import { Inspector } from "./inspector.js";
 import { installKeys, renderHelp } from "./keys.js";
@@ -130,6 +131,7 @@ function reloadCase() {
 
 function renderEditing() {
   timeline.render();
+  clips.update();
   renderSamplesTable(select);
   inspector.render();
   renderPrompt();
@@ -154,7 +156,7 @@ function fail(error) { showBanner(error.message || String(error)); }
 function seek(t) {
   player.seek(t);
   if (state.prompt) renderPrompt();
-  if (selectedRaw() && "range" in selectedRaw()) inspector.render();
+  if (selectedRaw() && "range" in selectedRaw()) { inspector.render(); clips.update(); }
 }
 
 function select(targetId, block, tick, time) {
@@ -436,6 +438,7 @@ const timeline = new Timeline($("timeline"), {
   frameBefore: (t) => neighbourFrame(t, -1),
 });
 const player = new Player({ timeline, onError: (message) => showBanner(message) });
+const clips = new ClipView({ timeline, seek });
 const inspector = new Inspector({ state, commit: commitBlock, remove, playheadTime, blockTimes, useObserved, seek });
 const writer = new Writer({
   adopt, reload: (selection) => reloadAfterRefusal(selection).catch(fail), status: setStatus, notify,

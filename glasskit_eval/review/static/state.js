@@ -23,6 +23,8 @@ export const state = {
   // error, counts, problems, byTime: Map "target@time" -> {status, label, problem, message}};
   // null for a case without a lock, {loading: true} while the server decodes.
   pins: null,
+  // The selected sample's clip as /clip sent it ({target, time_s, clip: {window, frames, ...}}), or null.
+  clip: null,
   histories: new Map(), // caseId -> History
   saves: 0, // writes completed (tests wait on it)
 };

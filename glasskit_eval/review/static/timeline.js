@@ -4,6 +4,7 @@
 import { activatable, compact, el, rawTimes, atList, fmtS, keepFocus } from "./util.js";
 import { clearOfRanges, dragEdge, moveRange, moveTick } from "./edits.js";
 import { pinAt } from "./state.js";
+import { clipWindow } from "./clips.js";
 
 const NAME_WIDTH = 140;
 const DRAG_THRESHOLD_PX = 3;
@@ -83,6 +84,9 @@ export class Timeline {
     track.style.width = `${width}px`;
     const raws = state.raws[target.id] || [];
     this.bars[target.id] = {};
+    // Under the bars and ticks, so they stay clickable.
+    const clip = state.clip?.target === target.id ? clipWindow((t) => this.x(t)) : null;
+    if (clip) track.append(clip);
     raws.forEach((raw, index) => {
       const sel = state.selection && state.selection.target === target.id && state.selection.block === index ? state.selection : null;
       const flags = [raw.ignore ? "ignored" : "", "expect" in raw || raw.ignore ? "" : "draft"].join(" ");
