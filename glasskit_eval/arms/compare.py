@@ -235,6 +235,6 @@ def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max
         return Gate(name, True, f"no samples both {control} and {arm} evaluated (gate: drop <= {max_drop:.1%})")
     drop = -test.delta_pass_rate
     failed = drop > max_drop + 1e-12 and test.significant
-    change = f"{drop:.1%} below" if drop >= 0 else f"{-drop:.1%} above"
+    change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
     return Gate(name, not failed, f"pass rate {change} {control} (one-sided p = {test.p_value:.3g}; gate: no "
                 f"significant drop beyond {max_drop:.1%})")
