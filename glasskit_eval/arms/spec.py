@@ -134,6 +134,8 @@ def select_arms(declared: Mapping[str, ArmSpec], arms: Sequence[str], perturbs: 
     if control is None or control == CONTROL:
         plain = ArmSpec(CONTROL)
         return ArmSelection((plain, *(a for a in chosen.values())), CONTROL)
+    if control not in chosen and control in declared:
+        raise UsageError(f"--control {control}: the arm is declared but not selected; add --arm {control}")
     if control not in chosen:
         raise UsageError(f"--control {control}: not a selected arm{did_you_mean(control, list(chosen))} "
                          f"(selected: {', '.join(chosen) or 'none'})")
