@@ -10,7 +10,13 @@ from scipy.stats import binom
 from statsmodels.stats.multitest import multipletests
 
 from glasskit_eval.statistics.paired import paired_regression_test
-from glasskit_eval.statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
+from glasskit_eval.statistics.sidebyside import (
+    HIGHER,
+    LOWER,
+    holm_across,
+    paired_difference_test,
+    pareto_front,
+)
 
 
 def _mid_p_upper(b: int, n: int) -> float:
