@@ -95,6 +95,8 @@ class SampleResult:
     #: A batch sample's whole ``evaluate_many`` call duration (``evaluation_duration_seconds`` is
     #: its amortized share); None for individual calls.
     call_duration_seconds: float | None = None
+    #: The arm that made this result (``run --arm``/``--perturb``); None in a run without arms.
+    arm: str | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -162,14 +164,14 @@ class SampleResult:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
-_OPTIONAL = ("attempts", "usage", "call_duration_seconds")
+_OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm")
 _REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "case": str, "target": str, "target_label": str, "sample_index": int,
     "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
     "evaluation_duration_seconds": (int, float), "frame_index": int,
     "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str, "traceback": str,
-    "attempts": int, "call_duration_seconds": (int, float),
+    "attempts": int, "call_duration_seconds": (int, float), "arm": str,
 }
 
 
@@ -261,11 +263,12 @@ class Stability:
 
 def stability(trials: Iterable[TrialResult]) -> tuple[Stability, ...]:
     """Each logical sample's statuses across trials, in first-seen order."""
-    firsts: dict[tuple[str, str, int], SampleResult] = {}
-    statuses: dict[tuple[str, str, int], list[Status]] = {}
+    firsts: dict[tuple[str | None, str, str, int], SampleResult] = {}
+    statuses: dict[tuple[str | None, str, str, int], list[Status]] = {}
     for trial in trials:
         for result in trial.results:
-            key = result.key
+            # Arms evaluate the same sample side by side: each arm's attempts are their own sample.
+            key = (result.arm, *result.key)
             if key not in firsts:
                 firsts[key] = result
                 statuses[key] = []

@@ -330,16 +330,17 @@ def outcome_series(trials: Sequence[TrialResult],
     A sample's outcome is 1 (passed) or 0 (failed or error); over several trials, the fraction of
     its evaluated trials that passed. Ignored samples are not outcomes.
     """
-    samples: dict[tuple[str, str, int], list[float]] = {}
+    samples: dict[tuple[str, str, str, int], list[float]] = {}
     for trial in trials:
         for r in trial.results:
             if r.evaluated and keep(r):
-                entry = samples.setdefault(r.key, [r.timestamp_s, 0, 0])
+                # Each arm's outcomes are a series of their own (arms: side by side, not repeats).
+                entry = samples.setdefault((r.arm or "", *r.key), [r.timestamp_s, 0, 0])
                 entry[1] += r.status is Status.PASSED
                 entry[2] += 1
-    series: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
-    for (case, target, index), (time, passes, evaluated) in samples.items():
-        series.setdefault((case, target), []).append((time, index, passes / evaluated))
+    series: dict[tuple[str, str, str], list[tuple[float, int, float]]] = {}
+    for (arm, case, target, index), (time, passes, evaluated) in samples.items():
+        series.setdefault((arm, case, target), []).append((time, index, passes / evaluated))
     return [[value for _time, _index, value in sorted(items)] for _key, items in sorted(series.items())]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from glasskit_eval.arms.spec import ARM_KEYS
 from glasskit_eval.cases import checks, evaldir, parse
 from glasskit_eval.cli import COMMAND_NAMES, build_parser
 
@@ -285,6 +286,7 @@ KEY_TABLES: dict[str, set[str]] = {
     "config.yaml keys": evaldir._CONFIG_KEYS,
     "run keys": evaldir._RUN_KEYS,
     "video_stores keys": evaldir._STORE_KEYS,
+    "arms keys": set(ARM_KEYS),
 }
 
 

@@ -83,6 +83,7 @@ def add_run(sub: Any) -> None:
     ci.add_argument("--shard", metavar="I/N",
                     help="run part I of N of the selected samples (or `auto` from the CI's or cluster's job "
                     "variables); gates are applied by merge-reports")
+    opts.arm_options(p)
     p.set_defaults(handler=run_run, option_defaults=_defaults(p))
 
 
@@ -116,8 +117,27 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
         retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
         adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
-        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order)
+        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order,
+        **_arm_fields(args))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
+
+
+def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The arm options as the request records them: ``NAME=PATH`` paths made absolute (from the cwd)."""
+    from ..commands.requests import absolute
+
+    arms = []
+    for text in args.arm or ():
+        name, sep, path = text.partition("=")
+        arms.append(f"{name}={absolute(path) if path else ''}" if sep else text)
+    perturb = tuple(args.perturb or ())
+    if not arms and not perturb:
+        for given, option in ((args.control, "--control"), (args.gate_arm, "--gate-arm"),
+                              (args.max_robustness_drop, "--max-robustness-drop")):
+            if given is not None:
+                raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
+    return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
+            "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop}
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look

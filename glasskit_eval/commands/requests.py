@@ -130,6 +130,21 @@ class RunRequest(AdapterRequest):
     max_cost: float | None = None
     #: ``declaration`` (target by target, as the adapter reference says) or ``time``.
     order: str = "declaration"
+    #: ``--arm`` (``NAME`` or ``NAME=PATH``, the path absolute) and ``--perturb`` specs, as given.
+    arms: tuple[str, ...] = ()
+    perturb: tuple[str, ...] = ()
+    #: ``--control``: the arm the others are compared with (default: the plain adapter).
+    control: str | None = None
+    #: ``--seed``: seeds every perturbation's random choices.
+    seed: int = 0
+    #: ``--gate-arm``: only this arm's gates decide the run.
+    gate_arm: str | None = None
+    #: ``--max-robustness-drop``: how far a perturbation arm's pass rate may significantly fall.
+    max_robustness_drop: float | None = None
+
+    @property
+    def with_arms(self) -> bool:
+        return bool(self.arms or self.perturb)
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(parse_cli_time(t) for t in self.at),
@@ -152,7 +167,12 @@ class RunRequest(AdapterRequest):
         return Comparison(self.fail_on_regression, self.fail_on_latency_regression_s, self.confidence, self.alpha)
 
     def to_json(self) -> dict[str, Any]:
-        return super().to_json() | {"at": list(self.at)}
+        data = super().to_json() | {"at": list(self.at), "arms": list(self.arms), "perturb": list(self.perturb)}
+        # Arm options are recorded only when used, so a plain run's manifest is what it always was.
+        for name, default in _ARM_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> RunRequest:
@@ -162,6 +182,8 @@ class RunRequest(AdapterRequest):
         values = restore_fields(data, RUN_CHECKS, where, RUN_KIND)
         values["targets"] = tuple(values.get("targets") or ())
         values["at"] = tuple(values.get("at") or ())
+        values["arms"] = tuple(values.get("arms") or ())
+        values["perturb"] = tuple(values.get("perturb") or ())
         for name in ("at", "from_s", "until_s"):
             texts = values[name] if name == "at" else [values.get(name)]
             for text in texts:
@@ -310,6 +332,12 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "fail_on_regression": _optional(_one_of(REGRESSION_MODES)),
     "fail_on_latency_regression_s": _optional(nonnegative_number),
     "confidence": open_fraction, "alpha": open_fraction, "shard": _optional(is_shard),
+    "arms": str_list, "perturb": str_list, "control": opt_str, "seed": _is_int, "gate_arm": opt_str,
+    "max_robustness_drop": _optional(rate),
 }
+
+#: The arm options' defaults: left out of a manifest while unused.
+_ARM_DEFAULTS: dict[str, Any] = {"arms": [], "perturb": [], "control": None, "seed": 0, "gate_arm": None,
+                                 "max_robustness_drop": None}
 
 SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {"adapter_config_path": opt_str, "replace": is_bool}

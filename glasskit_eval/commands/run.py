@@ -26,7 +26,9 @@ from .requests import RUN_KIND, RunRequest, absolute
 
 if TYPE_CHECKING:
     from ..adapters.base import AdapterSpec
+    from ..arms.compare import ArmsReport
     from ..evaluation.failures import FailureSaver
+    from ..evaluation.fanout import ArmPlan
     from ..evaluation.observation_cache import ObservationCache
     from ..plan.planning import Plan
     from ..reports.adapter_output import AdapterOutput
@@ -50,6 +52,8 @@ class _Prepared:
     in_process: bool
     #: The eval directory as the command line gave it (the request records it absolute).
     shown_eval_dir: str
+    #: ``--arm``/``--perturb``: the arms, resolved and checked; None for a plain run.
+    arms: ArmPlan | None = None
 
 
 def destinations(request: RunRequest, root: Path) -> list[Destination]:
@@ -132,6 +136,7 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
     spec = adapter_spec(request.adapter, request.adapter_command, root, output.stderr,
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
+    arms = _arms(request, plan, output.stderr)
     check_writable(destinations(request, root))
     preflight(request)
     if life.checkpoint is None:
@@ -142,7 +147,18 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           baseline=absolute(request.baseline))
     life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
                root=request.checkpoint_root(), err=err)
-    return _Prepared(request, plan, full, spec, output, in_process, shown)
+    return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
+
+
+def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
+    """The selected arms, every one checked before the first adapter call (exit 2 on a bad one)."""
+    if not request.with_arms:
+        return None
+    from .arming import prepare_arms, select
+
+    selection = select(request, plan.eval_dir.config)
+    assert selection is not None
+    return prepare_arms(selection, request, plan.eval_dir.root, stderr)
 
 
 def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[AdapterOutput, bool]:
@@ -174,7 +190,7 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
                 plan, prepared.spec, request.trial_options(request.filters()), listener, store=RunStore(life),
                 keep_frame=thumbnails.keep if thumbnails is not None else None,
                 saver=_failure_saver(request, plan.eval_dir.root, life.resumed), cache=cache,
-                gating=request.shard is None)))
+                gating=request.shard is None, arms=prepared.arms)))
     finally:
         output.finish()
         listener.close()
@@ -206,6 +222,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
+    arms = _arms_report(prepared, result, request, out)
     ci.print_notes(request, baseline, out)
     cache_block = _cache_report(cache, request, result, out)
     written = []
@@ -214,7 +231,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
                  if request.shard is not None else None)
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
-            shard=shard, observation_cache=cache_block))
+            shard=shard, observation_cache=cache_block, arms=arms))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
@@ -224,6 +241,21 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
     print_end(summary, written, out)
     return summary.success
+
+
+def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, out: TextIO) -> ArmsReport | None:
+    """The arms compared (computed once for every reporter), and their table on the console."""
+    if prepared.arms is None:
+        return None
+    from ..arms.compare import compare_arms
+    from ..reports.arms_table import print_arms
+
+    plan = prepared.arms
+    report = compare_arms([t.results for t in result.trials], plan.names, plan.control,
+                          {a.name: a.description or {} for a in plan.arms}, alpha=request.alpha,
+                          confidence=request.confidence)
+    print_arms(report, out)
+    return report
 
 
 def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSaver | None:

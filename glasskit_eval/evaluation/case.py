@@ -59,6 +59,9 @@ FrameKeeper = Callable[[SampleResult, Any], None]
 
 _SAVED = (Status.FAILED, Status.ERROR)
 
+#: Makes the ``(sample, frame)`` stream a case's calls consume from an ``ordering`` generator's factory.
+FrameSource = Callable[[Callable[[], Items]], AsyncIterator[tuple[ScheduledSample, DecodedFrame]]]
+
 
 @dataclass(frozen=True)
 class CaseWork:
@@ -73,6 +76,10 @@ class CaseWork:
     #: ``--save-failures``: the frame and record of every failed or errored result.
     saver: FailureSaver | None = None
     trial: int = 1
+    #: The arm these calls are made for (its name is on every result); None without arms.
+    arm: str | None = None
+    #: Where the frames come from instead of a decode of this case's own (arms share one decode).
+    frames: FrameSource | None = None
 
     def decoder(self) -> Decoder:
         return decode_at if self.warn is None else functools.partial(decode_at, warn=self.warn)
@@ -86,7 +93,7 @@ class CaseWork:
         artifacts = None
         if self.saver is not None and verdict.status in _SAVED:
             artifacts = self.saver.artifacts(sample, self.trial)
-        result = make_result(sample, verdict, frame=frame, call=call, artifacts=artifacts)
+        result = make_result(sample, verdict, frame=frame, call=call, artifacts=artifacts, arm=self.arm)
         if self.saver is not None and artifacts is not None:
             await asyncio.to_thread(self.saver.save, result, image, self.trial)
         if self.keep_frame is not None:
@@ -196,7 +203,7 @@ async def run_case(work: CaseWork, caller: Caller, *, concurrency: int, keep_goi
     pending: list[ScheduledSample] = []
     for sample in work.samples:
         if sample.ignored:
-            record(ignored_result(sample))
+            record(ignored_result(sample, work.arm))
         else:
             pending.append(sample)
     if pending:
@@ -264,7 +271,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
 
     current_target: str | None = None
     try:
-        async for sample, frame in _frames(items):
+        async for sample, frame in (work.frames or _frames)(items):
             if order != TIME and sample.target.id != current_target:
                 # The next target starts once every call of the current one has finished.
                 await settle()
@@ -295,7 +302,8 @@ async def _run_batches(work: CaseWork, pending: list[ScheduledSample], caller: C
     # (later targets' frames wait in the ordering's store, bounded in memory).
     items: list[tuple[ScheduledSample, DecodedFrame, Any]] = []
     try:
-        async for sample, frame in _frames(lambda: declaration_order_items(work.video_path, pending, work.decoder())):
+        async for sample, frame in (work.frames or _frames)(
+                lambda: declaration_order_items(work.video_path, pending, work.decoder())):
             if items and items[0][0].target.id != sample.target.id:
                 batch, items = items, []
                 try:

@@ -78,7 +78,7 @@ def describe(sample: ScheduledSample) -> str:
 
 
 def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFrame | None = None,
-                call: Call | None = None, artifacts: Artifacts | None = None) -> SampleResult:
+                call: Call | None = None, artifacts: Artifacts | None = None, arm: str | None = None) -> SampleResult:
     """The one constructor of results: a sample, what was decided, and the call it was decided on.
 
     Known secrets are cut from its text here, so no report or checkpoint made from it shows them.
@@ -114,11 +114,12 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         attempts=call.attempts if call is not None else None,
         usage=dict(call.usage) if call is not None and call.usage else None,
         call_duration_seconds=call.seconds if call is not None and batch else None,
+        arm=arm,
     )
 
 
-def ignored_result(sample: ScheduledSample) -> SampleResult:
-    return make_result(sample, Verdict(Status.IGNORED, sample.block.ignore or "ignored"))
+def ignored_result(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
+    return make_result(sample, Verdict(Status.IGNORED, sample.block.ignore or "ignored"), arm=arm)
 
 
 def bounded(message: str, limit: int = MAX_MESSAGE) -> str:

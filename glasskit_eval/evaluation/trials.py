@@ -26,6 +26,7 @@ from ..support import threads
 from ..video.damage import Warn
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .failures import FailureSaver
+from .fanout import ArmPlan
 from .gates import CaseThresholds, evaluate_gates, run_gates
 from .judge import Judge, ignored_result, judge
 from .observation_cache import ObservationCache
@@ -76,6 +77,8 @@ class Engine:
     judge: Judge = judge
     #: False for a shard: its gates are applied when the shards' reports are merged.
     gating: bool = True
+    #: ``--arm``/``--perturb``: every case evaluated by each arm on one decode (see ``fanout``).
+    arms: ArmPlan | None = None
 
 
 @dataclass
@@ -100,7 +103,7 @@ class _CaseSplit:
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
                      store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
                      saver: FailureSaver | None = None, cache: ObservationCache | None = None,
-                     judge: Judge = judge, gating: bool = True) -> RunResult:
+                     judge: Judge = judge, gating: bool = True, arms: ArmPlan | None = None) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
 
     ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
@@ -109,7 +112,11 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, liste
     # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
     # so an interrupted run can exit even if an adapter call never returns.
     threads.install()
-    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating)
+    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating, arms)
+    if arms is not None:
+        from .fanout import run_arm_trials
+
+        return await run_arm_trials(engine)
     started = time.perf_counter()
     # One limiter for the whole run: the provider's quota does not reset between trials.
     rate = options.call_policy.max_calls_per_second

@@ -158,7 +158,8 @@ class ConsoleListener:
         observed = "" if not r.evaluated else f" observed={inline(compact(r.observed_value))}"
         where = last_frame(r.traceback) if r.traceback else None
         at = f" (at {where})" if where else ""
-        return (f"    {prefix}{self._status(r.status)} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
+        arm = f" [{r.arm}]" if r.arm is not None else ""
+        return (f"    {prefix}{self._status(r.status)}{arm} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
                 f"{frame} expected={compact(r.expected)}{observed} reason={shown_reason(r)}{inline(at)}")
 
 
@@ -347,6 +348,7 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     if not failures:
         return []
     many = len(summary.run.trials) > 1
+    arms = any(f.result.arm is not None for f in failures)
     shown = failures[:FAILURE_ROWS]
     rows = []
     for f in shown:
@@ -356,9 +358,11 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
         row = [r.case, r.target, f"{time_label(r.timestamp_s)}s",
                "-" if r.frame_index is None else str(r.frame_index), _cell(compact(r.expected)),
                _cell(observed), r.status.value, shown_reason(r)]
-        rows.append(([str(f.trial)] if many else []) + row)
+        rows.append(([str(f.trial)] if many else []) + ([r.arm or ""] if arms else []) + row)
     headers = ["Case", "Target", "Time", "Frame", "Expected", "Observed", "Status", "Reason"]
     right = [False, False, True, True, False, False, False, False]
+    if arms:
+        headers, right = ["Arm", *headers], [False, *right]
     if many:
         headers, right = ["Trial", *headers], [True, *right]
     noun = "failed or errored attempts" if many else "failed or errored samples"

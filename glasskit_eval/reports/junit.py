@@ -93,8 +93,9 @@ def _counts_attrs(element: ET.Element, counts: Counts, time: float) -> None:
 
 
 def _testcase(suite: ET.Element, result: SampleResult, context: JunitContext) -> None:
+    classname = result.case if result.arm is None else f"{result.arm}.{result.case}"
     case = ET.SubElement(suite, "testcase", name=_text(sample_name(result, context.time_width)),
-                         classname=_text(result.case))
+                         classname=_text(classname))
     where = context.locations.get(result.key)
     if where is not None:
         case.set("file", _text(relative_path(where.path, context.base)))
@@ -113,11 +114,13 @@ def _testcase(suite: ET.Element, result: SampleResult, context: JunitContext) ->
 
 
 def _trial_suites(root: ET.Element, trial: TrialResult, many: bool, context: JunitContext) -> None:
-    groups: dict[tuple[str, str], list[SampleResult]] = {}
+    groups: dict[tuple[str | None, str, str], list[SampleResult]] = {}
     for result in trial.results:
-        groups.setdefault((result.case, result.target), []).append(result)
-    for (case_name, target), results in groups.items():
-        name = f"{case_name} / {target}" + (f" [trial {trial.trial}]" if many else "")
+        groups.setdefault((result.arm, result.case, result.target), []).append(result)
+    for (arm, case_name, target), results in groups.items():
+        # A run with arms: each arm's suites of its own, named after it.
+        name = (f"{arm}: " if arm is not None else "") + f"{case_name} / {target}" + (
+            f" [trial {trial.trial}]" if many else "")
         suite = ET.SubElement(root, "testsuite", name=_text(name))
         counts = Counts.of(results)
         _counts_attrs(suite, counts, sum(r.evaluation_duration_seconds or 0.0 for r in results))
