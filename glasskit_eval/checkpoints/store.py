@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, OutputError
+from ..support import strictjson
 from ..support.fsio import fsync_dir, lock_fd, write_text_atomic
 from ..support.jsonvalues import json_problem
 
@@ -161,17 +162,27 @@ def encode_record(record: Mapping[str, Any]) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
+class _Refused(Exception):
+    """A line that passes its checksum but is not JSON as we write it: damage, not a torn tail."""
+
+
 def _decode_line(line: bytes) -> dict[str, Any] | None:
+    """The record on ``line``; None when its checksum fails (torn), :class:`_Refused` when it is damaged."""
     crc, sep, body = line.partition(b" ")
     if not sep or len(crc) != 8:
         return None
     try:
         if int(crc, 16) != zlib.crc32(body):
             return None
-        value = json.loads(body)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    try:
+        value = strictjson.loads(body, max_depth=strictjson.CHECKPOINT_RECORDS.max_depth)
+    except strictjson.LoadError as exc:
+        raise _Refused(str(exc)) from None
+    if not isinstance(value, dict):
+        raise _Refused("is not a JSON object")
+    return value
 
 
 @dataclass
@@ -198,7 +209,12 @@ def decode_records(data: bytes, where: Path) -> Decoded:
         if end < 0:
             first_bad = offset if first_bad is None else first_bad
             break
-        record = _decode_line(data[offset:end])
+        try:
+            record = _decode_line(data[offset:end])
+        except _Refused as exc:
+            line = data.count(b"\n", 0, offset) + 1
+            raise CheckpointError(f"{where}: record {line} passes its checksum but is not a record this program "
+                                  f"writes ({exc}); it cannot be resumed safely, start a new run") from None
         if record is None:
             if first_bad is None:
                 first_bad = offset
@@ -381,14 +397,23 @@ class Checkpoint:
         if manifest.status == COMPLETE:
             raise CheckpointError(f"checkpoint is already complete: {path}")
         records_path = path / RECORDS_NAME
+        limit = strictjson.CHECKPOINT_RECORDS.max_bytes
         try:
-            fd = os.open(records_path, os.O_RDWR | os.O_APPEND)
+            # Checked before opening (a FIFO or a device is never opened for writing) and after.
+            strictjson.stat_regular(records_path, limit)
+            fd = os.open(records_path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0))
+        except strictjson.LoadError as exc:
+            raise CheckpointError(f"{records_path} {exc}; start a new run") from None
         except OSError as exc:
             raise CheckpointError(f"cannot open {records_path}: {exc.strerror or exc}") from None
         try:
-            _lock(fd, path)
-            with open(records_path, "rb") as handle:
-                decoded = decode_records(handle.read(), records_path)
+            try:
+                strictjson.check_regular(os.fstat(fd), limit)
+                _lock(fd, path)
+                data = strictjson.read_fd(fd, limit)
+            except strictjson.LoadError as exc:
+                raise CheckpointError(f"{records_path} {exc}; start a new run") from None
+            decoded = decode_records(data, records_path)
             header = decoded.header or {}
             if header.get("format") != FORMAT_NAME or header.get("id") != manifest.id:
                 raise CheckpointError(f"{records_path} does not belong to checkpoint {manifest.id}; "
@@ -474,13 +499,12 @@ def _manifest_text(manifest: Manifest) -> str:
 def read_manifest(path: Path) -> Manifest:
     where = path / MANIFEST_NAME
     try:
-        text = where.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CheckpointError(f"could not read checkpoint manifest {where}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CheckpointError(f"checkpoint manifest {where} is not valid JSON ({exc}); start a new run") from None
+        data = strictjson.load(where, strictjson.CHECKPOINT_MANIFEST)
+    except strictjson.NotFound:
+        raise CheckpointError(f"could not read checkpoint manifest {where}: no such file; pass the directory "
+                              "printed after `Checkpoint:`") from None
+    except strictjson.LoadError as exc:
+        raise CheckpointError(f"checkpoint manifest {exc.located(str(where))}; start a new run") from None
     return Manifest.from_json(data, where)
 
 

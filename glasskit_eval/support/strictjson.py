@@ -219,19 +219,21 @@ def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def loads_text(data: bytes) -> str:
+    """``data`` as UTF-8 text; :class:`LoadError` naming the line of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise LoadError(f"is not UTF-8 text (byte {exc.start})", line=line) from None
+
+
 def loads(data: bytes | str, *, max_depth: int = REPORT.max_depth) -> Any:
     """Parse JSON text as our writers write it (see the module docstring); :class:`LoadError` otherwise.
 
     A syntax error names ``line L column C``; a refused value names its JSON path.
     """
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise LoadError(f"is not UTF-8 text (byte {exc.start})", line=line) from None
-    else:
-        text = data
+    text = loads_text(data) if isinstance(data, bytes) else data
     repeated: dict[int, str] = {}
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
