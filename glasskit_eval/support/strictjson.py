@@ -365,8 +365,8 @@ class Bool(Shape):
 class Num(Shape):
     """A number in ``[low, high]`` (ints included); ``integer`` refuses fractions."""
 
-    low: float | None = None
-    high: float | None = None
+    low: int | float | None = None
+    high: int | float | None = None
     nullable: bool = False
     integer: bool = False
 
@@ -378,17 +378,22 @@ class Num(Shape):
             what = "an integer" if self.integer else "a number"
             return path, f"must be {what}{' or null' if self.nullable else ''}, not {_type_name(value)}"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            bounds = (f"from {self.low:g} to {self.high:g}" if self.low is not None and self.high is not None
-                      else f"at least {self.low:g}" if self.low is not None else f"at most {self.high:g}")
+            low, high = _bound(self.low), _bound(self.high)
+            bounds = (f"from {low} to {high}" if self.low is not None and self.high is not None
+                      else f"at least {low}" if self.low is not None else f"at most {high}")
             return path, f"is {_clip(repr(value))}, must be {bounds}"
         return None
 
 
+def _bound(value: int | float | None) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
 #: Counts, indexes, sizes: what a 64-bit integer holds.
-INT64 = float(2**63 - 1)
+INT64 = 2**63 - 1
 
 
-def Int(low: float | None = 0, high: float | None = INT64, *, nullable: bool = False) -> Num:  # noqa: N802
+def Int(low: int | None = 0, high: int | None = INT64, *, nullable: bool = False) -> Num:  # noqa: N802
     return Num(low, high, nullable, integer=True)
 
 
