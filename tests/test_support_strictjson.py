@@ -78,7 +78,7 @@ def test_syntax_errors_and_bad_bytes_name_the_line() -> None:
     # The column is where Python's json module stops, which moved between versions.
     assert error.line == 2 and error.located("r.json").startswith(f"r.json:2:{error.column}: not valid JSON")
     error = refused(b'{"a":\n"\xff"}')
-    assert error.located("r.json") == "r.json:2: is not UTF-8 text (byte 6)"
+    assert error.located("r.json") == "r.json:2: is not UTF-8 text (byte 7)"
 
 
 def test_regular_files_are_read_within_their_limit(tmp_path: Path) -> None:
