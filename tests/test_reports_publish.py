@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 from evalkit import TESTS, make_eval, read_json, run_cli
-from reportkit import report_of, result_json
 from framecode import read_frame_index
 from htmlkit import page_data, thumbnail_images
+from reportkit import report_of, result_json
 
 CASE = """
 video: {video}

@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reportkit import report_of, result_json, write_report
 
 from glasskit_eval.cases.model import Case
 from glasskit_eval.cases.parse import parse_case
 from glasskit_eval.errors import UsageError
 from glasskit_eval.review.report import annotate, load_report
 from glasskit_eval.yamltext.source import load_yaml_text
-
-from reportkit import report_of, result_json, write_report
 
 CASE = """\
 video: clip.mp4

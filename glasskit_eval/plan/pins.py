@@ -115,7 +115,7 @@ def parse_pin_file(data: bytes | str, where: str) -> PinFile:
     lines = [(n, line) for n, line in enumerate(data.split("\n"), 1) if line.strip()]
     if not lines:
         raise LockFormatError(f"{where}: empty frame lock; {again}")
-    values = []
+    values: list[tuple[int, Any]] = []
     for number, line in lines:
         value: Any = None
         try:

@@ -192,7 +192,6 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
 
     def add_from_artifacts(self, results: Iterable[SampleResult]) -> None:
         """Thumbnails from ``--save-failures`` JPEGs for results that have one and need one."""
-        from PIL import Image
 
         for r in results:
             if not wants_thumbnail(r) or r.artifact_image is None:

@@ -393,7 +393,7 @@ def _bound(value: int | float | None) -> str:
 INT64 = 2**63 - 1
 
 
-def Int(low: int | None = 0, high: int | None = INT64, *, nullable: bool = False) -> Num:  # noqa: N802
+def Int(low: int | None = 0, high: int | None = INT64, *, nullable: bool = False) -> Num:
     return Num(low, high, nullable, integer=True)
 
 
