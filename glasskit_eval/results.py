@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .support.strictjson import AnyValue, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
+
 
 class Status(str, enum.Enum):
     PASSED = "passed"
@@ -137,53 +139,43 @@ class SampleResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SampleResult:
-        """Read a stored result; raises :class:`ResultFormatError` for anything else."""
-        if not isinstance(data, Mapping):
-            raise ResultFormatError("a result must be a JSON object")
-        missing = [name for name in _REQUIRED if name not in data]
-        if missing:
-            raise ResultFormatError(f"a result lacks {', '.join(missing)}")
-        values = {name: data[name] for name in _FIELD_NAMES if name in data}
+        """Read a stored result; raises :class:`ResultFormatError` (naming the key) for anything else."""
         try:
-            values["status"] = Status(values["status"])
-            values["evaluation_timing_mode"] = TimingMode.parse(values.get("evaluation_timing_mode"))
-            kind = values.get("error_kind")
-            values["error_kind"] = None if kind is None else ErrorKind(kind)
-        except ValueError as exc:
+            check(data, RESULT_SHAPE)
+        except LoadError as exc:
             raise ResultFormatError(str(exc)) from None
-        for name, kinds in _TYPES.items():
-            value = values.get(name)
-            if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
-                raise ResultFormatError(f"a result's {name} is {type(value).__name__}")
-        if not isinstance(values.get("cached", False), bool):
-            raise ResultFormatError("a result's cached is not a boolean")
+        values = {name: data[name] for name in _FIELD_NAMES if name in data}
+        values["status"] = Status(values["status"])
+        values["evaluation_timing_mode"] = TimingMode.parse(values.get("evaluation_timing_mode"))
+        kind = values.get("error_kind")
+        values["error_kind"] = None if kind is None else ErrorKind(kind)
         usage = values.get("usage")
         if usage is not None:
-            values["usage"] = _usage(usage)
+            values["usage"] = dict(usage)
         return cls(**values)
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
 _OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm")
-_REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
-_TYPES: dict[str, type | tuple[type, ...]] = {
-    "case": str, "target": str, "target_label": str, "sample_index": int,
-    "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
-    "evaluation_duration_seconds": (int, float), "frame_index": int,
-    "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str, "traceback": str,
-    "attempts": int, "call_duration_seconds": (int, float), "arm": str,
-}
+_SECONDS = Num(0, nullable=True)
 
-
-def _usage(value: object) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        raise ResultFormatError(f"a result's usage is {type(value).__name__}")
-    usage: dict[str, float] = {}
-    for key, number in value.items():
-        if not isinstance(key, str) or not isinstance(number, (int, float)) or isinstance(number, bool):
-            raise ResultFormatError(f"a result's usage entry {key!r} is not a number")
-        usage[key] = number
-    return usage
+#: Every key of a stored result (reports, checkpoint records), as :meth:`SampleResult.to_json` writes
+#: it; the keys without a default are upstream's and always written. Times and durations are
+#: non-negative, indexes and counts non-negative integers.
+RESULT_SHAPE = Obj(
+    required={"case": Str(), "target": Str(), "target_label": Str(nullable=True), "sample_index": Int(),
+              "timestamp_s": Num(0), "source": Str(), "status": Str(choices=tuple(s.value for s in Status)),
+              "expected": AnyValue(), "field": Str(nullable=True), "compare_mode": Str(nullable=True),
+              "reason": Str()},
+    optional={"observed": AnyValue(), "observed_value": AnyValue(),
+              "evaluation_duration_seconds": _SECONDS,
+              "evaluation_timing_mode": Str(nullable=True, choices=(*(m.value for m in TimingMode), "batch")),
+              "frame_index": Int(nullable=True), "media_timestamp_s": Num(nullable=True),
+              "error_kind": Str(nullable=True, choices=tuple(k.value for k in ErrorKind)),
+              "artifact_image": Str(nullable=True), "artifact_json": Str(nullable=True),
+              "traceback": Str(nullable=True), "cached": Bool(), "attempts": Int(nullable=True),
+              "usage": MapOf(Num(), nullable=True), "call_duration_seconds": _SECONDS,
+               "arm": Str(nullable=True)})
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,15 +27,16 @@ import secrets
 import shutil
 import threading
 import time
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, OutputError
+from ..support import strictjson
 from ..support.fsio import fsync_dir, lock_fd, write_text_atomic
 from ..support.jsonvalues import json_problem
+from .framing import decode_records, encode_record
 
 FORMAT_NAME = "glasskit_eval-checkpoint"
 FORMAT_VERSION = 1
@@ -151,68 +152,6 @@ def _record_key(record: dict[str, Any]) -> Key | None:
     if json_problem(payload) is not None:
         return None
     return (trial, case, target, index)
-
-
-# --- record framing (pure) --------------------------------------------------------------
-
-
-def encode_record(record: Mapping[str, Any]) -> bytes:
-    body = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return b"%08x %s\n" % (zlib.crc32(body), body)
-
-
-def _decode_line(line: bytes) -> dict[str, Any] | None:
-    crc, sep, body = line.partition(b" ")
-    if not sep or len(crc) != 8:
-        return None
-    try:
-        if int(crc, 16) != zlib.crc32(body):
-            return None
-        value = json.loads(body)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-@dataclass
-class Decoded:
-    header: dict[str, Any] | None
-    records: list[dict[str, Any]]
-    #: Byte length of the intact prefix; anything after it is a torn tail.
-    good_bytes: int
-    torn: bool
-
-
-def decode_records(data: bytes, where: Path) -> Decoded:
-    """Split a records file into intact records, ignoring a torn tail.
-
-    A bad line followed only by bad lines is a torn tail (an interrupted write);
-    a bad line followed by a good one is damage we refuse to guess around.
-    """
-    records: list[dict[str, Any]] = []
-    header: dict[str, Any] | None = None
-    offset = 0
-    first_bad: int | None = None
-    while offset < len(data):
-        end = data.find(b"\n", offset)
-        if end < 0:
-            first_bad = offset if first_bad is None else first_bad
-            break
-        record = _decode_line(data[offset:end])
-        if record is None:
-            if first_bad is None:
-                first_bad = offset
-        elif first_bad is not None:
-            line = data.count(b"\n", 0, first_bad) + 1
-            raise CheckpointError(f"{where} is damaged at line {line} (a record failed its checksum but "
-                                  "later ones are intact); it cannot be resumed safely, start a new run")
-        elif header is None:
-            header = record
-        else:
-            records.append(record)
-        offset = end + 1
-    good = first_bad if first_bad is not None else len(data)
-    return Decoded(header, records, good, good < len(data))
 
 
 # --- the writer -------------------------------------------------------------------------
@@ -381,14 +320,23 @@ class Checkpoint:
         if manifest.status == COMPLETE:
             raise CheckpointError(f"checkpoint is already complete: {path}")
         records_path = path / RECORDS_NAME
+        limit = strictjson.CHECKPOINT_RECORDS.max_bytes
         try:
-            fd = os.open(records_path, os.O_RDWR | os.O_APPEND)
+            # Checked before opening (a FIFO or a device is never opened for writing) and after.
+            strictjson.stat_regular(records_path, limit)
+            fd = os.open(records_path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0))
+        except strictjson.LoadError as exc:
+            raise CheckpointError(f"{records_path} {exc}; start a new run") from None
         except OSError as exc:
             raise CheckpointError(f"cannot open {records_path}: {exc.strerror or exc}") from None
         try:
-            _lock(fd, path)
-            with open(records_path, "rb") as handle:
-                decoded = decode_records(handle.read(), records_path)
+            try:
+                strictjson.check_regular(os.fstat(fd), limit)
+                _lock(fd, path)
+                data = strictjson.read_fd(fd, limit)
+            except strictjson.LoadError as exc:
+                raise CheckpointError(f"{records_path} {exc}; start a new run") from None
+            decoded = decode_records(data, records_path)
             header = decoded.header or {}
             if header.get("format") != FORMAT_NAME or header.get("id") != manifest.id:
                 raise CheckpointError(f"{records_path} does not belong to checkpoint {manifest.id}; "
@@ -474,13 +422,12 @@ def _manifest_text(manifest: Manifest) -> str:
 def read_manifest(path: Path) -> Manifest:
     where = path / MANIFEST_NAME
     try:
-        text = where.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CheckpointError(f"could not read checkpoint manifest {where}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CheckpointError(f"checkpoint manifest {where} is not valid JSON ({exc}); start a new run") from None
+        data = strictjson.load(where, strictjson.CHECKPOINT_MANIFEST)
+    except strictjson.NotFound:
+        raise CheckpointError(f"could not read checkpoint manifest {where}: no such file; pass the directory "
+                              "printed after `Checkpoint:`") from None
+    except strictjson.LoadError as exc:
+        raise CheckpointError(f"checkpoint manifest {exc.located(str(where))}; start a new run") from None
     return Manifest.from_json(data, where)
 
 

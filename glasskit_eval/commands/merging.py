@@ -113,7 +113,7 @@ def _timing(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int) -> Timin
     for _name, report in named:
         mode = report["trials"][trial - 1].get("summary", {}).get("evaluation_timing_mode")
         if mode is not None and report["trials"][trial - 1].get("summary", {}).get("evaluated"):
-            return TimingMode(mode)
+            return TimingMode.parse(mode)
     return TimingMode.INDIVIDUAL
 
 

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 from ..cases.model import Case
 from ..errors import Problem, ValidationError
 from ..support.fsio import write_text_atomic
-from .pinfiles import any_pinned, pin_file_path
+from ..support.strictjson import LoadError
+from .pinfiles import any_pinned, pin_file_path, read_pin_bytes
 from .pins import (
     ClipFramePin,
     ClipPin,
@@ -46,13 +47,14 @@ def read_pin_file(case: Case) -> PinFile | None:
     """The case's lock, None without one; a damaged lock is a validation error."""
     path = pin_file_path(case)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        data = read_pin_bytes(path)
+    except LoadError as exc:
+        raise ValidationError([Problem(str(path), "", f"cannot read the frame lock: it {exc}; run "
+                                       "`validate --pin` to write it again")]) from None
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError([Problem(str(path), "", f"cannot read the frame lock: {exc}")]) from None
     try:
-        return parse_pin_file(text, str(path))
+        return parse_pin_file(data, str(path))
     except LockFormatError as exc:
         raise ValidationError([Problem(str(path), "", str(exc).removeprefix(f"{path}: "))]) from None
 

@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..cases.model import ClipSpec
+from ..support import strictjson as sj
 from ..support.timevalues import format_time, parse_cli_time, same_time_key
 from ..video.fingerprint import PERCEPTUAL_TOLERANCE, hash_distance
 
@@ -135,67 +136,77 @@ class PinFile:
         return replace(self, pins=tuple(sorted([*old, *fresh.values()], key=lambda p: p.order)))
 
 
-def parse_pin_file(text: str, where: str) -> PinFile:
-    """Read a lock; raises :class:`LockFormatError` naming ``where`` and the line."""
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        raise LockFormatError(f"{where}: empty frame lock; run `validate --pin` to write it again")
-    values = []
-    for number, line in lines:
+_HEADER = sj.Obj({"frames_lock": sj.Int(), "case": sj.Str(), "video": sj.Str(), "video_sha256": sj.Str(),
+                  "decoder": sj.Obj({"av": sj.Str(), "ffmpeg": sj.Str(), "codec": sj.Str()})})
+_PIN = sj.Obj({"target": sj.Str(), "sample_index": sj.Int(), "time": sj.Str(), "frame_index": sj.Int(),
+               "media_time": sj.Str(), "display_size": sj.Arr(sj.Int()), "pixel_sha256": sj.Str(),
+               "phash": sj.Str()},
+              {"clip": sj.Obj({"before_s": sj.Str(), "after_s": sj.Str(), "every_s": sj.Str(nullable=True),
+                               "edge": sj.Str(choices=("error", "clamp")),
+                               "frames": sj.Arr(sj.Obj({"time": sj.Str(), "frame_index": sj.Int(),
+                                                        "media_time": sj.Str(), "pixel_sha256": sj.Str(),
+                                                        "phash": sj.Str()}))})})
+
+
+def parse_pin_file(data: bytes | str, where: str) -> PinFile:
+    """Read a lock (each line through the strict loader); raises :class:`LockFormatError` naming ``where`` and the line."""
+    again = "run `validate --pin` to write the lock again"
+    if isinstance(data, bytes):
         try:
-            values.append((number, json.loads(line)))
-        except ValueError as exc:
-            raise LockFormatError(f"{where}:{number}: not JSON ({exc}); run `validate --pin` to "
-                                  "write the lock again") from None
-    number, head = values[0]
-    try:
-        if head.get("frames_lock") != LOCK_FORMAT:
-            raise LockFormatError(f"{where}:{number}: not a frame lock of format {LOCK_FORMAT}; "
-                                  "run `validate --pin` to write it again")
-        decoder = head["decoder"]
-        lock = PinFile(case=str(head["case"]), video=str(head["video"]),
-                         video_sha256=str(head["video_sha256"]),
-                         decoder=Decoder(str(decoder["av"]), str(decoder["ffmpeg"]), str(decoder["codec"])),
-                         pins=())
-        pins = []
-        for line_number, item in values[1:]:
-            number = line_number  # for the error message below
+            data = sj.loads_text(data)
+        except sj.LoadError as exc:
+            raise LockFormatError(f"{exc.located(where)}; {again}") from None
+    # Only "\n" ends a line: the writer writes it, and U+2028 may stand inside a target's name.
+    lines = [(n, line) for n, line in enumerate(data.split("\n"), 1) if line.strip()]
+    if not lines:
+        raise LockFormatError(f"{where}: empty frame lock; {again}")
+    values: list[tuple[int, Any]] = []
+    for number, line in lines:
+        value: Any = None
+        try:
+            value = sj.loads(line, max_depth=sj.FRAME_LOCK.max_depth)
+            sj.check(value, _HEADER if not values else _PIN)
+        except sj.LoadError as exc:
+            if exc.line is not None:  # a syntax error: the column is the line's own
+                raise LockFormatError(f"{where}:{number}:{exc.column}: {exc.reason}; {again}") from None
+            if not values and isinstance(value, dict) and value.get("frames_lock") != LOCK_FORMAT:
+                break  # said below: not a lock of this format
+            raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({exc}); {again}") from None
+        values.append((number, value))
+    number, head = lines[0][0], values[0][1] if values else None
+    if head is None or head["frames_lock"] != LOCK_FORMAT:
+        raise LockFormatError(f"{where}:{number}: not a frame lock of format {LOCK_FORMAT}; {again}")
+    decoder = head["decoder"]
+    lock = PinFile(case=head["case"], video=head["video"], video_sha256=head["video_sha256"],
+                   decoder=Decoder(decoder["av"], decoder["ffmpeg"], decoder["codec"]), pins=())
+    pins = []
+    for number, item in values[1:]:
+        try:
+            if len(item["display_size"]) != 2:
+                raise ValueError("display_size must be [width, height]")
             width, height = item["display_size"]
-            pins.append(FramePin(target=str(item["target"]), sample_index=_int(item["sample_index"]),
-                                 time=_time(item["time"]), frame_index=_int(item["frame_index"]),
-                                 media_time=_time(item["media_time"]),
-                                 display_size=(_int(width), _int(height)),
-                                 pixel_sha256=str(item["pixel_sha256"]), phash=str(item["phash"]),
-                                 clip=_clip(item["clip"]) if "clip" in item else None))
-    except LockFormatError:
-        raise
-    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-        raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({type(exc).__name__}: {exc}); "
-                              "run `validate --pin` to write it again") from None
+            pins.append(FramePin(target=item["target"], sample_index=item["sample_index"], time=_time(item["time"]),
+                                 frame_index=item["frame_index"], media_time=_time(item["media_time"]),
+                                 display_size=(width, height), pixel_sha256=item["pixel_sha256"],
+                                 phash=item["phash"], clip=_clip(item["clip"]) if "clip" in item else None))
+        except ValueError as exc:
+            raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({exc}); {again}") from None
     return replace(lock, pins=tuple(pins))
 
 
 def _clip(value: Any) -> ClipPin:
     every = value["every_s"]
     spec = ClipSpec(before_s=_time(value["before_s"]), after_s=_time(value["after_s"]),
-                    every_s=None if every is None else _time(every), edge=str(value["edge"]))
-    frames = tuple(ClipFramePin(time=_time(f["time"]), frame_index=_int(f["frame_index"]),
-                                media_time=_time(f["media_time"]), pixel_sha256=str(f["pixel_sha256"]),
-                                phash=str(f["phash"])) for f in value["frames"])
+                    every_s=None if every is None else _time(every), edge=value["edge"])
+    frames = tuple(ClipFramePin(time=_time(f["time"]), frame_index=f["frame_index"],
+                                media_time=_time(f["media_time"]), pixel_sha256=f["pixel_sha256"],
+                                phash=f["phash"]) for f in value["frames"])
     return ClipPin(spec, frames)
 
 
-def _time(value: object) -> Fraction:
+def _time(value: str) -> Fraction:
     # Locks hold times as exact text ("3/10"); parse_cli_time bounds it before expanding it.
-    if not isinstance(value, str):
-        raise TypeError(f"{value!r} is not a time written as text")
     return parse_cli_time(value)
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{value!r} is not an integer")
-    return value
 
 
 # -- comparison ------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ the median latency change with a block-bootstrap interval (``statistics.bootstra
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -233,13 +232,11 @@ def report_results(report: object, where: str) -> list[Mapping[str, Any]]:
     return results
 
 
-def load_report(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"report {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"cannot read report {path}: {exc}") from None
+def load_report(path: Path, label: str | None = None) -> dict[str, Any]:
+    """A run report read through the one strict loader (:func:`.loading.load_report_file`)."""
+    from .loading import load_report_file
+
+    return load_report_file(path, label)
 
 
 def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], path: str, *,
@@ -326,7 +323,7 @@ def compare_reports(baseline: Path, current: Path, *, alpha: float = DEFAULT_ALP
 def diff_against(path: Path, results: Iterable[SampleResult], *, label: str | None = None,
                  alpha: float = DEFAULT_ALPHA, confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
     """Compare a run's results with the report at ``path`` (named ``label`` in the outputs)."""
-    before = outcomes(report_results(load_report(path), str(path)))
+    before = outcomes(report_results(load_report(path, f"--baseline {path}"), str(path)))
     return diff(before, result_outcomes(results), label or str(path), alpha=alpha, confidence=confidence)
 
 

@@ -32,9 +32,43 @@ FULL_QUALITY = 90
 #: Default size budget for the embedded thumbnails (their data URIs), in bytes.
 DEFAULT_BUDGET_BYTES = 25 * 1000 * 1000
 
+#: A ``--save-failures`` image larger than this (bytes, pixels) named in a report is not embedded.
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
+MAX_ARTIFACT_PIXELS = 64 * 1024 * 1024
+
 ThumbKey = tuple[str, int]
 
 _FAILED = (Status.FAILED, Status.ERROR)
+
+
+def open_artifact_image(path: Path) -> Any:
+    """The decoded image a report's ``artifact_image`` names, or None unless it is a regular JPEG or PNG
+    file of at most :data:`MAX_ARTIFACT_BYTES` and :data:`MAX_ARTIFACT_PIXELS`.
+
+    The path comes from a report, which anyone may have edited: a FIFO, ``/dev/zero`` or a huge
+    file must be neither read nor embedded, so the file goes through the strict loader's checks.
+    """
+    from PIL import Image
+
+    from ..support.strictjson import LoadError, read_file
+
+    try:
+        data = read_file(path, MAX_ARTIFACT_BYTES)
+    except LoadError:
+        return None
+    try:
+        image = Image.open(io.BytesIO(data), formats=("JPEG", "PNG"))
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return None
+    try:
+        width, height = image.size
+        if width * height > MAX_ARTIFACT_PIXELS:
+            raise ValueError("too many pixels")
+        image.load()
+    except (OSError, ValueError, Image.DecompressionBombError):
+        image.close()
+        return None
+    return image
 
 
 def wants_thumbnail(result: SampleResult) -> bool:
@@ -158,7 +192,6 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
 
     def add_from_artifacts(self, results: Iterable[SampleResult]) -> None:
         """Thumbnails from ``--save-failures`` JPEGs for results that have one and need one."""
-        from PIL import Image
 
         for r in results:
             if not wants_thumbnail(r) or r.artifact_image is None:
@@ -167,13 +200,16 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
             key = (r.case, r.frame_index)
             if not self.needs(key):
                 continue
+            image = open_artifact_image(Path(r.artifact_image))
+            if image is None:
+                continue  # missing, unreadable or not an image: maybe the videos can still give it
             try:
-                with Image.open(Path(r.artifact_image)) as image:
-                    image.load()
-                    if self.add(key, make_thumbnail(image)):
-                        self.add_frame(key, image)
+                if self.add(key, make_thumbnail(image)):
+                    self.add_frame(key, image)
             except (OSError, ValueError):
-                continue  # missing or unreadable artifact: maybe the videos can still give it
+                continue
+            finally:
+                image.close()
 
     def add_from_videos(self, wanted: Mapping[str, tuple[Path, Iterable[SampleResult]]]) -> list[str]:
         """Decode the frames of failed results, per case (``case -> (video, results)``).

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..cases.model import Case, ClipSpec, block_times
 from ..errors import EvalError
-from ..plan.pinfiles import pin_file_path
+from ..plan.pinfiles import pin_file_path, read_pin_bytes
+from ..support.strictjson import LoadError
 from ..support.timevalues import format_time
 
 if TYPE_CHECKING:
@@ -68,7 +69,13 @@ def _state_key(loaded: LoadedCase, lock: Path) -> tuple[str, str, tuple[int, int
 
     assert loaded.case is not None
     stamp = FileStamp.of(video_path(loaded.case))
-    return (loaded.revision, hashlib.sha256(lock.read_bytes()).hexdigest(),
+    try:
+        data = read_pin_bytes(lock)
+    except LoadError as exc:
+        raise EvalError(f"{lock} {exc}") from None
+    if data is None:
+        raise EvalError(f"{lock} was removed while reading it")
+    return (loaded.revision, hashlib.sha256(data).hexdigest(),
             (stamp.size, stamp.mtime_ns, stamp.inode))
 
 

@@ -8,54 +8,36 @@ comparison mode or ignore changed since the run (or that is gone) is marked
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from ..cases.model import Case, SampleBlock, block_times
-from ..errors import UsageError
 from ..support.jsonvalues import json_equal
 
 Marker = dict[str, Any]
 
 def load_report(path: Path) -> dict[str, list[Marker]]:
-    """Per case, the markers of a ``run --output-json`` report."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read --report {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--report {path} is not valid JSON: {exc}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("trials"), list):
-        raise UsageError(f"--report {path} is not a run report; write one with "
-                         "`run --output-json results.json`")
+    """Per case, the markers of a ``run --output-json`` report (read by the one strict loader)."""
+    from ..reports.loading import load_report_file
+
+    report = load_report_file(path, f"--report {path}")
     markers: dict[str, list[Marker]] = {}
     for trial in report["trials"]:
-        if not isinstance(trial, dict):
-            continue
-        for result in trial.get("results") or []:
-            marker = _marker(trial.get("trial"), result)
-            if marker is not None:
-                markers.setdefault(result["case"], []).append(marker)
+        for result in trial["results"]:
+            markers.setdefault(result["case"], []).append(_marker(trial["trial"], result))
     return markers
 
 
-def _marker(trial: Any, result: Any) -> Marker | None:
-    if not isinstance(result, dict) or not isinstance(result.get("case"), str):
-        return None
-    time = result.get("timestamp_s")
-    if not isinstance(time, (int, float)) or isinstance(time, bool) or not math.isfinite(time):
-        return None
+def _marker(trial: int, result: dict[str, Any]) -> Marker:
     return {
         "trial": trial,
-        "target": result.get("target"),
-        "time_s": float(time),
-        "status": result.get("status"),
-        "reason": result.get("reason"),
-        "expected": result.get("expected"),
-        "field": result.get("field"),
-        "compare_mode": result.get("compare_mode"),
+        "target": result["target"],
+        "time_s": float(result["timestamp_s"]),
+        "status": result["status"],
+        "reason": result["reason"],
+        "expected": result["expected"],
+        "field": result["field"],
+        "compare_mode": result["compare_mode"],
         "observed": result.get("observed"),
         "observed_value": result.get("observed_value"),
         "frame_index": result.get("frame_index"),
