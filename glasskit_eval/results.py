@@ -4,7 +4,8 @@ The runner makes each :class:`SampleResult` once; checkpoints, resume, the repor
 review page's report overlay read the same record. Control data lives in enums
 (:class:`Status`, :class:`ErrorKind`, :class:`TimingMode`); ``reason`` is text for people and is
 never parsed back. Keys and values follow the upstream JSON report (``schema_version`` 1) so
-existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind`` and ``traceback`` are ours.
+existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind``, ``traceback`` and
+``clip`` are ours.
 """
 
 from __future__ import annotations
@@ -60,6 +61,28 @@ class ResultFormatError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class ClipFrames:
+    """A clip sample's frames as the adapter got them: requested times and frame indexes, in time order."""
+
+    timestamps: tuple[float, ...]
+    frame_indexes: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timestamps": list(self.timestamps), "frame_indexes": list(self.frame_indexes)}
+
+    @classmethod
+    def from_json(cls, data: object) -> ClipFrames:
+        if not isinstance(data, Mapping):
+            raise ResultFormatError("a result's clip is not an object")
+        times, indexes = data.get("timestamps"), data.get("frame_indexes")
+        if (not isinstance(times, list) or not isinstance(indexes, list) or len(times) != len(indexes)
+                or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in indexes)):
+            raise ResultFormatError("a result's clip needs lists timestamps and frame_indexes of one length")
+        return cls(tuple(float(t) for t in times), tuple(indexes))
+
+
+@dataclass(frozen=True, slots=True)
 class SampleResult:
     case: str
     target: str
@@ -95,6 +118,8 @@ class SampleResult:
     #: A batch sample's whole ``evaluate_many`` call duration (``evaluation_duration_seconds`` is
     #: its amortized share); None for individual calls.
     call_duration_seconds: float | None = None
+    #: A clip sample's frames (None for single-frame samples, whose reports keep upstream's keys).
+    clip: ClipFrames | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -124,6 +149,8 @@ class SampleResult:
                 del data[name]
         if self.usage is not None:
             data["usage"] = dict(self.usage)
+        if self.clip is not None:
+            data["clip"] = self.clip.to_json()
         for name in ("status", "evaluation_timing_mode", "error_kind"):
             value = data[name]
             if value is not None:
@@ -158,11 +185,14 @@ class SampleResult:
         usage = values.get("usage")
         if usage is not None:
             values["usage"] = _usage(usage)
+        clip = values.get("clip")
+        if clip is not None:
+            values["clip"] = ClipFrames.from_json(clip)
         return cls(**values)
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
-_OPTIONAL = ("attempts", "usage", "call_duration_seconds")
+_OPTIONAL = ("attempts", "usage", "call_duration_seconds", "clip")
 _REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "case": str, "target": str, "target_label": str, "sample_index": int,
