@@ -102,7 +102,7 @@ def case_text(video: str, clip: str, times: str, single: str | None = None) -> s
 
 
 def rule_indexes(video: str, anchor: Fraction, before: Fraction, every: Fraction | None,
-                 after: Fraction = F(0)) -> list[int]:
+                 after: Fraction = Fraction(0)) -> list[int]:
     """The clip's frame indexes by the issue's words, from the manifest's frame times."""
     times = [Fraction(t) for t in MANIFEST[video]["frame_times"]]
 
