@@ -225,15 +225,15 @@ def clip_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder, 
     """Samples in call order, each with its frames; every distinct frame of a pass decoded once.
 
     In time order one pass serves all samples, each as soon as its last frame is decoded; in
-    declaration order the targets come one after the other and ``ordering`` decides which
-    share a pass.
+    declaration order the targets come one after the other, all served by one pass unless
+    keeping their frames would pass the spill limit (then a target gets a pass of its own).
     """
     if order == TIME:
         groups = [sorted(samples, key=lambda s: (max(frame_times(s)), s.time, s.sample_index))]
         numbers = [0]
     else:
         groups = target_groups(samples)
-        numbers = plan_passes(path, groups, frame_times)
+        numbers = plan_passes(path, groups, frame_times, once=True)
     store = store if store is not None else SharedStore()
     passes: dict[int, _SharedPass] = {}
     try:

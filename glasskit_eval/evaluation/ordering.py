@@ -123,14 +123,15 @@ def spill_limit() -> int:
 
 
 def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
-                  limit: int = SPILL_LIMIT, times: SampleTimes = own_time) -> list[int]:
+                  limit: int = SPILL_LIMIT, times: SampleTimes = own_time, once: bool = False) -> list[int]:
     """Per target (in call order), the pass that decodes its frames: 0 shared, else its own.
 
     Greedy in call order. When target ``t``'s turn comes, the shared pass has decoded up
     to the furthest frame of the earlier targets in it; ``t``'s frames up to there were
     kept for it (written once, read per use), the rest arrive live. ``t`` joins the shared
     pass when that plus the extra decoding it adds costs less than decoding its frames
-    again, and the spill stays under ``limit`` bytes.
+    again, and the spill stays under ``limit`` bytes. With ``once`` (clips: each distinct
+    frame of a run is decoded once) every target joins while the spill stays under the limit.
     """
     passes: list[int] = []
     shared: set[int] = set()
@@ -149,7 +150,7 @@ def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
                     + KEEP_WRITE_COST * len(new_kept) + KEEP_READ_COST * len(early))
             again = costs.decode(distinct)
             more_bytes = len(new_kept) * costs.frame_bytes
-            if keep <= again and spill_bytes + more_bytes <= limit:
+            if (once or keep <= again) and spill_bytes + more_bytes <= limit:
                 passes.append(0)
                 kept |= new_kept
                 spill_bytes += more_bytes
@@ -200,13 +201,14 @@ def target_groups(samples: Sequence[ScheduledSample]) -> list[list[ScheduledSamp
     return groups
 
 
-def plan_passes(path: Path, groups: Sequence[Sequence[ScheduledSample]], times: SampleTimes = own_time) -> list[int]:
+def plan_passes(path: Path, groups: Sequence[Sequence[ScheduledSample]], times: SampleTimes = own_time,
+                once: bool = False) -> list[int]:
     """:func:`assign_passes` for this video, on the cores available and within the spill limit."""
     try:
         table: FrameTable | None = frame_table(path)
     except Exception:
         table = None  # the decoder will report what is wrong with the video
-    return assign_passes(groups, _Costs(table, available_cores()), spill_limit(), times)
+    return assign_passes(groups, _Costs(table, available_cores()), spill_limit(), times, once)
 
 
 def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder = decode_at,
