@@ -105,8 +105,8 @@ class SharedStore:
     the pixels back into a fresh image. Not thread-safe: the decoding thread owns it.
     """
 
-    def __init__(self, memory_budget: int = MEMORY_BUDGET, directory: str | None = None) -> None:
-        self.memory_budget = memory_budget
+    def __init__(self, memory_budget: int | None = None, directory: str | None = None) -> None:
+        self.memory_budget = MEMORY_BUDGET if memory_budget is None else memory_budget
         self._memory: dict[Hashable, list[SharedFrame | int]] = {}
         self._spill = FrameStore(memory_budget=0, directory=directory)
         self.in_memory = 0
