@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AdapterConfig", "Sample", "Target", "load_target", "main", "serve"]
+__all__ = ["AdapterConfig", "Frame", "Sample", "Target", "load_target", "main", "serve"]
 
 PROTOCOL_VERSION = 1
 
@@ -90,32 +90,22 @@ class Target:
         return f"Target(id={self.id!r}, index={self.index!r}, label={self.label!r})"
 
 
-class Sample:
-    """One sample: the in-process sample fields, plus the frame as ``png`` bytes.
+class Frame:
+    """One frame of a sample: ``png`` bytes, ``image`` decoded from them on first use, and
+    ``timestamp_s`` (the time asked for), ``media_timestamp_s`` (the frame's own time; None
+    for a sample without a clip, whose request does not carry it) and ``frame_index``."""
 
-    ``image`` is decoded lazily with Pillow, so an adapter that only forwards the
-    PNG bytes (to a model API, say) never pays for decoding, nor needs Pillow.
-    """
-
-    def __init__(self, wire: dict[str, Any]) -> None:
-        image = wire["image"]
+    def __init__(
+        self, image: dict[str, Any], timestamp_s: float, media_timestamp_s: float | None, frame_index: int
+    ) -> None:
         self.png: bytes = _b64decode(image["dataBase64"])
         self.mime_type: str = image.get("mimeType", "image/png")
         self.width: int = image["width"]
         self.height: int = image["height"]
-        self.timestamp_s: float = wire["timestampS"]
-        self.frame_index: int = wire["frameIndex"]
-        self.sample_index: int = wire["sampleIndex"]
-        self.video_path: str = wire["videoPath"]
-        self.case_name: str = wire["caseName"]
+        self.timestamp_s = timestamp_s
+        self.media_timestamp_s = media_timestamp_s
+        self.frame_index = frame_index
         self._image: Any = None
-        self.usage: dict[str, float] = {}
-
-    def report_usage(self, **numbers: float | None) -> None:
-        """Record tokens, cost and other numbers for this sample; sent beside the result."""
-        for key, value in numbers.items():
-            if value is not None:
-                self.usage[key] = self.usage.get(key, 0) + value
 
     @property
     def image(self) -> Any:
@@ -138,6 +128,58 @@ class Sample:
     def _release(self) -> None:
         if self._image is not None:
             self._image.close()
+
+    def __repr__(self) -> str:
+        return f"Frame(timestamp_s={self.timestamp_s!r}, frame_index={self.frame_index!r})"
+
+
+class Sample:
+    """One sample: the in-process sample fields, plus the frame as ``png`` bytes.
+
+    ``image`` is decoded lazily with Pillow, so an adapter that only forwards the
+    PNG bytes (to a model API, say) never pays for decoding, nor needs Pillow.
+    ``frames`` are the sample's frames in time order (:class:`Frame`): a clip sample's
+    clip (``is_clip``), else the one frame; ``image`` and ``png`` are the anchor's.
+    """
+
+    def __init__(self, wire: dict[str, Any]) -> None:
+        self.timestamp_s: float = wire["timestampS"]
+        self.frame_index: int = wire["frameIndex"]
+        self.sample_index: int = wire["sampleIndex"]
+        self.video_path: str = wire["videoPath"]
+        self.case_name: str = wire["caseName"]
+        clip = wire.get("frames")
+        self.is_clip: bool = clip is not None
+        self.frames: tuple[Frame, ...] = tuple(
+            Frame(f["image"], f["timestampS"], f["mediaTimestampS"], f["frameIndex"]) for f in clip or ()
+        )
+        anchors = [
+            f for f in self.frames if f.timestamp_s == self.timestamp_s and f.frame_index == self.frame_index
+        ]
+        self._anchor = anchors[0] if anchors else Frame(wire["image"], self.timestamp_s, None, self.frame_index)
+        if not self.is_clip:
+            self.frames = (self._anchor,)
+        self.png: bytes = self._anchor.png
+        self.mime_type: str = self._anchor.mime_type
+        self.width: int = self._anchor.width
+        self.height: int = self._anchor.height
+        self.usage: dict[str, float] = {}
+
+    def report_usage(self, **numbers: float | None) -> None:
+        """Record tokens, cost and other numbers for this sample; sent beside the result."""
+        for key, value in numbers.items():
+            if value is not None:
+                self.usage[key] = self.usage.get(key, 0) + value
+
+    @property
+    def image(self) -> Any:
+        """The frame as an RGB ``PIL.Image.Image`` (needs Pillow in this interpreter)."""
+        return self._anchor.image
+
+    def _release(self) -> None:
+        self._anchor._release()
+        for frame in self.frames:
+            frame._release()
 
     def __repr__(self) -> str:
         return (
@@ -220,6 +262,12 @@ class _FunctionAdapter:
 
     def evaluate(self, sample: Sample, target: Target) -> Any:
         if self._pass_image:
+            if sample.is_clip:
+                raise TypeError(
+                    "this function adapter takes `image, target_id`, so it would see one frame of "
+                    f"a clip sample (target {target.id!r}); take `sample, target` instead and read "
+                    "the clip from `sample.frames`"
+                )
             return self._func(sample.image, target.id)
         return self._func(sample, target)
 

@@ -4,7 +4,8 @@ The runner makes each :class:`SampleResult` once; checkpoints, resume, the repor
 review page's report overlay read the same record. Control data lives in enums
 (:class:`Status`, :class:`ErrorKind`, :class:`TimingMode`); ``reason`` is text for people and is
 never parsed back. Keys and values follow the upstream JSON report (``schema_version`` 1) so
-existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind`` and ``traceback`` are ours.
+existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind``, ``traceback`` and
+``clip`` are ours.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .support.strictjson import AnyValue, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
+from .support.strictjson import AnyValue, Arr, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
 
 
 class Status(str, enum.Enum):
@@ -62,6 +63,28 @@ class ResultFormatError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class ClipFrames:
+    """A clip sample's frames as the adapter got them: requested times and frame indexes, in time order."""
+
+    timestamps: tuple[float, ...]
+    frame_indexes: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timestamps": list(self.timestamps), "frame_indexes": list(self.frame_indexes)}
+
+    @classmethod
+    def from_json(cls, data: object) -> ClipFrames:
+        if not isinstance(data, Mapping):
+            raise ResultFormatError("a result's clip is not an object")
+        times, indexes = data.get("timestamps"), data.get("frame_indexes")
+        if (not isinstance(times, list) or not isinstance(indexes, list) or len(times) != len(indexes)
+                or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in indexes)):
+            raise ResultFormatError("a result's clip needs lists timestamps and frame_indexes of one length")
+        return cls(tuple(float(t) for t in times), tuple(indexes))
+
+
+@dataclass(frozen=True, slots=True)
 class SampleResult:
     case: str
     target: str
@@ -99,6 +122,8 @@ class SampleResult:
     call_duration_seconds: float | None = None
     #: The arm that made this result (``run --arm``/``--perturb``); None in a run without arms.
     arm: str | None = None
+    #: A clip sample's frames (None for single-frame samples, whose reports keep upstream's keys).
+    clip: ClipFrames | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -128,6 +153,8 @@ class SampleResult:
                 del data[name]
         if self.usage is not None:
             data["usage"] = dict(self.usage)
+        if self.clip is not None:
+            data["clip"] = self.clip.to_json()
         for name in ("status", "evaluation_timing_mode", "error_kind"):
             value = data[name]
             if value is not None:
@@ -152,11 +179,14 @@ class SampleResult:
         usage = values.get("usage")
         if usage is not None:
             values["usage"] = dict(usage)
+        clip = values.get("clip")
+        if clip is not None:
+            values["clip"] = ClipFrames.from_json(clip)
         return cls(**values)
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
-_OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm")
+_OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm", "clip")
 _SECONDS = Num(0, nullable=True)
 
 #: Every key of a stored result (reports, checkpoint records), as :meth:`SampleResult.to_json` writes
@@ -175,7 +205,8 @@ RESULT_SHAPE = Obj(
               "artifact_image": Str(nullable=True), "artifact_json": Str(nullable=True),
               "traceback": Str(nullable=True), "cached": Bool(), "attempts": Int(nullable=True),
               "usage": MapOf(Num(), nullable=True), "call_duration_seconds": _SECONDS,
-               "arm": Str(nullable=True)})
+              "arm": Str(nullable=True),
+              "clip": Obj({"timestamps": Arr(Num(0)), "frame_indexes": Arr(Int())})})
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,9 @@ a checkpoint (the config holds only the variable names).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import email.utils
 import http.client
-import io
 import json
 import math
 import os
@@ -38,6 +36,7 @@ from typing import Any, Final
 from ..errors import AdapterError, HttpStatusError, UsageError
 from ..support.outside import inline
 from ..support.secretvalues import add_secret, add_url_secrets
+from ._wire import json_sample
 from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
@@ -198,23 +197,8 @@ def retry_after_seconds(header: str | None, now: float | None = None) -> float |
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
-def encode_image(sample: Sample, config: HttpConfig) -> dict[str, Any]:
-    image = sample.image
-    width, height = image.size
-    if config.image_format == "jpeg":
-        buffer = io.BytesIO()
-        image.save(buffer, format="JPEG", quality=config.jpeg_quality)
-        data, mime = buffer.getvalue(), "image/jpeg"
-    else:
-        from ..video.png import encode_png
-
-        data, mime = encode_png(image, 1), "image/png"
-    return {"mimeType": mime, "width": width, "height": height,
-            "dataBase64": base64.b64encode(data).decode("ascii")}
-
-
 def sample_body(sample: Sample, config: HttpConfig) -> dict[str, Any]:
-    return {**sample.wire_fields(), "image": encode_image(sample, config)}
+    return json_sample(sample, config.image_format, config.jpeg_quality)
 
 
 class _Pool:

@@ -39,12 +39,33 @@ class Target:
         return {"id": self.id, "index": self.index, "label": self.label, "config": dict(self.config)}
 
 
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a sample: the display-oriented RGB image and where it sits in the video."""
+
+    image: Image.Image
+    #: The time asked for (the sample's time for its anchor, a clip time for the others).
+    timestamp_s: float
+    #: The frame's own presentation time, rebased to the video's first frame.
+    media_timestamp_s: float
+    frame_index: int
+
+    def wire_fields(self) -> dict[str, Any]:
+        """The frame's fields in the command protocol's spelling, without the image."""
+        return {"timestampS": self.timestamp_s, "mediaTimestampS": self.media_timestamp_s,
+                "frameIndex": self.frame_index}
+
+
 @dataclass
 class Sample:
     """One decoded sample as the adapter sees it.
 
-    ``image`` is the display-oriented RGB frame; the runner closes it after the
-    call returns, so adapters that keep it must ``copy()`` it.
+    ``image`` is the display-oriented RGB frame at the sample's time (the anchor);
+    ``frames`` are the sample's frames in time order, each with its image: the clip's
+    frames for a clip sample (``is_clip``), else just the anchor. The runner closes the
+    images after the call returns, and a frame shared by overlapping clips is the same
+    image object in each, so adapters must neither change images in place nor keep them
+    without ``copy()``.
     """
 
     image: Image.Image
@@ -55,6 +76,14 @@ class Sample:
     case_name: str
     #: What :meth:`report_usage` has recorded for this sample (summed across retries).
     usage: dict[str, float] = field(default_factory=dict, repr=False)
+    #: Empty when made without frames: then the anchor alone.
+    frames: tuple[Frame, ...] = field(default=(), repr=False)
+    #: The case file gave the sample a ``clip`` (command adapters then get ``frames`` on the wire).
+    is_clip: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.frames:
+            self.frames = (Frame(self.image, self.timestamp_s, self.timestamp_s, self.frame_index),)
 
     def report_usage(self, *, input_tokens: float | None = None, output_tokens: float | None = None,
                      cost: float | None = None, **other: float) -> None:

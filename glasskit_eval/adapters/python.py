@@ -192,6 +192,11 @@ class PythonEvaluator:
         return callable(self._evaluate_many)
 
     @property
+    def takes_image_only(self) -> bool:
+        """A function adapter declared ``(image, target_id)``: it gets the anchor frame alone."""
+        return self._simple == ("image", "target_id")
+
+    @property
     def declared_version(self) -> str | None:
         """The evaluator's ``adapter_version`` (or ``version``) string, if it declares one."""
         for name in ("adapter_version", "version"):

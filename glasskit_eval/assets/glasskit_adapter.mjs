@@ -31,11 +31,15 @@
 //
 // What the evaluator receives:
 //   sample: { image: { mimeType: "image/png", bytes: Buffer, width, height, rgba },
-//             timestampS, frameIndex, sampleIndex, videoPath, caseName }
+//             timestampS, frameIndex, sampleIndex, videoPath, caseName, frames, isClip }
 //             (image.bytes is the exact frame as a lossless PNG; image.rgba is the
 //             same frame decoded on first use: a Uint8Array of width * height * 4
 //             bytes, row by row from the top left, R, G, B, A with A always 255.
-//             decodePng(bytes) below does the same for any 8-bit PNG.)
+//             decodePng(bytes) below does the same for any 8-bit PNG.
+//             frames: the sample's frames in time order, each { timestampS (the time
+//             asked for), mediaTimestampS (the frame's own), frameIndex, image } with
+//             image as above: a clip sample's clip (isClip), else [the one frame]
+//             with mediaTimestampS null. image is the frame at timestampS.)
 //   target: { id, index, label, config }
 //   signal: an AbortSignal, aborted when glasskit_eval abandons the call (a fail-fast
 //           error elsewhere, or an interrupt); pass it on to backend calls.
@@ -47,7 +51,8 @@
 // (requests) and stdout (answers). Requests are {"id", "method", "params"}:
 //   initialize   {protocolVersion: 1, config: {evalDir, config, artifactsDir, verbose}}
 //                -> {protocolVersion: 1, capabilities: {evaluate, evaluateMany}}
-//   evaluate     {sample, target}   -> observation   (sample.image carries dataBase64)
+//   evaluate     {sample, target}   -> observation   (sample.image carries dataBase64;
+//                a clip sample also has frames: [{timestampS, mediaTimestampS, frameIndex, image}])
 //   evaluateMany {samples, target}  -> [observation, ...]
 //   close        {}                 -> null, then exit with status 0
 // and the notification {"method": "cancel", "params": {"id"}} abandons a call. Each
@@ -185,8 +190,8 @@ export function decodePng(bytes) {
   return { width, height, data: out };
 }
 
-function sampleForApp(sample) {
-  const { dataBase64, ...image } = sample.image;
+function imageForApp(wireImage) {
+  const { dataBase64, ...image } = wireImage;
   const bytes = Buffer.from(dataBase64, "base64");
   let rgba;
   const decoded = { ...image, bytes };
@@ -198,7 +203,18 @@ function sampleForApp(sample) {
       return rgba;
     },
   });
-  return { ...sample, image: decoded };
+  return decoded;
+}
+
+function sampleForApp(sample) {
+  const image = imageForApp(sample.image);
+  if (sample.frames === undefined) {
+    // No clip: the one frame, so adapters can always read frames.
+    const frame = { timestampS: sample.timestampS, mediaTimestampS: null, frameIndex: sample.frameIndex, image };
+    return { ...sample, image, frames: [frame], isClip: false };
+  }
+  const frames = sample.frames.map((frame) => ({ ...frame, image: imageForApp(frame.image) }));
+  return { ...sample, image, frames, isClip: true };
 }
 
 export async function runGlassKitAdapter(createEvaluator) {

@@ -1,7 +1,9 @@
 """``--save-failures``: a JPEG of the exact frame and a JSON record per failed attempt.
 
 The paths are chosen before the result is made (it carries them from the start), and the
-frame is the one the adapter got, saved while it is still in memory: no second decode.
+frame is the one the adapter got, saved while it is still in memory: no second decode. A
+clip sample also saves every clip frame, in a folder beside its anchor frame's JPEG, named
+by position, requested time and frame index.
 
 A new run moves the artifacts of the previous one aside (``failures/previous/``, one
 generation kept), so the trial directories only ever hold one run's failures; a resume
@@ -15,12 +17,14 @@ import io
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..plan.schedule import ScheduledSample
 from ..results import SampleResult
 from ..support.fsio import write_bytes_atomic, write_text_atomic
+from ..video.frames import DecodedFrame
 from .judge import Artifacts
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -70,16 +74,33 @@ class FailureSaver:
         folder = self.base / f"trial-{trial:03d}"
         return Artifacts(image=str(folder / f"{stem}.jpg"), record=str(folder / f"{stem}.json"))
 
-    def save(self, result: SampleResult, image: Any, trial: int) -> None:
+    def save(self, result: SampleResult, image: Any, trial: int, frames: Sequence[DecodedFrame] = ()) -> None:
         """Write the JPEG of the exact frame the adapter got and the result as reported.
 
-        The record is upstream's artifact format: the result plus its one-based trial.
+        The record is upstream's artifact format: the result plus its one-based trial. A clip
+        result's ``frames`` (one per clip entry) go to :func:`clip_folder`.
         """
         assert result.artifact_image is not None and result.artifact_json is not None
-        buffer = io.BytesIO()
-        image.save(buffer, format="JPEG", quality=90)
-        write_bytes_atomic(Path(result.artifact_image), buffer.getvalue())
+        write_bytes_atomic(Path(result.artifact_image), _jpeg(image))
+        if result.clip is not None:
+            folder = clip_folder(result.artifact_image)
+            width = len(str(len(frames)))
+            for position, (time, frame) in enumerate(zip(result.clip.timestamps, frames)):
+                name = f"{position:0{width}d}_{time:.3f}s_frame{frame.index}.jpg"
+                write_bytes_atomic(folder / name, _jpeg(frame.image))
         record = result.to_json()
         record.update(artifact_image=None, artifact_json=None, trial=trial)
         write_text_atomic(Path(result.artifact_json),
                           json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def clip_folder(artifact_image: str) -> Path:
+    """Where a clip result's frames are saved: beside its anchor JPEG, named after it."""
+    path = Path(artifact_image)
+    return path.with_name(path.stem + "_clip")
+
+
+def _jpeg(image: Any) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()

@@ -33,6 +33,7 @@ from ..summary import RunResult
 from ..support import threads
 from ..video.frames import DecodedFrame
 from .case import FRAME_QUEUE_DEPTH, CaseWork, FrameSource, ResultSink, run_case
+from .clipframes import HeldFrames
 from .gates import run_gates
 from .judge import ignored_result
 from .ordering import DECLARATION, Items, declaration_order_items, time_order_items
@@ -105,7 +106,7 @@ class FrameTee:
     def source(self, index: int) -> FrameSource:
         """Arm ``index``'s frame stream, in the form :class:`~.case.CaseWork` takes (its factory is not used)."""
 
-        def frames(_make_items: Callable[[], Items]) -> AsyncIterator[tuple[ScheduledSample, DecodedFrame]]:
+        def frames() -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
             return self._consume(index)
 
         return frames
@@ -157,7 +158,7 @@ class FrameTee:
                     future.cancel()
                     return False
 
-    async def _consume(self, index: int) -> AsyncIterator[tuple[ScheduledSample, DecodedFrame]]:
+    async def _consume(self, index: int) -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
         queue = self._queues[index]
         finished = False
         try:
@@ -168,7 +169,8 @@ class FrameTee:
                     return
                 if isinstance(item, _Failed):
                     raise item.error
-                yield item
+                sample, frame = item
+                yield sample, HeldFrames.single(sample.time, frame)
         finally:
             if not finished:
                 # An arm that stops early stops the case: every arm's run is abandoned with it.

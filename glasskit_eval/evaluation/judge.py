@@ -11,7 +11,7 @@ result or lets stop the run. Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..adapters.calls import Call
 from ..compare.values import MissingField, compare_values, extract_field
 from ..errors import AdapterError
 from ..plan.schedule import ScheduledSample
-from ..results import ErrorKind, SampleResult, Status, TimingMode
+from ..results import ClipFrames, ErrorKind, SampleResult, Status, TimingMode
 from ..support.jsonvalues import json_problem, to_plain
 from ..support.outside import inline
 from ..support.secretvalues import SECRETS
@@ -78,10 +78,13 @@ def describe(sample: ScheduledSample) -> str:
 
 
 def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFrame | None = None,
-                call: Call | None = None, artifacts: Artifacts | None = None, arm: str | None = None) -> SampleResult:
+                frames: Sequence[DecodedFrame] | None = None, call: Call | None = None,
+                artifacts: Artifacts | None = None, arm: str | None = None) -> SampleResult:
     """The one constructor of results: a sample, what was decided, and the call it was decided on.
 
-    Known secrets are cut from its text here, so no report or checkpoint made from it shows them.
+    ``frame`` is the anchor frame the adapter got; ``frames`` all of a clip sample's frames (a
+    clip sample without them, an ignored one, reports its planned frames). Known secrets are
+    cut from its text here, so no report or checkpoint made from it shows them.
     """
     declared = sample.block.compare
     batch = call is not None and call.batch_size is not None
@@ -115,7 +118,17 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         usage=dict(call.usage) if call is not None and call.usage else None,
         call_duration_seconds=call.seconds if call is not None and batch else None,
         arm=arm,
+        clip=clip_frames(sample, frames),
     )
+
+
+def clip_frames(sample: ScheduledSample, frames: Sequence[DecodedFrame] | None) -> ClipFrames | None:
+    """The clip part of a result: the requested times, and the frames delivered for them."""
+    clip = sample.clip
+    if clip is None:
+        return None
+    indexes = tuple(f.index for f in frames) if frames is not None else clip.frame_indexes
+    return ClipFrames(tuple(float(t) for t in clip.times), indexes)
 
 
 def ignored_result(sample: ScheduledSample, arm: str | None = None) -> SampleResult:

@@ -2,7 +2,8 @@
 
 :class:`CachingSpec` wraps an :class:`~glasskit_eval.adapters.base.AdapterSpec`; its evaluators
 are :class:`~glasskit_eval.adapters.base.Evaluator` wrappers, so the runner does not know the
-cache exists. An observation is keyed by the exact pixels handed to the adapter (SHA-256),
+cache exists. An observation is keyed by the exact pixels handed to the adapter (SHA-256; for a
+clip sample, those of every clip frame with its requested time),
 the target's id and config, the adapter's identity and the adapter (factory) config. The
 identity of a Python adapter is the hash of its file and the package sources beside it; a
 command adapter must declare ``adapterVersion`` (or ``version``) in its ``initialize``
@@ -56,15 +57,15 @@ class _Shared:
     #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
     frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
 
-    def pixel_hash(self, sample: Sample) -> str:
+    def pixel_hash(self, video_path: str, frame_index: int, image: Any) -> str:
         try:
-            st = os.stat(sample.video_path)
+            st = os.stat(video_path)
         except OSError:
-            return pixel_sha256(sample.image)
-        key = (sample.video_path, st.st_size, st.st_mtime_ns, sample.frame_index)
+            return pixel_sha256(image)
+        key = (video_path, st.st_size, st.st_mtime_ns, frame_index)
         found = self.frame_hashes.get(key)
         if found is None:
-            found = self.frame_hashes[key] = pixel_sha256(sample.image)
+            found = self.frame_hashes[key] = pixel_sha256(image)
         return found
 
     @property
@@ -214,10 +215,14 @@ class CachingCaller:
         config = dict(target.config)
         material: dict[str, Any] = {
             "adapter": self._identity, "adapter_config": self._config,
-            "pixels": self._shared.pixel_hash(sample),
+            "pixels": self._shared.pixel_hash(sample.video_path, sample.frame_index, sample.image),
             "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
                        else repr(config)},
         }
+        if sample.is_clip:
+            # Every frame, in order, with the time it was asked for: the adapter sees both.
+            material["clip"] = [[f.timestamp_s, self._shared.pixel_hash(sample.video_path, f.frame_index, f.image)]
+                                for f in sample.frames]
         if self._trial > 1:
             material["trial"] = self._trial  # trial 1 shares its entries with runs without --repeat
         return key_digest(material)

@@ -17,7 +17,7 @@ from typing import Protocol
 from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
 from ..adapters.calls import Caller, DirectCaller
 from ..adapters.resilient import RateLimiter, ResilientCaller
-from ..errors import AdapterError, SampleFailure
+from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, TimingMode, TrialResult
@@ -137,7 +137,7 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     evaluator: Evaluator | None = None
     caller: Caller | None = None
     if any(not s.ignored for split in splits for s in split.pending):
-        evaluator, caller = await _open(engine, trial, limiter)
+        evaluator, caller = await _open(engine, trial, limiter, splits)
         if evaluator.batch and trial == 1:
             for line in batch_memory_notes(splits):
                 listener.notice(line)
@@ -183,12 +183,18 @@ def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseSplit
     return splits
 
 
-async def _open(engine: Engine, trial: int, limiter: RateLimiter | None) -> tuple[Evaluator, Caller]:
+async def _open(engine: Engine, trial: int, limiter: RateLimiter | None,
+                splits: Sequence[_CaseSplit]) -> tuple[Evaluator, Caller]:
     """The trial's evaluator and the stack of callers around it: cache, then call policy, then the call."""
     options = engine.options
     config = FactoryConfig(eval_dir=engine.plan.eval_dir.root, config=dict(options.adapter_config),
                            artifacts_dir=options.artifacts_dir, verbose=options.verbose)
     evaluator = await engine.spec.create(config)
+    refusal = _one_frame_adapter_problem(engine.spec, evaluator, splits)
+    if refusal is not None:
+        with contextlib.suppress(Exception):
+            await evaluator.close()
+        raise UsageError(refusal)
     caller: Caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, limiter)
     if engine.cache is not None:
         caller = engine.cache.caller(caller, evaluator, config.config, trial)
@@ -219,6 +225,18 @@ async def _case(engine: Engine, split: _CaseSplit, trial: int, caller: Caller | 
         listener.case_finished(header, [merged[s.sample_index] for s in split.pending or split.plan.samples],
                                trial, options.repeat)
     return [merged[s.sample_index] for s in split.plan.samples]
+
+
+def _one_frame_adapter_problem(spec: AdapterSpec, evaluator: Evaluator, splits: Sequence[_CaseSplit]) -> str | None:
+    """Why a function adapter that takes only ``image`` may not judge these samples: they have clips."""
+    if not getattr(evaluator, "takes_image_only", False):
+        return None
+    clipped = next((s for split in splits for s in split.pending if s.clip is not None and not s.ignored), None)
+    if clipped is None:
+        return None
+    return (f"adapter {spec.describe()} is a function taking `image, target_id`, so it would see one frame, "
+            f"but target {clipped.target.id!r} of case {clipped.case.name!r} has clip samples; "
+            "take `sample, target` instead and read the clip from `sample.frames`")
 
 
 def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:

@@ -75,6 +75,10 @@ def failure_body(result: SampleResult, eval_dir: str) -> str:
         media = ("" if result.media_timestamp_s is None
                  else f" (media time {time_label(result.media_timestamp_s)}s)")
         lines.append(f"frame: {result.frame_index}{media}")
+    if result.clip is not None:
+        first, last = result.clip.timestamps[0], result.clip.timestamps[-1]
+        lines.append(f"clip frames: {', '.join(map(str, result.clip.frame_indexes))} "
+                     f"({len(result.clip.frame_indexes)} frames, {time_label(first)}s to {time_label(last)}s)")
     lines.append(f"reason: {result.reason}")
     if result.artifact_image is not None:
         lines.append(f"saved frame: {result.artifact_image}")

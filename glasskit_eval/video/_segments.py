@@ -50,6 +50,12 @@ def to_display_image(frame: Any, table: FrameTable) -> Image.Image:
     return table.orientation.apply(rgb_image(frame))
 
 
+#: Which frame of the table a decoded PyAV frame is; called once per frame the decoder outputs
+#: (tests count decodes here).
+def located(frame: Any, table: FrameTable) -> int | None:
+    return table.index_of(frame.pts) if frame.pts is not None else None
+
+
 class PieceDecoder:
     """One container + decoder that decodes pieces one after another."""
 
@@ -139,7 +145,7 @@ class PieceDecoder:
                     self.damage.skip()
                     continue
                 for frame in decoded:
-                    index = table.index_of(frame.pts) if frame.pts is not None else None
+                    index = located(frame, table)
                     if index is None:
                         raise TableMismatch(f"{table.path}: decoded a frame (pts {frame.pts}) "
                                             "that the frame table does not have")

@@ -1,0 +1,305 @@
+"""Clip samples end to end: every adapter kind gets the clip's exact frames, and results say which.
+
+The videos carry each frame's index in their pixels (``framecode``), so an adapter can tell
+which frame it got without trusting any counter; the clip's frames are checked against the
+rule written independently here from the manifest's frame times (nearest frame to each
+requested time, ties to the earlier one). A Python adapter in process, the same adapter
+served by ``protocol_server``, a Node adapter built on the copied helper, an HTTP endpoint
+and an exec command all report a digest of every frame's RGBA pixels: equal digests prove
+they got the same pixels, and the Python ones read the index from them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import shlex
+import shutil
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evalkit import ROOT, TESTS, make_eval, read_json, run_cli
+from fixturevideos import MANIFEST
+from framecode import read_frame_index
+from PIL import Image
+
+pytestmark = [pytest.mark.e2e, pytest.mark.frames]
+
+HELPER = ROOT / "glasskit_eval" / "assets" / "glasskit_adapter.mjs"
+F = Fraction
+
+#: Reports, per frame: [frame index, requested time, digest of the RGBA pixels, index read from them].
+PY_ADAPTER = f"""
+import hashlib, sys
+sys.path.insert(0, {str(TESTS)!r})
+from framecode import read_frame_index
+
+def create_evaluator(config):
+    return Reader()
+
+def digest(image):
+    return hashlib.sha256(image.convert("RGBA").tobytes()).hexdigest()
+
+class Reader:
+    def evaluate(self, sample, target):
+        frames = [[f.frame_index, f.timestamp_s, digest(f.image), read_frame_index(f.image)] for f in sample.frames]
+        return {{"frames": frames, "anchor": [sample.frame_index, digest(sample.image)], "clip": sample.is_clip}}
+"""
+
+NODE_ADAPTER = """\
+import { createHash } from "node:crypto";
+import { runGlassKitAdapter } from "./glasskit_adapter.mjs";
+
+const digest = (image) => createHash("sha256").update(image.rgba).digest("hex");
+
+await runGlassKitAdapter(async () => ({
+  async evaluate({ sample }) {
+    const frames = sample.frames.map((f) => [f.frameIndex, f.timestampS, digest(f.image)]);
+    return { frames, anchor: [sample.frameIndex, digest(sample.image)], clip: sample.isClip };
+  },
+}));
+"""
+
+EXEC_ADAPTER = """\
+import base64, hashlib, io, json, sys
+from PIL import Image
+
+def digest(image):
+    with Image.open(io.BytesIO(base64.b64decode(image["dataBase64"]))) as im:
+        with open(image["path"], "rb") as handle:
+            assert handle.read() == base64.b64decode(image["dataBase64"])
+        return hashlib.sha256(im.convert("RGBA").tobytes()).hexdigest()
+
+sample = json.load(sys.stdin)["sample"]
+frames = [[f["frameIndex"], f["timestampS"], digest(f["image"])] for f in sample.get("frames", [])]
+print(json.dumps({"frames": frames, "anchor": [sample["frameIndex"], digest(sample["image"])],
+                  "clip": "frames" in sample}))
+"""
+
+
+def case_text(video: str, clip: str, times: str, single: str | None = None) -> str:
+    """One target whose samples at ``times`` have ``clip``, and a sample at ``single`` without one."""
+    extra = f"    - at: {single}\n      clip: null\n      expect: null\n" if single is not None else ""
+    return textwrap.dedent(f"""\
+        video: {video}
+        targets:
+          motion:
+            sample_defaults:
+              clip: {clip}
+            samples:
+            - at: {times}
+              expect: null
+        """) + extra
+
+
+def rule_indexes(video: str, anchor: Fraction, before: Fraction, every: Fraction | None,
+                 after: Fraction = Fraction(0)) -> list[int]:
+    """The clip's frame indexes by the issue's words, from the manifest's frame times."""
+    times = [Fraction(t) for t in MANIFEST[video]["frame_times"]]
+
+    def nearest(want: Fraction) -> int:
+        return min(range(len(times)), key=lambda i: (abs(times[i] - want), i))
+
+    if every is None:
+        inside = [i for i, t in enumerate(times) if anchor - before <= t <= anchor + after]
+        return sorted(set(inside) | {nearest(anchor)})
+    steps = range(-int(before / every) - 1, int(after / every) + 2)
+    return [nearest(anchor + j * every) for j in steps if -before <= j * every <= after]
+
+
+def run_report(eval_dir: Path, tmp_path: Path, name: str, *args: str | Path) -> list[dict[str, Any]]:
+    report = tmp_path / f"{name}.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report, "--concurrency", "3", *args)
+    assert code == 0, out + err
+    results: list[dict[str, Any]] = read_json(report)["trials"][0]["results"]
+    return results
+
+
+@pytest.fixture
+def http_adapter() -> Iterator[str]:
+    """A real local endpoint that answers what the exec adapter answers, from the JSON it is posted."""
+
+    def digest(image: dict[str, Any]) -> str:
+        with Image.open(io.BytesIO(base64.b64decode(image["dataBase64"]))) as im:
+            return hashlib.sha256(im.convert("RGBA").tobytes()).hexdigest()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            sample = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["sample"]
+            frames = [[f["frameIndex"], f["timestampS"], digest(f["image"])] for f in sample.get("frames", [])]
+            body = json.dumps({"frames": frames, "anchor": [sample["frameIndex"], digest(sample["image"])],
+                               "clip": "frames" in sample}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/judge"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_every_adapter_kind_gets_the_same_exact_clip_frames(tmp_path: Path, http_adapter: str) -> None:
+    video = "bframes_h264.mp4"
+    # A grid coarser than the video (0.12 s at 25 fps) on a B-frame video, plus a single-frame sample.
+    text = case_text(video, "{before_s: 0.48, every_s: 0.12}", "[0.6, 1.0, 1.96]", single="0.3")
+    eval_dir = make_eval(tmp_path, {"c": text}, PY_ADAPTER, videos=(video,))
+    shutil.copy(HELPER, eval_dir / "glasskit_adapter.mjs")
+    (eval_dir / "adapter.mjs").write_text(NODE_ADAPTER)
+    (eval_dir / "judge.py").write_text(EXEC_ADAPTER)
+    served = shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server", f"{eval_dir / 'adapter.py'}:create_evaluator"])
+    runs = {
+        "python": run_report(eval_dir, tmp_path, "python"),
+        "protocol-server": run_report(eval_dir, tmp_path, "served", "--adapter-command", served),
+        "node": run_report(eval_dir, tmp_path, "node", "--adapter-command", f"node {eval_dir / 'adapter.mjs'}"),
+        "http": run_report(eval_dir, tmp_path, "http", "--adapter-http", http_adapter),
+        "exec": run_report(eval_dir, tmp_path, "exec", "--adapter-exec",
+                           shlex.join([sys.executable, str(eval_dir / "judge.py")])),
+    }
+    python = runs["python"]
+    assert [r["timestamp_s"] for r in python] == [0.6, 1.0, 1.96, 0.3]
+    *clips, single = python
+    # A sample without a clip: frames is the anchor alone, and its result has no clip key.
+    assert "clip" not in single and single["observed"]["clip"] is False
+    assert [f[0] for f in single["observed"]["frames"]] == [single["frame_index"]] == [read_index(single)]
+    for result in clips:
+        anchor = F(str(result["timestamp_s"]))
+        expected = rule_indexes(video, anchor, F("0.48"), F("0.12"))
+        times = [float(anchor + j * F("0.12")) for j in range(-4, 1)]
+        assert result["clip"] == {"timestamps": times, "frame_indexes": expected}
+        frames = result["observed"]["frames"]
+        # The pixels carry the index the rule names, upright.
+        assert [f[0] for f in frames] == [f[3] for f in frames] == expected
+        assert [f[1] for f in frames] == times
+        assert result["observed"]["anchor"] == [expected[-1], frames[-1][2]] == [result["frame_index"], frames[-1][2]]
+    seen = {kind: [(r["observed"]["clip"], [f[:3] for f in r["observed"]["frames"]] if r["observed"]["clip"]
+                    else [], r["observed"]["anchor"]) for r in results] for kind, results in runs.items()}
+    for kind, got in seen.items():
+        assert got == seen["python"], kind
+    for kind, results in runs.items():
+        assert [r.get("clip") for r in results] == [r.get("clip") for r in python], kind
+
+
+def read_index(result: dict[str, Any]) -> int:
+    index: int = result["observed"]["frames"][0][3]
+    return index
+
+
+@pytest.mark.parametrize(("video", "clip", "anchors", "before", "every", "after"), [
+    # Variable frame rate, a grid finer than the video: frames repeat, one entry per time.
+    ("vfr_h264.mp4", "{before_s: 0.3, every_s: 0.05}", [F("0.5"), F("0.9")], F("0.3"), F("0.05"), F(0)),
+    # Every decoded frame in the window, on B-frames with an open GOP.
+    ("open_gop_h264.mp4", "{before_s: 0.2, after_s: 0.1}", [F("0.5"), F("1.0")], F("0.2"), None, F("0.1")),
+    # Rotation with mirroring, and rotation alone: read_frame_index refuses a frame not upright.
+    ("mirror_rotate90.mp4", "{before_s: 0.4, every_s: 0.2}", [F("0.8"), F("1.5")], F("0.4"), F("0.2"), F(0)),
+    ("rotate270.m4v", "{before_s: 0.3}", [F("1.2")], F("0.3"), None, F(0)),
+    ("hevc_bframes.mp4", "{before_s: 0.5, after_s: 0.2, every_s: 0.1}", [F("0.6")], F("0.5"), F("0.1"), F("0.2")),
+])
+def test_clip_frames_carry_the_index_the_rule_names(tmp_path: Path, video: str, clip: str, anchors: list[Fraction],
+                                                    before: Fraction, every: Fraction | None, after: Fraction) -> None:
+    times = "[" + ", ".join(str(float(a)) for a in anchors) + "]"
+    eval_dir = make_eval(tmp_path, {"c": case_text(video, clip, times)}, PY_ADAPTER, videos=(video,))
+    for result, anchor in zip(run_report(eval_dir, tmp_path, "r"), anchors):
+        expected = rule_indexes(video, anchor, before, every, after)
+        frames = result["observed"]["frames"]
+        assert [f[3] for f in frames] == [f[0] for f in frames] == expected, (video, anchor)
+        assert result["clip"]["frame_indexes"] == expected
+        assert read_frame_index_of(frames, result) == result["frame_index"]
+
+
+def read_frame_index_of(frames: list[list[Any]], result: dict[str, Any]) -> int:
+    """The index read from the anchor's pixels (the anchor is the frame whose digest it shares)."""
+    anchor_digest = result["observed"]["anchor"][1]
+    index: int = next(f[3] for f in frames if f[2] == anchor_digest)
+    return index
+
+
+def test_a_function_adapter_taking_only_an_image_is_refused_before_any_call(tmp_path: Path) -> None:
+    marker = tmp_path / "called"
+    adapter = f"""
+    def judge(image, target_id):
+        open({str(marker)!r}, "w").close()
+        return None
+    """
+    eval_dir = make_eval(tmp_path, {"c": case_text("cfr_h264.mp4", "{before_s: 0.5}", "[1.0]")})
+    (eval_dir / "adapter.py").write_text(textwrap.dedent(adapter))
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir / 'adapter.py'}:judge")
+    assert code == 2, out + err
+    assert "target 'motion'" in err and "`image, target_id`" in err and "sample.frames" in err
+    assert "Traceback" not in err and not marker.exists()
+
+
+def test_clip_results_in_junit_and_saved_failures(tmp_path: Path) -> None:
+    text = case_text("cfr_h264.mp4", "{before_s: 0.3, every_s: 0.1}", "[1.0]").replace("expect: null",
+                                                                                      "expect: 0\n      field: n")
+    adapter = "def judge(sample, target):\n    return {'n': len(sample.frames)}\n"
+    eval_dir = make_eval(tmp_path, {"c": text}, adapter)
+    junit = tmp_path / "junit.xml"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir / 'adapter.py'}:judge",
+                             "--junit-xml", junit, "--save-failures", "--output-json", tmp_path / "r.json",
+                             "--min-pass-rate", "1")
+    assert code == 1, out + err
+    assert "clip frames: 7, 8, 9, 10 (4 frames, 0.7s to 1s)" in junit.read_text()
+    result = read_json(tmp_path / "r.json")["trials"][0]["results"][0]
+    assert result["observed"] == {"n": 4}
+    anchor = Path(result["artifact_image"])
+    assert anchor.is_file()
+    folder = anchor.with_name(anchor.stem + "_clip")
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["0_0.700s_frame7.jpg", "1_0.800s_frame8.jpg", "2_0.900s_frame9.jpg", "3_1.000s_frame10.jpg"]
+    for name in names:
+        with Image.open(folder / name) as image:
+            assert read_frame_index(image) == int(name.rsplit("frame", 1)[1].split(".")[0])
+    record = json.loads(Path(result["artifact_json"]).read_text())
+    assert record["clip"] == {"timestamps": [0.7, 0.8, 0.9, 1.0], "frame_indexes": [7, 8, 9, 10]}
+
+
+def test_the_observation_cache_keys_on_every_clip_frame(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.txt"
+    adapter = f"""
+    def create_evaluator(config):
+        return Counter()
+
+    class Counter:
+        def evaluate(self, sample, target):
+            with open({str(calls)!r}, "a") as handle:
+                handle.write(f"{{sample.timestamp_s}}\\n")
+            return {{"frames": [f.frame_index for f in sample.frames]}}
+    """
+    text = case_text("cfr_h264.mp4", "{before_s: 0.2, every_s: 0.1}", "[0.5, 1.0]")
+    eval_dir = make_eval(tmp_path, {"c": text}, adapter)
+
+    def run(name: str) -> list[dict[str, Any]]:
+        return run_report(eval_dir, tmp_path, name, "--cache")
+
+    first = run("first")
+    assert [r.get("cached", False) for r in first] == [False, False]
+    second = run("second")
+    assert [r.get("cached", False) for r in second] == [True, True]
+    assert [r["observed"] for r in second] == [r["observed"] for r in first]
+    assert calls.read_text().split() == ["0.5", "1.0"]
+    # A wider clip names other frames: a miss, though the anchor's pixels are the same.
+    (eval_dir / "cases" / "c.yaml").write_text(text.replace("before_s: 0.2", "before_s: 0.3"))
+    third = run("third")
+    assert [r.get("cached", False) for r in third] == [False, False]
+    assert [r["observed"]["frames"] for r in third] == [[2, 3, 4, 5], [7, 8, 9, 10]]
