@@ -12,15 +12,15 @@ import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
-from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
+from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
 from ..adapters.calls import Caller, DirectCaller
 from ..adapters.resilient import RateLimiter, ResilientCaller
 from ..errors import AdapterError, SampleFailure
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
-from ..results import Gate, SampleResult, Status, TimingMode, TrialResult
+from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import threads
 from ..video.damage import Warn
@@ -30,6 +30,8 @@ from .gates import CaseThresholds, evaluate_gates, run_gates
 from .judge import Judge, ignored_result, judge
 from .observation_cache import ObservationCache
 from .options import TrialOptions
+from .streamgates import CaseStreamGates, stream_gates
+from .streams import StreamWork, missing_on_frame, run_streams
 
 
 class RunListener(Protocol):
@@ -129,8 +131,14 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     started = time.perf_counter()
     evaluator: Evaluator | None = None
     caller: Caller | None = None
-    if any(not s.ignored for split in splits for s in split.pending):
+    streamed = [(split.plan.case.name, t.id) for split in splits for t in split.plan.streams]
+    if any(not s.ignored for split in splits for s in split.pending) or streamed:
         evaluator, caller = await _open(engine, trial, limiter)
+        refused = missing_on_frame(evaluator, streamed)
+        if refused is not None:
+            with contextlib.suppress(Exception):
+                await evaluator.close()
+            raise refused
         if evaluator.batch and trial == 1:
             for line in batch_memory_notes(splits):
                 listener.notice(line)
@@ -138,9 +146,13 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                        options.repeat)
     ticker = asyncio.create_task(_tick(listener))
     results: list[SampleResult] = []
+    streams: list[StreamResult] = []
     try:
         for split in splits:
             results.extend(await _case(engine, split, trial, caller, sink))
+            if split.plan.streams and evaluator is not None:
+                work = StreamWork(split.plan, trial, options.keep_going, options.pace, _warner(listener))
+                streams.extend(await run_streams(work, cast(StreamEvaluator, evaluator)))
     except BaseException as exc:
         if evaluator is not None:
             if not isinstance(exc, SampleFailure):
@@ -155,10 +167,10 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
         ticker.cancel()
     if evaluator is not None:
         await _close(evaluator)
-    gates = _trial_gates(engine, results) if engine.gating else []
+    gates = _trial_gates(engine, results) + _stream_gates(engine, streams) if engine.gating else []
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
-                       timing_mode=_timing_mode(results, caller))
+                       timing_mode=_timing_mode(results, caller), streams=tuple(streams))
 
 
 def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseSplit]:
@@ -246,6 +258,12 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult]) -> list[Gate]:
     return evaluate_gates(results, options=engine.options.gates, eval_thresholds=plan.eval_dir.config.thresholds,
                           cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
                           undeclared=undeclared_gate_targets(plan, engine.options.filters))
+
+
+def _stream_gates(engine: Engine, streams: Sequence[StreamResult]) -> list[Gate]:
+    plan = engine.plan
+    return stream_gates(streams, options=engine.options.gates.streams, eval_thresholds=plan.eval_dir.config.thresholds,
+                        cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases])
 
 
 def _warner(listener: RunListener) -> Warn:

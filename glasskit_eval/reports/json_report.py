@@ -54,7 +54,9 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     stable = summary.stability_counts()
     duration = run.duration_seconds
     timing = summary.timing_mode
-    blocks = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache}
+    # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
+    streams = [s.to_json() for t in run.trials for s in t.streams] or None
+    blocks = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache, "streams": streams}
     return {
         **{name: block for name, block in blocks.items() if block is not None},
         "cases": list(run.cases),
