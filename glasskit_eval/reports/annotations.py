@@ -98,6 +98,9 @@ def github_annotations(summary: RunSummary, locations: Locations, *, workspace: 
         line = None if where is None or where.line is None else str(where.line)
         lines.append(workflow_command("error", _message(item.first, eval_dir), file=file, line=line,
                                       title=_title(item)))
+    from .streams import missed_event_annotations
+
+    lines += missed_event_annotations(summary, locations, workspace, workflow_command)[:MAX_ANNOTATIONS]
     left = len(items) - MAX_ANNOTATIONS
     if left > 0:
         lines.append(workflow_command(

@@ -241,6 +241,12 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
 
     p()
     section(_target_table(summary))
+    from .streams import stream_table
+
+    streams = stream_table(summary)
+    if streams is not None:
+        p()
+        section(streams)
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:

@@ -162,6 +162,9 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
     many = len(summary.run.trials) > 1
     for trial in summary.run.trials:
         _trial_suites(root, trial, many, context)
+    from .streams import junit_stream_suites
+
+    stream_tests, stream_failures = junit_stream_suites(root, summary, context.locations, context.base, _text)
     gates = _gates(summary)
     failed = sum(1 for _name, g in gates if not g.passed)
     suite = ET.SubElement(root, "testsuite", name="gates", tests=str(len(gates)), failures=str(failed),
@@ -177,8 +180,8 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
             failure = ET.SubElement(case, "failure", message=_text(gate.message), type="gate")
             failure.text = _text(gate.message) + "\n"
     total = summary.total
-    root.set("tests", str(total.evaluated + total.ignored + len(gates)))
-    root.set("failures", str(total.failed + failed))
+    root.set("tests", str(total.evaluated + total.ignored + len(gates) + stream_tests))
+    root.set("failures", str(total.failed + failed + stream_failures))
     root.set("errors", str(total.errors))
     root.set("skipped", str(total.ignored))
     root.set("time", _seconds(total.duration_total))
