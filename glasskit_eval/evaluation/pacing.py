@@ -75,11 +75,12 @@ async def run_paced(work: StreamWork, evaluator: StreamEvaluator) -> list[Stream
     async def consume(slot: _Slot) -> None:
         stream = slot.stream
         while True:
-            await slot.ready.wait()
-            slot.ready.clear()
             if slot.waiting is None:
                 if slot.ended:
                     return
+                # Cleared only with nothing waiting, so neither an offer nor the end is missed.
+                slot.ready.clear()
+                await slot.ready.wait()
                 continue
             frame, shared = slot.waiting
             slot.waiting = None
