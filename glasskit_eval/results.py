@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from typing import Any
 
 from .support.strictjson import AnyValue, Arr, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
@@ -227,6 +228,8 @@ class TrialResult:
     duration_seconds: float
     #: None when nothing in the trial was evaluated.
     timing_mode: TimingMode | None
+    #: One per (case, stream target) of the trial, in run order.
+    streams: tuple[StreamResult, ...] = ()
 
     @property
     def success(self) -> bool:
@@ -297,3 +300,118 @@ def stability(trials: Iterable[TrialResult]) -> tuple[Stability, ...]:
                 statuses[key] = []
             statuses[key].append(result.status)
     return tuple(Stability(firsts[k], tuple(statuses[k])) for k in firsts)
+
+
+# --- streams -----------------------------------------------------------------------------------
+
+
+def _seconds(value: Fraction | None) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Emission:
+    """One thing a stream emitted, at the media time it counts at (exact)."""
+
+    time: Fraction
+    #: The whole emission as the adapter returned it (``field`` is applied only to compare).
+    value: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time_s": float(self.time), "value": self.value}
+
+
+@dataclass(frozen=True, slots=True)
+class EventOutcome:
+    """One event of a stream: detected by ``emission`` (the earliest match in its window) or missed."""
+
+    index: int
+    at: Fraction
+    #: The window in media time, closed: ``[at + a, at + b]``.
+    span: tuple[Fraction, Fraction]
+    expect: Any
+    emission: Emission | None
+
+    @property
+    def detected(self) -> bool:
+        return self.emission is not None
+
+    @property
+    def latency(self) -> Fraction | None:
+        return None if self.emission is None else self.emission.time - self.at
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": float(self.at), "emission": None if self.emission is None else self.emission.to_json(),
+                "expect": self.expect, "index": self.index, "latency_s": _seconds(self.latency),
+                "status": "detected" if self.detected else "missed",
+                "window_s": [float(self.span[0]), float(self.span[1])]}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamMetrics:
+    """A stream's figures (exact; ``None`` where a figure has nothing to be computed from)."""
+
+    events: int
+    detected: int
+    repeats: int
+    false_alarms: int
+    #: Seconds of quiet time (the ``quiet`` spans within the clip, else the clip outside the windows).
+    quiet_s: Fraction
+    recall: Fraction | None
+    precision: Fraction | None
+    false_alarms_per_min: Fraction | None
+    #: Nearest-rank percentiles of the detected events' latencies, as the latency summary's.
+    latency_p50: Fraction | None
+    latency_p95: Fraction | None
+    latency_max: Fraction | None
+    #: The detected events' latencies, sorted (gates pool them across cases).
+    latencies: tuple[Fraction, ...] = ()
+
+    @property
+    def missed(self) -> int:
+        return self.events - self.detected
+
+    def to_json(self) -> dict[str, Any]:
+        return {"detected": self.detected, "events": self.events, "false_alarms": self.false_alarms,
+                "false_alarms_per_min": _seconds(self.false_alarms_per_min),
+                "latency_max_s": _seconds(self.latency_max), "latency_p50_s": _seconds(self.latency_p50),
+                "latency_p95_s": _seconds(self.latency_p95), "missed": self.missed,
+                "precision": _seconds(self.precision), "quiet_s": float(self.quiet_s),
+                "recall": _seconds(self.recall), "repeats": self.repeats}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResult:
+    """One stream (case, target, trial): its scored events, the emissions that were not hits, and how it was fed."""
+
+    case: str
+    target: str
+    target_label: str | None
+    trial: int
+    events: tuple[EventOutcome, ...]
+    false_alarms: tuple[Emission, ...]
+    repeats: tuple[Emission, ...]
+    metrics: StreamMetrics
+    #: ``--pace`` (None: replay).
+    pace: float | None = None
+    frames_delivered: int = 0
+    frames_dropped: int = 0
+    #: Paced runs: answer arrival minus its frame's media time, nearest-rank p50 and p95 (seconds).
+    staleness_p50: Fraction | None = None
+    staleness_p95: Fraction | None = None
+    #: Why the stream stopped early (an adapter error under ``--keep-going``); None when it ran to the end.
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        staleness = None
+        if self.staleness_p50 is not None:
+            staleness = {"p50_s": _seconds(self.staleness_p50), "p95_s": _seconds(self.staleness_p95)}
+        data = {"case": self.case, "error": self.error, "events": [e.to_json() for e in self.events],
+                "false_alarms": [e.to_json() for e in self.false_alarms],
+                "frames_delivered": self.frames_delivered, "frames_dropped": self.frames_dropped,
+                "metrics": self.metrics.to_json(), "pace": self.pace,
+                "repeats": [e.to_json() for e in self.repeats], "staleness": staleness,
+                "target": self.target, "target_label": self.target_label, "trial": self.trial}
+        if self.error is None:
+            del data["error"]
+        return data

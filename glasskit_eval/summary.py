@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .results import (
     ErrorKind,
@@ -24,6 +25,8 @@ from .results import (
 )
 from .statistics.intervals import PassRateInterval, pass_rate_interval
 from .statistics.power import minimum_detectable_drop
+
+_Value = TypeVar("_Value")
 
 #: The confidence level of every interval, and the false-alarm rate of every test, unless the
 #: command line says otherwise (``--confidence``, ``--alpha``).
@@ -133,8 +136,8 @@ class Latency:
         return {"count": self.count, "max_s": self.max, "p50_s": self.p50, "p90_s": self.p90, "p95_s": self.p95}
 
 
-def percentile(ordered: tuple[float, ...], p: float) -> float:
-    """Nearest-rank percentile of sorted values (p in 0..100)."""
+def percentile(ordered: Sequence[_Value], p: float) -> _Value:
+    """Nearest-rank percentile of sorted values (p in 0..100); exact values (Fractions) stay exact."""
     rank = max(1, math.ceil(p / 100 * len(ordered)))
     return ordered[rank - 1]
 

@@ -115,6 +115,38 @@ def add_usage(into: dict[str, float], numbers: Mapping[str, object]) -> None:
         into[key] = into.get(key, 0) + value
 
 
+@dataclass(frozen=True)
+class StreamInfo:
+    """What ``start_stream(target, stream)`` is told about a stream before its first frame."""
+
+    case: str
+    video: str
+    #: The feed's grid spacing (None: every decoded frame).
+    every_s: float | None
+    #: ``--pace`` (None: replay, frames as fast as the adapter takes them).
+    pace: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"case": self.case, "video": self.video, "everyS": self.every_s, "pace": self.pace}
+
+
+class StreamEvaluator(Protocol):
+    """An evaluator that can be fed a stream (``streams`` True when it has ``on_frame``).
+
+    ``on_frame`` returns None, one JSON-like emission, or a list of them; ``end_stream`` may return
+    final emissions the same way.
+    """
+
+    @property
+    def streams(self) -> bool: ...
+
+    async def start_stream(self, target: Target, stream: StreamInfo) -> None: ...
+
+    async def on_frame(self, sample: Sample, target: Target) -> Any: ...
+
+    async def end_stream(self, target: Target) -> Any: ...
+
+
 class TransientError(Exception):
     """Raise it from ``evaluate`` for a failure worth retrying (``--retries``): a 429, a 503, a reset.
 

@@ -42,6 +42,15 @@ def add_run(sub: Any) -> None:
                    "thresholds.max_p95_latency_s)")
     p.add_argument("--max-cost", type=opts.nonnegative_number, metavar="NUMBER",
                    help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
+    p.add_argument("--min-recall", type=opts.rate, metavar="FLOAT",
+                   help="gate: each stream target's recall, 0.0 to 1.0 (gate <target>_min_recall)")
+    p.add_argument("--max-false-alarms-per-min", type=opts.nonnegative_number, metavar="NUMBER",
+                   help="gate: each stream target's false alarms per minute of quiet time")
+    p.add_argument("--max-detection-latency-p95", dest="max_detection_latency_p95_s", type=opts.nonnegative_number,
+                   metavar="SECONDS", help="gate: each stream target's p95 detection latency")
+    p.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+                   help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
+                   "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")
@@ -118,6 +127,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
         adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
         max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order,
+        min_recall=args.min_recall, max_false_alarms_per_min=args.max_false_alarms_per_min,
+        max_detection_latency_p95_s=args.max_detection_latency_p95_s, pace=args.pace,
         **_arm_fields(args))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters.resilient import CallPolicy
+from ..cases.model import StreamGates
 from ..errors import CheckpointError, UsageError
 from ..evaluation.gates import GateOptions
 from ..evaluation.options import TrialOptions
@@ -145,6 +146,11 @@ class RunRequest(AdapterRequest):
     @property
     def with_arms(self) -> bool:
         return bool(self.arms or self.perturb)
+    #: Stream gates applied to every stream target, and the paced clock (None: replay).
+    min_recall: float | None = None
+    max_false_alarms_per_min: float | None = None
+    max_detection_latency_p95_s: float | None = None
+    pace: float | None = None
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(parse_cli_time(t) for t in self.at),
@@ -159,9 +165,12 @@ class RunRequest(AdapterRequest):
                                    max_calls_per_second=self.max_calls_per_second),
             gates=GateOptions(self.min_pass_rate, self.min_target_pass_rate, self.max_failures,
                               max_flaky_samples=self.max_flaky_samples, max_p95_latency_s=self.max_p95_latency_s,
-                              max_cost=self.max_cost),
+                              max_cost=self.max_cost,
+                              streams=StreamGates(self.min_recall, self.max_false_alarms_per_min,
+                                                  self.max_detection_latency_p95_s)),
             filters=filters, adapter_config=dict(self.adapter_config or {}),
-            artifacts_dir=Path(self.artifacts_dir) if self.artifacts_dir else None, verbose=self.verbose)
+            artifacts_dir=Path(self.artifacts_dir) if self.artifacts_dir else None, verbose=self.verbose,
+            pace=self.pace)
 
     def comparison(self) -> Comparison:
         return Comparison(self.fail_on_regression, self.fail_on_latency_regression_s, self.confidence, self.alpha)
@@ -334,6 +343,8 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "confidence": open_fraction, "alpha": open_fraction, "shard": _optional(is_shard),
     "arms": str_list, "perturb": str_list, "control": opt_str, "seed": _is_int, "gate_arm": opt_str,
     "max_robustness_drop": _optional(rate),
+    "min_recall": _optional(rate), "max_false_alarms_per_min": _optional(nonnegative_number),
+    "max_detection_latency_p95_s": _optional(nonnegative_number), "pace": _optional(positive_number),
 }
 
 #: The arm options' defaults: left out of a manifest while unused.

@@ -163,6 +163,10 @@ def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
     if clipped is not None:
         raise UsageError(f"--arm/--perturb do not take clip samples yet: target {clipped.target.id!r} of case "
                          f"{clipped.case.name!r} has a `clip`; run the arms on a case without clips")
+    streamed = next(((c.case.name, t.id) for c in plan.cases for t in c.streams), None)
+    if streamed is not None:
+        raise UsageError(f"--arm/--perturb do not take stream targets yet: target {streamed[1]!r} of case "
+                         f"{streamed[0]!r} has `events`; run the arms on the sample targets (--target)")
     return prepare_arms(selection, request, plan.eval_dir.root, stderr)
 
 
@@ -191,11 +195,18 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
     capture = output.capturing() if prepared.in_process else contextlib.nullcontext()
     try:
         with capture:
+            options = request.trial_options(request.filters())
+            keep = thumbnails.keep if thumbnails is not None else None
+            saver = _failure_saver(request, plan.eval_dir.root, life.resumed)
+            if prepared.arms is not None:
+                from ..evaluation.fanout import run_arm_trials
+
+                return asyncio.run(interruptible(run_arm_trials(
+                    plan, prepared.spec, options, listener, arms=prepared.arms, store=RunStore(life),
+                    keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None)))
             return asyncio.run(interruptible(run_trials(
-                plan, prepared.spec, request.trial_options(request.filters()), listener, store=RunStore(life),
-                keep_frame=thumbnails.keep if thumbnails is not None else None,
-                saver=_failure_saver(request, plan.eval_dir.root, life.resumed), cache=cache,
-                gating=request.shard is None, arms=prepared.arms)))
+                plan, prepared.spec, options, listener, store=RunStore(life), keep_frame=keep, saver=saver,
+                cache=cache, gating=request.shard is None)))
     finally:
         output.finish()
         listener.close()

@@ -23,7 +23,7 @@ from ..evaluation.proposals import FIELD_ERROR, CaseEdits, extract_judge, needs_
 from ..plan.planning import Plan, build_plan
 from ..plan.schedule import Filters, ScheduledSample
 from ..plan.videos import video_resolver
-from ..reports.console import compact
+from ..reports.tables import compact
 from ..results import SampleResult, Status
 from ..support import threads
 from .requests import SEED_KIND, SeedRequest, absolute

@@ -35,11 +35,16 @@ from ..video.frames import DecodedFrame
 from .case import FRAME_QUEUE_DEPTH, CaseWork, FrameSource, ResultSink, run_case
 from .clipframes import HeldFrames
 from .gates import run_gates
-from .judge import ignored_result
+from .judge import ignored_result, judge
 from .ordering import DECLARATION, Items, declaration_order_items, time_order_items
 
 if TYPE_CHECKING:
-    from .trials import Engine, _CaseSplit
+    from ..plan.planning import Plan
+    from .case import FrameKeeper
+    from .failures import FailureSaver
+    from .observation_cache import ObservationCache
+    from .options import TrialOptions
+    from .trials import Engine, ResultStore, RunListener, _CaseSplit
 
 
 @dataclass(frozen=True)
@@ -195,9 +200,19 @@ class FrameTee:
                     item[1].image.close()
 
 
-async def run_arm_trials(engine: Engine) -> RunResult:
-    """:func:`~.trials.run_trials` for a run with arms (``engine.arms`` set)."""
+async def run_arm_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
+                         arms: ArmPlan, store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
+                         saver: FailureSaver | None = None, cache: ObservationCache | None = None,
+                         gating: bool = True) -> RunResult:
+    """:func:`~.trials.run_trials` for a run with arms: every case evaluated by each arm on one decode."""
+    from .trials import Engine
+
     threads.install()
+    return await _run_arms(Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating,
+                                  arms))
+
+
+async def _run_arms(engine: Engine) -> RunResult:
     plan = engine.arms
     assert plan is not None
     started = time.perf_counter()

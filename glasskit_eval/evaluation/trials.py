@@ -12,25 +12,30 @@ import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
-from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
+from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
 from ..adapters.calls import Caller, DirectCaller
 from ..adapters.resilient import RateLimiter, ResilientCaller
 from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
-from ..results import Gate, SampleResult, Status, TimingMode, TrialResult
+from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import threads
 from ..video.damage import Warn
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .failures import FailureSaver
-from .fanout import ArmPlan
 from .gates import CaseThresholds, evaluate_gates, run_gates
 from .judge import Judge, ignored_result, judge
 from .observation_cache import ObservationCache
 from .options import TrialOptions
+from .pacing import run_paced
+from .streamgates import CaseStreamGates, stream_gates
+from .streams import StreamWork, missing_on_frame, run_streams
+
+if TYPE_CHECKING:
+    from .fanout import ArmPlan
 
 
 class RunListener(Protocol):
@@ -103,7 +108,7 @@ class _CaseSplit:
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
                      store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
                      saver: FailureSaver | None = None, cache: ObservationCache | None = None,
-                     judge: Judge = judge, gating: bool = True, arms: ArmPlan | None = None) -> RunResult:
+                     judge: Judge = judge, gating: bool = True) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
 
     ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
@@ -112,11 +117,7 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, liste
     # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
     # so an interrupted run can exit even if an adapter call never returns.
     threads.install()
-    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating, arms)
-    if arms is not None:
-        from .fanout import run_arm_trials
-
-        return await run_arm_trials(engine)
+    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating)
     started = time.perf_counter()
     # One limiter for the whole run: the provider's quota does not reset between trials.
     rate = options.call_policy.max_calls_per_second
@@ -136,8 +137,14 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     started = time.perf_counter()
     evaluator: Evaluator | None = None
     caller: Caller | None = None
-    if any(not s.ignored for split in splits for s in split.pending):
+    streamed = [(split.plan.case.name, t.id) for split in splits for t in split.plan.streams]
+    if any(not s.ignored for split in splits for s in split.pending) or streamed:
         evaluator, caller = await _open(engine, trial, limiter, splits)
+        refused = missing_on_frame(evaluator, streamed)
+        if refused is not None:
+            with contextlib.suppress(Exception):
+                await evaluator.close()
+            raise refused
         if evaluator.batch and trial == 1:
             for line in batch_memory_notes(splits):
                 listener.notice(line)
@@ -145,9 +152,14 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                        options.repeat)
     ticker = asyncio.create_task(_tick(listener))
     results: list[SampleResult] = []
+    streams: list[StreamResult] = []
     try:
         for split in splits:
             results.extend(await _case(engine, split, trial, caller, sink))
+            if split.plan.streams and evaluator is not None:
+                work = StreamWork(split.plan, trial, options.keep_going, options.pace, _warner(listener))
+                clock = run_streams if work.pace is None else run_paced
+                streams.extend(await clock(work, cast(StreamEvaluator, evaluator)))
     except BaseException as exc:
         if evaluator is not None:
             if not isinstance(exc, SampleFailure):
@@ -162,10 +174,10 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
         ticker.cancel()
     if evaluator is not None:
         await _close(evaluator)
-    gates = _trial_gates(engine, results) if engine.gating else []
+    gates = _trial_gates(engine, results) + _stream_gates(engine, streams) if engine.gating else []
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
-                       timing_mode=_timing_mode(results, caller))
+                       timing_mode=_timing_mode(results, caller), streams=tuple(streams))
 
 
 def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseSplit]:
@@ -271,6 +283,12 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult]) -> list[Gate]:
     return evaluate_gates(results, options=engine.options.gates, eval_thresholds=plan.eval_dir.config.thresholds,
                           cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
                           undeclared=undeclared_gate_targets(plan, engine.options.filters))
+
+
+def _stream_gates(engine: Engine, streams: Sequence[StreamResult]) -> list[Gate]:
+    plan = engine.plan
+    return stream_gates(streams, options=engine.options.gates.streams, eval_thresholds=plan.eval_dir.config.thresholds,
+                        cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases])
 
 
 def _warner(listener: RunListener) -> Warn:

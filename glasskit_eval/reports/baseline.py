@@ -28,7 +28,7 @@ from ..statistics.power import minimum_detectable_drop
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
 from ..support.timevalues import format_duration
 from .calls import points
-from .console import compact, table, time_label
+from .tables import compact, table, time_label
 
 #: Change kinds, in the order tables list them.
 KINDS = ("pass_to_fail", "new_error", "relabelled", "fail_to_pass", "error_fixed", "status_changed",

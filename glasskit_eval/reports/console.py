@@ -6,12 +6,11 @@ statuses, and only on a TTY without ``NO_COLOR``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..results import SampleResult, Status
 from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
@@ -19,6 +18,7 @@ from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
+from .tables import WIDTH, compact, pct, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
 
@@ -28,66 +28,6 @@ def use_colour(stream: TextIO) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
-
-
-def compact(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def seconds(value: float) -> str:
-    return f"{value:.1f}s"
-
-
-def time_label(value: float) -> str:
-    text = repr(value)
-    return text[:-2] if text.endswith(".0") else text
-
-
-#: Console tables fit this many columns: the last column wraps instead of running on.
-WIDTH = 80
-#: The narrowest a wrapped last column gets, however wide the others are.
-MIN_LAST_COLUMN = 20
-
-
-def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
-          right: Sequence[bool] | None = None, width: int | None = None) -> str:
-    """A plain aligned table; the first column is left-aligned, numbers right-aligned.
-
-    With ``width`` (the run's summary tables: :data:`WIDTH`), when the rows would be wider, the last
-    column (a reason, a detail) wraps onto continuation lines under itself; nothing is cut. Without
-    it a row stays one line (listings that people grep).
-    """
-    import textwrap
-
-    align = list(right) if right is not None else [i > 0 for i in range(len(headers))]
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    if width is not None:
-        widths[-1] = min(widths[-1], max(MIN_LAST_COLUMN, width - lead, len(headers[-1])))
-
-    def fmt(cells: Sequence[str]) -> list[str]:
-        parts = [c.rjust(widths[i]) if align[i] else c.ljust(widths[i]) for i, c in enumerate(cells[:-1])]
-        wrapped = textwrap.wrap(cells[-1], widths[-1], break_on_hyphens=False) or [""]
-        if len(wrapped) == 1 and align[-1]:
-            wrapped = [wrapped[0].rjust(widths[-1])]
-        out = ["  ".join([*parts, wrapped[0]]).rstrip()]
-        out += [(" " * (lead + 2) if len(cells) > 1 else "") + more for more in wrapped[1:]]
-        return out
-
-    lines = [title, *fmt(headers), "  ".join("-" * w for w in widths)]
-    for row in rows:
-        lines.extend(fmt(row))
-    return "\n".join(lines)
 
 
 class ConsoleListener:
@@ -242,6 +182,12 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
 
     p()
     section(_target_table(summary))
+    from .streams import stream_table
+
+    streams = stream_table(summary)
+    if streams is not None:
+        p()
+        section(streams)
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:

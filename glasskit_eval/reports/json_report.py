@@ -57,7 +57,10 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     stable = summary.stability_counts()
     duration = run.duration_seconds
     timing = summary.timing_mode
-    blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache}
+    # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
+    streams = [s.to_json() for t in run.trials for s in t.streams] or None
+    blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
+                              "streams": streams}
     if arms is not None:
         blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
     return {

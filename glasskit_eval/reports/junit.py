@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 from ..results import Gate, SampleResult, Status, TrialResult
 from ..summary import Counts, RunSummary
-from .console import compact, time_label
 from .locations import Locations, relative_path
+from .tables import compact, time_label
 
 #: Characters XML 1.0 cannot carry at all (not even escaped), and lone surrogates, which UTF-8
 #: cannot encode; adapters may return any of them.
@@ -169,6 +169,9 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
     many = len(summary.run.trials) > 1
     for trial in summary.run.trials:
         _trial_suites(root, trial, many, context)
+    from .streams import junit_stream_suites
+
+    stream_tests, stream_failures = junit_stream_suites(root, summary, context.locations, context.base, _text)
     gates = _gates(summary)
     failed = sum(1 for _name, g in gates if not g.passed)
     suite = ET.SubElement(root, "testsuite", name="gates", tests=str(len(gates)), failures=str(failed),
@@ -184,8 +187,8 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
             failure = ET.SubElement(case, "failure", message=_text(gate.message), type="gate")
             failure.text = _text(gate.message) + "\n"
     total = summary.total
-    root.set("tests", str(total.evaluated + total.ignored + len(gates)))
-    root.set("failures", str(total.failed + failed))
+    root.set("tests", str(total.evaluated + total.ignored + len(gates) + stream_tests))
+    root.set("failures", str(total.failed + failed + stream_failures))
     root.set("errors", str(total.errors))
     root.set("skipped", str(total.ignored))
     root.set("time", _seconds(total.duration_total))
