@@ -32,7 +32,7 @@ from ._procio import (
     read_chunks,
     track_group,
 )
-from .base import Evaluator, FactoryConfig, Sample, Target
+from .base import Evaluator, FactoryConfig, Sample, Target, frames_too_large
 
 _OUTPUT_EXCERPT: Final = 200
 #: An observation longer than this is an adapter error (the HTTP adapter's default bound too).
@@ -67,14 +67,21 @@ class ExecEvaluator:
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         width, height = sample.image.size
-        path, png = await asyncio.to_thread(_write_png, sample)
         try:
-            request = {"sample": {**sample.wire_fields(), "image": {
-                "mimeType": "image/png", "width": width, "height": height, "path": path,
-                "dataBase64": base64.b64encode(png).decode("ascii")}},
-                "target": target.to_wire(), "config": dict(self._config.config)}
-            del png
-            return await self._spec.run_once(json.dumps(request, separators=(",", ":")).encode("utf-8"))
+            path, png = await asyncio.to_thread(_write_png, sample)
+        except MemoryError:
+            raise frames_too_large([sample], "encoding the frame as PNG for the exec adapter") from None
+        try:
+            try:
+                request = {"sample": {**sample.wire_fields(), "image": {
+                    "mimeType": "image/png", "width": width, "height": height, "path": path,
+                    "dataBase64": base64.b64encode(png).decode("ascii")}},
+                    "target": target.to_wire(), "config": dict(self._config.config)}
+                del png
+                data = json.dumps(request, separators=(",", ":")).encode("utf-8")
+            except MemoryError:
+                raise frames_too_large([sample], "the exec adapter's request") from None
+            return await self._spec.run_once(data)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(path)

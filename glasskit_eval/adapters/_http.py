@@ -38,7 +38,7 @@ from typing import Any, Final
 from ..errors import AdapterError, HttpStatusError, UsageError
 from ..support.outside import inline
 from ..support.secretvalues import add_secret, add_url_secrets
-from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
+from .base import Evaluator, FactoryConfig, Sample, Target, add_usage, frames_too_large
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
                 "jpeg_quality", "response_field", "usage_fields", "max_response_mb"}
@@ -417,16 +417,22 @@ class HttpEvaluator:
         return self.config.batch_url is not None
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
-        body = await asyncio.to_thread(self._encode, {"sample": sample_body(sample, self.config),
-                                                      "target": target.to_wire()})
+        try:
+            body = await asyncio.to_thread(self._encode, {"sample": sample_body(sample, self.config),
+                                                          "target": target.to_wire()})
+        except MemoryError:
+            raise frames_too_large([sample], "encoding the frame for the HTTP request") from None
         response = await self._post(self._pool, self.config.url, body)
         self._usage([sample], response)
         return self._observation(response)
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         assert self._batch_pool is not None and self.config.batch_url is not None
-        bodies = [sample_body(s, self.config) for s in samples]
-        body = await asyncio.to_thread(self._encode, {"samples": bodies, "target": target.to_wire()})
+        try:
+            bodies = [sample_body(s, self.config) for s in samples]
+            body = await asyncio.to_thread(self._encode, {"samples": bodies, "target": target.to_wire()})
+        except MemoryError:
+            raise frames_too_large(samples, "encoding the frames for the HTTP request") from None
         response = await self._post(self._batch_pool, self.config.batch_url, body)
         observations = self._observation(response)
         if not isinstance(observations, list) or len(observations) != len(samples):

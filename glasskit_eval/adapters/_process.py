@@ -44,7 +44,7 @@ from ._protocol import (
     oversized_request_error,
 )
 from ._wire import encode_sample, sample_parts, share_usage
-from .base import FactoryConfig, Sample, Target, add_usage
+from .base import FactoryConfig, Sample, Target, add_usage, frames_too_large
 
 __all__ = ["CommandEvaluator"]
 
@@ -116,9 +116,12 @@ class CommandEvaluator:
         self._check_usable()
         # The runner closes the image once this call returns, and the encode finishes
         # before we await anything else.
-        parts = await asyncio.get_running_loop().run_in_executor(
-            None, sample_parts, sample, self._spec.png_compress_level
-        )
+        try:
+            parts = await asyncio.get_running_loop().run_in_executor(
+                None, sample_parts, sample, self._spec.png_compress_level
+            )
+        except MemoryError:
+            raise frames_too_large([sample], "encoding the frame as PNG for the command adapter") from None
         params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
         del parts
         reply = await self._request("evaluate", params)
@@ -135,14 +138,17 @@ class CommandEvaluator:
         size = len(target_json)
         for start in range(0, len(samples), _BATCH_ENCODE_STEP):
             chunk = samples[start : start + _BATCH_ENCODE_STEP]
-            encoded += await asyncio.gather(
-                *(
-                    loop.run_in_executor(
-                        None, encode_sample, sample, self._spec.png_compress_level
+            try:
+                encoded += await asyncio.gather(
+                    *(
+                        loop.run_in_executor(
+                            None, encode_sample, sample, self._spec.png_compress_level
+                        )
+                        for sample in chunk
                     )
-                    for sample in chunk
                 )
-            )
+            except MemoryError:
+                raise frames_too_large(samples, "encoding the frames as PNG for the command adapter") from None
             size += sum(len(item) + 1 for item in encoded[-len(chunk) :])
             self._check_usable()
             if size > limit:

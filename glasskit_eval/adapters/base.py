@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import AdapterError
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -84,6 +86,15 @@ def add_usage(into: dict[str, float], numbers: Mapping[str, object]) -> None:
                 or not math.isfinite(value)):
             raise ValueError(f"usage {key!r} must be a finite number, got {value!r}")
         into[key] = into.get(key, 0) + value
+
+
+def frames_too_large(samples: Sequence[Sample], what: str) -> AdapterError:
+    """The error for frames that did not fit in memory while ``what`` (encoding them) ran."""
+    sizes = sorted({f"{s.image.width}x{s.image.height}" for s in samples})
+    frames = f"{len(samples)} frames" if len(samples) != 1 else "the frame"
+    return AdapterError(f"not enough memory for {what} ({frames} of {', '.join(sizes)}); free memory or raise "
+                        "the process's memory limit (ulimit -v), lower --concurrency, or re-encode the video "
+                        "at a lower resolution")
 
 
 class TransientError(Exception):

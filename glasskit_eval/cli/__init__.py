@@ -106,6 +106,11 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return int(ExitCode.INTERRUPTED)
+    except MemoryError:
+        # Whatever ran out (frames are named where they are decoded and encoded), not a traceback.
+        print("error: out of memory; free memory or raise the process's memory limit (ulimit -v), "
+              "lower --concurrency, or use smaller videos", file=err)
+        return int(ExitCode.ERROR)
     except ModuleNotFoundError as exc:
         message = _missing_dependency(exc)
         if message is None:

@@ -8,10 +8,32 @@ row stride), so the same pixels arrive with one copy.
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
+
+from ..errors import VideoError
 
 if TYPE_CHECKING:
     from PIL import Image
+
+
+def load_pillow() -> None:
+    """Import Pillow before a decoder opens: a large frame's decoder buffers can leave too little
+    address space to map Pillow's library later, an ImportError where a memory error is due."""
+    from PIL import Image  # noqa: F401
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a decode failed for want of memory: Python's MemoryError or FFmpeg's ENOMEM."""
+    return isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM
+
+
+def frame_too_large(path: object, width: int, height: int) -> VideoError:
+    """The error for a frame that does not fit in memory (decoded, or as an RGB image)."""
+    size = f"a {width}x{height} frame" if width and height else "a frame"
+    need = f" (about {width * height * 4 / (1 << 20):,.0f} MiB as an RGB image)" if width and height else ""
+    return VideoError(f"not enough memory to decode {size} of {path}{need}; free memory or raise the "
+                      "process's memory limit (ulimit -v), or re-encode the video at a lower resolution")
 
 
 def rgb_image(frame: Any) -> Image.Image:
