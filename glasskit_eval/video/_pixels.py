@@ -9,23 +9,19 @@ row stride), so the same pixels arrive with one copy.
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+# Loaded with the frame engine, before any decoder: a large frame's decoder buffers can leave
+# too little address space to map Pillow's library later (an ImportError, not a memory error).
+from PIL import Image
 
 from ..errors import VideoError
 
-if TYPE_CHECKING:
-    from PIL import Image
-
-
-def load_pillow() -> None:
-    """Import Pillow before a decoder opens: a large frame's decoder buffers can leave too little
-    address space to map Pillow's library later, an ImportError where a memory error is due."""
-    from PIL import Image  # noqa: F401
-
 
 def out_of_memory(exc: BaseException) -> bool:
-    """Whether a decode failed for want of memory: Python's MemoryError or FFmpeg's ENOMEM."""
-    return isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM
+    """Whether a decode failed for want of memory: Python's MemoryError, FFmpeg's ENOMEM, or its
+    EAGAIN (a decoder's threads could not be started: their stacks did not fit either)."""
+    return isinstance(exc, MemoryError) or getattr(exc, "errno", None) in (errno.ENOMEM, errno.EAGAIN)
 
 
 def frame_too_large(path: object, width: int, height: int) -> VideoError:
@@ -38,8 +34,6 @@ def frame_too_large(path: object, width: int, height: int) -> VideoError:
 
 def rgb_image(frame: Any) -> Image.Image:
     """The frame as an RGB image, pixel for pixel what ``frame.to_image()`` gives."""
-    from PIL import Image
-
     plane = frame.reformat(format="rgb24").planes[0]
     if plane.line_size < 0:  # a bottom-up buffer: PyAV knows how to walk it
         image: Image.Image = frame.to_image()

@@ -24,7 +24,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
-from ._pixels import frame_too_large, load_pillow, out_of_memory, rgb_image
+from ._pixels import frame_too_large, out_of_memory, rgb_image
 from .damage import Damage
 from .frametable import FrameTable, open_container, take_spare, video_stream
 from .strategy import Piece
@@ -117,7 +117,6 @@ class PieceDecoder:
         """Decode ``piece``; yield ``(index, image)`` for each needed frame, in order."""
         import av
 
-        load_pillow()
         table = self.table
         try:
             packets = self._packets(piece)

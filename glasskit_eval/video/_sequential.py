@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
 from ._orientation import Orientation, orientation_from_side_data
-from ._pixels import frame_too_large, load_pillow, out_of_memory, rgb_image
+from ._pixels import frame_too_large, out_of_memory, rgb_image
 from ._selection import DecodedFrame, NearestSelector
 from .damage import Damage, Warn, nearest_was_lost, report
 from .frametable import open_container, video_stream
@@ -143,7 +143,6 @@ def _attempt(path: Path, wanted: list[Fraction], damage: Damage,
              frame_threads: bool) -> Iterator[tuple[Fraction, DecodedFrame]]:
     import av
 
-    load_pillow()
     if not wanted:
         return
     selector = NearestSelector(wanted)
