@@ -30,6 +30,7 @@ from ._procio import (
     StderrMirror,
     describe_returncode,
     live_group_members,
+    pipe_holders,
     read_chunks,
     track_group,
 )
@@ -458,6 +459,17 @@ class CommandEvaluator:
             problems.append(
                 f"it {describe_returncode(returncode)} after close.\n{self._stderr.render()}"
             )
+        if self._failure is not None:  # a crash already says what went wrong
+            return problems
+        # As upstream, which waits for its pipes to close: a helper left holding them fails the run.
+        await asyncio.wait({self._stdout_task, self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
+        ends = [self._proc._transport.get_pipe_transport(n) for n, task in  # type: ignore[attr-defined]
+                ((1, self._stdout_task), (2, self._stderr_task)) if not task.done()]
+        holders = pipe_holders([end.get_extra_info("pipe").fileno() for end in ends if end is not None])
+        if holders:
+            problems.append(f"it exited but left {len(holders)} process{'es' if len(holders) != 1 else ''} "
+                            f"holding its stdout or stderr: {', '.join(holders)}; they were terminated "
+                            "(end the adapter's helpers when it closes, or close their copies of its output)")
         return problems
 
     async def _stop_tasks(self) -> None:
