@@ -117,7 +117,7 @@ def _no_memory(*args: object, **kwargs: object) -> object:
 
 @pytest.mark.parametrize(("kind", "encoder", "what"), [
     ("command", (process_adapter, "sample_parts"), "encoding the frame as PNG for the command adapter"),
-    ("http", (http_adapter, "encode_image"), "encoding the frame for the HTTP request"),
+    ("http", (http_adapter, "encode_image"), "encoding frames for the HTTP request"),
     ("exec", (exec_adapter, "_write_png"), "encoding the frame as PNG for the exec adapter"),
 ])
 def test_running_out_of_memory_while_encoding_a_frame_names_the_frame(
