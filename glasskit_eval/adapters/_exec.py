@@ -33,7 +33,7 @@ from ._procio import (
     track_group,
 )
 from ._wire import ENCODINGS
-from .base import Evaluator, FactoryConfig, Sample, Target
+from .base import Evaluator, FactoryConfig, Sample, Target, frames_too_large
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -85,7 +85,10 @@ class ExecEvaluator:
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         images = list({id(f.image): f.image for f in sample.frames}.values()) if sample.is_clip else [sample.image]
-        written = await asyncio.to_thread(_write_pngs, images, sample.is_clip)
+        try:
+            written = await asyncio.to_thread(_write_pngs, images, sample.is_clip)
+        except MemoryError:
+            raise frames_too_large([sample], "encoding the frames as PNG for the exec adapter") from None
 
         def image_object(image: Image.Image) -> dict[str, Any]:
             width, height = image.size
@@ -94,12 +97,17 @@ class ExecEvaluator:
                     "dataBase64": base64.b64encode(png).decode("ascii")}
 
         try:
-            body = dict(sample.wire_fields())
-            if sample.is_clip:
-                body["frames"] = [{**f.wire_fields(), "image": image_object(f.image)} for f in sample.frames]
-            body["image"] = image_object(sample.image)
-            request = {"sample": body, "target": target.to_wire(), "config": dict(self._config.config)}
-            return await self._spec.run_once(json.dumps(request, separators=(",", ":")).encode("utf-8"))
+            try:
+                body = dict(sample.wire_fields())
+                if sample.is_clip:
+                    body["frames"] = [{**f.wire_fields(), "image": image_object(f.image)} for f in sample.frames]
+                body["image"] = image_object(sample.image)
+                request = {"sample": body, "target": target.to_wire(), "config": dict(self._config.config)}
+                data = json.dumps(request, separators=(",", ":")).encode("utf-8")
+            except MemoryError:
+                raise frames_too_large([sample], "the exec adapter's request") from None
+            del request, body
+            return await self._spec.run_once(data)
         finally:
             _remove(written)
 

@@ -37,13 +37,14 @@ from ..errors import AdapterError, HttpStatusError, UsageError
 from ..support.outside import inline
 from ..support.secretvalues import add_secret, add_url_secrets
 from ._wire import json_sample
-from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
+from .base import Evaluator, FactoryConfig, Sample, Target, add_usage, encoded
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
                 "jpeg_quality", "response_field", "usage_fields", "max_response_mb"}
 #: Statuses worth retrying (``--retries``): request timeout, rate limited, server-side trouble.
 TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
 _BODY_EXCERPT: Final = 300
+_ENCODING: Final = "encoding frames for the HTTP request"
 _DEFAULT_TIMEOUT_S: Final = 120.0
 #: The default bound of a response body (``max_response_mb``), the same as an exec adapter's stdout.
 DEFAULT_MAX_RESPONSE_MB: Final = 64
@@ -401,16 +402,16 @@ class HttpEvaluator:
         return self.config.batch_url is not None
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
-        body = await asyncio.to_thread(self._encode, {"sample": sample_body(sample, self.config),
-                                                      "target": target.to_wire()})
+        body = await encoded([sample], _ENCODING, lambda: self._encode(
+            {"sample": sample_body(sample, self.config), "target": target.to_wire()}))
         response = await self._post(self._pool, self.config.url, body)
         self._usage([sample], response)
         return self._observation(response)
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         assert self._batch_pool is not None and self.config.batch_url is not None
-        bodies = [sample_body(s, self.config) for s in samples]
-        body = await asyncio.to_thread(self._encode, {"samples": bodies, "target": target.to_wire()})
+        body = await encoded(samples, _ENCODING, lambda: self._encode(
+            {"samples": [sample_body(s, self.config) for s in samples], "target": target.to_wire()}))
         response = await self._post(self._batch_pool, self.config.batch_url, body)
         observations = self._observation(response)
         if not isinstance(observations, list) or len(observations) != len(samples):

@@ -30,6 +30,7 @@ from ._procio import (
     StderrMirror,
     describe_returncode,
     live_group_members,
+    pipe_holders,
     read_chunks,
     track_group,
 )
@@ -44,7 +45,7 @@ from ._protocol import (
     oversized_request_error,
 )
 from ._wire import encode_sample, sample_parts, share_usage
-from .base import FactoryConfig, Sample, Target, add_usage
+from .base import FactoryConfig, Sample, Target, add_usage, frames_too_large
 
 __all__ = ["CommandEvaluator"]
 
@@ -116,9 +117,12 @@ class CommandEvaluator:
         self._check_usable()
         # The runner closes the image once this call returns, and the encode finishes
         # before we await anything else.
-        parts = await asyncio.get_running_loop().run_in_executor(
-            None, sample_parts, sample, self._spec.png_compress_level
-        )
+        try:
+            parts = await asyncio.get_running_loop().run_in_executor(
+                None, sample_parts, sample, self._spec.png_compress_level
+            )
+        except MemoryError:
+            raise frames_too_large([sample], "encoding the frame as PNG for the command adapter") from None
         params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
         del parts
         reply = await self._request("evaluate", params)
@@ -135,14 +139,17 @@ class CommandEvaluator:
         size = len(target_json)
         for start in range(0, len(samples), _BATCH_ENCODE_STEP):
             chunk = samples[start : start + _BATCH_ENCODE_STEP]
-            encoded += await asyncio.gather(
-                *(
-                    loop.run_in_executor(
-                        None, encode_sample, sample, self._spec.png_compress_level
+            try:
+                encoded += await asyncio.gather(
+                    *(
+                        loop.run_in_executor(
+                            None, encode_sample, sample, self._spec.png_compress_level
+                        )
+                        for sample in chunk
                     )
-                    for sample in chunk
                 )
-            )
+            except MemoryError:
+                raise frames_too_large(samples, "encoding the frames as PNG for the command adapter") from None
             size += sum(len(item) + 1 for item in encoded[-len(chunk) :])
             self._check_usable()
             if size > limit:
@@ -452,6 +459,17 @@ class CommandEvaluator:
             problems.append(
                 f"it {describe_returncode(returncode)} after close.\n{self._stderr.render()}"
             )
+        if self._failure is not None:  # a crash already says what went wrong
+            return problems
+        # As upstream, which waits for its pipes to close: a helper left holding them fails the run.
+        await asyncio.wait({self._stdout_task, self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
+        ends = [self._proc._transport.get_pipe_transport(n) for n, task in  # type: ignore[attr-defined]
+                ((1, self._stdout_task), (2, self._stderr_task)) if not task.done()]
+        holders = pipe_holders([end.get_extra_info("pipe").fileno() for end in ends if end is not None])
+        if holders:
+            problems.append(f"it exited but left {len(holders)} process{'es' if len(holders) != 1 else ''} "
+                            f"holding its stdout or stderr: {', '.join(holders)}; they were terminated "
+                            "(end the adapter's helpers when it closes, or close their copies of its output)")
         return problems
 
     async def _stop_tasks(self) -> None:

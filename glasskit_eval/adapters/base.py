@@ -7,13 +7,17 @@ both become an :class:`Evaluator`; the runner never knows which it is talking to
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from ..errors import AdapterError
 
 if TYPE_CHECKING:
     from PIL import Image
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,25 @@ class StreamEvaluator(Protocol):
     async def on_frame(self, sample: Sample, target: Target) -> Any: ...
 
     async def end_stream(self, target: Target) -> Any: ...
+
+
+def frames_too_large(samples: Sequence[Sample], what: str) -> AdapterError:
+    """The error for frames that did not fit in memory while ``what`` (encoding them) ran."""
+    sizes = sorted({f"{s.image.width}x{s.image.height}" for s in samples})
+    frames = f"{len(samples)} frames" if len(samples) != 1 else "the frame"
+    return AdapterError(f"not enough memory for {what} ({frames} of {', '.join(sizes)}); free memory or raise "
+                        "the process's memory limit (ulimit -v), lower --concurrency, or re-encode the video "
+                        "at a lower resolution")
+
+
+async def encoded(samples: Sequence[Sample], what: str, encode: Callable[[], T]) -> T:
+    """``encode()`` on a worker thread; running out of memory there names the frames."""
+    import asyncio
+
+    try:
+        return await asyncio.to_thread(encode)
+    except MemoryError:
+        raise frames_too_large(samples, what) from None
 
 
 class TransientError(Exception):

@@ -34,6 +34,7 @@ from .judge import (
     Judge,
     Misjudged,
     Verdict,
+    check_observation,
     describe,
     failed_call,
     failed_call_message,
@@ -274,7 +275,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             verdict = failed_call(done, describe(sample))
         else:
             try:
-                verdict = work.judge(sample, done.observation)
+                verdict = work.judge(sample, await check_observation(sample, done.observation))
             except Misjudged as exc:
                 # Non-JSON observations and comparator crashes abort a fail-fast run like adapter errors.
                 if not keep_going:
@@ -353,7 +354,7 @@ async def _one_batch(items: list[tuple[ScheduledSample, HeldFrames]], work: Case
             verdict = failed_call(done, what)
         else:
             try:
-                verdict = work.judge(sample, done.observation)
+                verdict = work.judge(sample, await check_observation(sample, done.observation))
             except Misjudged as exc:
                 if not keep_going:
                     raise SampleFailure(exc.stop_message(), 0) from None

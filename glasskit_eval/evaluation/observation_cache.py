@@ -30,8 +30,9 @@ from typing import Any, TextIO
 
 from ..adapters.base import AdapterSpec, Evaluator, Sample, Target
 from ..adapters.calls import Call, Caller
-from ..support.jsonvalues import json_problem, to_plain
+from ..support.jsonvalues import checked_steps, json_problem, to_plain
 from ..video.fingerprint import pixel_sha256
+from .judge import walk_on_loop
 from .observation_store import ObservationStore, key_digest
 
 MODES = ("read", "write", "readwrite")
@@ -240,10 +241,14 @@ class CachingCaller:
             return
         stats = self._shared.stats
         stats.misses += 1
-        if self._shared.writes and json_problem(call.observation) is None:
+        if not self._shared.writes:
+            return
+        # Checked with pauses: a huge observation must not hold up the loop (and Ctrl+C).
+        problem, plain = await walk_on_loop(checked_steps(call.observation, copy=True))
+        if problem is None:
             # On a thread: a slow disk must not stall decoding and other calls. Counted here,
             # on the event loop, so concurrent calls never race on the counters.
-            stored = await asyncio.to_thread(self._shared.store.put, digest, to_plain(call.observation))
+            stored = await asyncio.to_thread(self._shared.store.put, digest, plain)
             stats.writes += stored
 
     async def call(self, sample: Sample, target: Target) -> Call:

@@ -22,10 +22,11 @@ from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
-from ..support import threads
+from ..support import allocator, threads
 from ..video.damage import Warn
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .failures import FailureSaver
+from .framestore import image_bytes
 from .gates import CaseThresholds, evaluate_gates, run_gates
 from .judge import Judge, ignored_result, judge
 from .observation_cache import ObservationCache
@@ -146,6 +147,7 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                 await evaluator.close()
             raise refused
         if evaluator.batch and trial == 1:
+            allocator.hold_frames()
             for line in batch_memory_notes(splits):
                 listener.notice(line)
     sink = _announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
@@ -325,23 +327,25 @@ BATCH_MEMORY_WARN_BYTES = 1 << 30
 def batch_memory_notes(splits: Sequence[_CaseSplit]) -> list[str]:
     """One line per target whose ``evaluate_many`` call needs more frame memory than the budget.
 
-    A batch holds a target's frames (width x height x 3 bytes each, one per distinct time) at once.
+    A batch holds an image per sample of its target at once (samples at the same time get
+    copies), each as Pillow keeps RGB: 4 bytes a pixel. Measured against the process's RSS
+    in ``tests/test_evaluation_trials.py``.
     """
     notes = []
     for split in splits:
         info = split.plan.video
         if info is None:
             continue
-        frame_bytes = info.width * info.height * 3
-        times: dict[str, set[object]] = {}
+        frame_bytes = image_bytes(info.width, info.height)
+        counts: dict[str, int] = {}
         for s in split.pending:
             if not s.ignored:
-                times.setdefault(s.target.id, set()).add(s.time)
-        for target, wanted in times.items():
-            need = len(wanted) * frame_bytes
+                counts[s.target.id] = counts.get(s.target.id, 0) + 1
+        for target, count in counts.items():
+            need = count * frame_bytes
             if need > BATCH_MEMORY_WARN_BYTES:
-                notes.append(f"evaluate_many for {split.plan.case.name}/{target} gets {len(wanted)} frames of "
-                             f"{info.width}x{info.height} at once: about {need / (1 << 20):,.0f} MiB of RGB "
+                notes.append(f"evaluate_many for {split.plan.case.name}/{target} gets {count} frames of "
+                             f"{info.width}x{info.height} at once: about {need / (1 << 20):,.0f} MiB "
                              "while the call runs; split the target or use evaluate for long ranges")
     return notes
 

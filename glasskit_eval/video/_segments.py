@@ -24,7 +24,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
-from ._pixels import rgb_image
+from ._pixels import frame_too_large, out_of_memory, rgb_image
 from .damage import Damage
 from .frametable import FrameTable, open_container, take_spare, video_stream
 from .strategy import Piece
@@ -165,7 +165,9 @@ class PieceDecoder:
                     want += 1
                     if want == len(needed):
                         return
-        except av.error.FFmpegError as exc:
+        except (av.error.FFmpegError, MemoryError) as exc:
+            if out_of_memory(exc):
+                raise frame_too_large(table.path, ctx.width, ctx.height) from None
             raise VideoError(f"cannot decode video {table.path}: {exc}") from None
         raise TableMismatch(f"{table.path}: the video ended before frame {needed[want]}")
 
