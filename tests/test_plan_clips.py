@@ -20,7 +20,14 @@ from framecode import read_frame_index
 
 from glasskit_eval.cases.model import MAX_CLIP_FRAMES, ClipSpec
 from glasskit_eval.errors import ValidationError
-from glasskit_eval.plan.clips import Clip, ClipEntry, grid_times, neighbour_frames, plan_clips, select_clip
+from glasskit_eval.plan.clips import (
+    Clip,
+    ClipEntry,
+    grid_times,
+    neighbour_frames,
+    plan_clips,
+    select_clip,
+)
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, expand_case
 from glasskit_eval.video._orientation import UPRIGHT

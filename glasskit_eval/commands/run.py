@@ -88,7 +88,7 @@ def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_
     with life.guard():
         prepared = _prepare(life, request, output_json, out, err, baseline)
         cache = _observation_cache(prepared, err)
-        thumbnails = _thumbnail_store(prepared.request)
+        thumbnails = _thumbnail_store(prepared)
         result, jitter = _evaluate(life, prepared, cache, thumbnails, out, err)
         return _publish(life, prepared, result, cache, thumbnails, out, jitter)
 
@@ -272,7 +272,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -311,16 +311,22 @@ def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSav
     return saver
 
 
-def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
+def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
+    request = prepared.request
     if not request.html:
         return None
-    from ..reports.thumbnails import ThumbnailStore
+    from ..reports.thumbnails import ThumbnailStore, arm_variants
 
-    return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+    arms = prepared.arms
+    if arms is None:
+        return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+    # Each arm's frames as it saw them (a perturbation arm's perturbed pixels).
+    variants = arm_variants({a.name: a.description or {} for a in arms.arms})
+    return ThumbnailStore(request.html_budget_mb * 1000 * 1000, variants=variants, arms=arms.names)
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None) -> None:
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
     from ..plan.planning import clip_durations
     from ..reports.html import HtmlOptions
     from ..reports.publish import write_html
@@ -331,7 +337,7 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
                                           budget_bytes=thumbnails.budget_bytes, over_budget=thumbnails.over_budget,
                                           durations=clip_durations(prepared.plan),
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
