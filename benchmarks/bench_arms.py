@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_frames import TRIVIAL_ADAPTER, _usage, make_video, write_eval  # noqa: E402
 
-
 #: The issue's bounds for 4 arms against one.
 WALL_BOUND = 1.25
 RSS_BOUND = 1.2
