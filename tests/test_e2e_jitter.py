@@ -151,3 +151,33 @@ def test_bad_jitter_options_exit_2_before_any_call(eval_dir: Path, extra: tuple[
     assert code == 2, err
     assert message in err and "Traceback" not in err
     assert not (eval_dir / "calls.log").exists()
+
+
+BATCH_ADAPTER = ADAPTER.replace('''    return evaluate
+''', '''    return Batch(evaluate)
+
+class Batch:
+    def __init__(self, one):
+        self.one = one
+
+    def evaluate_many(self, samples, target):
+        with open(self_log(), "a") as f:
+            f.write(json.dumps(len(samples)) + "\\n")
+        return [self.one(s, target) for s in samples]
+''').replace("def create_evaluator(config):", '''def self_log():
+    return LOG
+
+def create_evaluator(config):
+    global LOG
+    LOG = config.eval_dir / "batches.log"''')
+
+
+def test_jitter_of_a_batch_adapter_sends_each_target_s_neighbours_in_one_call(eval_dir: Path, tmp_path: Path) -> None:
+    (eval_dir / "adapter.py").write_text(BATCH_ADAPTER)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", "batch.json", "--jitter-frames", "1")
+    assert code == 0, err
+    # One evaluate_many for the target's 5 samples, then one for its 8 neighbouring frames.
+    assert (eval_dir / "batches.log").read_text().split() == ["5", "8"]
+    assert sorted(c[1] for c in calls(eval_dir)[5:]) == [1, 4, 6, 9, 11, 14, 16, 18]
+    assert read_json(tmp_path / "batch.json")["jitter"] == [
+        {"case": "edge", "target": "late", "timestamp_s": 1.5, "frame_index": 15, "flipped_frames": [14]}]
