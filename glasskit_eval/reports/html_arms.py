@@ -9,7 +9,7 @@ Every value goes through :func:`esc`; pictures are ``data:`` URIs.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..arms.compare import ArmComparison, ArmsReport, Flip
@@ -134,7 +134,3 @@ def _observation(result: SampleResult | None) -> str:
                                                                  default=str)
     return text if len(text) <= MAX_FLIP_OBSERVATION else text[:MAX_FLIP_OBSERVATION] + "…"
 
-
-def arm_names(results: Sequence[SampleResult]) -> list[str]:
-    """Arms in the order their results first appear (the run's order: the control first)."""
-    return list(dict.fromkeys(r.arm for r in results if r.arm is not None))
