@@ -20,7 +20,14 @@ from framecode import read_frame_index
 
 from glasskit_eval.cases.model import MAX_CLIP_FRAMES, ClipSpec
 from glasskit_eval.errors import ValidationError
-from glasskit_eval.plan.clips import Clip, ClipEntry, grid_times, plan_clips, select_clip
+from glasskit_eval.plan.clips import (
+    Clip,
+    ClipEntry,
+    grid_times,
+    neighbour_frames,
+    plan_clips,
+    select_clip,
+)
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, expand_case
 from glasskit_eval.video._orientation import UPRIGHT
@@ -189,6 +196,31 @@ def test_frames_without_timestamps_are_placed_at_index_over_rate(spec: ClipSpec)
     end = info_from_table(without).end_time
     assert end == info_from_table(with_pts).end_time
     assert select_clip(F(1), spec, without, end_time=end) == select_clip(F(1), spec, with_pts, end_time=end)
+
+
+def test_neighbour_frames_without_timestamps_match_the_timed_table() -> None:
+    with_pts, without = synthetic_table(90), synthetic_table(90, timestamps=False)
+    assert neighbour_frames(0, 2, without) == neighbour_frames(0, 2, with_pts) == [
+        ClipEntry(F(1, 30), 1, F(1, 30)), ClipEntry(F(2, 30), 2, F(2, 30))]
+    assert [e.frame_index for e in neighbour_frames(89, 3, without)] == [86, 87, 88]
+
+
+# --- neighbouring frames (--jitter-frames) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cfr_h264.mp4", "vfr_h264.mp4", "bframes_h264.mp4", "start_offset_h264.mp4"])
+def test_neighbour_frames_are_the_frames_their_times_decode_to(name: str) -> None:
+    """Each neighbour's time selects it by the single-sample rule: the decode gives exactly those frames."""
+    table = frame_table(VIDEOS / name)
+    count = len(manifest_times(name))
+    for index in (0, 1, count // 2, count - 1):
+        entries = neighbour_frames(index, 2, table)
+        assert [e.frame_index for e in entries] == [i for i in range(index - 2, index + 3)
+                                                    if i != index and 0 <= i < count]
+        got = decoded(name, tuple(e.time for e in entries))
+        for entry in entries:
+            assert got[entry.time][:2] == (entry.frame_index, entry.frame_index), (name, index, entry)
+            assert entry.media_time == manifest_times(name)[entry.frame_index]
 
 
 # --- planning: clips on scheduled samples, and their checks ----------------------------------

@@ -56,7 +56,8 @@ def test_markers_keep_what_the_page_shows(tmp_path: Path) -> None:
     (marker,) = markers["clip"]
     assert marker == {"trial": 1, "target": "door", "time_s": 0.5, "status": "failed", "reason": "r",
                       "expected": "closed", "field": None, "compare_mode": None,
-                      "observed": {"state": "ajar"}, "observed_value": {"state": "ajar"}, "frame_index": 5}
+                      "observed": {"state": "ajar"}, "observed_value": {"state": "ajar"}, "frame_index": 5,
+                      "arm": None}
 
 
 @pytest.mark.parametrize(("text", "needle"), [

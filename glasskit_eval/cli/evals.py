@@ -148,7 +148,8 @@ def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
             if given is not None:
                 raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
     return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
-            "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop}
+            "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop,
+            "jitter_frames": args.jitter_frames}
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look

@@ -27,8 +27,10 @@ from .requests import RUN_KIND, RunRequest, absolute
 if TYPE_CHECKING:
     from ..adapters.base import AdapterSpec
     from ..arms.compare import ArmsReport
+    from ..arms.jitter import JitterReport
     from ..evaluation.failures import FailureSaver
     from ..evaluation.fanout import ArmPlan
+    from ..evaluation.jitter import JitterArm
     from ..evaluation.observation_cache import ObservationCache
     from ..plan.planning import Plan
     from ..reports.adapter_output import AdapterOutput
@@ -86,9 +88,9 @@ def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_
     with life.guard():
         prepared = _prepare(life, request, output_json, out, err, baseline)
         cache = _observation_cache(prepared, err)
-        thumbnails = _thumbnail_store(prepared.request)
-        result = _evaluate(life, prepared, cache, thumbnails, out, err)
-        return _publish(life, prepared, result, cache, thumbnails, out)
+        thumbnails = _thumbnail_store(prepared)
+        result, jitter = _evaluate(life, prepared, cache, thumbnails, out, err)
+        return _publish(life, prepared, result, cache, thumbnails, out, jitter)
 
 
 def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None, out: TextIO,
@@ -137,6 +139,8 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
     arms = _arms(request, plan, output.stderr)
+    if request.jitter_frames and request.shard is not None:
+        raise UsageError("--jitter-frames is not supported together with --shard yet; run the jitter unsharded")
     check_writable(destinations(request, root))
     preflight(request)
     if life.checkpoint is None:
@@ -183,7 +187,7 @@ def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[Adap
 
 
 def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: ObservationCache | None,
-              thumbnails: ThumbnailStore | None, out: TextIO, err: TextIO) -> RunResult:
+              thumbnails: ThumbnailStore | None, out: TextIO, err: TextIO) -> tuple[RunResult, JitterReport | None]:
     from ..evaluation.reuse import RunStore
     from ..evaluation.trials import run_trials
     from ..reports.console import ConsoleListener
@@ -193,28 +197,50 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
     output = prepared.output
     output.attach(listener.progress)
     capture = output.capturing() if prepared.in_process else contextlib.nullcontext()
+    options = request.trial_options(request.filters())
+
+    async def evaluate() -> tuple[RunResult, JitterReport | None]:
+        keep = thumbnails.keep if thumbnails is not None else None
+        saver = _failure_saver(request, plan.eval_dir.root, life.resumed)
+        if prepared.arms is not None:
+            from ..evaluation.fanout import run_arm_trials
+
+            result = await run_arm_trials(plan, prepared.spec, options, listener, arms=prepared.arms,
+                                          store=RunStore(life), keep_frame=keep, saver=saver, cache=cache,
+                                          gating=request.shard is None)
+        else:
+            result = await run_trials(plan, prepared.spec, options, listener, store=RunStore(life),
+                                      keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None)
+        if not request.jitter_frames or not result.trials:
+            return result, None
+        from ..evaluation.jitter import run_jitter
+
+        # The extra calls make no results: pass rates and gates are already what they are.
+        return result, await run_jitter(plan, result.trials[0].results, request.jitter_frames,
+                                        _jitter_arm(prepared), options)
+
     try:
         with capture:
-            options = request.trial_options(request.filters())
-            keep = thumbnails.keep if thumbnails is not None else None
-            saver = _failure_saver(request, plan.eval_dir.root, life.resumed)
-            if prepared.arms is not None:
-                from ..evaluation.fanout import run_arm_trials
-
-                return asyncio.run(interruptible(run_arm_trials(
-                    plan, prepared.spec, options, listener, arms=prepared.arms, store=RunStore(life),
-                    keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None)))
-            return asyncio.run(interruptible(run_trials(
-                plan, prepared.spec, options, listener, store=RunStore(life), keep_frame=keep, saver=saver,
-                cache=cache, gating=request.shard is None)))
+            return asyncio.run(interruptible(evaluate()))
     finally:
         output.finish()
         listener.close()
         reinstall_sigterm()
 
 
+def _jitter_arm(prepared: _Prepared) -> JitterArm:
+    """The arm ``--jitter-frames`` evaluates: the control (the plain adapter in a run without arms)."""
+    from ..evaluation.jitter import JitterArm
+
+    request, plan = prepared.request, prepared.arms
+    if plan is None:
+        return JitterArm(prepared.spec, dict(request.adapter_config or {}))
+    control = next(a for a in plan.arms if a.name == plan.control)
+    return JitterArm(control.spec, control.adapter_config, control.name, control.perturb, plan.seed)
+
+
 def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, cache: ObservationCache | None,
-             thumbnails: ThumbnailStore | None, out: TextIO) -> bool:
+             thumbnails: ThumbnailStore | None, out: TextIO, jitter: JitterReport | None = None) -> bool:
     """The summary, every report the request asks for, then the checkpoint's end."""
     from ..reports.console import print_end, print_summary
     from ..reports.json_report import build_report, write_report
@@ -239,6 +265,10 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
     arms = _arms_report(prepared, result, request, out)
+    if jitter is not None:
+        from ..reports.jitter import print_jitter
+
+        print_jitter(jitter, out)
     ci.print_notes(request, baseline, out)
     cache_block = _cache_report(cache, request, result, out)
     written = []
@@ -247,11 +277,12 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
                  if request.shard is not None else None)
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
-            shard=shard, observation_cache=cache_block, arms=arms))
+            shard=shard, observation_cache=cache_block, arms=arms,
+            jitter=jitter.to_json() if jitter is not None else None))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -290,16 +321,22 @@ def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSav
     return saver
 
 
-def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
+def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
+    request = prepared.request
     if not request.html:
         return None
-    from ..reports.thumbnails import ThumbnailStore
+    from ..reports.thumbnails import ThumbnailStore, arm_variants
 
-    return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+    arms = prepared.arms
+    if arms is None:
+        return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+    # Each arm's frames as it saw them (a perturbation arm's perturbed pixels).
+    variants = arm_variants({a.name: a.description or {} for a in arms.arms})
+    return ThumbnailStore(request.html_budget_mb * 1000 * 1000, variants=variants, arms=arms.names)
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None) -> None:
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
     from ..plan.planning import clip_durations
     from ..reports.html import HtmlOptions
     from ..reports.publish import write_html
@@ -310,7 +347,7 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
                                           budget_bytes=thumbnails.budget_bytes, over_budget=thumbnails.over_budget,
                                           durations=clip_durations(prepared.plan),
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:

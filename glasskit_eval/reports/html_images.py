@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..results import SampleResult
-from .thumbnails import ThumbKey, data_uri_size
+from .thumbnails import ThumbKey, data_uri_size, pixel_key
 
 
 @dataclass
@@ -48,17 +48,25 @@ def artifact_link(path: str, output_dir: str | None) -> str:
     return "file://" + quote(os.path.abspath(path).replace(os.sep, "/"))
 
 
+def _plain_key(r: SampleResult) -> ThumbKey:
+    return pixel_key(r.case, r.frame_index or 0)
+
+
 def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbnails: Mapping[ThumbKey, bytes],
              frames: Mapping[ThumbKey, bytes], budget_bytes: int, over_budget: Collection[ThumbKey],
-             output_dir: str | None) -> Images:
-    """Spend the budget over ``failing`` (attempt indices, in page order, each with a frame index)."""
+             output_dir: str | None, key_of: Callable[[SampleResult], ThumbKey] | None = None) -> Images:
+    """Spend the budget over ``failing`` (attempt indices, in page order, each with a frame index).
+
+    ``key_of`` names the picture of an attempt (default: its case and frame; with arms, as its arm saw it).
+    """
+    key_of = key_of or _plain_key
     out = Images()
     thumb_index: dict[ThumbKey, int] = {}
     counted: set[ThumbKey] = set()
     used = over = missing = linked = 0
     for i in failing:
         r = attempts[i]
-        key = (r.case, r.frame_index or 0)
+        key = key_of(r)
         if key in thumb_index:
             out.thumb_of[i] = thumb_index[key]
             continue
@@ -82,7 +90,7 @@ def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbn
     late = 0
     for i in failing:
         r = attempts[i]
-        key = (r.case, r.frame_index or 0)
+        key = key_of(r)
         if key not in frame_index:
             full = frames.get(key)
             if full is not None and key in thumb_index and full == thumbnails.get(key):

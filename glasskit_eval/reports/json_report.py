@@ -48,8 +48,10 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
 
 def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT,
                  baseline: dict[str, Any] | None = None, shard: dict[str, Any] | None = None,
-                 observation_cache: dict[str, Any] | None = None, arms: ArmsReport | None = None) -> dict[str, Any]:
-    """The whole report; ``baseline``, ``shard``, ``observation_cache`` and the arms' blocks appear when given."""
+                 observation_cache: dict[str, Any] | None = None, arms: ArmsReport | None = None,
+                 jitter: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole report; ``baseline``, ``shard``, ``observation_cache``, the arms' blocks and ``jitter``
+    (``--jitter-frames``) appear when given."""
     run = summary.run
     total = summary.total
     first = summary.first
@@ -60,7 +62,7 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
     streams = [s.to_json() for t in run.trials for s in t.streams] or None
     blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
-                              "streams": streams}
+                              "streams": streams, "jitter": jitter}
     if arms is not None:
         blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
     return {

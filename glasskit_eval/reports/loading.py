@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ReportReadError
 from ..results import RESULT_SHAPE, Gate, ResultFormatError, SampleResult, TimingMode, TrialResult
 from ..summary import RunResult
 from ..support import strictjson as sj
+
+if TYPE_CHECKING:
+    from ..arms.compare import ArmsReport
 
 _WRITTEN_BY = "pass the file written by `run --output-json`"
 _TIMING = sj.Str(nullable=True, choices=("individual", "batch_amortized", "batch"))
@@ -156,3 +159,36 @@ def _int(value: Any, default: int) -> int:
 
 def _float(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def arms_of_reports(reports: Sequence[tuple[Path, dict[str, Any]]], run: RunResult) -> ArmsReport | None:
+    """A run with arms compared again from its tagged results (None when no result has an arm).
+
+    The reports give what the results cannot: each arm's ``spec`` (which pixels it saw) and the
+    control (``arm_comparisons``); the arms keep the order their results first appear in (the run's).
+    """
+    from ..arms.compare import compare_arms
+
+    names = list(dict.fromkeys(r.arm for t in run.trials for r in t.results if r.arm is not None))
+    if not names:
+        return None
+    specs: dict[str, dict[str, Any]] = {}
+    controls: list[str] = []
+    confidence, alpha = 0.95, 0.05
+    for _path, data in reports:
+        arms = data.get("arms")
+        for name, block in (arms.items() if isinstance(arms, dict) else ()):
+            if isinstance(block, dict) and isinstance(block.get("spec"), dict):
+                specs.setdefault(name, block["spec"])
+        comparisons = data.get("arm_comparisons")
+        controls += [c["control"] for c in (comparisons if isinstance(comparisons, list) else ())
+                     if isinstance(c, dict) and isinstance(c.get("control"), str)]
+        level = _get(data, "summary", "pass_rate_ci", "level")
+        if isinstance(level, float) and 0 < level < 1:
+            confidence = level
+        level = _get(data, "summary", "minimum_detectable_drop", "alpha")
+        if isinstance(level, float) and 0 < level < 1:
+            alpha = level
+    control = next((c for c in controls if c in names), names[0])
+    order = [control, *(n for n in names if n != control)]
+    return compare_arms([t.results for t in run.trials], order, control, specs, alpha=alpha, confidence=confidence)

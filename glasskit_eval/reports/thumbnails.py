@@ -13,12 +13,21 @@ Beside each thumbnail the store keeps the frame at full resolution (a JPEG, for 
 lightbox) under the same budget, counted apart: which of them fit in the page is the renderer's
 choice, made after every thumbnail (thumbnails first, then full frames with what is left). A frame
 no larger than a thumbnail is its own full frame and costs nothing more.
+
+With arms, a frame is also keyed by the pixels its arm saw: a perturbation arm's picture is the
+perturbed frame it was handed (:func:`pixel_key`), so the page shows what each arm judged. When the
+arms see different pixels, a flip (a sample passing in one arm and not in another) needs the
+passing side's picture too: the store makes a thumbnail of each passing variant of a sample and
+holds it until every arm has judged that sample (the arms judge a frame at most a few frames apart),
+then keeps it only if some arm did not pass.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +48,26 @@ MAX_ARTIFACT_PIXELS = 64 * 1024 * 1024
 ThumbKey = tuple[str, int]
 
 _FAILED = (Status.FAILED, Status.ERROR)
+
+
+def pixel_key(case: str, frame_index: int, variant: str = "") -> ThumbKey:
+    """The key of a frame as one arm saw it: ``variant`` is its perturbation chain ("" for plain pixels)."""
+    return (case if not variant else f"{case}\x1f{variant}", frame_index)
+
+
+def arm_variants(specs: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+    """Arm name -> the perturbation chain its frames went through ("" for plain pixels), from arm specs."""
+    return {name: str(spec.get("perturb") or "") for name, spec in specs.items()}
+
+
+@dataclass
+class _Watch:
+    """One sample's verdicts so far across the arms, and its passing variants' thumbnails."""
+
+    count: int = 0
+    passed: bool = False
+    failed: bool = False
+    jpegs: dict[str, bytes] = field(default_factory=dict)
 
 
 def open_artifact_image(path: Path) -> Any:
@@ -121,8 +150,15 @@ def make_thumbnail(image: Any) -> bytes:
 class ThumbnailStore(Mapping[ThumbKey, bytes]):
     """Thumbnails by (case, frame index), kept until their data URIs would exceed ``budget_bytes``."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES, *, variants: Mapping[str, str] | None = None,
+                 arms: Sequence[str] = ()) -> None:
         self.budget_bytes = budget_bytes
+        #: Arm name -> its frames' perturbation chain (see :func:`pixel_key`).
+        self.variants = dict(variants or {})
+        self._arms = len(arms)
+        # Flips need a passing side's picture only when the arms see different pixels.
+        self._watch = len({self.variants.get(a, "") for a in arms}) > 1
+        self._watched: dict[tuple[str, str, int], _Watch] = {}
         self.used_bytes = 0
         #: Frames that wanted a thumbnail after the budget was spent.
         self.over_budget: set[ThumbKey] = set()
@@ -173,12 +209,17 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
             self._frames[key] = jpeg
             self.frame_bytes += size
 
+    def key_of(self, result: SampleResult) -> ThumbKey:
+        """The key of the frame ``result`` was judged on, as its arm saw it."""
+        return pixel_key(result.case, result.frame_index or 0, self.variants.get(result.arm or "", ""))
+
     def keep(self, result: SampleResult, image: Any) -> None:
         """The run loop's frame keeper; never raises (a thumbnail is not worth a failed run)."""
+        if self._watch and result.frame_index is not None and result.evaluated:
+            self._watch_flip(result, image)
         if not wants_thumbnail(result):
             return
-        assert result.frame_index is not None
-        key = (result.case, result.frame_index)
+        key = self.key_of(result)
         if not self.needs(key):
             return
         if self.used_bytes >= self.budget_bytes:
@@ -190,14 +231,34 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
         except Exception:
             self.failed.add(key)
 
+    def _watch_flip(self, result: SampleResult, image: Any) -> None:
+        sample = result.key
+        watch = self._watched.setdefault(sample, _Watch())
+        watch.count += 1
+        variant = self.variants.get(result.arm or "", "")
+        if result.status is Status.PASSED:
+            watch.passed = True
+            if variant not in watch.jpegs and self.needs(self.key_of(result)):
+                with contextlib.suppress(Exception):  # a thumbnail is not worth a failed run
+                    watch.jpegs[variant] = make_thumbnail(image)
+        else:
+            watch.failed = True
+        if watch.count < self._arms:
+            return
+        del self._watched[sample]
+        if watch.passed and watch.failed:
+            for variant, jpeg in watch.jpegs.items():
+                key = pixel_key(result.case, result.frame_index or 0, variant)
+                if self.needs(key):
+                    self.add(key, jpeg)
+
     def add_from_artifacts(self, results: Iterable[SampleResult]) -> None:
         """Thumbnails from ``--save-failures`` JPEGs for results that have one and need one."""
 
         for r in results:
             if not wants_thumbnail(r) or r.artifact_image is None:
                 continue
-            assert r.frame_index is not None
-            key = (r.case, r.frame_index)
+            key = self.key_of(r)
             if not self.needs(key):
                 continue
             image = open_artifact_image(Path(r.artifact_image))
@@ -211,8 +272,9 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
             finally:
                 image.close()
 
-    def add_from_videos(self, wanted: Mapping[str, tuple[Path, Iterable[SampleResult]]]) -> list[str]:
-        """Decode the frames of failed results, per case (``case -> (video, results)``).
+    def add_from_videos(self, wanted: Mapping[str, tuple[Path, Iterable[SampleResult]]],
+                        pictured: Callable[[SampleResult], bool] = wants_thumbnail) -> list[str]:
+        """Decode the frames of failed results (or those ``pictured`` says), per case (``case -> (video, results)``).
 
         A decoded frame whose index differs from the one the report recorded means the video
         changed since the run; it is not used. Returns a note per case that could not be read.
@@ -226,7 +288,9 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
         for case, (video, results) in wanted.items():
             by_time: dict[Fraction, list[SampleResult]] = {}
             for r in results:
-                if wants_thumbnail(r) and r.frame_index is not None and self.needs((case, r.frame_index)):
+                # A video gives plain pixels: a perturbation arm's frame was only ever in its run.
+                if pictured(r) and r.frame_index is not None and self.needs((case, r.frame_index)) \
+                        and not self.variants.get(r.arm or "", ""):
                     by_time.setdefault(Fraction(repr(r.timestamp_s)), []).append(r)
             if not by_time or self.used_bytes >= self.budget_bytes:
                 continue

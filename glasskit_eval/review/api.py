@@ -83,6 +83,8 @@ class ReviewState:
     initial: dict[str, Any] = field(default_factory=dict)
     markers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     report_path: str | None = None
+    #: The report's arms, the control first (empty without arms): the page's arm selector.
+    report_arms: list[str] = field(default_factory=list)
     frames: media.FrameCache = field(default_factory=media.FrameCache)
     #: File states served or written: what undo and redo may restore.
     revisions: edits.Revisions = field(default_factory=edits.Revisions)
@@ -229,7 +231,7 @@ def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Respo
     rest = parts[1:]
     if rest == ["session"]:
         return Response.json({"eval_dir": str(state.root), "initial": state.initial,
-                              "report": state.report_path})
+                              "report": state.report_path, "arms": state.report_arms})
     if rest == ["cases"]:
         return Response.json({"cases": casedata.list_cases(state.root)})
     if len(rest) >= 2 and rest[0] == "cases":

@@ -18,14 +18,25 @@ Marker = dict[str, Any]
 
 def load_report(path: Path) -> dict[str, list[Marker]]:
     """Per case, the markers of a ``run --output-json`` report (read by the one strict loader)."""
+    return load_overlay(path)[0]
+
+
+def load_overlay(path: Path) -> tuple[dict[str, list[Marker]], list[str]]:
+    """The report's markers per case, and its arms in the run's order (the control first; none without arms).
+
+    With arms every marker carries its ``arm``: the page shows one arm's results at a time.
+    """
     from ..reports.loading import load_report_file
 
     report = load_report_file(path, f"--report {path}")
     markers: dict[str, list[Marker]] = {}
+    arms: dict[str, None] = {}
     for trial in report["trials"]:
         for result in trial["results"]:
             markers.setdefault(result["case"], []).append(_marker(trial["trial"], result))
-    return markers
+            if isinstance(result.get("arm"), str):
+                arms.setdefault(result["arm"])
+    return markers, list(arms)
 
 
 def _marker(trial: int, result: dict[str, Any]) -> Marker:
@@ -41,6 +52,7 @@ def _marker(trial: int, result: dict[str, Any]) -> Marker:
         "observed": result.get("observed"),
         "observed_value": result.get("observed_value"),
         "frame_index": result.get("frame_index"),
+        "arm": result.get("arm"),
     }
 
 

@@ -13,7 +13,7 @@ import { notify, renderCases, renderHeader, renderHistory, renderPinBadge, rende
 import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, targetTimes } from "./state.js";
 import { Timeline } from "./timeline.js";
 import { forget as forgetUnsaved, restoreUnsaved, trackUnsaved, unsaved } from "./unsaved.js";
-import { clone, compact, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
+import { clone, compact, el, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -22,6 +22,7 @@ const $ = (id) => document.getElementById(id);
 async function init() {
   state.session = await api.session();
   $("eval-dir").textContent = state.session.eval_dir;
+  setUpArms(state.session.arms || []);
   await refreshCases();
   const kept = unsaved();
   const resumed = kept && state.cases.some((c) => c.id === kept.caseId) ? kept : null;
@@ -32,6 +33,14 @@ async function init() {
   if (resumed && restoreUnsaved(resumed, editedBlock)) {
     notify("The text you typed before the reload is back in its field, not saved yet: press Enter to save it.", "info");
   } else if (kept) forgetUnsaved();
+}
+
+// A report with arms: the overlay shows one arm's results, the control's first.
+function setUpArms(arms) {
+  const select = $("report-arm");
+  select.replaceChildren(...arms.map((name, i) => el("option", { value: name, text: i === 0 ? `${name} (control)` : name })));
+  state.arm = arms[0] ?? null;
+  select.addEventListener("change", () => { state.arm = select.value; renderAll(false); });
 }
 
 // The block the inspector edits, for text typed but not committed.

@@ -4,7 +4,8 @@ import { atList, rawTimes, sameTime, snapTime, nearestIndex } from "./util.js";
 import { History } from "./history.js";
 
 export const state = {
-  session: null, // /api/session: eval dir, deep link, report path
+  session: null, // /api/session: eval dir, deep link, report path, report arms
+  arm: null, // a report with arms: the arm whose results the overlay shows (null: the control, the first)
   cases: [], // case summaries for the list
   caseId: null,
   // The case as the server last confirmed it: file text (source), revision, parsed blocks, markers.
@@ -96,7 +97,17 @@ export function pinProblems() {
   return out.sort((a, b) => a.time - b.time || a.rank - b.rank);
 }
 
-export const markersOf = (targetId) => (state.detail?.markers || []).filter((m) => m.target === targetId);
+// The report's markers the page shows: with arms, the chosen arm's only.
+export const shownArm = () => {
+  const arms = state.session?.arms || [];
+  return arms.length ? (arms.includes(state.arm) ? state.arm : arms[0]) : null;
+};
+export const reportMarkers = () => {
+  const all = state.detail?.markers || [];
+  const arm = shownArm();
+  return arm === null ? all : all.filter((m) => m.arm === arm);
+};
+export const markersOf = (targetId) => reportMarkers().filter((m) => m.target === targetId);
 export const markersAt = (targetId, t) => markersOf(targetId).filter((m) => sameTime(m.time_s, t));
 export const isFailure = (m) => (m.status === "failed" || m.status === "error") && !m.changed;
 
@@ -105,7 +116,7 @@ export function failures() {
   const order = new Map((state.detail?.targets || []).map((t, i) => [t.id, i]));
   const seen = new Set();
   const out = [];
-  for (const m of state.detail?.markers || []) {
+  for (const m of reportMarkers()) {
     const key = `${m.target}@${m.time_s.toFixed(6)}`;
     if (!isFailure(m) || !order.has(m.target) || seen.has(key)) continue;
     seen.add(key);

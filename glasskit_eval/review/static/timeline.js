@@ -3,7 +3,7 @@
 // ranges share moves both (Alt: one). Bars and ticks are focusable: Tab to them, Enter selects.
 import { activatable, compact, el, rawTimes, atList, fmtS, keepFocus } from "./util.js";
 import { clearOfRanges, dragEdge, moveRange, moveTick } from "./edits.js";
-import { pinAt } from "./state.js";
+import { pinAt, markersOf } from "./state.js";
 import { clipWindow } from "./clips.js";
 
 const NAME_WIDTH = 140;
@@ -93,7 +93,7 @@ export class Timeline {
       if ("range" in raw) track.append(this.rangeBar(target.id, index, raw, `${flags} ${sel ? "selected" : ""}`));
       else atList(raw).forEach((t, tick) => track.append(this.atTick(target.id, index, tick, t, `${flags} ${sel && (sel.tick ?? 0) === tick ? "selected" : ""}`)));
     });
-    for (const marker of state.detail.markers.filter((m) => m.target === target.id)) {
+    for (const marker of markersOf(target.id)) {
       const status = marker.changed ? "changed" : marker.status;
       const what = marker.changed ? `changed since run (the run said ${marker.status})` : marker.status;
       const dot = el("div", { class: `tl-marker ${status}`, dataset: { time: marker.time_s },
