@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,8 @@ def test_keeper_sees_each_called_sample_with_its_open_frame(tmp_path: Path, batc
     seen: list[tuple[SampleResult, int]] = []
     images: list[Any] = []
 
-    def keeper(result: SampleResult, image: Any) -> None:
+    def keeper(result: SampleResult, image: Any, frames: Sequence[Any]) -> None:
+        assert frames == ()  # no clip
         seen.append((result, read_frame_index(image)))
         images.append(image)
 

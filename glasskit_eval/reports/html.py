@@ -120,7 +120,7 @@ _LIGHTBOX = (
     '<button type="button" id="lb-next" aria-label="Next failure">Next ›</button>'
     '<button type="button" id="lb-close" aria-label="Close">✕</button></span></div>'
     '<div class="lb-body"><figure><img id="lightbox-img" alt=""><figcaption id="lightbox-caption"></figcaption>'
-    '</figure><div class="lb-info"><h3>Reason</h3><p id="lb-reason" class="lb-text"></p>'
+    '<ol id="lb-strip" class="strip lb-strip" hidden></ol></figure><div class="lb-info"><h3>Reason</h3><p id="lb-reason" class="lb-text"></p>'
     '<h3>Expected</h3><pre id="lb-expected" class="lb-pre"></pre>'
     '<h3>Observation</h3><pre id="lb-observation" class="lb-pre"></pre>'
     '<h3>Review this sample</h3><div class="cmd-box"><pre id="lb-cmd" class="cmd"></pre>'
@@ -199,7 +199,8 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
     """One row per attempt, the embedded images and their notes; failures get images first, in page order.
 
     A row: trial, case, target, sample index, time, frame, status rank, expected, observed value,
-    reason, thumbnail, review command, full frame, whole observation (the last three for failures).
+    reason, thumbnail, review command, full frame, whole observation (the last three for failures),
+    filmstrip (a failed clip sample's; see ``html_images.Images.strip_of``).
     """
     cases = {name: i for i, name in enumerate(_case_names(summary))}
     targets = {t.name: i for i, t in enumerate(summary.targets)}
@@ -217,7 +218,7 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
         rows.append([trial_of[i], cases[r.case], targets[r.target], r.sample_index, r.timestamp_s, r.frame_index,
                      RANK[r.status], value_text(r.expected), value_text(r.observed_value),
                      clip(shown_reason(r)), images.thumb_of.get(i), review_command(eval_dir, r) if failed else None,
-                     images.frame_of.get(i), _observation(r) if failed else None])
+                     images.frame_of.get(i), _observation(r) if failed else None, images.strip_of.get(i)])
     return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes}
 
 
