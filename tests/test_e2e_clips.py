@@ -415,3 +415,35 @@ def test_clamped_inherited_overridden_and_cleared_clips_reach_every_adapter(tmp_
                                       "frame_indexes": [i for _t, i, _m in expected]}
         else:
             assert "clip" not in result
+
+
+BAD_CLIPS = [
+    # (clip value, YAML path under the block, words of the message)
+    ("{before_s: -0.5}", "targets.motion.samples[0].clip.before_s", "clip before_s must be 0 or more"),
+    ("{every_s: 0}", "targets.motion.samples[0].clip.every_s", "clip every_s must be greater than 0"),
+    ("{before_s: 0.2, edge: wrap}", "targets.motion.samples[0].clip.edge", "unknown clip edge 'wrap'"),
+    ("{before_s: 0.2, step_s: 0.1}", "targets.motion.samples[0].clip.step_s", "unknown key 'step_s'"),
+    ("{before_s: 0.6, every_s: 0.0005}", "targets.motion.samples[0].clip", "more than the limit of 1,024"),
+    ("{before_s: 1.5}", "targets.motion.samples[0]", "before the video's first frame"),
+    ("{after_s: 1.5, every_s: 0.5}", "targets.motion.samples[0]", "past the end of the video"),
+]
+
+
+@pytest.mark.parametrize(("clip", "where", "words"), BAD_CLIPS)
+def test_run_refuses_each_bad_clip_at_its_line_before_any_call(tmp_path: Path, clip: str, where: str,
+                                                               words: str) -> None:
+    marker = tmp_path / "called"
+    adapter = f"def judge(sample, target):\n    open({str(marker)!r}, 'w').close()\n"
+    text = f"video: cfr_h264.mp4\ntargets:\n  motion:\n    samples:\n    - at: 1.0\n      expect: 1\n      clip: {clip}\n"
+    eval_dir = make_eval(tmp_path, {"c": text}, adapter)
+    report = tmp_path / "r.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir / 'adapter.py'}:judge",
+                             "--output-json", report)
+    assert code == 2, out + err
+    line = 7 if where.endswith("clip") or ".clip." in where else 5
+    assert f"{eval_dir / 'cases' / 'c.yaml'}:{line}: {where}" in err, err
+    assert words in err and "Traceback" not in err
+    assert not marker.exists() and not report.exists()
+    # validate says the same, located the same way.
+    code, out, _err = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and f"c.yaml:{line}: {where}" in out and words in out
