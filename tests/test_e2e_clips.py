@@ -384,7 +384,7 @@ await runGlassKitAdapter(async () => ({
 """
 
 
-@pytest.mark.parametrize("kind", ["python", "protocol-server-batch", "node-batch"])
+@pytest.mark.parametrize("kind", ["python-batch", "protocol-server-batch", "node-batch"])
 def test_clamped_inherited_overridden_and_cleared_clips_reach_every_adapter(tmp_path: Path, kind: str) -> None:
     if kind == "node-batch" and shutil.which("node") is None:
         pytest.skip("node is not installed")
@@ -401,7 +401,7 @@ def test_clamped_inherited_overridden_and_cleared_clips_reach_every_adapter(tmp_
     assert len(results) == len(EDGES)
     for result, expected in zip(results, EDGES):
         frames = result["observed"]["frames"]
-        if kind != "python" and len(expected) == 1:
+        if kind != "python-batch" and len(expected) == 1:
             # The wire sample of a sample without a clip has no frames: its one frame's media time is unknown.
             expected = [(0.5, 12, None)]
         assert [tuple(f[:3]) for f in frames] == expected, (kind, result["timestamp_s"])
