@@ -59,6 +59,15 @@ def test_strip_positions_are_the_anchor_and_up_to_eight_evenly_spaced(count: int
     assert strip_positions(result(status=Status.FAILED)) == ()
 
 
+def test_an_empty_clip_from_an_edited_report_has_no_strip() -> None:
+    empty = dataclasses.replace(result(status=Status.FAILED, frame=3), clip=ClipFrames((), ()))
+    assert strip_positions(empty) == ()
+    store = ThumbnailStore()
+    store.keep(empty, draw_frame(3, 128, 72), ())
+    data = page_data(render_html(summary_of([empty])))
+    assert data["rows"][0][14] is None
+
+
 def test_repeated_frames_and_float_times_find_the_anchor_entry() -> None:
     # A grid finer than the video: frame 5 answers three times; the anchor is the entry at the sample time.
     r = clip_result([4, 5, 5, 5, 6], 3, t0=0.25, step=0.05)

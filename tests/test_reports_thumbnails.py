@@ -60,3 +60,10 @@ def test_thumbnails_from_save_failures_artifacts(tmp_path: Path) -> None:
     assert list(store) == [("doors", 9)]
     with Image.open(io.BytesIO(store["doors", 9])) as thumb:
         assert thumb.size == (320, 180) and read_frame_index(thumb.convert("RGB")) == 9
+
+
+def test_an_artifact_path_no_file_can_have_is_skipped(tmp_path: Path) -> None:
+    # A report is anyone's to edit: a NUL in artifact_image (and so in its clip folder) is no file.
+    store = ThumbnailStore()
+    store.add_from_artifacts([result(frame=3, status=Status.FAILED, artifact=str(tmp_path / "a\x00b.jpg"))])
+    assert len(store) == 0

@@ -132,7 +132,7 @@ def _strips(out: Images, attempts: Sequence[SampleResult], failing: Sequence[int
     dropped: set[ThumbKey] = set()
     for i in failing:
         r = attempts[i]
-        if r.clip is None:
+        if r.clip is None or not r.clip.frame_indexes:  # an edited report may hold an empty clip
             continue
         anchor = r.clip.anchor_position(r.timestamp_s, r.frame_index)
         strip: list[list[float | int | bool | None]] = []

@@ -63,7 +63,7 @@ def open_artifact_image(path: Path) -> Any:
 
     try:
         data = read_file(path, MAX_ARTIFACT_BYTES)
-    except LoadError:
+    except (LoadError, ValueError):  # ValueError: a NUL in the path, which no file can have
         return None
     try:
         image = Image.open(io.BytesIO(data), formats=("JPEG", "PNG"))
@@ -107,7 +107,7 @@ def strip_positions(result: SampleResult) -> tuple[int, ...]:
 def strip_entries(result: SampleResult) -> list[tuple[int, float, int]]:
     """(position, requested time, frame index) of the filmstrip's frames other than the anchor."""
     clip = result.clip
-    if clip is None:
+    if clip is None or not clip.frame_indexes:
         return []
     anchor = clip.anchor_position(result.timestamp_s, result.frame_index)
     return [(p, clip.timestamps[p], clip.frame_indexes[p]) for p in strip_positions(result) if p != anchor]
