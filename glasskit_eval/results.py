@@ -14,6 +14,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from .support.strictjson import AnyValue, Arr, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
@@ -83,6 +84,19 @@ class ClipFrames:
                 or not all(isinstance(i, int) and not isinstance(i, bool) for i in indexes)):
             raise ResultFormatError("a result's clip needs lists timestamps and frame_indexes of one length")
         return cls(tuple(float(t) for t in times), tuple(indexes))
+
+    def anchor_position(self, timestamp_s: float, frame_index: int | None) -> int:
+        """The entry of the sample's own time (the anchor): its time is always one of the clip's."""
+        return min(range(len(self.timestamps)),
+                   key=lambda i: (abs(self.timestamps[i] - timestamp_s), self.frame_indexes[i] != frame_index, i))
+
+    def artifact_path(self, artifact_image: str, position: int) -> Path:
+        """Where ``--save-failures`` keeps the frame of entry ``position``: a folder beside the anchor's
+        JPEG, the file named by position (zero-padded), requested time and frame index."""
+        path = Path(artifact_image)
+        width = len(str(len(self.timestamps)))
+        name = f"{position:0{width}d}_{self.timestamps[position]:.3f}s_frame{self.frame_indexes[position]}.jpg"
+        return path.with_name(path.stem + "_clip") / name
 
 
 @dataclass(frozen=True, slots=True)

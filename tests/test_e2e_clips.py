@@ -52,7 +52,8 @@ def digest(image):
 class Reader:
     def evaluate(self, sample, target):
         frames = [[f.frame_index, f.timestamp_s, digest(f.image), read_frame_index(f.image)] for f in sample.frames]
-        return {{"frames": frames, "anchor": [sample.frame_index, digest(sample.image)], "clip": sample.is_clip}}
+        return {{"frames": frames, "anchor": [sample.frame_index, digest(sample.image)], "clip": sample.is_clip,
+                 "media": [f.media_timestamp_s for f in sample.frames]}}
 """
 
 NODE_ADAPTER = """\
@@ -64,7 +65,8 @@ const digest = (image) => createHash("sha256").update(image.rgba).digest("hex");
 await runGlassKitAdapter(async () => ({
   async evaluate({ sample }) {
     const frames = sample.frames.map((f) => [f.frameIndex, f.timestampS, digest(f.image)]);
-    return { frames, anchor: [sample.frameIndex, digest(sample.image)], clip: sample.isClip };
+    const media = sample.frames.map((f) => f.mediaTimestampS);
+    return { frames, anchor: [sample.frameIndex, digest(sample.image)], clip: sample.isClip, media };
   },
 }));
 """
@@ -82,7 +84,7 @@ def digest(image):
 sample = json.load(sys.stdin)["sample"]
 frames = [[f["frameIndex"], f["timestampS"], digest(f["image"])] for f in sample.get("frames", [])]
 print(json.dumps({"frames": frames, "anchor": [sample["frameIndex"], digest(sample["image"])],
-                  "clip": "frames" in sample}))
+                  "clip": "frames" in sample, "media": [f["mediaTimestampS"] for f in sample.get("frames", [])]}))
 """
 
 
@@ -137,7 +139,8 @@ def http_adapter() -> Iterator[str]:
             sample = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["sample"]
             frames = [[f["frameIndex"], f["timestampS"], digest(f["image"])] for f in sample.get("frames", [])]
             body = json.dumps({"frames": frames, "anchor": [sample["frameIndex"], digest(sample["image"])],
-                               "clip": "frames" in sample}).encode()
+                               "clip": "frames" in sample,
+                               "media": [f["mediaTimestampS"] for f in sample.get("frames", [])]}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -198,6 +201,10 @@ def test_every_adapter_kind_gets_the_same_exact_clip_frames(tmp_path: Path, http
         assert got == seen["python"], kind
     for kind, results in runs.items():
         assert [r.get("clip") for r in results] == [r.get("clip") for r in python], kind
+        # Each clip frame's own presentation time, the same for every kind and the manifest's.
+        frame_times = MANIFEST[video]["frame_times"]
+        for result in results[:-1]:
+            assert result["observed"]["media"] == [float(F(frame_times[i])) for i in result["clip"]["frame_indexes"]]
 
 
 def read_index(result: dict[str, Any]) -> int:
@@ -303,3 +310,140 @@ def test_the_observation_cache_keys_on_every_clip_frame(tmp_path: Path) -> None:
     third = run("third")
     assert [r.get("cached", False) for r in third] == [False, False]
     assert [r["observed"]["frames"] for r in third] == [[2, 3, 4, 5], [7, 8, 9, 10]]
+
+
+EDGES_CASE = """\
+video: bframes_h264.mp4
+sample_defaults:
+  clip: {before_s: 0.2, every_s: 0.08}
+targets:
+  motion:
+    samples:
+    - at: 1.0
+      expect: null
+    - at: 0.1
+      clip: {before_s: 0.5, every_s: 0.1, edge: clamp}
+      expect: null
+    - at: 1.9
+      clip: {after_s: 1.0, edge: clamp}
+      expect: null
+    - at: 0.5
+      clip: null
+      expect: null
+  grid:
+    samples:
+    - at: 1.9
+      clip: {after_s: 0.3, every_s: 0.05, edge: clamp}
+      expect: null
+"""
+
+#: (requested time, frame index, media time) per sample of EDGES_CASE on the 25 fps B-frame video.
+EDGES: list[list[tuple[float, int, float | None]]] = [
+    # Inherited from the case: t-0.16, t-0.08, t.
+    [(0.84, 21, 0.84), (0.92, 23, 0.92), (1.0, 25, 1.0)],
+    # Clamped at the start: -0.4 ... -0.1 dropped; 0.1 ties 0.08 and 0.12 and takes the earlier.
+    [(0.0, 0, 0.0), (0.1, 2, 0.08)],
+    # Every frame of [1.9, 2.9], clamped at the end; the anchor (1.9 ties 1.88 and 1.92) keeps its time.
+    [(1.9, 47, 1.88), (1.92, 48, 1.92), (1.96, 49, 1.96)],
+    # Cleared: the anchor alone.
+    [(0.5, 12, 0.48)],
+    # A grid past the last frame (1.96 s; the video ends at 2.0 s, 0.05 s of tolerance): kept to 2.05.
+    [(1.9, 47, 1.88), (1.95, 49, 1.96), (2.0, 49, 1.96), (2.05, 49, 1.96)],
+]
+
+MANY_PY = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from framecode import read_frame_index
+
+def create_evaluator(config):
+    return Many()
+
+class Many:
+    def evaluate_many(self, samples, target):
+        return [{{"frames": [[f.timestamp_s, f.frame_index, f.media_timestamp_s, read_frame_index(f.image)]
+                             for f in s.frames], "clip": s.is_clip,
+                  "anchor": [s.frame_index, read_frame_index(s.image)]}} for s in samples]
+
+    def evaluate(self, sample, target):
+        return self.evaluate_many([sample], target)[0]
+"""
+
+MANY_NODE = """\
+import { runGlassKitAdapter } from "./glasskit_adapter.mjs";
+
+await runGlassKitAdapter(async () => ({
+  async evaluateMany({ samples }) {
+    return samples.map((s) => ({
+      frames: s.frames.map((f) => [f.timestampS, f.frameIndex, f.mediaTimestampS]),
+      clip: s.isClip,
+      anchor: [s.frameIndex, s.image.width, s.image.height],
+    }));
+  },
+}));
+"""
+
+
+@pytest.mark.parametrize("kind", ["python-batch", "protocol-server-batch", "node-batch"])
+def test_clamped_inherited_overridden_and_cleared_clips_reach_every_adapter(tmp_path: Path, kind: str) -> None:
+    if kind == "node-batch" and shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    eval_dir = make_eval(tmp_path, {"c": EDGES_CASE}, MANY_PY, videos=("bframes_h264.mp4",))
+    shutil.copy(HELPER, eval_dir / "glasskit_adapter.mjs")
+    (eval_dir / "adapter.mjs").write_text(MANY_NODE)
+    args: list[str | Path] = []
+    if kind == "protocol-server-batch":
+        args = ["--adapter-command", shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server",
+                                                 f"{eval_dir / 'adapter.py'}:create_evaluator"])]
+    elif kind == "node-batch":
+        args = ["--adapter-command", f"node {eval_dir / 'adapter.mjs'}"]
+    results = run_report(eval_dir, tmp_path, kind, *args)
+    assert len(results) == len(EDGES)
+    for result, expected in zip(results, EDGES):
+        frames = result["observed"]["frames"]
+        if kind != "python-batch" and len(expected) == 1:
+            # The wire sample of a sample without a clip has no frames: its one frame's media time is unknown.
+            expected = [(0.5, 12, None)]
+        assert [tuple(f[:3]) for f in frames] == expected, (kind, result["timestamp_s"])
+        if kind != "node-batch":
+            assert [f[3] for f in frames] == [index for _t, index, _m in expected], "the pixels name the frame"
+        clip = len(expected) > 1 or result["timestamp_s"] != 0.5
+        assert result["observed"]["clip"] is clip
+        assert result["observed"]["anchor"][0] == result["frame_index"]
+        if clip:
+            assert result["clip"] == {"timestamps": [t for t, _i, _m in expected],
+                                      "frame_indexes": [i for _t, i, _m in expected]}
+        else:
+            assert "clip" not in result
+
+
+BAD_CLIPS = [
+    # (clip value, YAML path under the block, words of the message)
+    ("{before_s: -0.5}", "targets.motion.samples[0].clip.before_s", "clip before_s must be 0 or more"),
+    ("{every_s: 0}", "targets.motion.samples[0].clip.every_s", "clip every_s must be greater than 0"),
+    ("{before_s: 0.2, edge: wrap}", "targets.motion.samples[0].clip.edge", "unknown clip edge 'wrap'"),
+    ("{before_s: 0.2, step_s: 0.1}", "targets.motion.samples[0].clip.step_s", "unknown key 'step_s'"),
+    ("{before_s: 0.6, every_s: 0.0005}", "targets.motion.samples[0].clip", "more than the limit of 1,024"),
+    ("{before_s: 1.5}", "targets.motion.samples[0]", "before the video's first frame"),
+    ("{after_s: 1.5, every_s: 0.5}", "targets.motion.samples[0]", "past the end of the video"),
+]
+
+
+@pytest.mark.parametrize(("clip", "where", "words"), BAD_CLIPS)
+def test_run_refuses_each_bad_clip_at_its_line_before_any_call(tmp_path: Path, clip: str, where: str,
+                                                               words: str) -> None:
+    marker = tmp_path / "called"
+    adapter = f"def judge(sample, target):\n    open({str(marker)!r}, 'w').close()\n"
+    text = f"video: cfr_h264.mp4\ntargets:\n  motion:\n    samples:\n    - at: 1.0\n      expect: 1\n      clip: {clip}\n"
+    eval_dir = make_eval(tmp_path, {"c": text}, adapter)
+    report = tmp_path / "r.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir / 'adapter.py'}:judge",
+                             "--output-json", report)
+    assert code == 2, out + err
+    line = 7 if where.endswith("clip") or ".clip." in where else 5
+    assert f"{eval_dir / 'cases' / 'c.yaml'}:{line}: {where}" in err, err
+    assert words in err and "Traceback" not in err
+    assert not marker.exists() and not report.exists()
+    # validate says the same, located the same way.
+    code, out, _err = run_cli("validate", "--eval-dir", eval_dir)
+    assert code == 1 and f"c.yaml:{line}: {where}" in out and words in out

@@ -102,3 +102,10 @@ def test_arms_that_all_see_plain_pixels_keep_only_failed_frames() -> None:
     store.keep(_armed("control", 2, Status.PASSED), draw_frame(2, 128, 72))  # type: ignore[arg-type]
     store.keep(_armed("small", 2, Status.FAILED), draw_frame(2, 128, 72))  # type: ignore[arg-type]
     assert list(store) == [("doors", 2)]
+
+
+def test_an_artifact_path_no_file_can_have_is_skipped(tmp_path: Path) -> None:
+    # A report is anyone's to edit: a NUL in artifact_image (and so in its clip folder) is no file.
+    store = ThumbnailStore()
+    store.add_from_artifacts([result(frame=3, status=Status.FAILED, artifact=str(tmp_path / "a\x00b.jpg"))])
+    assert len(store) == 0

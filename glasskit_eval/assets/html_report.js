@@ -245,6 +245,31 @@
   var shown = 0;
   var current = -1;
 
+  // A failed clip sample's filmstrip: its anchor and evenly spaced frames, each named by time and
+  // frame index (a frame beyond the image budget keeps its name without a picture).
+  function filmstrip(r, list, onPick) {
+    list.setAttribute("aria-label", "clip frames");
+    list.replaceChildren();
+    list.hidden = false;
+    r[15].forEach(function (f) {
+      var item = el("li", "strip-frame" + (f[3] ? " anchor" : ""));
+      item.dataset.frame = String(f[1]);
+      var label = seconds(f[0]) + " · frame " + f[1] + (f[3] ? " (anchor)" : "");
+      if (typeof f[2] === "number") {
+        var img = el("img", "strip-img");
+        img.src = data.thumbs[f[2]];
+        img.alt = "frame " + f[1] + " at " + seconds(f[0]);
+        if (onPick) img.addEventListener("click", function (e) { e.stopPropagation(); onPick(f, img); });
+        item.appendChild(img);
+      } else {
+        item.appendChild(el("span", "strip-img none", "not embedded"));
+      }
+      item.appendChild(el("span", "strip-cap", label));
+      list.appendChild(item);
+    });
+    return list;
+  }
+
   function card(i) {
     var r = rows[i];
     var li = el("li", "card r-" + STATUS[r[6]]);
@@ -269,6 +294,7 @@
     head.appendChild(link);
     text.appendChild(head);
     text.appendChild(el("div", "card-reason", r[9]));
+    if (r[15]) text.appendChild(filmstrip(r, el("ol", "strip card-strip"), null));
     li.appendChild(text);
     li.addEventListener("click", function (e) {
       if (e.target.closest("a")) return;  // the link opens it through the hash
@@ -314,6 +340,18 @@
       img.dataset.kind = "none";
       caption.textContent = r[5] === null ? "No frame (the sample failed before one was decoded). "
         : "Frame " + r[5] + " is not embedded. ";
+    }
+    var strip = $("lb-strip");
+    if (r[15]) {
+      filmstrip(r, strip, function (f, picked) {
+        img.src = picked.src;
+        img.hidden = false;
+        img.dataset.kind = "strip";
+        caption.textContent = "Frame " + f[1] + " at " + seconds(f[0]) + " of the clip (thumbnail)";
+      });
+    } else {
+      strip.replaceChildren();
+      strip.hidden = true;
     }
     var link = typeof full === "string" ? full : typeof r[10] === "string" ? r[10] : null;
     if (link) {

@@ -55,9 +55,10 @@ def _at(exc: BaseException) -> str:
 #: Called with each finished result as soon as it is known (checkpoints, progress).
 ResultSink = Callable[[SampleResult], None]
 
-#: Called with the result of each adapter call and the image that call got, before the image is
-#: closed (HTML report thumbnails: no second decode). Must not raise, and must not keep the image.
-FrameKeeper = Callable[[SampleResult, Any], None]
+#: Called with the result of each adapter call, the image that call got and, for a clip sample, the
+#: images of its clip (one per entry of ``result.clip``; empty otherwise), before they are closed
+#: (HTML report thumbnails and filmstrips: no second decode). Must not raise, nor keep the images.
+FrameKeeper = Callable[[SampleResult, Any, Sequence[Any]], None]
 
 _SAVED = (Status.FAILED, Status.ERROR)
 
@@ -101,7 +102,7 @@ class CaseWork:
         if self.saver is not None and artifacts is not None:
             await asyncio.to_thread(self.saver.save, result, held.image, self.trial, held.frames)
         if self.keep_frame is not None:
-            self.keep_frame(result, held.image)
+            self.keep_frame(result, held.image, tuple(f.image for f in held.frames) if held.clip else ())
         record(result)
 
 

@@ -78,26 +78,17 @@ class FailureSaver:
         """Write the JPEG of the exact frame the adapter got and the result as reported.
 
         The record is upstream's artifact format: the result plus its one-based trial. A clip
-        result's ``frames`` (one per clip entry) go to :func:`clip_folder`.
+        result's ``frames`` (one per clip entry) go where ``ClipFrames.artifact_path`` says.
         """
         assert result.artifact_image is not None and result.artifact_json is not None
         write_bytes_atomic(Path(result.artifact_image), _jpeg(image))
         if result.clip is not None:
-            folder = clip_folder(result.artifact_image)
-            width = len(str(len(frames)))
-            for position, (time, frame) in enumerate(zip(result.clip.timestamps, frames)):
-                name = f"{position:0{width}d}_{time:.3f}s_frame{frame.index}.jpg"
-                write_bytes_atomic(folder / name, _jpeg(frame.image))
+            for position, frame in enumerate(frames):
+                write_bytes_atomic(result.clip.artifact_path(result.artifact_image, position), _jpeg(frame.image))
         record = result.to_json()
         record.update(artifact_image=None, artifact_json=None, trial=trial)
         write_text_atomic(Path(result.artifact_json),
                           json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-
-
-def clip_folder(artifact_image: str) -> Path:
-    """Where a clip result's frames are saved: beside its anchor JPEG, named after it."""
-    path = Path(artifact_image)
-    return path.with_name(path.stem + "_clip")
 
 
 def _jpeg(image: Any) -> bytes:

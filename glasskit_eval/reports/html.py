@@ -131,7 +131,7 @@ _LIGHTBOX = (
     '<button type="button" id="lb-next" aria-label="Next failure">Next ›</button>'
     '<button type="button" id="lb-close" aria-label="Close">✕</button></span></div>'
     '<div class="lb-body"><figure><img id="lightbox-img" alt=""><figcaption id="lightbox-caption"></figcaption>'
-    '</figure><div class="lb-info"><h3>Reason</h3><p id="lb-reason" class="lb-text"></p>'
+    '<ol id="lb-strip" class="strip lb-strip" hidden></ol></figure><div class="lb-info"><h3>Reason</h3><p id="lb-reason" class="lb-text"></p>'
     '<h3>Expected</h3><pre id="lb-expected" class="lb-pre"></pre>'
     '<h3>Observation</h3><pre id="lb-observation" class="lb-pre"></pre>'
     '<h3>Review this sample</h3><div class="cmd-box"><pre id="lb-cmd" class="cmd"></pre>'
@@ -219,7 +219,8 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
 
     A row: trial, case, target, sample index, time, frame, status rank, expected, observed value,
     reason, thumbnail, review command, full frame, whole observation (the last three for failures),
-    arm (its index in ``arms``; null without arms).
+    arm (its index in ``arms``; null without arms), filmstrip (a failed clip sample's; see
+    ``html_images.Images.strip_of``).
     """
     cases = {name: i for i, name in enumerate(_case_names(summary))}
     targets = {t.name: i for i, t in enumerate(summary.targets)}
@@ -244,7 +245,7 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
                      RANK[r.status], value_text(r.expected), value_text(r.observed_value),
                      clip(shown_reason(r)), images.thumb_of.get(i), review_command(eval_dir, r) if failed else None,
                      images.frame_of.get(i), _observation(r) if failed else None,
-                     arm_index.get(r.arm) if r.arm is not None else None])
+                     arm_index.get(r.arm) if r.arm is not None else None, images.strip_of.get(i)])
     return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes}
 
 
