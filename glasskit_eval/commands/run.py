@@ -145,7 +145,9 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
                           checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
                           baseline=absolute(request.baseline))
-    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
+    # Every arm evaluates every sample: its records are its own.
+    per_sample = len(arms.arms) if arms is not None else 1
+    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat * per_sample,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
 
