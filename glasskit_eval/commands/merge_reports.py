@@ -33,11 +33,20 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha)
     print(f"Merged {len(paths)} shard reports", file=out)
     print_summary(summary, out)
+    arms = None
+    if merged.arms is not None:
+        from ..arms.compare import compare_arms
+        from ..reports.arms_table import print_arms
+
+        # The comparisons of the whole run, from every shard's results (no shard saw them all).
+        arms = compare_arms([t.results for t in result.trials], merged.arms.names, merged.arms.control,
+                            merged.arms.specs, alpha=comparison.alpha, confidence=comparison.confidence)
+        print_arms(arms, out)
     ci.print_baseline(found, out)
     written = []
     if output_json:
         write_report(Path(output_json),
-                     build_report(summary, baseline=found.to_json() if found is not None else None))
+                     build_report(summary, baseline=found.to_json() if found is not None else None, arms=arms))
         written.append(ci.display_path(output_json))
     root = Path(result.eval_dir)
     if junit_xml:

@@ -234,7 +234,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     cache_block = _cache_report(cache, request, result, out)
     written = []
     if request.output_json:
-        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints)
+        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints, prepared.arms)
                  if request.shard is not None else None)
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
