@@ -199,7 +199,7 @@ def test_perturbation_arm_is_deterministic_and_gated_on_a_significant_drop(eval_
     (("--perturb", "blurr:2"), "did you mean 'blur'?"),
     (("--arm", "small", "--gate-arm", "cmd"), "--gate-arm cmd: not a selected arm"),
     (("--control", "small"), "--control needs arms"),
-    (("--arm", "small", "--cache"), "--cache is not supported together with --arm"),
+    (("--perturb", "jpeg:300"), "jpeg takes a JPEG quality from 1 to 95, got 300"),
 ])
 def test_a_bad_arm_exits_2_before_any_call(eval_dir: Path, tmp_path: Path, extra: tuple[str, ...],
                                            message: str) -> None:

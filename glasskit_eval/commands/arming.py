@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..cases.evaldir import EvalConfig
 
 #: What an arms run cannot do yet, and the option that asks for it.
-_UNSUPPORTED = (("cache_dir", "--cache"), ("baseline", "--baseline"), ("html", "--html"),
+_UNSUPPORTED = (("html", "--html"),
                 ("save_failures", "--save-failures"))
 
 

@@ -26,7 +26,16 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     merged = merge_reports([(path, load_report(Path(path))) for path in paths])
     result = merged.result
     found: BaselineDiff | None = None
-    if baseline is not None:
+    arm_diffs = None
+    if baseline is not None and merged.arms is not None:
+        from .arm_baselines import arm_baselines
+
+        arm_diffs = arm_baselines(Path(baseline), baseline, [r for t in result.trials for r in t.results],
+                                  merged.arms.names, merged.arms.control, comparison)
+        found = arm_diffs.main
+        gated = [n for n in merged.arms.names if merged.arms.gated(n)]
+        result = replace(result, gates=(*result.gates, *arm_diffs.gates(comparison, gated)))
+    elif baseline is not None:
         found = diff_against(Path(baseline), [r for t in result.trials for r in t.results], label=baseline,
                              alpha=comparison.alpha, confidence=comparison.confidence)
         result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, comparison)))
@@ -42,7 +51,12 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
         arms = compare_arms([t.results for t in result.trials], merged.arms.names, merged.arms.control,
                             merged.arms.specs, alpha=comparison.alpha, confidence=comparison.confidence)
         print_arms(arms, out)
-    ci.print_baseline(found, out)
+    if arm_diffs is not None:
+        arm_diffs.print(out)
+        if arms is not None:
+            arms = replace(arms, baselines=arm_diffs.to_json())
+    else:
+        ci.print_baseline(found, out)
     written = []
     if output_json:
         write_report(Path(output_json),

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..reports.baseline import BaselineDiff
     from ..reports.thumbnails import ThumbnailStore
     from ..summary import RunResult, RunSummary
+    from .arm_baselines import ArmBaselines
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     checkpoint = life.checkpoint
     assert checkpoint is not None
     checkpoint.close()
-    baseline = ci.compare_baseline(request, result)
-    if baseline is not None:
-        result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+    result, baseline, arm_diffs = _compare_baseline(prepared, result)
     summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
@@ -230,7 +229,11 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
     arms = _arms_report(prepared, result, request, out)
-    ci.print_notes(request, baseline, out)
+    ci.print_notes(request, baseline if arm_diffs is None else None, out)
+    if arm_diffs is not None:
+        arm_diffs.print(out)
+        if arms is not None:
+            arms = replace(arms, baselines=arm_diffs.to_json())
     cache_block = _cache_report(cache, request, result, out)
     written = []
     if request.output_json:
@@ -248,6 +251,27 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
     print_end(summary, written, out)
     return summary.success
+
+
+def _compare_baseline(prepared: _Prepared, result: RunResult
+                      ) -> tuple[RunResult, BaselineDiff | None, ArmBaselines | None]:
+    """The run against ``--baseline`` (arm by arm in a run with arms), its gates added to the result."""
+    from . import ci_outputs as ci
+
+    request = prepared.request
+    plan = prepared.arms
+    if plan is None or request.baseline is None or request.shard is not None:
+        baseline = ci.compare_baseline(request, result)
+        if baseline is not None:
+            result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+        return result, baseline, None
+    from .arm_baselines import arm_baselines
+
+    found = arm_baselines(Path(request.baseline), ci.display_path(request.baseline),
+                          [r for t in result.trials for r in t.results], plan.names, plan.control,
+                          request.comparison())
+    gates = found.gates(request.comparison(), [n for n in plan.names if plan.gated(n)])
+    return replace(result, gates=(*result.gates, *gates)), found.main, found
 
 
 def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, out: TextIO) -> ArmsReport | None:
