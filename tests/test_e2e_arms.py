@@ -219,12 +219,3 @@ def test_a_missing_command_adapter_is_refused_before_any_call(eval_dir: Path) ->
     assert json.dumps(err)  # printable, no traceback
     assert "Traceback" not in err
 
-
-def test_arms_refuse_clip_samples_before_any_call(eval_dir: Path) -> None:
-    clipped = CASE.replace("      expect: true\n", "      expect: true\n      clip: {before_s: 0.2, edge: clamp}\n")
-    (eval_dir / "cases" / "clip.yaml").write_text(clipped)
-    (eval_dir / "adapter.py").write_text(ADAPTER + "\nopen(__file__ + '.called', 'w').close()\n")
-    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "small", "--arm", "cmd")
-    assert code == 2, err
-    assert "--arm/--perturb do not take clip samples yet: target 'ok' of case 'clip' has a `clip`" in err
-    assert "Traceback" not in err and not (eval_dir / "adapter.py.called").exists()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand
 from ..checkpoints.prune import prune_completed
-from ..errors import OutputError, UsageError
+from ..errors import OutputError
 from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .preflight import preflight
@@ -161,11 +161,6 @@ def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
 
     selection = select(request, plan.eval_dir.config)
     assert selection is not None
-    # The arms' shared decode hands out single frames: a clip sample would reach them without its clip.
-    clipped = next((s for c in plan.cases for s in c.samples if s.clip is not None), None)
-    if clipped is not None:
-        raise UsageError(f"--arm/--perturb do not take clip samples yet: target {clipped.target.id!r} of case "
-                         f"{clipped.case.name!r} has a `clip`; run the arms on a case without clips")
     return prepare_arms(selection, request, plan.eval_dir.root, stderr)
 
 
