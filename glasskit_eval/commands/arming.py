@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from ..cases.evaldir import EvalConfig
 
 #: What an arms run cannot do yet, and the option that asks for it.
-_UNSUPPORTED = (("html", "--html"),
-                ("save_failures", "--save-failures"))
+_UNSUPPORTED = (("html", "--html"),)
 
 
 def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:

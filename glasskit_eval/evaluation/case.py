@@ -94,7 +94,7 @@ class CaseWork:
         """
         artifacts = None
         if self.saver is not None and verdict.status in _SAVED:
-            artifacts = self.saver.artifacts(sample, self.trial)
+            artifacts = self.saver.artifacts(sample, self.trial, self.arm)
         result = make_result(sample, verdict, frame=held.anchor_frame, frames=held.frames, call=call,
                              artifacts=artifacts, arm=self.arm)
         if self.saver is not None and artifacts is not None:
