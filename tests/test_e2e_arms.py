@@ -199,7 +199,7 @@ def test_perturbation_arm_is_deterministic_and_gated_on_a_significant_drop(eval_
     (("--perturb", "blurr:2"), "did you mean 'blur'?"),
     (("--arm", "small", "--gate-arm", "cmd"), "--gate-arm cmd: not a selected arm"),
     (("--control", "small"), "--control needs arms"),
-    (("--arm", "small", "--cache"), "--cache is not supported together with --arm"),
+    (("--perturb", "jpeg:300"), "jpeg takes a JPEG quality from 1 to 95, got 300"),
 ])
 def test_a_bad_arm_exits_2_before_any_call(eval_dir: Path, tmp_path: Path, extra: tuple[str, ...],
                                            message: str) -> None:
@@ -219,12 +219,3 @@ def test_a_missing_command_adapter_is_refused_before_any_call(eval_dir: Path) ->
     assert json.dumps(err)  # printable, no traceback
     assert "Traceback" not in err
 
-
-def test_arms_refuse_clip_samples_before_any_call(eval_dir: Path) -> None:
-    clipped = CASE.replace("      expect: true\n", "      expect: true\n      clip: {before_s: 0.2, edge: clamp}\n")
-    (eval_dir / "cases" / "clip.yaml").write_text(clipped)
-    (eval_dir / "adapter.py").write_text(ADAPTER + "\nopen(__file__ + '.called', 'w').close()\n")
-    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "small", "--arm", "cmd")
-    assert code == 2, err
-    assert "--arm/--perturb do not take clip samples yet: target 'ok' of case 'clip' has a `clip`" in err
-    assert "Traceback" not in err and not (eval_dir / "adapter.py.called").exists()

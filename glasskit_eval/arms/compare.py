@@ -112,10 +112,14 @@ class ArmsReport:
     comparisons: tuple[ArmComparison, ...]
     pareto: tuple[str, ...]
     repeat: int = 1
+    #: ``--baseline``: each arm's diff against its own arm of the baseline (JSON form), by arm.
+    baselines: Mapping[str, Mapping[str, Any]] | None = None
 
     def arms_json(self) -> dict[str, Any]:
+        found = self.baselines
         return {name: {"by_target": {t: s.to_json() for t, s in self.by_target[name].items()},
                        "spec": dict(self.specs.get(name, {})), "summary": self.summaries[name].to_json()}
+                | ({"baseline": dict(found[name]) if name in found else None} if found is not None else {})
                 for name in self.names}
 
     def comparisons_json(self) -> list[dict[str, Any]]:

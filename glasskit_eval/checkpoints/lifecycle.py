@@ -132,7 +132,7 @@ class CheckpointedCommand:
     # -- results
 
     def record(self, trial: int, result: SampleResult) -> None:
-        self._open_checkpoint().append((trial, result.case, result.target, result.sample_index),
+        self._open_checkpoint().append((trial, result.case, result.target, result.sample_index, result.arm),
                                        result.to_json(), completed=result.judged)
 
     def recorder(self, trial: int) -> Callable[[SampleResult], None]:

@@ -6,7 +6,9 @@ A checkpoint is a directory ``<eval-dir>/runs/checkpoints/<id>/`` (0700) holding
   invocation to restore on resume, fingerprints of the inputs and a status;
 * ``records.jsonl`` (0600, append-only): a header line, then one line per
   finished sample, ``<crc32 hex> <json>``, keyed by (trial, case, target,
-  sample index). A later record for the same key supersedes an earlier one.
+  sample index), and in a run with arms the arm that made it as a fifth element
+  (a plain run's records keep the four-element key older versions read). A later
+  record for the same key supersedes an earlier one.
 
 The manifest is written last when a checkpoint is created, so a directory
 without one was never usable. Records are written and fsynced by a writer
@@ -45,8 +47,8 @@ RECORDS_NAME = "records.jsonl"
 IN_PROGRESS = "in_progress"
 COMPLETE = "complete"
 
-#: (trial, case, target, sample_index): one attempt of one sample.
-Key = tuple[int, str, str, int]
+#: (trial, case, target, sample_index, arm): one attempt of one sample by one arm (None without arms).
+Key = tuple[int, str, str, int, "str | None"]
 
 #: How long the writer lets results accumulate before one write and fsync. A crash loses at
 #: most this much finished work; nothing is reported as saved before its fsync returns.
@@ -143,15 +145,18 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
 def _record_key(record: dict[str, Any]) -> Key | None:
     """The record's key, or None when the record is not shaped as we write them."""
     key, payload = record.get("key"), record.get("payload")
-    if not isinstance(key, list) or len(key) != 4 or not isinstance(payload, dict):
+    if not isinstance(key, list) or len(key) not in (4, 5) or not isinstance(payload, dict):
         return None
-    trial, case, target, index = key
+    trial, case, target, index = key[:4]
+    arm = key[4] if len(key) == 5 else None
     if not (_is_count(trial) and trial >= 1 and isinstance(case, str) and isinstance(target, str)
             and _is_count(index)):
         return None
-    if json_problem(payload) is not None:
+    if len(key) == 5 and not (isinstance(arm, str) and arm):
         return None
-    return (trial, case, target, index)
+    if json_problem(payload) is not None or payload.get("arm") != arm:
+        return None  # a result's own ``arm`` must be the key's: a record is never reused for another arm
+    return (trial, case, target, index, arm)
 
 
 # --- the writer -------------------------------------------------------------------------
@@ -373,7 +378,8 @@ class Checkpoint:
         ``completed`` marks work that a resume reuses (counted in :attr:`durable_completed`).
         """
         assert self._writer is not None, "checkpoint is closed"
-        self._writer.append(encode_record({"key": list(key), "payload": payload}), completed)
+        written = list(key) if key[4] is not None else list(key[:4])
+        self._writer.append(encode_record({"key": written, "payload": payload}), completed)
 
     def wait(self) -> None:
         if self._writer is not None:

@@ -21,19 +21,11 @@ from .requests import RunRequest
 if TYPE_CHECKING:
     from ..cases.evaldir import EvalConfig
 
-#: What an arms run cannot do yet, and the option that asks for it.
-_UNSUPPORTED = (("cache_dir", "--cache"), ("shard", "--shard"), ("baseline", "--baseline"),
-                ("save_failures", "--save-failures"))
-
 
 def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:
     """The arms the request selects from config.yaml's declarations; None for a plain run."""
     if not request.with_arms:
         return None
-    for field, option in _UNSUPPORTED:
-        if getattr(request, field):
-            raise UsageError(f"{option} is not supported together with --arm/--perturb yet; "
-                             "run the arms without it")
     selection = select_arms(config.arms, request.arms, request.perturb, request.control)
     assert selection is not None
     if request.gate_arm is not None and request.gate_arm not in selection.names:

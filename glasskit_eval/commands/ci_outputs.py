@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..cases.model import Thresholds
 from ..errors import OutputError
@@ -23,6 +23,9 @@ from ..results import Gate
 from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
 from .requests import Comparison, RunRequest
+
+if TYPE_CHECKING:
+    from ..evaluation.fanout import ArmPlan
 
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
@@ -85,7 +88,8 @@ def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]) -> dict[str, Any]:
+def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any],
+                arms: ArmPlan | None = None) -> dict[str, Any]:
     assert request.shard is not None
     index, _, total = request.shard.partition("/")
     options = request.to_json()
@@ -105,7 +109,15 @@ def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]
                                  for c in full.cases],
                        "eval": thresholds_json(full.eval_dir.config.thresholds)},
         "total": int(total),
-    }
+    } | ({"arms": arms_block(arms)} if arms is not None else {})
+
+
+def arms_block(plan: ArmPlan) -> dict[str, Any]:
+    """What ``merge-reports`` needs to recompute an arms run's per-arm gates and comparisons."""
+    return {"names": list(plan.names), "control": plan.control,
+            "specs": {a.name: dict(a.description or {}) for a in plan.arms},
+            "perturbation_only": [a.name for a in plan.arms if a.perturbation_only],
+            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha}
 
 
 def annotations_on(mode: str, env: Mapping[str, str]) -> bool:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..reports.baseline import BaselineDiff
     from ..reports.thumbnails import ThumbnailStore
     from ..summary import RunResult, RunSummary
+    from .arm_baselines import ArmBaselines
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,9 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
                           checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
                           baseline=absolute(request.baseline))
-    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
+    # Every arm evaluates every sample: its records are its own.
+    per_sample = len(arms.arms) if arms is not None else 1
+    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat * per_sample,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
 
@@ -162,11 +165,7 @@ def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
 
     selection = select(request, plan.eval_dir.config)
     assert selection is not None
-    # The arms' shared decode hands out single frames: a clip sample would reach them without its clip.
-    clipped = next((s for c in plan.cases for s in c.samples if s.clip is not None), None)
-    if clipped is not None:
-        raise UsageError(f"--arm/--perturb do not take clip samples yet: target {clipped.target.id!r} of case "
-                         f"{clipped.case.name!r} has a `clip`; run the arms on a case without clips")
+    # Stream targets feed one stateful stream per target: not fanned out to arms yet.
     streamed = next(((c.case.name, t.id) for c in plan.cases for t in c.streams), None)
     if streamed is not None:
         raise UsageError(f"--arm/--perturb do not take stream targets yet: target {streamed[1]!r} of case "
@@ -251,9 +250,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     checkpoint = life.checkpoint
     assert checkpoint is not None
     checkpoint.close()
-    baseline = ci.compare_baseline(request, result)
-    if baseline is not None:
-        result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+    result, baseline, arm_diffs = _compare_baseline(prepared, result)
     summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
@@ -269,11 +266,15 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         from ..reports.jitter import print_jitter
 
         print_jitter(jitter, out)
-    ci.print_notes(request, baseline, out)
+    ci.print_notes(request, baseline if arm_diffs is None else None, out)
+    if arm_diffs is not None:
+        arm_diffs.print(out)
+        if arms is not None:
+            arms = replace(arms, baselines=arm_diffs.to_json())
     cache_block = _cache_report(cache, request, result, out)
     written = []
     if request.output_json:
-        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints)
+        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints, prepared.arms)
                  if request.shard is not None else None)
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
@@ -288,6 +289,27 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
     print_end(summary, written, out)
     return summary.success
+
+
+def _compare_baseline(prepared: _Prepared, result: RunResult
+                      ) -> tuple[RunResult, BaselineDiff | None, ArmBaselines | None]:
+    """The run against ``--baseline`` (arm by arm in a run with arms), its gates added to the result."""
+    from . import ci_outputs as ci
+
+    request = prepared.request
+    plan = prepared.arms
+    if plan is None or request.baseline is None or request.shard is not None:
+        baseline = ci.compare_baseline(request, result)
+        if baseline is not None:
+            result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+        return result, baseline, None
+    from .arm_baselines import arm_baselines
+
+    found = arm_baselines(Path(request.baseline), ci.display_path(request.baseline),
+                          [r for t in result.trials for r in t.results], plan.names, plan.control,
+                          request.comparison())
+    gates = found.gates(request.comparison(), [n for n in plan.names if plan.gated(n)])
+    return replace(result, gates=(*result.gates, *gates)), found.main, found
 
 
 def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, out: TextIO) -> ArmsReport | None:

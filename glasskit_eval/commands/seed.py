@@ -57,7 +57,7 @@ class _Seeder:
             for s in case_plan.samples:
                 if not needs_seed(s, request.replace):
                     continue
-                previous = life.previous.get((1, s.case.name, s.target.id, s.sample_index))
+                previous = life.previous.get((1, s.case.name, s.target.id, s.sample_index, None))
                 if previous is not None and previous.status is not Status.ERROR:
                     mine[s.sample_index] = previous.observed_value
                 else:

@@ -96,7 +96,7 @@ class CaseWork:
         """
         artifacts = None
         if self.saver is not None and verdict.status in _SAVED:
-            artifacts = self.saver.artifacts(sample, self.trial)
+            artifacts = self.saver.artifacts(sample, self.trial, self.arm)
         result = make_result(sample, verdict, frame=held.anchor_frame, frames=held.frames, call=call,
                              artifacts=artifacts, arm=self.arm)
         if self.saver is not None and artifacts is not None:
@@ -202,10 +202,10 @@ def _make_sample(sample: ScheduledSample, held: HeldFrames, video_path: Path) ->
 
 def _source(work: CaseWork, pending: Sequence[ScheduledSample],
             order: str) -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
-    return work.frames() if work.frames is not None else _frames(_items(work, pending, order))
+    return work.frames() if work.frames is not None else _frames(case_items(work, pending, order))
 
 
-def _items(work: CaseWork, pending: Sequence[ScheduledSample], order: str) -> Callable[[], ClipItems]:
+def case_items(work: CaseWork, pending: Sequence[ScheduledSample], order: str) -> Callable[[], ClipItems]:
     """The case's samples with their frames, in call order: clips share their frames, others own theirs."""
     decoder = work.decoder()
     if any(s.clip is not None for s in pending):

@@ -3,7 +3,9 @@
 The paths are chosen before the result is made (it carries them from the start), and the
 frame is the one the adapter got, saved while it is still in memory: no second decode. A
 clip sample also saves every clip frame, in a folder beside its anchor frame's JPEG, named
-by position, requested time and frame index.
+by position, requested time and frame index. In a run with arms each arm's failures are its
+own files (the arm is in the name), holding the pixels that arm got: perturbed, for a
+perturbation arm.
 
 A new run moves the artifacts of the previous one aside (``failures/previous/``, one
 generation kept), so the trial directories only ever hold one run's failures; a resume
@@ -43,6 +45,15 @@ def _safe(text: str) -> str:
     return f"{safe[:_NAME_PART - 9]}-{digest}"
 
 
+def _arm_part(arm: str) -> str:
+    """An arm's name in file names; a name that had to be changed (``jpeg:30``) gets a short hash,
+    so it never meets another arm's (``jpeg_30``)."""
+    safe = _safe(arm)
+    if safe == arm:
+        return safe
+    return f"{safe}-{hashlib.sha256(arm.encode('utf-8', 'surrogatepass')).hexdigest()[:6]}"
+
+
 class FailureSaver:
     def __init__(self, base: Path) -> None:
         self.base = base / "failures"
@@ -67,10 +78,12 @@ class FailureSaver:
             moved.append(target)
         return moved
 
-    def artifacts(self, sample: ScheduledSample, trial: int) -> Artifacts:
-        """Where a failed result of ``sample`` in ``trial`` keeps its frame and record."""
+    def artifacts(self, sample: ScheduledSample, trial: int, arm: str | None = None) -> Artifacts:
+        """Where a failed result of ``sample`` in ``trial`` (by ``arm``, in a run with arms) keeps its frame and record."""
         stem = (f"{_safe(sample.case.name)}_{_safe(sample.target.id)}_{sample.sample_index:05d}_"
                 f"{sample.timestamp_s:.3f}s")
+        if arm is not None:
+            stem += f"_arm-{_arm_part(arm)}"
         folder = self.base / f"trial-{trial:03d}"
         return Artifacts(image=str(folder / f"{stem}.jpg"), record=str(folder / f"{stem}.json"))
 

@@ -4,7 +4,10 @@
 are :class:`~glasskit_eval.adapters.base.Evaluator` wrappers, so the runner does not know the
 cache exists. An observation is keyed by the exact pixels handed to the adapter (SHA-256; for a
 clip sample, those of every clip frame with its requested time),
-the target's id and config, the adapter's identity and the adapter (factory) config. The
+the target's id and config, the adapter's identity and the adapter (factory) config; in a run
+with arms, each arm keys on its own adapter and config, and a perturbation arm on its
+perturbations and the perturbed pixels themselves (hashed per call, never from the per-frame
+memo of the decoded pixels). The
 identity of a Python adapter is the hash of its file and the package sources beside it; a
 command adapter must declare ``adapterVersion`` (or ``version``) in its ``initialize``
 result, else it is not cached (its command line alone says nothing about the code it runs).
@@ -160,11 +163,10 @@ class ObservationCache:
     def store(self) -> ObservationStore:
         return self._shared.store
 
-    def _identity(self, evaluator: Evaluator) -> str | None:
+    def _identity(self, evaluator: Evaluator, spec: AdapterSpec) -> str | None:
         from ..adapters.command import CommandAdapterSpec
         from ..adapters.python import PythonAdapterSpec
 
-        spec = self.spec
         if isinstance(spec, PythonAdapterSpec):
             found = python_identity(spec.target)
             if found is None:
@@ -183,47 +185,58 @@ class ObservationCache:
         self._shared.stats.disabled = f"adapter {spec.describe()} has no known identity"
         return None
 
-    def caller(self, inner: Caller, evaluator: Evaluator, config: Any, trial: int) -> Caller:
+    def caller(self, inner: Caller, evaluator: Evaluator, config: Any, trial: int, *,
+               spec: AdapterSpec | None = None, perturb: str | None = None) -> Caller:
         """``inner``, answered from the cache first; ``evaluator`` is the trial's own adapter.
 
         Later trials of ``--repeat`` get their own entries: each trial's answers are reused by the
-        same trial of the next run, so flakiness stays measurable with a warm cache.
+        same trial of the next run, so flakiness stays measurable with a warm cache. An arm passes
+        its own adapter ``spec`` (default: the run's) and its ``perturb`` chain.
         """
-        identity = self._identity(evaluator)
+        identity = self._identity(evaluator, spec if spec is not None else self.spec)
         if identity is None:
             if not self._told:
                 self._told = True
                 print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
             return inner
-        return CachingCaller(inner, self._shared, identity, config, trial)
+        return CachingCaller(inner, self._shared, identity, config, trial, perturb)
 
 
 class CachingCaller:
     """A :class:`~glasskit_eval.adapters.calls.Caller` that answers from the cache, asking ``inner`` on a miss."""
 
-    def __init__(self, inner: Caller, shared: _Shared, identity: str, config: Any, trial: int = 1) -> None:
+    def __init__(self, inner: Caller, shared: _Shared, identity: str, config: Any, trial: int = 1,
+                 perturb: str | None = None) -> None:
         self.inner = inner
         self._trial = trial
         self._shared = shared
         self._identity = identity
+        self._perturb = perturb
         self._config = to_plain(dict(config)) if json_problem(dict(config)) is None else repr(dict(config))
 
     @property
     def batch(self) -> bool:
         return self.inner.batch
 
+    def _pixels(self, video_path: str, frame_index: int, image: Any) -> str:
+        if self._perturb is not None:
+            return pixel_sha256(image)  # the perturbed pixels, not the decoded frame's memo
+        return self._shared.pixel_hash(video_path, frame_index, image)
+
     def _digest(self, sample: Sample, target: Target) -> str:
         config = dict(target.config)
         material: dict[str, Any] = {
             "adapter": self._identity, "adapter_config": self._config,
-            "pixels": self._shared.pixel_hash(sample.video_path, sample.frame_index, sample.image),
+            "pixels": self._pixels(sample.video_path, sample.frame_index, sample.image),
             "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
                        else repr(config)},
         }
         if sample.is_clip:
             # Every frame, in order, with the time it was asked for: the adapter sees both.
-            material["clip"] = [[f.timestamp_s, self._shared.pixel_hash(sample.video_path, f.frame_index, f.image)]
+            material["clip"] = [[f.timestamp_s, self._pixels(sample.video_path, f.frame_index, f.image)]
                                 for f in sample.frames]
+        if self._perturb is not None:
+            material["perturb"] = self._perturb
         if self._trial > 1:
             material["trial"] = self._trial  # trial 1 shares its entries with runs without --repeat
         return key_digest(material)

@@ -19,8 +19,8 @@ class RunStore:
     def __init__(self, life: CheckpointedCommand) -> None:
         self.life = life
 
-    def reusable(self, trial: int, sample: ScheduledSample) -> SampleResult | None:
-        result = self.life.previous.get((trial, sample.case.name, sample.target.id, sample.sample_index))
+    def reusable(self, trial: int, sample: ScheduledSample, arm: str | None = None) -> SampleResult | None:
+        result = self.life.previous.get((trial, sample.case.name, sample.target.id, sample.sample_index, arm))
         if result is None or result.timestamp_s != sample.timestamp_s:
             return None  # not the same sample (guarded by fingerprints; never reuse on doubt)
         return None if result.resumable_error else result

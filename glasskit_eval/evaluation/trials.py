@@ -63,7 +63,8 @@ TICK_S = 0.1
 class ResultStore(Protocol):
     """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
 
-    def reusable(self, trial: int, sample: ScheduledSample) -> SampleResult | None: ...
+    def reusable(self, trial: int, sample: ScheduledSample, arm: str | None = None) -> SampleResult | None:
+        """The result an earlier attempt finished for ``sample`` (made by ``arm`` in a run with arms)."""
 
     def sink(self, trial: int) -> ResultSink: ...
 
@@ -182,13 +183,13 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                        timing_mode=_timing_mode(results, caller), streams=tuple(streams))
 
 
-def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseSplit]:
+def _split(plan: Plan, trial: int, store: ResultStore | None, arm: str | None = None) -> list[_CaseSplit]:
     splits = []
     for case_plan in plan.cases:
         reused: dict[int, SampleResult] = {}
         pending: list[ScheduledSample] = []
         for sample in case_plan.samples:
-            result = store.reusable(trial, sample) if store is not None else None
+            result = store.reusable(trial, sample, arm) if store is not None else None
             if result is None:
                 pending.append(sample)
             else:
