@@ -23,6 +23,7 @@ from glasskit_eval.errors import ValidationError
 from glasskit_eval.plan.clips import (
     Clip,
     ClipEntry,
+    edge_problem,
     grid_times,
     neighbour_frames,
     plan_clips,
@@ -30,6 +31,7 @@ from glasskit_eval.plan.clips import (
 )
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, expand_case
+from glasskit_eval.support.timevalues import format_time
 from glasskit_eval.video._orientation import UPRIGHT
 from glasskit_eval.video.frames import decode_at
 from glasskit_eval.video.frametable import FrameTable, frame_table
@@ -169,6 +171,36 @@ def test_clamp_drops_times_past_the_end() -> None:
     assert clip.frame_indexes == (19, 19, 19, 19)
     clip = check_clip("vfr_h264.mp4", F(23, 10), ClipSpec(after_s=F(5), before_s=F(1, 5), edge="clamp"))
     assert clip.frame_indexes[-1] == len(manifest_times("vfr_h264.mp4")) - 1
+
+
+#: A last frame that lasts longer than the smallest gap (stts), and one no container duration
+#: describes (MediaRecorder WebM: the gap before it): (fixture, where the clip ends).
+LONG_LAST = [("vfr_long_last_h264.mp4", F(3, 2)), ("mediarecorder_vp8.webm", F("0.867"))]
+
+
+@pytest.mark.parametrize(("name", "end"), LONG_LAST)
+def test_a_clip_reaching_the_last_frames_own_end_is_taken(name: str, end: Fraction) -> None:
+    last = len(manifest_times(name)) - 1
+    anchor = manifest_times(name)[-1]
+    assert probe(VIDEOS / name).end_time == end
+    for reach in (end, end + END_TOLERANCE_S):
+        spec = ClipSpec(before_s=F(1, 10), after_s=reach - anchor, every_s=(reach - anchor) / 4)
+        assert edge_problem(anchor, spec, end) is None
+        clip = check_clip(name, anchor, spec)  # the frames' own pixels say which they are
+        assert clip.times[-1] == reach and clip.frame_indexes[-4:] == (last,) * 4
+        every_frame = check_clip(name, anchor, ClipSpec(before_s=F(1, 10), after_s=reach - anchor))
+        assert every_frame.frame_indexes[-1] == last
+
+
+@pytest.mark.parametrize(("name", "end"), LONG_LAST)
+def test_a_clip_just_beyond_the_end_and_its_tolerance_is_refused(name: str, end: Fraction) -> None:
+    anchor = manifest_times(name)[-1]
+    beyond = end + END_TOLERANCE_S + F(1, 1000)
+    for spec in (ClipSpec(after_s=beyond - anchor), ClipSpec(after_s=beyond - anchor, every_s=beyond - anchor)):
+        assert edge_problem(anchor, spec, probe(VIDEOS / name).end_time) == (
+            f"the clip of the sample at {format_time(anchor)}s reaches {float(beyond)}s, past the end of the video "
+            f"({float(end)}s from its first frame); shorten after_s, move the sample, or set `edge: clamp` "
+            "to drop the times outside the video")
 
 
 # --- tables without timestamps ---------------------------------------------------------------

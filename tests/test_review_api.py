@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import re
@@ -10,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evalkit import make_clip_case
+from evalkit import make_clip_case, make_eval
+from framecode import read_frame_index
+from PIL import Image
 
 from glasskit_eval.review.api import (
     FileBody,
@@ -335,3 +338,25 @@ def test_clip_sends_the_selected_samples_window_and_exact_frames(tmp_path: Path)
     missing = get(clip_state, "/api/cases/clip/clip?target=door&t=0.7")
     assert missing.status == 404 and "no sample at 0.7s" in body_of(missing)["message"]
     assert get(clip_state, "/api/cases/clip/clip?t=0.5").status == 400
+
+
+@pytest.mark.frames
+def test_the_frame_route_serves_the_last_frame_up_to_its_own_end(tmp_path: Path) -> None:
+    # A MediaRecorder WebM names no frame durations: its last frame, at 0.617 s, lasts as long as
+    # the 250 ms gap before it, so the clip ends at 0.867 s (0.917 s with the tolerance).
+    eval_dir = make_eval(tmp_path, {"rec": "video: mediarecorder_vp8.webm\ntargets:\n  t:\n    samples:\n"
+                                           "      - at: 0.867\n        expect: 1\n"},
+                         videos=("mediarecorder_vp8.webm",))
+    rec_state = ReviewState(root=eval_dir, port=PORT)
+    _SESSIONS[id(rec_state)] = rec_state.secrets.open_session()
+    video = body_of(get(rec_state, "/api/cases/rec"))["video"]
+    assert video["duration_s"] == 0.867 and video["last_frame_s"] == 0.617
+    for t in ("867/1000", "0.917"):
+        frame = get(rec_state, f"/api/cases/rec/frame?t={t}")
+        assert frame.status == 200 and header(frame, "X-Frame-Index") == "10", t
+        assert isinstance(frame.body, bytes)
+        with Image.open(io.BytesIO(frame.body)) as image:
+            assert read_frame_index(image.convert("RGB")) == 10
+    beyond = get(rec_state, "/api/cases/rec/frame?t=0.918")
+    assert beyond.status == 422 and "time 0.918s is past the end" in body_of(beyond)["message"]
+    assert "clip length 0.867s from its first frame" in body_of(beyond)["message"]
