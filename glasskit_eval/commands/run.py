@@ -145,7 +145,9 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
                           checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
                           baseline=absolute(request.baseline))
-    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
+    streams = sum(len(c.streams) for c in plan.cases)
+    life.has_streams = streams > 0
+    life.start(request.to_json(), full, request.case, digests, total=(plan.sample_count + streams) * request.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
 
