@@ -178,3 +178,47 @@ def test_damaged_streams_stop_report_and_merge_naming_file_and_path(tmp_path: Pa
         assert str(bad) in err and where in err, (argv, err)
         assert "Traceback" not in err
     assert not (tmp_path / "x.html").exists()
+
+
+FLAKY = """
+TRIALS = []
+
+class Streamer:
+    def __init__(self):
+        TRIALS.append(1)
+        self.trial = len(TRIALS)
+
+    def evaluate(self, sample, target):
+        return {"ok": True}
+
+    def on_frame(self, sample, target):
+        i = sample.frame_index
+        # Onset 0.3 s: every trial; onset 1.2 s: trials 1 and 3 only; bell: never.
+        if target.id == "pan" and (i == 5 or (i == 14 and self.trial % 2 == 1)):
+            return {"alert": "boiling"}
+        return None
+
+def create_evaluator(config):
+    return Streamer()
+"""
+
+
+def test_repeat_gives_per_event_detection_rates_and_flags_flaky_events(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a": CASE.format(every="0.2")}, adapter=FLAKY)
+    report = tmp_path / "r.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report, "--repeat", "3")
+    assert code == 0, err
+    stability = read_json(report)["stream_stability"]
+    assert stability == [
+        {"case": "a", "target": "pan", "index": 0, "at": 0.3, "detected_trials": 3, "trials": 3,
+         "detection_rate": 1.0, "flaky": False},
+        {"case": "a", "target": "pan", "index": 1, "at": 1.2, "detected_trials": 2, "trials": 3,
+         "detection_rate": 2 / 3, "flaky": True},
+        {"case": "a", "target": "bell", "index": 0, "at": 0.5, "detected_trials": 0, "trials": 3,
+         "detection_rate": 0.0, "flaky": False}]
+    section = out[out.index("Unstable and missed events"):]
+    assert "1.2s" in section and "2/3" in section and "flaky" in section
+    assert "missed every trial" in section and "0.3s" not in section
+    # One trial: no stability block, the report keeps its keys.
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", report)
+    assert "stream_stability" not in read_json(report) and "Unstable and missed events" not in out

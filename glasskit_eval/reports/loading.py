@@ -68,7 +68,8 @@ REPORT_SHAPE = sj.Obj(
     optional={"success": sj.Bool(), "eval_dir": sj.Str(), "cases": sj.Arr(sj.Str()), "repeat_count": sj.Int(1),
               "gates": sj.Arr(_GATE), "checkpoint": sj.Obj(nullable=True), "stability": sj.Arr(sj.Obj()),
               "by_target": sj.MapOf(sj.Obj()), "by_case": sj.MapOf(sj.Obj()), "baseline": _BASELINE,
-              "shard": sj.Obj(), "observation_cache": sj.Obj(), "streams": sj.Arr(STREAM_SHAPE)})
+              "shard": sj.Obj(), "observation_cache": sj.Obj(), "streams": sj.Arr(STREAM_SHAPE),
+              "stream_stability": sj.Arr(sj.Obj())})
 
 
 def load_report_file(path: Path, label: str | None = None) -> dict[str, Any]:
