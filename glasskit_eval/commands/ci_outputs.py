@@ -35,7 +35,8 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
     if request.shard is not None or request.baseline is None:
         return None
     return diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
-                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence)
+                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence,
+                        streams=[s for t in result.trials for s in t.streams])
 
 
 def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
