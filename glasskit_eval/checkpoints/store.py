@@ -7,8 +7,9 @@ A checkpoint is a directory ``<eval-dir>/runs/checkpoints/<id>/`` (0700) holding
 * ``records.jsonl`` (0600, append-only): a header line, then one line per
   finished sample, ``<crc32 hex> <json>``, keyed by (trial, case, target,
   sample index), and in a run with arms the arm that made it as a fifth element
-  (a plain run's records keep the four-element key older versions read). A later
-  record for the same key supersedes an earlier one.
+  (a plain run's records keep the four-element key older versions read); and one per
+  finished stream, keyed by (trial, case, target, ``"stream"``). A later record for the
+  same key supersedes an earlier one.
 
 The manifest is written last when a checkpoint is created, so a directory
 without one was never usable. Records are written and fsynced by a writer
@@ -49,6 +50,10 @@ COMPLETE = "complete"
 
 #: (trial, case, target, sample_index, arm): one attempt of one sample by one arm (None without arms).
 Key = tuple[int, str, str, int, "str | None"]
+#: (trial, case, target): one stream (a stream target fed one case's video in one trial).
+StreamKey = tuple[int, str, str]
+#: A stream record's last key element, where a sample's index would be.
+STREAM = "stream"
 
 #: How long the writer lets results accumulate before one write and fsync. A crash loses at
 #: most this much finished work; nothing is reported as saved before its fsync returns.
@@ -142,18 +147,20 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _record_key(record: dict[str, Any]) -> Key | None:
-    """The record's key, or None when the record is not shaped as we write them."""
+def _record_key(record: dict[str, Any]) -> Key | StreamKey | None:
+    """The record's key (a sample's or a stream's), or None when the record is not shaped as we write them."""
     key, payload = record.get("key"), record.get("payload")
     if not isinstance(key, list) or len(key) not in (4, 5) or not isinstance(payload, dict):
         return None
     trial, case, target, index = key[:4]
     arm = key[4] if len(key) == 5 else None
     if not (_is_count(trial) and trial >= 1 and isinstance(case, str) and isinstance(target, str)
-            and _is_count(index)):
+            and (_is_count(index) or index == STREAM)):
         return None
     if len(key) == 5 and not (isinstance(arm, str) and arm):
         return None
+    if index == STREAM:
+        return (trial, case, target) if len(key) == 4 and json_problem(payload) is None else None
     if json_problem(payload) is not None or payload.get("arm") != arm:
         return None  # a result's own ``arm`` must be the key's: a record is never reused for another arm
     return (trial, case, target, index, arm)
@@ -270,10 +277,12 @@ class Checkpoint:
     """An open checkpoint: previous records, and an appender for new ones."""
 
     def __init__(self, path: Path, manifest: Manifest, fd: int, previous: dict[Key, dict[str, Any]],
-                 resumed: bool) -> None:
+                 resumed: bool, streams: dict[StreamKey, dict[str, Any]] | None = None) -> None:
         self.path = path
         self.manifest = manifest
         self.previous = previous
+        #: Finished streams' records, by (trial, case, target).
+        self.streams = streams or {}
         self.resumed = resumed
         self._fd = fd
         self._closed_completed = 0
@@ -351,13 +360,17 @@ class Checkpoint:
                 os.ftruncate(fd, decoded.good_bytes)
                 _sync(fd)
             previous: dict[Key, dict[str, Any]] = {}
+            streams: dict[StreamKey, dict[str, Any]] = {}
             for number, record in enumerate(decoded.records, start=2):
                 key = _record_key(record)
                 if key is None:
                     raise CheckpointError(f"{records_path}: record {number} passes its checksum but is not a "
                                           "record this program writes (edited by hand?); it cannot be resumed "
                                           "safely, start a new run")
-                previous[key] = record["payload"]
+                if len(key) == 3:
+                    streams[key] = record["payload"]
+                else:
+                    previous[key] = record["payload"]
             manifest.resumes += 1
             manifest.updated_at = utc_now()
             write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
@@ -368,7 +381,7 @@ class Checkpoint:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, manifest, fd, previous, resumed=True)
+        return cls(path, manifest, fd, previous, resumed=True, streams=streams)
 
     # -- appending
 
@@ -380,6 +393,11 @@ class Checkpoint:
         assert self._writer is not None, "checkpoint is closed"
         written = list(key) if key[4] is not None else list(key[:4])
         self._writer.append(encode_record({"key": written, "payload": payload}), completed)
+
+    def append_stream(self, key: StreamKey, payload: Mapping[str, Any], *, completed: bool) -> None:
+        """Queue a finished stream's record (see :meth:`append`)."""
+        assert self._writer is not None, "checkpoint is closed"
+        self._writer.append(encode_record({"key": [*key, STREAM], "payload": payload}), completed)
 
     def wait(self) -> None:
         if self._writer is not None:

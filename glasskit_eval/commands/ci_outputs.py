@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
-                  "min_target_pass_rate", "max_failures", "max_flaky_samples", "allow_empty")
+                  "min_target_pass_rate", "max_failures", "max_flaky_samples", "allow_empty", "min_recall",
+                  "max_false_alarms_per_min", "max_detection_latency_p95_s", "pace")
 
 
 def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | None:
@@ -37,7 +38,8 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
     if request.shard is not None or request.baseline is None:
         return None
     return diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
-                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence)
+                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence,
+                        streams=[s for t in result.trials for s in t.streams])
 
 
 def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
@@ -72,8 +74,10 @@ def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
 def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
     if t is None:
         return None
+    streams = {target: {name: getattr(gates, name) for name in gates._fields}
+               for target, gates in (t.stream_gates or {}).items()}
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
-            "per_target": dict(t.per_target) if t.per_target else None}
+            "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None}
 
 
 def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
@@ -105,6 +109,8 @@ def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]
         "index": int(index),
         "options": {name: options[name] for name in SHARED_OPTIONS},
         "selection": selection,
+        # Each (case, stream target) runs whole in one shard.
+        "streams": [[c.case.name, t.id] for c in full.cases for t in c.streams],
         "thresholds": {"cases": [{"case": c.case.name, "thresholds": thresholds_json(c.case.thresholds)}
                                  for c in full.cases],
                        "eval": thresholds_json(full.eval_dir.config.thresholds)},

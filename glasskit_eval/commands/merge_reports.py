@@ -37,6 +37,7 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
         result = replace(result, gates=(*result.gates, *arm_diffs.gates(comparison, gated)))
     elif baseline is not None:
         found = diff_against(Path(baseline), [r for t in result.trials for r in t.results], label=baseline,
+                             streams=[s for t in result.trials for s in t.streams],
                              alpha=comparison.alpha, confidence=comparison.confidence)
         result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, comparison)))
     summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha)

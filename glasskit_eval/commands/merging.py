@@ -18,13 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import Thresholds
+from ..cases.model import StreamGates, Thresholds
 from ..errors import UsageError
 from ..evaluation.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from ..evaluation.streamgates import CaseStreamGates, stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
-from ..results import Gate, ResultFormatError, SampleResult, TimingMode, TrialResult, stability
+from ..reports.streamload import stream_from_json
+from ..results import (
+    Gate,
+    ResultFormatError,
+    SampleResult,
+    StreamResult,
+    TimingMode,
+    TrialResult,
+    stability,
+)
 from ..summary import RunResult
+from ..support.strictjson import LoadError
 
 _REQUIRED = ("total", "eval_fingerprint", "options", "cases", "selection", "thresholds", "case_files")
 #: What every shard of one run shares (``arms`` only in a run with arms).
@@ -83,7 +94,9 @@ def _arms_well_formed(arms: object) -> bool:
 def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
     if data is None:
         return None
-    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"))
+    streams = {target: StreamGates(**gates) for target, gates in (data.get("stream_gates") or {}).items()}
+    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"),
+                      stream_gates=streams or None)
 
 
 def _shard(name: str, report: object) -> Mapping[str, Any]:
@@ -114,7 +127,22 @@ def _well_formed(block: Mapping[str, Any]) -> bool:
                     for e in selection)
             and isinstance(thresholds, Mapping) and isinstance(thresholds.get("cases"), list)
             and all(isinstance(c, Mapping) and "case" in c and "thresholds" in c for c in thresholds["cases"])
+            and all(isinstance(t, Mapping) and _stream_thresholds_ok(t.get("thresholds"))
+                    for t in [*thresholds["cases"], {"thresholds": thresholds.get("eval")}])
+            and isinstance(block.get("streams", []), list)
+            and all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)
+                    for e in block.get("streams", []))
             and _arms_well_formed(block.get("arms")))
+
+
+def _stream_thresholds_ok(data: object) -> bool:
+    if not isinstance(data, Mapping) or data.get("stream_gates") is None:
+        return True
+    gates = data["stream_gates"]
+    return isinstance(gates, Mapping) and all(
+        isinstance(g, Mapping) and set(g) <= set(StreamGates._fields)
+        and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in g.values())
+        for g in gates.values())
 
 
 def _key_text(key: SampleKey | tuple[str | None, str, str, int]) -> str:
@@ -171,6 +199,31 @@ def _timing(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int) -> Timin
     return TimingMode.INDIVIDUAL
 
 
+def _trial_streams(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int,
+                   selection: Sequence[tuple[str, str]]) -> tuple[StreamResult, ...]:
+    """The trial's streams from every shard, in the selection's order; each exactly once."""
+    found: dict[tuple[str, str], StreamResult] = {}
+    for name, report in named:
+        for i, item in enumerate(report.get("streams") or []):
+            if not isinstance(item, Mapping) or item.get("trial") != trial:
+                continue
+            try:
+                stream = stream_from_json(item)
+            except LoadError as exc:
+                raise UsageError(f"{name}: streams[{i}] is damaged ({exc})") from None
+            key = (stream.case, stream.target)
+            if key in found:
+                raise UsageError(f"trial {trial}: stream {key[0]} / {key[1]} is reported by more than one shard")
+            if key not in selection:
+                raise UsageError(f"trial {trial}: stream {key[0]} / {key[1]} is outside the run's selection")
+            found[key] = stream
+    missing = [k for k in selection if k not in found]
+    if missing:
+        raise UsageError(f"trial {trial}: no shard reports stream {missing[0][0]} / {missing[0][1]}; rerun the "
+                         "shard that should have run it")
+    return tuple(found[k] for k in selection)
+
+
 def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     """Recompute one run from shard reports given as (name, parsed JSON)."""
     if not named:
@@ -183,6 +236,9 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     selection: list[SampleKey] = [(c, t, i) for c, t, i, _line in block["selection"]]
     gate_options = GateOptions(options.get("min_pass_rate"), options.get("min_target_pass_rate"),
                                options.get("max_failures"))
+    stream_options = StreamGates(options.get("min_recall"), options.get("max_false_alarms_per_min"),
+                                 options.get("max_detection_latency_p95_s"))
+    stream_selection = [(c, t) for c, t in block.get("streams") or []]
     eval_thresholds = _thresholds(block["thresholds"]["eval"])
     cases = [CaseThresholds(c["case"], _thresholds(c["thresholds"])) for c in block["thresholds"]["cases"]]
     arms = _arms(block)
@@ -213,16 +269,19 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
             raise UsageError(f"trial {trial}: no shard reports {_listing(missing)}; rerun the shard "
                              "that should have run them")
         results = tuple(found[k] for k in expected)
+        streams = _trial_streams(reports, trial, stream_selection)
         gates: list[Gate] = []
         for arm in names:
             if arms is None or arms.gated(str(arm)):
                 mine = [r for r in results if r.arm == arm]
                 made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
                 gates += made if arm is None else [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in made]
+        gates += stream_gates(streams, options=stream_options, eval_thresholds=eval_thresholds,
+                              cases=[CaseStreamGates(c.case, c.thresholds) for c in cases])
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
-                                  timing_mode=_timing(reports, trial)))
+                                  timing_mode=_timing(reports, trial), streams=streams))
     run_gates = _run_gates(trials, options, arms)
     first = reports[0][1]
     duration = max(float(r.get("summary", {}).get("duration_seconds") or 0.0) for _n, r in reports)

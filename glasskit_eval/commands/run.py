@@ -152,7 +152,10 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           baseline=absolute(request.baseline))
     # Every arm evaluates every sample: its records are its own.
     per_sample = len(arms.arms) if arms is not None else 1
-    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat * per_sample,
+    streams = sum(len(c.streams) for c in plan.cases)
+    life.has_streams = streams > 0
+    life.start(request.to_json(), full, request.case, digests,
+               total=(plan.sample_count * per_sample + streams) * request.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
 

@@ -317,7 +317,7 @@ async def _trial(engine: Engine, plan: ArmPlan, trial: int, limiters: Mapping[st
 
     options, listener = engine.options, engine.listener
     # Each arm resumes on its own: the samples a checkpoint holds for it are reused, the rest run.
-    by_arm = [_split(engine.plan, trial, engine.store, arm.name) for arm in plan.arms]
+    by_arm = [_split(engine.plan, trial, engine.store, arm=arm.name) for arm in plan.arms]
     if options.repeat > 1 and (any(s.pending for splits in by_arm for s in splits) or engine.plan.sample_count == 0):
         listener.trial_started(trial, options.repeat)
     started = time.perf_counter()

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, cast
 
 from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
 from ..adapters.calls import Caller, DirectCaller
 from ..adapters.resilient import RateLimiter, ResilientCaller
+from ..cases.model import TargetSpec
 from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
@@ -68,6 +71,11 @@ class ResultStore(Protocol):
 
     def sink(self, trial: int) -> ResultSink: ...
 
+    def reusable_stream(self, trial: int, case: str, spec: TargetSpec, clip_end: Fraction,
+                        pace: float | None) -> StreamResult | None: ...
+
+    def stream_sink(self, trial: int) -> Callable[[StreamResult], None]: ...
+
 
 @dataclass(frozen=True)
 class Engine:
@@ -95,6 +103,17 @@ class _CaseSplit:
     plan: CasePlan
     reused: dict[int, SampleResult]
     pending: list[ScheduledSample]
+    #: Streams an earlier attempt finished, by target id (rescored from the checkpoint).
+    streams_reused: dict[str, StreamResult] = dataclasses.field(default_factory=dict)
+
+    @property
+    def streams_pending(self) -> tuple[TargetSpec, ...]:
+        return tuple(t for t in self.plan.streams if t.id not in self.streams_reused)
+
+    def streams_in_order(self, fresh: Sequence[StreamResult]) -> list[StreamResult]:
+        """Reused and fresh streams in the case's declaration order."""
+        found = {**self.streams_reused, **{s.target: s for s in fresh}}
+        return [found[t.id] for t in self.plan.streams if t.id in found]
 
     @property
     def shown(self) -> bool:
@@ -133,13 +152,13 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, liste
 
 async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> TrialResult:
     options, listener = engine.options, engine.listener
-    splits = _split(engine.plan, trial, engine.store)
+    splits = _split(engine.plan, trial, engine.store, options.pace)
     if options.repeat > 1 and (any(s.pending for s in splits) or engine.plan.sample_count == 0):
         listener.trial_started(trial, options.repeat)
     started = time.perf_counter()
     evaluator: Evaluator | None = None
     caller: Caller | None = None
-    streamed = [(split.plan.case.name, t.id) for split in splits for t in split.plan.streams]
+    streamed = [(split.plan.case.name, t.id) for split in splits for t in split.streams_pending]
     if any(not s.ignored for split in splits for s in split.pending) or streamed:
         evaluator, caller = await _open(engine, trial, limiter, splits)
         refused = missing_on_frame(evaluator, streamed)
@@ -153,16 +172,25 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                 listener.notice(line)
     sink = _announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
                        options.repeat)
+    stream_sink = engine.store.stream_sink(trial) if engine.store is not None else None
     ticker = asyncio.create_task(_tick(listener))
     results: list[SampleResult] = []
     streams: list[StreamResult] = []
     try:
         for split in splits:
             results.extend(await _case(engine, split, trial, caller, sink))
-            if split.plan.streams and evaluator is not None:
-                work = StreamWork(split.plan, trial, options.keep_going, options.pace, _warner(listener))
+            fresh: list[StreamResult] = []
+            pending = split.streams_pending
+            if pending and evaluator is not None:
+                mine = split.plan
+                mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
+                work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener))
                 clock = run_streams if work.pace is None else run_paced
-                streams.extend(await clock(work, cast(StreamEvaluator, evaluator)))
+                fresh = await clock(work, cast(StreamEvaluator, evaluator))
+                for result in fresh:
+                    if stream_sink is not None:
+                        stream_sink(result)
+            streams.extend(split.streams_in_order(fresh))
     except BaseException as exc:
         if evaluator is not None:
             if not isinstance(exc, SampleFailure):
@@ -183,9 +211,16 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                        timing_mode=_timing_mode(results, caller), streams=tuple(streams))
 
 
-def _split(plan: Plan, trial: int, store: ResultStore | None, arm: str | None = None) -> list[_CaseSplit]:
+def _split(plan: Plan, trial: int, store: ResultStore | None, pace: float | None = None,
+           arm: str | None = None) -> list[_CaseSplit]:
     splits = []
     for case_plan in plan.cases:
+        streams: dict[str, StreamResult] = {}
+        if store is not None and case_plan.video is not None:
+            for spec in case_plan.streams:
+                found = store.reusable_stream(trial, case_plan.case.name, spec, case_plan.video.end_time, pace)
+                if found is not None:
+                    streams[spec.id] = found
         reused: dict[int, SampleResult] = {}
         pending: list[ScheduledSample] = []
         for sample in case_plan.samples:
@@ -194,7 +229,7 @@ def _split(plan: Plan, trial: int, store: ResultStore | None, arm: str | None = 
                 pending.append(sample)
             else:
                 reused[sample.sample_index] = result
-        splits.append(_CaseSplit(case_plan, reused, pending))
+        splits.append(_CaseSplit(case_plan, reused, pending, streams))
     return splits
 
 

@@ -203,4 +203,11 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
         if baseline.changes:
             shown, more = _capped(change_rows(baseline), "changes")
             out += ["", *_table(CHANGE_HEADERS, shown), *more]
+        if baseline.streams is not None:
+            from .streambaseline import EVENT_HEADERS, event_rows, summary_line
+
+            out += ["", f"{summary_line(baseline.streams)}."]
+            if baseline.streams.events:
+                shown, more = _capped(event_rows(baseline.streams), "event changes")
+                out += ["", *_table(EVENT_HEADERS, shown), *more]
     return "\n".join(out) + "\n"

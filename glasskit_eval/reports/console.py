@@ -182,12 +182,12 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
 
     p()
     section(_target_table(summary))
-    from .streams import stream_table
+    from .streams import stream_stability_table, stream_table
 
-    streams = stream_table(summary)
-    if streams is not None:
-        p()
-        section(streams)
+    for streams in (stream_table(summary), stream_stability_table(summary)):
+        if streams is not None:
+            p()
+            section(streams)
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:

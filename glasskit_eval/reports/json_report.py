@@ -63,6 +63,10 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     streams = [s.to_json() for t in run.trials for s in t.streams] or None
     blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
                               "streams": streams, "jitter": jitter}
+    if streams is not None and run.repeat > 1:
+        from .streams import stream_stability
+
+        blocks["stream_stability"] = stream_stability(summary)
     if arms is not None:
         blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
     return {

@@ -12,9 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ReportReadError
-from ..results import RESULT_SHAPE, Gate, ResultFormatError, SampleResult, TimingMode, TrialResult
+from ..results import (
+    RESULT_SHAPE,
+    Gate,
+    ResultFormatError,
+    SampleResult,
+    StreamResult,
+    TimingMode,
+    TrialResult,
+)
 from ..summary import RunResult
 from ..support import strictjson as sj
+from .streamload import STREAM_SHAPE, stream_from_json
 
 if TYPE_CHECKING:
     from ..arms.compare import ArmsReport
@@ -62,7 +71,8 @@ REPORT_SHAPE = sj.Obj(
     optional={"success": sj.Bool(), "eval_dir": sj.Str(), "cases": sj.Arr(sj.Str()), "repeat_count": sj.Int(1),
               "gates": sj.Arr(_GATE), "checkpoint": sj.Obj(nullable=True), "stability": sj.Arr(sj.Obj()),
               "by_target": sj.MapOf(sj.Obj()), "by_case": sj.MapOf(sj.Obj()), "baseline": _BASELINE,
-              "shard": sj.Obj(), "observation_cache": sj.Obj()})
+              "shard": sj.Obj(), "observation_cache": sj.Obj(), "streams": sj.Arr(STREAM_SHAPE),
+              "stream_stability": sj.Arr(sj.Obj())})
 
 
 def load_report_file(path: Path, label: str | None = None) -> dict[str, Any]:
@@ -89,7 +99,18 @@ def load_report_file(path: Path, label: str | None = None) -> dict[str, Any]:
         sj.check(data, REPORT_SHAPE)
     except sj.LoadError as exc:
         raise ReportReadError(f"{name}: {exc}; {_WRITTEN_BY}") from None
+    for i, item in enumerate(data.get("streams") or []):
+        _stream(item, i, name)
     return data
+
+
+def _stream(item: Any, index: int, name: str | Path) -> StreamResult:
+    """One ``streams`` entry, its damage named by file and JSON path."""
+    try:
+        return stream_from_json(item)
+    except sj.LoadError as exc:
+        where = f"streams[{index}]" + ("" if exc.where in ("", "the top level") else f".{exc.where}")
+        raise ReportReadError(f"{name}: {where}: {exc.reason}; {_WRITTEN_BY}") from None
 
 
 def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResult:
@@ -126,6 +147,10 @@ def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResul
             mode = _get(trial, "summary", "evaluation_timing_mode")
             if into["mode"] is None and mode is not None:
                 into["mode"] = TimingMode.parse(mode)
+        for i, item in enumerate(data.get("streams") or []):
+            stream = _stream(item, i, path)
+            trials.setdefault(stream.trial, {"results": [], "gates": [], "duration": 0.0, "mode": None,
+                                             "streams": []}).setdefault("streams", []).append(stream)
     for trial_data in trials.values():
         for r in trial_data["results"]:
             if r.case not in cases:
@@ -134,7 +159,8 @@ def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResul
     return RunResult(
         eval_dir=eval_dir, cases=tuple(cases), repeat=max(repeat, len(trials)),
         trials=tuple(TrialResult(trial=n, results=tuple(v["results"]), gates=tuple(v["gates"]),
-                                 duration_seconds=v["duration"], timing_mode=v["mode"])
+                                 duration_seconds=v["duration"], timing_mode=v["mode"],
+                                 streams=tuple(v.get("streams", [])))
                      for n, v in sorted(trials.items())),
         gates=tuple(run_gates), duration_seconds=duration)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from ..results import StreamResult
 from ..summary import RunSummary
@@ -106,3 +107,36 @@ def missed_event_annotations(summary: RunSummary, locations: Locations, workspac
             lines.append(command("error", message, file=file, line=line,
                                  title=f"{s.case} / {s.target} event @ {at}s missed"))
     return lines
+
+
+def stream_stability(summary: RunSummary) -> list[dict[str, Any]]:
+    """Each event's detections across the trials (``--repeat``), in first-seen order.
+
+    An event is flaky when some trials detected it and others missed it; a stream that stopped on an
+    adapter error in a trial counts that trial as a miss.
+    """
+    seen: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for s in _streams(summary):
+        for event in s.events:
+            entry = seen.setdefault((s.case, s.target, event.index), {
+                "case": s.case, "target": s.target, "index": event.index, "at": float(event.at),
+                "detected_trials": 0, "trials": 0})
+            entry["trials"] += 1
+            entry["detected_trials"] += event.detected
+    for entry in seen.values():
+        entry["detection_rate"] = entry["detected_trials"] / entry["trials"]
+        entry["flaky"] = 0 < entry["detected_trials"] < entry["trials"]
+    return list(seen.values())
+
+
+def stream_stability_table(summary: RunSummary) -> str | None:
+    """With ``--repeat``: the events not detected in every trial (flaky, or missed every time)."""
+    if len(summary.run.trials) < 2:
+        return None
+    rows = [[e["case"], e["target"], f"{time_label(e['at'])}s", f"{e['detected_trials']}/{e['trials']}",
+             "flaky" if e["flaky"] else "missed every trial"]
+            for e in stream_stability(summary) if e["detected_trials"] < e["trials"]]
+    if not rows:
+        return None
+    return table("Unstable and missed events", ["Case", "Target", "At", "Detected", "Finding"], rows,
+                 [False, False, True, True, False], width=WIDTH)
