@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
 from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
-from ..adapters.calls import Caller, DirectCaller
-from ..adapters.resilient import RateLimiter, ResilientCaller
+from ..adapters.calls import Caller, DirectCaller, DirectStreamCaller, StreamCaller
+from ..adapters.resilient import RateLimiter, ResilientCaller, ResilientStreamCaller
 from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
@@ -138,6 +138,7 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     started = time.perf_counter()
     evaluator: Evaluator | None = None
     caller: Caller | None = None
+    stream_caller: StreamCaller | None = None
     streamed = [(split.plan.case.name, t.id) for split in splits for t in split.plan.streams]
     if any(not s.ignored for split in splits for s in split.pending) or streamed:
         evaluator, caller = await _open(engine, trial, limiter, splits)
@@ -146,6 +147,9 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
             with contextlib.suppress(Exception):
                 await evaluator.close()
             raise refused
+        if streamed:
+            stream_caller = ResilientStreamCaller(DirectStreamCaller(cast(StreamEvaluator, evaluator)),
+                                                  options.call_policy, limiter)
         if evaluator.batch and trial == 1:
             allocator.hold_frames()
             for line in batch_memory_notes(splits):
@@ -158,10 +162,10 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     try:
         for split in splits:
             results.extend(await _case(engine, split, trial, caller, sink))
-            if split.plan.streams and evaluator is not None:
+            if split.plan.streams and stream_caller is not None:
                 work = StreamWork(split.plan, trial, options.keep_going, options.pace, _warner(listener))
                 clock = run_streams if work.pace is None else run_paced
-                streams.extend(await clock(work, cast(StreamEvaluator, evaluator)))
+                streams.extend(await clock(work, stream_caller))
     except BaseException as exc:
         if evaluator is not None:
             if not isinstance(exc, SampleFailure):
