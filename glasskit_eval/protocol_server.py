@@ -457,9 +457,11 @@ class _Server:
             "capabilities": {
                 "evaluate": self._evaluate is not None,
                 "evaluateMany": self._evaluate_many is not None,
-                "frame": self._on_frame is not None,
             },
         }
+        if self._on_frame is not None:
+            # Only then: a sample adapter's answer stays what protocol version 1 has always sent.
+            result["capabilities"]["frame"] = True
         # A declared version lets the runner's observation cache (run --cache) trust answers.
         declared = getattr(self._evaluator, "adapter_version", None)
         if isinstance(declared, str) and declared:

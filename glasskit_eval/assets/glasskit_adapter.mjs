@@ -288,7 +288,9 @@ export async function runGlassKitAdapter(createEvaluator) {
       if (!capabilities.evaluate && !capabilities.evaluateMany && !capabilities.frame) {
         throw new Error("the adapter factory must return an object with evaluate, evaluateMany or onFrame");
       }
-      return { protocolVersion: PROTOCOL_VERSION, capabilities };
+      // frame only when true: a sample adapter's answer stays what protocol version 1 has always sent.
+      const { frame, ...sent } = capabilities;
+      return { protocolVersion: PROTOCOL_VERSION, capabilities: frame ? capabilities : sent };
     });
   }
 
