@@ -333,10 +333,12 @@ def test_nan_written_by_an_adapter_of_our_own_is_a_protocol_error(tmp_path: Path
     assert "the adapter's answer to frame contains NaN, which is not JSON" in err
     # With --keep-going the stream stops there and is scored on what it emitted.
     report = tmp_path / "r.json"
-    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--target", "door",
-                              "--keep-going", "--output-json", report)
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", command, "--target", "door",
+                             "--keep-going", "--output-json", report)
     (stream,) = read_json(report)["streams"]
     assert code == 1 and stream["frames_delivered"] == 5 and "contains NaN" in stream["error"]
+    # The stream's progress line, printed when it ends.
+    assert "  stream door: 5 frames, 0/1 events detected, 0 repeats, 0 false alarms; stopped: on_frame at frame 4" in out
 
 
 @pytest.mark.parametrize("keep_going", [False, True])

@@ -49,6 +49,9 @@ class RunListener(Protocol):
     def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
         """Each new result as soon as it is judged (before its case finishes)."""
 
+    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
+        """Each stream once it is fed to the end (or stopped) and scored."""
+
     def tick(self) -> None:
         """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
 
@@ -165,7 +168,9 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
             if split.plan.streams and stream_caller is not None:
                 work = StreamWork(split.plan, trial, options.keep_going, options.pace, _warner(listener))
                 clock = run_streams if work.pace is None else run_paced
-                streams.extend(await clock(work, stream_caller))
+                for stream in await clock(work, stream_caller):
+                    streams.append(stream)
+                    listener.stream_finished(stream, trial, options.repeat)
     except BaseException as exc:
         if evaluator is not None:
             if not isinstance(exc, SampleFailure):
