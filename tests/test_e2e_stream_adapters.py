@@ -28,6 +28,8 @@ from evalkit import ROOT, TESTS, make_eval, read_json, run_cli
 from fixturevideos import MANIFEST
 from PIL import Image
 
+from glasskit_eval.adapters._wire import ENCODINGS
+
 pytestmark = [pytest.mark.e2e, pytest.mark.frames]
 
 HELPER = ROOT / "glasskit_eval" / "assets" / "glasskit_adapter.mjs"
@@ -232,9 +234,12 @@ def test_every_adapter_kind_gives_the_same_replay_results(tmp_path: Path, stream
     eval_dir = stream_eval(tmp_path)
     shutil.copy(HELPER, eval_dir / "glasskit_adapter.mjs")
     (eval_dir / "adapter.mjs").write_text(NODE_ADAPTER)
-    runs = {
+    encoded = ENCODINGS.made
+    runs = {"protocol-server": streams_of(eval_dir, tmp_path, "served", "--adapter-command", served(eval_dir))}
+    # Both targets' streams take each decoded frame: its PNG is made once for the two.
+    assert ENCODINGS.made - encoded == len(MANIFEST[VIDEO]["frame_times"])
+    runs |= {
         "python": streams_of(eval_dir, tmp_path, "python", "--adapter", f"{eval_dir / 'adapter.py'}:create_evaluator"),
-        "protocol-server": streams_of(eval_dir, tmp_path, "served", "--adapter-command", served(eval_dir)),
         "node": streams_of(eval_dir, tmp_path, "node", "--adapter-command", f"node {eval_dir / 'adapter.mjs'}"),
         "http": streams_of(eval_dir, tmp_path, "http", "--adapter-config", http_config(tmp_path, stream_server.url)),
     }
