@@ -667,10 +667,10 @@ def test_line_larger_than_the_limit(lang: str) -> None:
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_neither_capability(lang: str) -> None:
+def test_no_capability(lang: str) -> None:
     error, _ = expect_create_error(misbehave(lang, "no-capabilities"))
     assert isinstance(error, ProtocolError)
-    assert "failed to initialize" in str(error) and "neither" in str(error)
+    assert "failed to initialize" in str(error) and "none of the evaluate, evaluateMany and frame" in str(error)
 
 
 @pytest.mark.parametrize("lang", LANGS)

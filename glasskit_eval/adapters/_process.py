@@ -168,7 +168,7 @@ class CommandEvaluator:
         """Abandon every call in flight: tell the adapter, release the callers."""
         self._stopping = True
         for request_id, method in list(self._conn.pending.items()):
-            if method in ("evaluate", "evaluateMany"):
+            if method not in ("initialize", "close"):
                 self._abandon(request_id)
                 future = self._futures.pop(request_id, None)
                 if future is not None and not future.done():

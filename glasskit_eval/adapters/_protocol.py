@@ -2,7 +2,8 @@
 
 The runner and a command adapter exchange newline-delimited JSON over the adapter's
 stdin and stdout. We send requests ``{"id", "method", "params"}`` (``initialize``,
-``evaluate``, ``evaluateMany``, ``close``) and the notification ``{"method": "cancel",
+``evaluate``, ``evaluateMany``, the stream requests ``startStream``, ``frame`` and
+``endStream``, and ``close``) and the notification ``{"method": "cancel",
 "params": {"id"}}``; the adapter answers each request once with ``{"id", "result"}``
 or ``{"id", "error": {"message", "stack"?}}``.
 
@@ -43,6 +44,7 @@ from ._messages import (
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "PROTOCOL_VERSION",
+    "STREAM_METHODS",
     "Capabilities",
     "Connection",
     "Event",
@@ -57,6 +59,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
+#: A stream's requests; the adapter reports them with the ``frame`` capability.
+STREAM_METHODS: Final = ("startStream", "frame", "endStream")
 
 #: Largest message, in bytes without its newline, accepted in each direction. It is
 #: what bounds how many PNG frames one ``evaluateMany`` request can carry.
@@ -88,7 +92,7 @@ class State(enum.Enum):
 _SENDABLE: Final[Mapping[State, frozenset[str]]] = {
     State.UNINITIALIZED: frozenset({"initialize", "close"}),
     State.INITIALIZING: frozenset({"close"}),
-    State.READY: frozenset({"evaluate", "evaluateMany", "close"}),
+    State.READY: frozenset({"evaluate", "evaluateMany", *STREAM_METHODS, "close"}),
     State.INIT_FAILED: frozenset({"close"}),
     State.CLOSING: frozenset(),
     State.CLOSED: frozenset(),
@@ -114,6 +118,8 @@ class Capabilities:
 
     evaluate: bool
     evaluate_many: bool
+    #: ``startStream`` / ``frame`` / ``endStream``: the adapter can be fed stream targets.
+    frame: bool = False
 
 
 @dataclass(frozen=True)
@@ -260,6 +266,8 @@ class Connection:
             raise LocalProtocolError("the adapter did not report the evaluate capability")
         if method == "evaluateMany" and not (caps and caps.evaluate_many):
             raise LocalProtocolError("the adapter did not report the evaluateMany capability")
+        if method in STREAM_METHODS and not (caps and caps.frame):
+            raise LocalProtocolError("the adapter did not report the frame capability")
 
     # -- incoming -----------------------------------------------------------
 
@@ -476,7 +484,7 @@ def parse_initialize_result(result: object) -> Capabilities:
     if not isinstance(caps, dict):
         raise ProtocolError("the adapter's initialize result lacks a capabilities object")
     flags: dict[str, bool] = {}
-    for name in ("evaluate", "evaluateMany"):
+    for name in ("evaluate", "evaluateMany", "frame"):
         value = caps.get(name, False)
         if not isinstance(value, bool):
             raise ProtocolError(
@@ -484,9 +492,9 @@ def parse_initialize_result(result: object) -> Capabilities:
                 f"false, got {value!r}"
             )
         flags[name] = value
-    if not flags["evaluate"] and not flags["evaluateMany"]:
+    if not any(flags.values()):
         raise ProtocolError(
-            "the adapter reports neither the evaluate nor the evaluateMany capability; "
-            "the object its factory returns must implement evaluate or evaluateMany"
+            "the adapter reports none of the evaluate, evaluateMany and frame capabilities; "
+            "the object its factory returns must implement evaluate, evaluateMany or onFrame"
         )
-    return Capabilities(evaluate=flags["evaluate"], evaluate_many=flags["evaluateMany"])
+    return Capabilities(flags["evaluate"], flags["evaluateMany"], flags["frame"])

@@ -3,7 +3,8 @@
 A clip sample also carries ``frames``: one ``{timestampS, mediaTimestampS, frameIndex, image}``
 per clip entry, the image object spelled as the sample's own. Overlapping clips in flight
 share their frames' image objects, so :data:`ENCODINGS` encodes each frame once for all of
-them and forgets the text when the image object goes away.
+them and forgets the text when the image object goes away; a stream frame fed to several stream
+targets is encoded once the same way.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from ..errors import AdapterError
 from ..video.png import encode_png, png_pieces
 from ._protocol import encode_params
-from .base import Sample, add_usage
+from .base import Sample, Target, add_usage
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -55,10 +57,21 @@ def sample_parts(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> list[bytes]
     return [head[:-2], b',"dataBase64":"', *base64_pieces(png_pieces(image, level)), b'"}}']
 
 
+def shared_png(image: Image.Image, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    """The frame's base64 PNG, made once for every clip or stream that is sent the same image object."""
+    return ENCODINGS.text(image, f"png{level}", lambda im: binascii.b2a_base64(encode_png(im, level),
+                                                                               newline=False))
+
+
+def frame_parts(sample: Sample, level: int = PNG_COMPRESS_LEVEL) -> list[bytes]:
+    """A stream frame's sample object as a sample's; its PNG made once for all the streams fed it."""
+    head = encode_params(sample.wire_fields())
+    return [head[:-1], b',"image":', *image_parts(sample.image, "image/png", shared_png(sample.image, level)), b"}"]
+
+
 def _clip_parts(sample: Sample, level: int) -> list[bytes]:
     def png(image: Image.Image) -> bytes:
-        return ENCODINGS.text(image, f"png{level}", lambda im: binascii.b2a_base64(encode_png(im, level),
-                                                                                   newline=False))
+        return shared_png(image, level)
 
     head = encode_params(sample.wire_fields())
     parts = [head[:-1], b',"frames":[']
@@ -91,6 +104,11 @@ def json_image(image: Image.Image, image_format: str = "png", jpeg_quality: int 
     width, height = image.size
     return {"mimeType": "image/jpeg" if image_format == "jpeg" else "image/png", "width": width,
             "height": height, "dataBase64": text.decode("ascii")}
+
+
+def json_frame(sample: Sample, image_format: str = "png", jpeg_quality: int = 90) -> dict[str, Any]:
+    """A stream frame's sample object for HTTP: a sample's, its image made once for all the streams fed it."""
+    return {**sample.wire_fields(), "image": json_image(sample.image, image_format, jpeg_quality, shared=True)}
 
 
 def json_sample(sample: Sample, image_format: str = "png", jpeg_quality: int = 90) -> dict[str, Any]:
@@ -187,3 +205,28 @@ def share_usage(samples: Sequence[Sample], usage: Any) -> None:
         return
     for sample in samples:
         add_usage(sample.usage, {k: v / len(samples) for k, v in usage.items()})
+
+
+class StreamIds:
+    """The id of each target's stream in flight; ids are ``prefix`` and a count, never reused."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self._prefix = prefix
+        self._count = 0
+        self._ids: dict[str, str] = {}
+
+    def open(self, target: Target) -> str:
+        self._count += 1
+        self._ids[target.id] = found = f"{self._prefix}{self._count}"
+        return found
+
+    def of(self, target: Target) -> str:
+        found = self._ids.get(target.id)
+        if found is None:
+            raise AdapterError(f"no stream of target {target.id!r} was started")
+        return found
+
+    def close(self, target: Target) -> str:
+        found = self.of(target)
+        del self._ids[target.id]
+        return found

@@ -23,6 +23,11 @@
 //       },
 //       // Or, for a real batch API, evaluateMany({ samples, target, signal }) returning
 //       // one observation per sample, in order. It takes precedence when both exist.
+//       // Stream targets (`events`): onFrame({ sample, target, stream, signal }) gets the
+//       // video's frames in order, one at a time, and returns its emissions: null, one
+//       // JSON value, or an array of them. Optional: startStream({ target, stream, signal })
+//       // before the first frame, endStream({ target, stream, signal }) returning final
+//       // emissions. stream: { id, case, video, everyS, pace }, one per (case, target, trial).
 //       async close() {
 //         await app.close();
 //       },
@@ -54,7 +59,11 @@
 //   evaluate     {sample, target}   -> observation   (sample.image carries dataBase64;
 //                a clip sample also has frames: [{timestampS, mediaTimestampS, frameIndex, image}])
 //   evaluateMany {samples, target}  -> [observation, ...]
+//   startStream  {stream: {id, case, video, everyS, pace}, target}   -> null
+//   frame        {stream: {id}, sample, target}  -> null, an emission, or [emission, ...]
+//   endStream    {stream: {id}, target}          -> the same (final emissions)
 //   close        {}                 -> null, then exit with status 0
+// (the stream requests only with capabilities.frame; a stream's frames come one at a time)
 // and the notification {"method": "cancel", "params": {"id"}} abandons a call. Each
 // request is answered once, with {"id", "result"} or {"id", "error": {"message",
 // "stack"}}. Calls may overlap; answers may come in any order.
@@ -234,7 +243,8 @@ export async function runGlassKitAdapter(createEvaluator) {
 
   const active = new Map(); // request id -> { controller, done }
   let evaluator;
-  let capabilities = { evaluate: false, evaluateMany: false };
+  let capabilities = { evaluate: false, evaluateMany: false, frame: false };
+  const streams = new Map(); // stream id -> { id, case, video, everyS, pace }
   let closed = false;
   let written = Promise.resolve();
 
@@ -273,11 +283,14 @@ export async function runGlassKitAdapter(createEvaluator) {
       capabilities = {
         evaluate: typeof evaluator?.evaluate === "function",
         evaluateMany: typeof evaluator?.evaluateMany === "function",
+        frame: typeof evaluator?.onFrame === "function",
       };
-      if (!capabilities.evaluate && !capabilities.evaluateMany) {
-        throw new Error("the adapter factory must return an object with evaluate or evaluateMany");
+      if (!capabilities.evaluate && !capabilities.evaluateMany && !capabilities.frame) {
+        throw new Error("the adapter factory must return an object with evaluate, evaluateMany or onFrame");
       }
-      return { protocolVersion: PROTOCOL_VERSION, capabilities };
+      // frame only when true: a sample adapter's answer stays what protocol version 1 has always sent.
+      const { frame, ...sent } = capabilities;
+      return { protocolVersion: PROTOCOL_VERSION, capabilities: frame ? capabilities : sent };
     });
   }
 
@@ -286,6 +299,9 @@ export async function runGlassKitAdapter(createEvaluator) {
     const { id, method, params } = request;
     const done = answer(id, async () => {
       if (!evaluator) throw new Error("the adapter is not initialized");
+      if (method === "startStream" || method === "frame" || method === "endStream") {
+        return await streamCall(method, params, controller.signal);
+      }
       if (method === "evaluate") {
         if (!capabilities.evaluate) throw new Error("the adapter does not implement evaluate");
         return await evaluator.evaluate({
@@ -315,6 +331,22 @@ export async function runGlassKitAdapter(createEvaluator) {
     active.set(id, { controller, done });
   }
 
+  async function streamCall(method, params, signal) {
+    if (!capabilities.frame) throw new Error("the adapter does not implement onFrame");
+    const { target } = params;
+    if (method === "startStream") {
+      streams.set(params.stream.id, params.stream);
+      if (typeof evaluator.startStream === "function") await evaluator.startStream({ target, stream: params.stream, signal });
+      return null;
+    }
+    const stream = streams.get(params.stream.id) ?? params.stream;
+    if (method === "frame") {
+      return await evaluator.onFrame({ sample: sampleForApp(params.sample), target, stream, signal });
+    }
+    streams.delete(params.stream.id);
+    return typeof evaluator.endStream === "function" ? await evaluator.endStream({ target, stream, signal }) : null;
+  }
+
   async function closeEvaluator() {
     const current = evaluator;
     evaluator = undefined;
@@ -331,6 +363,9 @@ export async function runGlassKitAdapter(createEvaluator) {
         return;
       case "evaluate":
       case "evaluateMany":
+      case "startStream":
+      case "frame":
+      case "endStream":
         startCall(request);
         return;
       case "close":

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..adapters.base import StreamEvaluator
+from ..adapters.calls import DirectStreamCaller
 from ..cases.model import EventSpec, TargetSpec
 from ..compare.values import MissingField, extract_field
 from ..errors import EvalError
@@ -84,7 +85,8 @@ async def seed_streams(evaluator: Any, work: Sequence[tuple[CasePlan, tuple[Targ
     problems: list[str] = []
     for case_plan, targets in work:
         mine = CasePlan(case_plan.case, (), case_plan.video_path, case_plan.video, targets)
-        results = await run_streams(StreamWork(mine, keep_going=keep_going), cast(StreamEvaluator, evaluator))
+        caller = DirectStreamCaller(cast(StreamEvaluator, evaluator))
+        results = await run_streams(StreamWork(mine, keep_going=keep_going), caller)
         for result, spec in zip(results, targets):
             if result.error is not None:
                 problems.append(result.error)

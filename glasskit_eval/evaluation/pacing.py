@@ -13,7 +13,7 @@ import asyncio
 from fractions import Fraction
 from typing import Any
 
-from ..adapters.base import StreamEvaluator
+from ..adapters.calls import StreamCaller
 from ..plan.feeds import FeedFrame
 from ..results import Emission, StreamResult
 from .streams import Stream, StreamFeeder, StreamWork, decoded
@@ -56,10 +56,10 @@ class _Slot:
         self.ready.set()
 
 
-async def run_paced(work: StreamWork, evaluator: StreamEvaluator) -> list[StreamResult]:
+async def run_paced(work: StreamWork, caller: StreamCaller) -> list[StreamResult]:
     assert work.pace is not None
     pace = work.pace
-    feeder = StreamFeeder(work, evaluator)
+    feeder = StreamFeeder(work, caller)
     await feeder.start()
     loop = asyncio.get_running_loop()
     takers: dict[Fraction, list[tuple[Stream, FeedFrame]]] = {}

@@ -4,6 +4,7 @@ One stream per (case, target, trial). Each stream is fed strictly one frame at a
 different targets take the same decoded frame side by side, and the next frame goes out once every
 stream has answered (replay). An emission's time is the media time of the frame it answered;
 ``end_stream``'s emissions are timed at the clip's end. The paced clock lives in :mod:`.pacing`.
+Every call goes through a :class:`~..adapters.calls.StreamCaller` (timeout, retries, rate limit).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..adapters.base import Sample, StreamEvaluator, StreamInfo, Target
+from ..adapters.base import Sample, StreamInfo, Target
+from ..adapters.calls import StreamCaller
 from ..cases.model import TargetSpec
 from ..errors import AdapterError, AdapterGone, SampleFailure
 from ..plan.feeds import FeedFrame, feed
@@ -54,7 +56,8 @@ def missing_on_frame(evaluator: object, targets: Sequence[tuple[str, str]]) -> A
     more = f" (and {len(targets) - 1} more)" if len(targets) > 1 else ""
     return AdapterError(f"target {target!r} of case {case!r}{more} is a stream target (it has `events`), but the "
                         "adapter has no on_frame(sample, target); add on_frame (returning None, one emission or "
-                        "a list of them) or give the target `samples`")
+                        "a list of them; onFrame with the Node helper, the `frame` capability for a command "
+                        "adapter of your own) or give the target `samples`")
 
 
 @dataclass
@@ -91,9 +94,9 @@ def emissions_of(answer: Any, what: str) -> list[Any]:
 class StreamFeeder:
     """What both clocks share: opening, ending and scoring the streams of one case."""
 
-    def __init__(self, work: StreamWork, evaluator: StreamEvaluator) -> None:
+    def __init__(self, work: StreamWork, caller: StreamCaller) -> None:
         self.work = work
-        self.evaluator = evaluator
+        self.caller = caller
         plan = work.plan
         assert plan.video is not None
         self.end_time = plan.video.end_time
@@ -121,10 +124,9 @@ class StreamFeeder:
             every = stream.spec.stream.every_s
             info = StreamInfo(case=plan.case.name, video=str(plan.video_path),
                               every_s=None if every is None else float(every), pace=self.work.pace)
-            try:
-                await self.evaluator.start_stream(stream.target, info)
-            except Exception as exc:
-                self.fail(stream, exc, "start_stream")
+            call = await self.caller.start(stream.target, info)
+            if call.error is not None:
+                self.fail(stream, call.error, "start_stream")
 
         await asyncio.gather(*(one(s) for s in self.streams))
 
@@ -134,9 +136,11 @@ class StreamFeeder:
                         sample_index=stream.delivered, video_path=str(self.work.plan.video_path),
                         case_name=self.work.plan.case.name)
         stream.delivered += 1
+        call = await self.caller.frame(sample, stream.target)
         try:
-            return emissions_of(await self.evaluator.on_frame(sample, stream.target),
-                                f"on_frame for {self.describe(stream, frame)}")
+            if call.error is not None:
+                raise call.error
+            return emissions_of(call.observation, f"on_frame for {self.describe(stream, frame)}")
         except Exception as exc:
             self.fail(stream, exc, f"on_frame at frame {frame.frame_index} ({format_time(frame.media_time)}s)")
             return None
@@ -145,9 +149,11 @@ class StreamFeeder:
         async def one(stream: Stream) -> None:
             if not stream.active:
                 return
+            call = await self.caller.end(stream.target)
             try:
-                values = emissions_of(await self.evaluator.end_stream(stream.target),
-                                      f"end_stream for {self.describe(stream)}")
+                if call.error is not None:
+                    raise call.error
+                values = emissions_of(call.observation, f"end_stream for {self.describe(stream)}")
             except Exception as exc:
                 self.fail(stream, exc, "end_stream")
                 return
@@ -200,9 +206,9 @@ async def decoded(work: StreamWork, times: Sequence[Fraction]) -> AsyncIterator[
         frames.close()
 
 
-async def run_streams(work: StreamWork, evaluator: StreamEvaluator) -> list[StreamResult]:
+async def run_streams(work: StreamWork, caller: StreamCaller) -> list[StreamResult]:
     """Feed every stream of the case on the replay clock and score it (:mod:`.pacing` has the paced one)."""
-    feeder = StreamFeeder(work, evaluator)
+    feeder = StreamFeeder(work, caller)
     await feeder.start()
     takers: dict[Fraction, list[tuple[Stream, FeedFrame]]] = {}
     for stream in feeder.streams:

@@ -17,8 +17,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, cast
 
 from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
-from ..adapters.calls import Caller, DirectCaller
-from ..adapters.resilient import RateLimiter, ResilientCaller
+from ..adapters.calls import Caller, DirectCaller, DirectStreamCaller, StreamCaller
+from ..adapters.resilient import RateLimiter, ResilientCaller, ResilientStreamCaller
 from ..cases.model import TargetSpec
 from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
@@ -51,6 +51,9 @@ class RunListener(Protocol):
 
     def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
         """Each new result as soon as it is judged (before its case finishes)."""
+
+    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
+        """Each stream once it is fed to the end (or stopped) and scored."""
 
     def tick(self) -> None:
         """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
@@ -158,6 +161,7 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     started = time.perf_counter()
     evaluator: Evaluator | None = None
     caller: Caller | None = None
+    stream_caller: StreamCaller | None = None
     streamed = [(split.plan.case.name, t.id) for split in splits for t in split.streams_pending]
     if any(not s.ignored for split in splits for s in split.pending) or streamed:
         evaluator, caller = await _open(engine, trial, limiter, splits)
@@ -166,6 +170,9 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
             with contextlib.suppress(Exception):
                 await evaluator.close()
             raise refused
+        if streamed:
+            stream_caller = ResilientStreamCaller(DirectStreamCaller(cast(StreamEvaluator, evaluator)),
+                                                  options.call_policy, limiter)
         if evaluator.batch and trial == 1:
             allocator.hold_frames()
             for line in batch_memory_notes(splits):
@@ -181,15 +188,16 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
             results.extend(await _case(engine, split, trial, caller, sink))
             fresh: list[StreamResult] = []
             pending = split.streams_pending
-            if pending and evaluator is not None:
+            if pending and stream_caller is not None:
                 mine = split.plan
                 mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
                 work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener))
                 clock = run_streams if work.pace is None else run_paced
-                fresh = await clock(work, cast(StreamEvaluator, evaluator))
+                fresh = await clock(work, stream_caller)
                 for result in fresh:
                     if stream_sink is not None:
                         stream_sink(result)
+                    listener.stream_finished(result, trial, options.repeat)
             streams.extend(split.streams_in_order(fresh))
     except BaseException as exc:
         if evaluator is not None:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..results import SampleResult, Status
+from ..results import SampleResult, Status, StreamResult
 from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
@@ -71,6 +71,15 @@ class ConsoleListener:
             if self.verbose and result.traceback:
                 self._print(indent_block(quoted_lines(result.traceback), "      "))
         self.progress.result(result)
+
+    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
+        m = result.metrics
+        prefix = f"[{trial}/{total}] " if total > 1 else ""
+        dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
+        stopped = f"; stopped: {inline(result.error)}" if result.error else ""
+        self._print(f"  {prefix}stream {result.target}: {result.frames_delivered} frames{dropped}, "
+                    f"{m.detected}/{m.events} events detected, {m.repeats} repeats, {m.false_alarms} false alarms"
+                    f"{stopped}")
 
     def tick(self) -> None:
         self.progress.tick()
