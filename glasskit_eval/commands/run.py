@@ -206,7 +206,8 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
                     keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None)))
             return asyncio.run(interruptible(run_trials(
                 plan, prepared.spec, options, listener, store=RunStore(life), keep_frame=keep, saver=saver,
-                cache=cache, gating=request.shard is None)))
+                cache=cache, gating=request.shard is None,
+                stream_keeper=thumbnails.streams if thumbnails is not None else None)))
     finally:
         output.finish()
         listener.close()
@@ -309,6 +310,8 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
     write_html(path, summary, HtmlOptions(thumbnails=thumbnails, frames=thumbnails.frames,
                                           budget_bytes=thumbnails.budget_bytes, over_budget=thumbnails.over_budget,
                                           durations=clip_durations(prepared.plan),
+                                          stream_misses=thumbnails.streams.misses,
+                                          stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
                                           eval_dir=prepared.shown_eval_dir))
 

@@ -27,6 +27,8 @@ class Images:
     thumb_of: dict[int, int | str] = field(default_factory=dict)
     #: By attempt: a full frame's index, True when the thumbnail is the whole frame, or an artifact link.
     frame_of: dict[int, int | bool | str] = field(default_factory=dict)
+    #: Thumbnails of ``extra`` frames (stream misses and false alarms) by key; missing: not embedded.
+    extra_of: dict[ThumbKey, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -50,8 +52,12 @@ def artifact_link(path: str, output_dir: str | None) -> str:
 
 def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbnails: Mapping[ThumbKey, bytes],
              frames: Mapping[ThumbKey, bytes], budget_bytes: int, over_budget: Collection[ThumbKey],
-             output_dir: str | None) -> Images:
-    """Spend the budget over ``failing`` (attempt indices, in page order, each with a frame index)."""
+             output_dir: str | None, extra: Sequence[ThumbKey] = ()) -> Images:
+    """Spend the budget over ``failing`` (attempt indices, in page order, each with a frame index).
+
+    ``extra`` frames (the streams' misses and false alarms, in page order) get thumbnails after the
+    failed samples' and before any full-resolution frame; they have no artifacts to link to.
+    """
     out = Images()
     thumb_index: dict[ThumbKey, int] = {}
     counted: set[ThumbKey] = set()
@@ -78,6 +84,18 @@ def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbn
             linked += first
         else:
             missing += first
+    for key in extra:
+        if key in thumb_index:
+            out.extra_of[key] = thumb_index[key]
+            continue
+        jpeg = thumbnails.get(key)
+        if jpeg is not None and used + data_uri_size(jpeg) <= budget_bytes:
+            used += data_uri_size(jpeg)
+            thumb_index[key] = out.extra_of[key] = len(out.thumbs)
+            out.thumbs.append(data_uri(jpeg))
+        elif key not in counted and (jpeg is not None or key in over_budget):
+            counted.add(key)
+            over += 1
     frame_index: dict[ThumbKey, int | bool] = {}
     late = 0
     for i in failing:

@@ -20,9 +20,12 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import SampleResult, Status
+
+if TYPE_CHECKING:
+    from .stream_frames import StreamFrames
 
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_SIDE = 320
@@ -131,6 +134,16 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
         self._jpegs: dict[ThumbKey, bytes] = {}
         self._frames: dict[ThumbKey, bytes] = {}
         self.frame_bytes = 0
+        self._streams: StreamFrames | None = None
+
+    @property
+    def streams(self) -> StreamFrames:
+        """The stream engine's keeper of miss and false-alarm frames, keeping them in this store."""
+        if self._streams is None:
+            from .stream_frames import StreamFrames
+
+            self._streams = StreamFrames(self)
+        return self._streams
 
     @property
     def frames(self) -> Mapping[ThumbKey, bytes]:
