@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from evalkit import load_case
 from reviewpage import REPO, Page, browser, opened, served
-from test_e2e_streams import K, SCRIPTED
+from test_e2e_streams import SCRIPTED, K
 
 from glasskit_eval.cases.model import Case
 
