@@ -6,7 +6,9 @@ evaluation.streams.onset_frames, evaluation.streamscore.false_alarm_at.)
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction as F
+from pathlib import Path
 from typing import Any
 
 from framecode import draw_frame, read_frame_index
@@ -134,3 +136,51 @@ def test_a_page_from_json_alone_lists_misses_without_frames_and_counts_alarms() 
 def test_no_stream_section_without_streams() -> None:
     page = render_html(summary_of([]))
     assert 'id="streams"' not in page and page_data(page)["streams"] == []
+
+
+#: Emits on the frames it is told to (by the index in their pixels), whatever the clock.
+PACED = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from framecode import read_frame_index
+
+class Emitter:
+    def __init__(self, config):
+        self.frames = set(config.config["frames"])
+
+    def on_frame(self, sample, target):
+        index = read_frame_index(sample.image)
+        return {{"alert": "boiling", "frame": index}} if index in self.frames else None
+
+def create_evaluator(config):
+    return Emitter(config)
+"""
+
+
+def test_paced_run_keeps_the_answered_frame_of_each_false_alarm(tmp_path: Path) -> None:
+    """Paced, an emission is timed when its answer arrives: its frame is the one answered, at or before that time."""
+    from evalkit import make_eval, run_cli
+    from fixturevideos import MANIFEST
+
+    times = [F(t) for t in MANIFEST["cfr_h264.mp4"]["frame_times"]]
+    case = ("video: cfr_h264.mp4\ntargets:\n  pan:\n    sample_defaults: {field: alert}\n"
+            "    stream: {window: [0, 0.2]}\n    events:\n      - at: 0.3\n        expect: boiling\n"
+            "      - at: 1.0\n        expect: boiling\n")
+    eval_dir = make_eval(tmp_path, {"c": case}, adapter=PACED)
+    (eval_dir / "adapter.yaml").write_text(json.dumps({"frames": [0, 4, 15]}))
+    page = tmp_path / "r.html"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--html", page, "--pace", "4")
+    assert code == 0, err
+    text = page.read_text()
+    (data,) = page_data(text)["streams"]
+    images = thumbnail_images(text)
+    # The event at 1.0 s is missed whatever the clock: its onset frame (10) is shown. (The one at
+    # 0.3 s is detected unless a loaded machine answers frame 4 after its window: not asserted.)
+    assert [1.0, 10] in [m[:2] for m in data["misses"]]
+    for at, frame, thumb, _text in data["misses"]:
+        assert read_frame_index(images[thumb].convert("RGB")) == frame == {0.3: 3, 1.0: 10}[at]
+    # Frame 0's answer is always a false alarm (no window before 0.3 s).
+    assert 0 in [a[1] for a in data["alarms"]]
+    for time, frame, thumb, _text in data["alarms"]:
+        assert frame in (0, 4, 15) and float(times[frame]) <= time
+        assert read_frame_index(images[thumb].convert("RGB")) == frame
