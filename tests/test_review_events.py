@@ -13,7 +13,7 @@ from reportkit import report_of
 from glasskit_eval.review import casedata
 from glasskit_eval.review.edits import Revisions, restore_text, save_events
 from glasskit_eval.review.errors import ApiError
-from glasskit_eval.review.report import annotate_emissions, load_overlay
+from glasskit_eval.review.report import annotate_emissions, load_emissions
 
 CASE = """\
 video: clip.mp4
@@ -136,7 +136,7 @@ def test_report_emissions_overlay_the_events_and_go_stale_when_an_event_moves(tm
         "false_alarms": [{"time_s": 0.1, "value": {"alert": "boiling"}}]}]
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report))
-    _markers, emissions = load_overlay(path)
+    emissions = load_emissions(path)
     marks = annotate_emissions(emissions["clip"], casedata.load(root, "clip").case)
     assert [(m["kind"], m["time_s"], m["changed"]) for m in marks] == [
         ("hit", 0.5, False), ("missed", 1.0, False), ("repeat", 0.6, False), ("false_alarm", 0.1, False)]

@@ -22,11 +22,6 @@ Marker = dict[str, Any]
 
 def load_report(path: Path) -> dict[str, list[Marker]]:
     """Per case, the markers of a ``run --output-json`` report (read by the one strict loader)."""
-    return load_overlay(path)[0]
-
-
-def load_overlay(path: Path) -> tuple[dict[str, list[Marker]], dict[str, list[Marker]]]:
-    """Per case, the sample markers and the stream emission markers of a ``run --output-json`` report."""
     from ..reports.loading import load_report_file
 
     report = load_report_file(path, f"--report {path}")
@@ -34,12 +29,20 @@ def load_overlay(path: Path) -> tuple[dict[str, list[Marker]], dict[str, list[Ma
     for trial in report["trials"]:
         for result in trial["results"]:
             markers.setdefault(result["case"], []).append(_marker(trial["trial"], result))
+    return markers
+
+
+def load_emissions(path: Path) -> dict[str, list[Marker]]:
+    """Per case, the stream emission markers (hits, repeats, false alarms, misses) of a ``run --output-json`` report."""
+    from ..reports.loading import load_report_file
+
+    report = load_report_file(path, f"--report {path}")
     emissions: dict[str, list[Marker]] = {}
     streams = report.get("streams")
     for stream in streams if isinstance(streams, list) else []:
         if isinstance(stream, dict) and isinstance(stream.get("case"), str):
             emissions.setdefault(stream["case"], []).extend(_stream_markers(stream))
-    return markers, emissions
+    return emissions
 
 
 def _time(value: Any) -> float | None:
