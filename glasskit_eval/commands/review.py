@@ -10,7 +10,7 @@ from typing import TextIO
 from ..errors import Problem, UsageError, ValidationError
 from ..review import casedata
 from ..review.api import ReviewState
-from ..review.report import load_overlay
+from ..review.report import load_emissions, load_overlay
 from ..review.server import ReviewServer, run
 
 
@@ -47,7 +47,8 @@ def start_review(options: ReviewOptions) -> ReviewServer:
                               hint="Create <eval-dir>/cases/ with one .yaml case file per video.")
     initial = _initial(root, options)
     markers, arms = load_overlay(Path(options.report).expanduser()) if options.report else ({}, [])
-    state = ReviewState(root=root, port=options.port, initial=initial, markers=markers,
+    emissions = load_emissions(Path(options.report).expanduser()) if options.report else {}
+    state = ReviewState(root=root, port=options.port, initial=initial, markers=markers, emissions=emissions,
                         report_path=str(options.report) if options.report else None, report_arms=arms)
     try:
         return ReviewServer(state, options.port, verbose=options.verbose)

@@ -212,7 +212,8 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
                                           gating=request.shard is None)
         else:
             result = await run_trials(plan, prepared.spec, options, listener, store=RunStore(life),
-                                      keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None)
+                                      keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None,
+                                      stream_keeper=thumbnails.streams if thumbnails is not None else None)
         if not request.jitter_frames or not result.trials:
             return result, None
         from ..evaluation.jitter import run_jitter
@@ -371,6 +372,8 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
     write_html(path, summary, HtmlOptions(thumbnails=thumbnails, frames=thumbnails.frames,
                                           budget_bytes=thumbnails.budget_bytes, over_budget=thumbnails.over_budget,
                                           durations=clip_durations(prepared.plan),
+                                          stream_misses=thumbnails.streams.misses,
+                                          stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
                                           eval_dir=prepared.shown_eval_dir, arms=arms))
 

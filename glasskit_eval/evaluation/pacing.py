@@ -15,7 +15,7 @@ from typing import Any
 
 from ..adapters.calls import StreamCaller
 from ..plan.feeds import FeedFrame
-from ..results import Emission, StreamResult
+from ..results import StreamResult
 from .streams import Stream, StreamFeeder, StreamWork, decoded
 
 
@@ -86,13 +86,14 @@ async def run_paced(work: StreamWork, caller: StreamCaller) -> list[StreamResult
             slot.waiting = None
             try:
                 values = await feeder.frame(stream, frame, shared.image)
+                arrived = media_now()
+                if values is None:
+                    continue
+                stream.answers.append((arrived, frame.media_time))
+                # The answered frame is still held: a false alarm's frame is the one the app was looking at.
+                feeder.emitted(stream, frame, shared.image, arrived, values)
             finally:
                 shared.release()
-            arrived = media_now()
-            if values is None:
-                continue
-            stream.answers.append((arrived, frame.media_time))
-            stream.emissions += [Emission(arrived, v) for v in values]
 
     consumers = [asyncio.create_task(consume(slot)) for slot in slots.values()]
     try:
@@ -104,6 +105,7 @@ async def run_paced(work: StreamWork, caller: StreamCaller) -> list[StreamResult
                 await asyncio.sleep(delay)
             shared = _Frame(decoded_frame.image, len(takers[want]))
             for stream, frame in takers[want]:
+                feeder.decoded(stream, frame, decoded_frame.image)
                 slots[id(stream)].offer(frame, shared)
             for task in consumers:
                 if task.done() and task.exception() is not None:

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from ..adapters.base import Sample, StreamInfo, Target
 from ..adapters.calls import StreamCaller
@@ -29,7 +29,26 @@ from ..video.damage import Warn
 from ..video.frames import DecodedFrame, decode_at
 from ..video.frametable import frame_table
 from .judge import traceback_of
-from .streamscore import score_stream
+from .streamscore import false_alarm_at, score_stream
+
+#: A stream: (case, target, trial).
+StreamKey = tuple[str, str, int]
+
+
+class StreamFrameKeeper(Protocol):
+    """Sees the frames the HTML report may show for a stream, before their images are closed (no second decode).
+
+    Bounded by construction: ``onset`` gets one frame per event (the fed frame nearest its ``at``,
+    ties to the earlier), ``false_alarm`` only the frames whose emissions are false alarms (outside
+    every window, in quiet time: known when emitted, by the scorer's own rule), and ``finished``
+    says which events were missed. None of them may raise or keep the image.
+    """
+
+    def onset(self, key: StreamKey, event: int, frame: FeedFrame, image: Any) -> None: ...
+
+    def false_alarm(self, key: StreamKey, time: Fraction, frame: FeedFrame, image: Any) -> None: ...
+
+    def finished(self, result: StreamResult) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,8 @@ class StreamWork:
     #: ``--pace`` (None: replay).
     pace: float | None = None
     warn: Warn | None = None
+    #: The HTML report's keeper of miss and false-alarm frames (None: nothing kept).
+    keep_frame: StreamFrameKeeper | None = None
 
 
 def adapter_target(spec: TargetSpec) -> Target:
@@ -73,10 +94,28 @@ class Stream:
     #: (answer time, frame media time) per answered frame: staleness on the paced clock.
     answers: list[tuple[Fraction, Fraction]] = field(default_factory=list)
     error: str | None = None
+    #: Frame index -> the events whose onset frame it is (for the frame keeper).
+    onsets: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
         return self.error is None
+
+
+def onset_frames(frames: Sequence[FeedFrame], ats: Sequence[tuple[int, Fraction]]) -> dict[int, list[int]]:
+    """Each event's fed frame nearest its onset (ties to the earlier frame), as frame index -> event indexes."""
+    import bisect
+
+    out: dict[int, list[int]] = {}
+    if not frames:
+        return out
+    times = [f.media_time for f in frames]
+    for event, at in ats:
+        k = bisect.bisect_left(times, at)
+        if k == len(times) or (k > 0 and at - times[k - 1] <= times[k] - at):
+            k -= 1
+        out.setdefault(frames[k].frame_index, []).append(event)
+    return out
 
 
 def emissions_of(answer: Any, what: str) -> list[Any]:
@@ -103,6 +142,27 @@ class StreamFeeder:
         table = frame_table(plan.video_path)
         self.streams = [Stream(spec, adapter_target(spec), feed(table, self.end_time, spec.stream.every_s))
                         for spec in plan.streams if spec.stream is not None]
+        self.keeper = work.keep_frame
+        if self.keeper is not None:
+            for stream in self.streams:
+                assert stream.spec.stream is not None
+                stream.onsets = onset_frames(stream.frames, [(e.index, e.at) for e in stream.spec.stream.events])
+
+    def key(self, stream: Stream) -> StreamKey:
+        return (self.work.plan.case.name, stream.target.id, self.work.trial)
+
+    def decoded(self, stream: Stream, frame: FeedFrame, image: Any) -> None:
+        """A frame of ``stream`` came out of the decode (fed or, paced, maybe dropped): keep it if an event's onset."""
+        if self.keeper is not None:
+            for event in stream.onsets.get(frame.frame_index, ()):
+                self.keeper.onset(self.key(stream), event, frame, image)
+
+    def emitted(self, stream: Stream, frame: FeedFrame, image: Any, time: Fraction, values: Sequence[Any]) -> None:
+        """Record the emissions an answer to ``frame`` gave, timed at ``time``; keep the frame of a false alarm."""
+        stream.emissions += [Emission(time, v) for v in values]
+        spec = stream.spec.stream
+        if self.keeper is not None and values and spec is not None and false_alarm_at(spec.events, spec.quiet, time):
+            self.keeper.false_alarm(self.key(stream), time, frame, image)
 
     def describe(self, stream: Stream, frame: FeedFrame | None = None) -> str:
         where = f" at frame {frame.frame_index} ({format_time(frame.media_time)}s)" if frame is not None else ""
@@ -160,7 +220,11 @@ class StreamFeeder:
             stream.emissions += [Emission(self.end_time, v) for v in values]
 
         await asyncio.gather(*(one(s) for s in self.streams))
-        return [self.result(s) for s in self.streams]
+        results = [self.result(s) for s in self.streams]
+        if self.keeper is not None:
+            for result in results:
+                self.keeper.finished(result)
+        return results
 
     def result(self, stream: Stream) -> StreamResult:
         spec = stream.spec.stream
@@ -216,9 +280,10 @@ async def run_streams(work: StreamWork, caller: StreamCaller) -> list[StreamResu
             takers.setdefault(frame.media_time, []).append((stream, frame))
 
     async def give(stream: Stream, frame: FeedFrame, image: Any) -> None:
+        feeder.decoded(stream, frame, image)
         values = await feeder.frame(stream, frame, image)
         if values:
-            stream.emissions += [Emission(frame.media_time, v) for v in values]
+            feeder.emitted(stream, frame, image, frame.media_time, values)
 
     async for want, decoded_frame in decoded(work, sorted(takers)):
         try:

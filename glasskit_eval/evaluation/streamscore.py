@@ -77,6 +77,17 @@ def score_stream(events: Sequence[EventSpec], emissions: Sequence[Emission], *, 
                        metrics(outcomes, len(repeats), len(false_alarms), quiet_s))
 
 
+def false_alarm_at(events: Sequence[EventSpec], quiet: Sequence[Span] | None, time: Fraction) -> bool:
+    """Whether an emission at ``time`` is a false alarm: outside every (closed) window, in quiet time.
+
+    :func:`score_stream`'s rule, decidable when the emission is made (the stream engine keeps the
+    frames of false alarms as they happen, without holding every emission's frame until scoring).
+    """
+    if any(start <= time <= end for start, end in (e.span for e in events)):
+        return False
+    return quiet is None or any(s <= time <= t for s, t in quiet)
+
+
 def metrics(outcomes: Sequence[EventOutcome], repeats: int, false_alarms: int, quiet_s: Fraction) -> StreamMetrics:
     """The figures of one stream (or of several pooled: their outcomes and counts together)."""
     detected = sum(1 for o in outcomes if o.detected)

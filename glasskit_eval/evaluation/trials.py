@@ -36,7 +36,7 @@ from .observation_cache import ObservationCache
 from .options import TrialOptions
 from .pacing import run_paced
 from .streamgates import CaseStreamGates, stream_gates
-from .streams import StreamWork, missing_on_frame, run_streams
+from .streams import StreamFrameKeeper, StreamWork, missing_on_frame, run_streams
 
 if TYPE_CHECKING:
     from .fanout import ArmPlan
@@ -97,6 +97,8 @@ class Engine:
     gating: bool = True
     #: ``--arm``/``--perturb``: every case evaluated by each arm on one decode (see ``fanout``).
     arms: ArmPlan | None = None
+    #: The HTML report's keeper of stream frames (misses and false alarms).
+    stream_keeper: StreamFrameKeeper | None = None
 
 
 @dataclass
@@ -132,16 +134,19 @@ class _CaseSplit:
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
                      store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
                      saver: FailureSaver | None = None, cache: ObservationCache | None = None,
-                     judge: Judge = judge, gating: bool = True) -> RunResult:
+                     judge: Judge = judge, gating: bool = True,
+                     stream_keeper: StreamFrameKeeper | None = None) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
 
-    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
+    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails);
+    ``stream_keeper`` the frames of stream events' onsets and false alarms.
     A trial with nothing left to evaluate creates no evaluator.
     """
     # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
     # so an interrupted run can exit even if an adapter call never returns.
     threads.install()
-    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating)
+    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating,
+                    stream_keeper=stream_keeper)
     started = time.perf_counter()
     # One limiter for the whole run: the provider's quota does not reset between trials.
     rate = options.call_policy.max_calls_per_second
@@ -191,7 +196,8 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
             if pending and stream_caller is not None:
                 mine = split.plan
                 mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
-                work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener))
+                work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener),
+                                  keep_frame=engine.stream_keeper)
                 clock = run_streams if work.pace is None else run_paced
                 fresh = await clock(work, stream_caller)
                 for result in fresh:

@@ -22,12 +22,14 @@ import re
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..results import SampleResult, Stability, Status
 from ..summary import RunSummary
 from .console import shown_reason
 from .html_images import allocate
+from .html_streams import stream_data, stream_keys, stream_section
 from .html_tables import baseline, gates, groups, jump_rows, latency, stability, trials
 from .html_text import LETTER, RANK, STATUS_ORDER, clip, esc, pct, seconds, value_text
 from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, arm_variants, pixel_key, wants_thumbnail
@@ -55,6 +57,10 @@ class HtmlOptions:
     over_budget: Collection[ThumbKey] = ()
     #: Clip durations in seconds by case name (timeline scale); else the last sample's time.
     durations: Mapping[str, float] = field(default_factory=dict)
+    #: By stream (case, target, trial): the frame index of each missed event, by event index.
+    stream_misses: Mapping[tuple[str, str, int], Mapping[int, int]] = field(default_factory=dict)
+    #: By stream: the frame index of each false alarm whose frame the run kept, by emission time.
+    stream_alarms: Mapping[tuple[str, str, int], Mapping[Fraction, int]] = field(default_factory=dict)
     #: Directory the page will be written to: artifact links are made relative to it.
     output_dir: str | None = None
     #: Report files the summary was read from (``report``); empty for a run.
@@ -84,7 +90,9 @@ class Assets:
     def packaged(cls) -> Assets:
         from ..support.resources import read_text
 
-        return cls(read_text("assets", "html_report.css"), read_text("assets", "html_report.js"))
+        # One script (one hash in the policy): the stream timelines' part follows the main one.
+        return cls(read_text("assets", "html_report.css"),
+                   read_text("assets", "html_report.js") + read_text("assets", "html_report_streams.js"))
 
 
 def render_html(summary: RunSummary, options: HtmlOptions | None = None, assets: Assets | None = None) -> str:
@@ -101,7 +109,7 @@ def render_html(summary: RunSummary, options: HtmlOptions | None = None, assets:
     title = f"glasskit_eval: {verdict} · {eval_dir}"
     body = "".join([
         _header(summary, verdict, options, eval_dir, data.pop("notes")),
-        gates(summary), *_arms_sections(summary, options), _failures_section(summary),
+        gates(summary), *_arms_sections(summary, options), _failures_section(summary), stream_section(summary),
         trials(summary), groups("By target", "targets", summary.targets),
         groups("By case", "cases", summary.cases), baseline(options.baseline), latency(summary),
         stability(summary),
@@ -236,7 +244,8 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
 
     images = allocate(attempts, failing, thumbnails=options.thumbnails, frames=options.frames,
                       budget_bytes=options.budget_bytes, over_budget=options.over_budget,
-                      output_dir=options.output_dir, key_of=key_of)
+                      output_dir=options.output_dir, key_of=key_of,
+                      extra=stream_keys(summary, options.stream_misses, options.stream_alarms))
     arm_index = {name: i for i, name in enumerate(options.arms.names)} if options.arms is not None else {}
     rows = []
     for i, r in enumerate(attempts):
@@ -246,7 +255,10 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
                      clip(shown_reason(r)), images.thumb_of.get(i), review_command(eval_dir, r) if failed else None,
                      images.frame_of.get(i), _observation(r) if failed else None,
                      arm_index.get(r.arm) if r.arm is not None else None, images.strip_of.get(i)])
-    return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes}
+    streams = stream_data(summary, durations=options.durations, misses=options.stream_misses,
+                          alarms=options.stream_alarms, thumb_of=images.extra_of)
+    return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes,
+            "streams": streams}
 
 
 def _timelines(summary: RunSummary, options: HtmlOptions) -> list[dict[str, Any]]:

@@ -32,6 +32,8 @@ class Images:
     #: By attempt of a clip sample: its filmstrip, ``[time, frame index, thumbnail index or None, anchor]``
     #: per frame in time order (the anchor's thumbnail is ``thumb_of``'s).
     strip_of: dict[int, list[list[float | int | bool | None]]] = field(default_factory=dict)
+    #: Thumbnails of ``extra`` frames (stream misses and false alarms) by key; missing: not embedded.
+    extra_of: dict[ThumbKey, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -59,10 +61,13 @@ def _plain_key(r: SampleResult) -> ThumbKey:
 
 def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbnails: Mapping[ThumbKey, bytes],
              frames: Mapping[ThumbKey, bytes], budget_bytes: int, over_budget: Collection[ThumbKey],
-             output_dir: str | None, key_of: Callable[[SampleResult], ThumbKey] | None = None) -> Images:
+             output_dir: str | None, key_of: Callable[[SampleResult], ThumbKey] | None = None,
+             extra: Sequence[ThumbKey] = ()) -> Images:
     """Spend the budget over ``failing`` (attempt indices, in page order, each with a frame index).
 
     ``key_of`` names the picture of an attempt (default: its case and frame; with arms, as its arm saw it).
+    ``extra`` frames (the streams' misses and false alarms, in page order) get thumbnails after the
+    failed samples' and before filmstrips and full-resolution frames; they have no artifacts to link to.
     """
     key_of = key_of or _plain_key
     out = Images()
@@ -91,6 +96,18 @@ def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbn
             linked += first
         else:
             missing += first
+    for key in extra:
+        if key in thumb_index:
+            out.extra_of[key] = thumb_index[key]
+            continue
+        jpeg = thumbnails.get(key)
+        if jpeg is not None and used + data_uri_size(jpeg) <= budget_bytes:
+            used += data_uri_size(jpeg)
+            thumb_index[key] = out.extra_of[key] = len(out.thumbs)
+            out.thumbs.append(data_uri(jpeg))
+        elif key not in counted and (jpeg is not None or key in over_budget):
+            counted.add(key)
+            over += 1
     strip_left = _strips(out, attempts, failing, thumbnails, thumb_index, budget_bytes - used)
     used = budget_bytes - strip_left[1]
     frame_index: dict[ThumbKey, int | bool] = {}

@@ -35,9 +35,12 @@ import io
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results import SampleResult, Status
+
+if TYPE_CHECKING:
+    from .stream_frames import StreamFrames
 
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_SIDE = 320
@@ -207,6 +210,21 @@ class ThumbnailStore(Mapping[ThumbKey, bytes]):
         self.frame_bytes = 0
         #: Bytes of the thumbnails kept only as filmstrip frames (counted apart, same budget).
         self.strip_bytes = 0
+        self._streams: StreamFrames | None = None
+
+    @property
+    def streams(self) -> StreamFrames:
+        """The stream engine's keeper of miss and false-alarm frames, keeping them in this store."""
+        if self._streams is None:
+            from .stream_frames import StreamFrames
+
+            self._streams = StreamFrames(self)
+        return self._streams
+
+    @staticmethod
+    def thumbnail(image: Any) -> bytes:
+        """A thumbnail JPEG of ``image`` as this store keeps them (for keepers that decide later)."""
+        return make_thumbnail(image)
 
     @property
     def frames(self) -> Mapping[ThumbKey, bytes]:

@@ -82,6 +82,8 @@ class ReviewState:
     secrets: Secrets = field(default_factory=Secrets)
     initial: dict[str, Any] = field(default_factory=dict)
     markers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Per case, the report's stream emissions and missed events (see ``report.load_overlay``).
+    emissions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     report_path: str | None = None
     #: The report's arms, the control first (empty without arms): the page's arm selector.
     report_arms: list[str] = field(default_factory=list)
@@ -96,7 +98,7 @@ class ReviewState:
     def detail(self, loaded: casedata.LoadedCase) -> dict[str, Any]:
         """The case as the page gets it, report markers annotated; remembers its revision."""
         self.revisions.add(loaded.revision, loaded.text)
-        return casedata.case_detail(loaded, self.markers.get(loaded.id))
+        return casedata.case_detail(loaded, self.markers.get(loaded.id), self.emissions.get(loaded.id))
 
 
 def handle(state: ReviewState, request: Request) -> Response:
@@ -158,6 +160,10 @@ def _save_samples(state: ReviewState, parts: list[str], body: Any) -> edits.Writ
     return edits.save_blocks(state.root, parts[2], parts[4], body, state.revisions)
 
 
+def _save_events(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
+    return edits.save_events(state.root, parts[2], parts[4], body)
+
+
 def _remove_target(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
     return edits.remove_target(state.root, parts[2], parts[4], body)
 
@@ -168,6 +174,7 @@ def _restore(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
 
 _WRITES: dict[tuple[str, tuple[str, ...]], Callable[[ReviewState, list[str], Any], edits.Written]] = {
     ("PUT", ("api", "cases", "*", "targets", "*", "samples")): _save_samples,
+    ("PUT", ("api", "cases", "*", "targets", "*", "events")): _save_events,
     ("DELETE", ("api", "cases", "*", "targets", "*")): _remove_target,
     ("PUT", ("api", "cases", "*", "restore")): _restore,
 }

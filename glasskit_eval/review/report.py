@@ -1,9 +1,13 @@
-"""A run report as the review page overlays it: one marker per sample result.
+"""A run report as the review page overlays it: one marker per sample result, and per stream its emissions.
 
 Markers are read once at launch; each time the page gets a case, every marker is
 compared with the case file as it is now, so a sample whose expectation, field,
 comparison mode or ignore changed since the run (or that is gone) is marked
 ``changed`` instead of showing a pass or fail that no longer applies.
+
+Stream targets get one emission marker per scored emission (``hit``, ``repeat``, ``false_alarm``)
+and one per ``missed`` event, from the report's ``streams``; a hit or a miss whose event is no
+longer in the file at the same onset and window is ``changed`` the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +41,63 @@ def load_overlay(path: Path) -> tuple[dict[str, list[Marker]], list[str]]:
             if isinstance(result.get("arm"), str):
                 arms.setdefault(result["arm"])
     return markers, list(arms)
+
+
+def load_emissions(path: Path) -> dict[str, list[Marker]]:
+    """Per case, the stream emission markers (hits, repeats, false alarms, misses) of a ``run --output-json`` report."""
+    from ..reports.loading import load_report_file
+
+    report = load_report_file(path, f"--report {path}")
+    emissions: dict[str, list[Marker]] = {}
+    streams = report.get("streams")
+    for stream in streams if isinstance(streams, list) else []:
+        if isinstance(stream, dict) and isinstance(stream.get("case"), str):
+            emissions.setdefault(stream["case"], []).extend(_stream_markers(stream))
+    return emissions
+
+
+def _time(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _stream_markers(stream: dict[str, Any]) -> list[Marker]:
+    """A stream's hits, repeats, false alarms and misses; entries that are not as ``run`` writes them are skipped."""
+    base = {"trial": stream.get("trial"), "target": stream.get("target")}
+    out: list[Marker] = []
+    for event in stream.get("events") or []:
+        if not isinstance(event, dict):
+            continue
+        at, window = _time(event.get("at")), event.get("window_s")
+        span = [_time(w) for w in window] if isinstance(window, list) and len(window) == 2 else None
+        where = {"event": event.get("index"), "at": at, "window": span, "expected": event.get("expect")}
+        emission = event.get("emission")
+        if isinstance(emission, dict) and _time(emission.get("time_s")) is not None:
+            out.append({**base, **where, "kind": "hit", "time_s": _time(emission["time_s"]),
+                        "value": emission.get("value"), "latency_s": _time(event.get("latency_s"))})
+        elif at is not None:
+            out.append({**base, **where, "kind": "missed", "time_s": at, "value": None})
+    for kind, key in (("repeat", "repeats"), ("false_alarm", "false_alarms")):
+        for item in stream.get(key) or []:
+            if isinstance(item, dict) and _time(item.get("time_s")) is not None:
+                out.append({**base, "kind": kind, "time_s": _time(item["time_s"]), "value": item.get("value")})
+    return out
+
+
+def annotate_emissions(markers: list[Marker], case: Case | None) -> list[Marker]:
+    """Emission markers with ``changed``: a hit's or miss's event is gone or moved (onset or window) since the run."""
+    events: dict[tuple[Any, int], tuple[float, float, float]] = {}
+    for target in case.targets if case is not None else ():
+        for e in target.stream.events if target.stream is not None else ():
+            events[(target.id, e.index)] = (round(float(e.at), 9), round(float(e.span[0]), 9), round(float(e.span[1]), 9))
+    out = []
+    for m in markers:
+        changed = False
+        if case is not None and m["kind"] in ("hit", "missed"):
+            now = events.get((m["target"], m["event"])) if isinstance(m.get("event"), int) else None
+            then = (m.get("at"), *(m.get("window") or (None, None)))
+            changed = now is None or any(a is None or round(a, 9) != b for a, b in zip(then, now))
+        out.append(dict(m, changed=changed))
+    return out
 
 
 def _marker(trial: int, result: dict[str, Any]) -> Marker:

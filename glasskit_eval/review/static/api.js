@@ -46,6 +46,9 @@ export const api = {
   thumbs: async (caseId, times) => (await request(`/api/cases/${enc(caseId)}/thumbs?t=${times.join(",")}`)).thumbs,
   saveSamples: (caseId, targetId, revision, blocks) =>
     write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/samples`, { revision, blocks }),
+  // A stream target's events, all of them: add, move and delete are each one write of the new list.
+  saveEvents: (caseId, targetId, revision, events) =>
+    write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/events`, { revision, events }),
   removeTarget: (caseId, targetId, revision) =>
     write("DELETE", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}`, { revision }),
   // Undo and redo: write back a whole earlier state of the file, if the file is still `revision`.

@@ -10,7 +10,7 @@ import { Inspector } from "./inspector.js";
 import { installKeys, renderHelp } from "./keys.js";
 import { Player } from "./player.js";
 import { notify, renderCases, renderHeader, renderHistory, renderPinBadge, renderPrompt, renderSamplesTable, renderTargets, setStatus, showBanner } from "./render.js";
-import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, targetTimes } from "./state.js";
+import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, target, targetTimes } from "./state.js";
 import { Timeline } from "./timeline.js";
 import { forget as forgetUnsaved, restoreUnsaved, trackUnsaved, unsaved } from "./unsaved.js";
 import { clone, compact, el, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
@@ -59,7 +59,7 @@ function open(caseId) { openCase(caseId).catch(fail); }
 async function openCase(caseId, { target = null, time = null } = {}) {
   await writer.settled();
   const detail = await api.detail(caseId);
-  Object.assign(state, { caseId, conflict: false, selection: null, frame: null, frameTimes: [], prompt: null, pins: null });
+  Object.assign(state, { caseId, conflict: false, selection: null, eventSel: null, frame: null, frameTimes: [], prompt: null, pins: null });
   adopt(detail, null);
   state.targetId = detail.targets.some((t) => t.id === target) ? target : detail.targets[0]?.id || null;
   player.reset();
@@ -80,7 +80,10 @@ function adopt(detail, selection, { keepRaws = false, reveal = false } = {}) {
   state.detail = detail;
   if (!keepRaws) {
     state.raws = {};
+    state.events = {};
     for (const t of detail.targets) state.raws[t.id] = t.blocks.map((b) => clone(b.raw));
+    for (const t of detail.targets) if (t.stream) state.events[t.id] = t.stream.events.map((e) => clone(e.raw));
+    if (state.eventSel && !state.events[state.eventSel.target]?.[state.eventSel.index]) state.eventSel = null;
     state.selection = selection && state.raws[selection.target]?.[selection.block] ? selection : null;
     if (state.selection) state.targetId = state.selection.target;
   }
@@ -147,7 +150,7 @@ function renderEditing() {
   renderHistory();
   const canAdd = editable() && !!state.detail?.video && !state.detail.video.error;
   $("add-at").disabled = !canAdd;
-  $("add-range").disabled = !canAdd;
+  $("add-range").disabled = !canAdd || !!target()?.stream;
 }
 
 function renderAll(resetView = true) {
@@ -170,6 +173,7 @@ function seek(t) {
 
 function select(targetId, block, tick, time) {
   state.prompt = null;
+  state.eventSel = null;
   state.selection = block === null || block === undefined ? null : { target: targetId, block, tick: tick ?? null };
   if (state.selection && "range" in (selectedRaw() || {})) state.selection.tick = null;
   if (targetId !== state.targetId) { state.targetId = targetId; renderTargets(focusTarget); }
@@ -181,6 +185,7 @@ function focusTarget(targetId) {
   if (state.targetId === targetId) return;
   state.targetId = targetId;
   state.selection = null;
+  state.eventSel = null;
   state.prompt = null;
   renderTargets(focusTarget);
   renderEditing();
@@ -309,6 +314,7 @@ function split() {
 }
 
 function remove() {
+  if (state.eventSel && state.eventSel.target === state.targetId) { removeEvent(); return; }
   const sel = selected();
   if (!sel) return;
   const raw = selectedRaw();
@@ -338,6 +344,7 @@ function lastSample(sel) {
 
 function addSample() {
   if (!canEdit()) return;
+  if (target()?.stream) { addEvent(); return; }
   const t = playheadTime();
   if (findBlockAt(state.targetId, t)) { notify("A sample already exists here.", "info"); return; }
   apply(state.targetId, edits.insertBlock(blocksOf(state.targetId), { at: t, ...template() }));
@@ -365,6 +372,55 @@ function template() {
   const out = {};
   for (const key of ["expect", "field", "compare"]) if (before && key in before) out[key] = clone(before[key]);
   return out;
+}
+
+// --- a stream target's events: each edit writes the whole list (the server checks windows, quiet time, the end) ---
+
+function selectEvent(targetId, index) {
+  state.prompt = null;
+  state.selection = null;
+  state.eventSel = { target: targetId, index };
+  if (targetId !== state.targetId) { state.targetId = targetId; renderTargets(focusTarget); }
+  const raw = state.events[targetId]?.[index];
+  if (raw) seek(Number(raw.at));
+  renderEditing();
+}
+
+function editEvents(targetId, events, label, index) {
+  writer.editEvents(targetId, events, label, index === null ? null : { target: targetId, index });
+  renderEditing();
+}
+
+function addEvent() {
+  const t = playheadTime();
+  const list = state.events[state.targetId] || [];
+  if (list.some((e) => sameTime(Number(e.at), t))) { notify("An event already starts at this frame.", "info"); return; }
+  // A new event expects what the nearest earlier one does (or the first): events of a target are alike.
+  const like = list.filter((e) => Number(e.at) <= t).pop() || list[0];
+  const event = { at: t };
+  if (like && "expect" in like) event.expect = clone(like.expect);
+  const events = clone(list);
+  const k = events.findIndex((e) => Number(e.at) > t);
+  const at = k < 0 ? events.length : k;
+  events.splice(at, 0, event);
+  editEvents(state.targetId, events, `add event at ${t} s`, at);
+}
+
+function moveEvent(targetId, index, t) {
+  if (!canEdit()) { timeline.render(); return; }
+  const events = clone(state.events[targetId]);
+  events[index] = { ...events[index], at: round6(t) };
+  editEvents(targetId, events, `move event to ${round6(t)} s`, index);
+  seek(t);
+}
+
+function removeEvent() {
+  if (!canEdit()) return;
+  const sel = state.eventSel;
+  const events = clone(state.events[sel.target] || []);
+  if (!events[sel.index]) return;
+  const [gone] = events.splice(sel.index, 1);
+  editEvents(sel.target, events, `delete event at ${gone.at} s`, null);
 }
 
 function commitBlock(raw, label) {
@@ -442,7 +498,7 @@ function neighbourFrame(t, direction) {
 }
 
 const timeline = new Timeline($("timeline"), {
-  state, seek, select, commit: commitDrag, focusTarget, snap: (t) => snapTime(state.frameTimes, t),
+  state, seek, select, commit: commitDrag, focusTarget, snap: (t) => snapTime(state.frameTimes, t), selectEvent, moveEvent,
   frameAfter: (t) => neighbourFrame(t, 1),
   frameBefore: (t) => neighbourFrame(t, -1),
 });

@@ -12,6 +12,10 @@ export const state = {
   detail: null,
   // targetId -> raw sample blocks as shown; ahead of `detail` while a write is in flight.
   raws: {},
+  // targetId -> a stream target's raw events as shown (file order), ahead of `detail` likewise.
+  events: {},
+  // The selected event of a stream target: {target, index} (apart from `selection`, which is a sample block's).
+  eventSel: null,
   targetId: null,
   // What edits act on: {target, block, tick}; tick is the index in an `at` list, null for a range.
   selection: null,
@@ -47,7 +51,8 @@ export function frameIndexNow() {
 }
 
 export function targetTimes(targetId) {
-  return (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw)).sort((a, b) => a - b);
+  const onsets = (state.events[targetId] || []).map((raw) => Number(raw.at));
+  return (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw)).concat(onsets).sort((a, b) => a - b);
 }
 
 // The block (and tick of an `at` list) holding a sample at t, or in whose range t lies.
