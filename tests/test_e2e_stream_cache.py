@@ -298,3 +298,26 @@ def test_a_command_adapter_without_a_version_is_not_cached(tmp_path: Path) -> No
         assert {c[1] for c in calls(eval_dir) if c[0] == "start"} == {"pan", "door"}
         assert report["observation_cache"]["disabled"] is not None
     assert entries(cache) == []
+
+
+def test_the_html_report_of_cached_streams_shows_the_same_frames(tmp_path: Path) -> None:
+    from framecode import read_frame_index
+    from htmlkit import page_data, thumbnail_images
+
+    eval_dir = write_eval(tmp_path)
+    cache = tmp_path / "cache"
+    pages, logged = [], []
+    for name in ("cold", "warm"):
+        page = tmp_path / f"{name}.html"
+        run(eval_dir, tmp_path, name, "--cache", cache, "--html", page)
+        pages.append(page.read_text())
+        logged.append(len(calls(eval_dir)))
+    assert logged == [4 + 50 + 11, 0]
+    cold, warm = (page_data(text)["streams"] for text in pages)
+    assert warm == cold
+    pan = next(s for s in warm if s["target"] == "pan")
+    images = thumbnail_images(pages[1])
+    assert [m[:2] for m in pan["misses"]] == [[1.2, 30]]
+    assert [a[:2] for a in pan["alarms"]] == [[0.2, 5]]
+    for _time, frame, thumb, _text in pan["misses"] + pan["alarms"]:
+        assert read_frame_index(images[thumb].convert("RGB")) == frame
