@@ -321,3 +321,26 @@ def test_the_html_report_of_cached_streams_shows_the_same_frames(tmp_path: Path)
     assert [a[:2] for a in pan["alarms"]] == [[0.2, 5]]
     for _time, frame, thumb, _text in pan["misses"] + pan["alarms"]:
         assert read_frame_index(images[thumb].convert("RGB")) == frame
+
+
+def test_samples_and_streams_of_one_case_share_the_cache_counters(tmp_path: Path) -> None:
+    eval_dir = write_eval(tmp_path)
+    adapter = eval_dir / "adapter.py"
+    adapter.write_text(adapter.read_text().replace(
+        "    def end_stream(self, target):",
+        "    def evaluate(self, sample, target):\n        log(\"evaluate\", target.id, sample.frame_index)\n"
+        "        return {\"index\": read_frame_index(sample.image)}\n\n    def end_stream(self, target):"))
+    case = eval_dir / "cases" / "c.yaml"
+    case.write_text(case.read_text() + "  still:\n    samples:\n      - range: [0, 1]\n        every_s: 0.5\n"
+                    "        field: index\n        expect: 0\n")
+    cache = tmp_path / "cache"
+    cold = run(eval_dir, tmp_path, "cold", "--cache", cache)
+    assert sum(1 for c in calls(eval_dir) if c[0] == "evaluate") == 2
+    block = cold["observation_cache"]
+    assert (block["hits"], block["misses"], block["writes"]) == (0, 4, 4)
+    warm = run(eval_dir, tmp_path, "warm", "--cache", cache)
+    assert calls(eval_dir) == []
+    block = warm["observation_cache"]
+    assert (block["hits"], block["misses"], block["writes"]) == (4, 0, 0)
+    assert block["streams"] == {"hits": 2, "misses": 0, "writes": 0}
+    assert warm["streams"] == cold["streams"]
