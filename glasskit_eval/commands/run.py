@@ -412,13 +412,19 @@ def _cache_report(cache: ObservationCache | None, request: RunRequest, result: R
     hits = sum(1 for t in result.trials for r in t.results if r.cached)
     evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)
     pruned = 0
-    if stats.writes:
+    if stats.writes or stats.stream_writes:
         pruned = cache.store.prune(request.cache_max_mb * 1024 * 1024).files
+    # A whole stream counts as one hit, miss or write, beside the samples' (and on its own in `streams`).
+    streams = {"hits": stats.stream_hits, "misses": stats.stream_misses, "writes": stats.stream_writes}
     if stats.disabled is not None:
         print(f"Observation cache: off ({stats.disabled})", file=out)
     else:
+        looked = stats.stream_hits + stats.stream_misses
         print(f"Observation cache: {hits} of {evaluated} evaluated samples reused, {stats.misses} adapter "
-              f"calls, {stats.writes} stored ({request.cache_mode}, {request.cache_dir})"
+              f"calls, {stats.writes} stored"
+              + (f"; {stats.stream_hits} of {looked} streams reused, {stats.stream_writes} stored" if looked else "")
+              + f" ({request.cache_mode}, {request.cache_dir})"
               + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
-    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits, "misses": stats.misses,
-            "writes": stats.writes, "pruned": pruned, "disabled": stats.disabled}
+    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits + stats.stream_hits,
+            "misses": stats.misses + stats.stream_misses, "writes": stats.writes + stats.stream_writes,
+            "pruned": pruned, "disabled": stats.disabled, "streams": streams}

@@ -4,7 +4,7 @@ What lives here: trials and their call stacks (``trials``, ``options``), one cas
 through the adapter (``case``), decode order and the shared frame store (``ordering``,
 ``framestore``), clip samples' frames shared by reference (``clipframes``), judging a call into its one result (``judge``), gates (``gates``), reuse of
 checkpointed results (``reuse``), failure artifacts (``failures``), the observation cache
-(``observation_cache``, ``observation_store``), arms on one decode (``fanout``), neighbouring
+(``observation_cache``, ``observation_store``; whole replay streams: ``streamcache``), arms on one decode (``fanout``), neighbouring
 frames of knife-edge labels (``jitter``) and seed's proposals (``proposals``).
 
 What it may not know: argparse, requests or what a command prints; it talks to the outside

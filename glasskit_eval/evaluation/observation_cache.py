@@ -46,6 +46,10 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     writes: int = 0
+    #: Whole replay streams (``streamcache``): answered from the cache, fed afresh, stored.
+    stream_hits: int = 0
+    stream_misses: int = 0
+    stream_writes: int = 0
     #: Why the cache was off for this run's adapter, if it was.
     disabled: str | None = None
 
@@ -62,15 +66,26 @@ class _Shared:
     frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
 
     def pixel_hash(self, video_path: str, frame_index: int, image: Any) -> str:
-        try:
-            st = os.stat(video_path)
-        except OSError:
+        key = self._memo_key(video_path, frame_index)
+        if key is None:
             return pixel_sha256(image)
-        key = (video_path, st.st_size, st.st_mtime_ns, frame_index)
         found = self.frame_hashes.get(key)
         if found is None:
             found = self.frame_hashes[key] = pixel_sha256(image)
         return found
+
+    def known_hash(self, video_path: str, frame_index: int) -> str | None:
+        """The memoized pixel hash of a frame, if it was hashed in this run (no decode)."""
+        key = self._memo_key(video_path, frame_index)
+        return None if key is None else self.frame_hashes.get(key)
+
+    @staticmethod
+    def _memo_key(video_path: str, frame_index: int) -> tuple[str, int, int, int] | None:
+        try:
+            st = os.stat(video_path)
+        except OSError:
+            return None
+        return (video_path, st.st_size, st.st_mtime_ns, frame_index)
 
     @property
     def reads(self) -> bool:
@@ -79,6 +94,12 @@ class _Shared:
     @property
     def writes(self) -> bool:
         return self.mode in ("write", "readwrite")
+
+
+def plain_config(config: Any) -> Any:
+    """A config as a key holds it: its plain JSON, or its repr when it is not JSON-like."""
+    config = dict(config)
+    return to_plain(config) if json_problem(config) is None else repr(config)
 
 
 # -- adapter identity --------------------------------------------------------------------
@@ -163,6 +184,19 @@ class ObservationCache:
     def store(self) -> ObservationStore:
         return self._shared.store
 
+    @property
+    def shared(self) -> _Shared:
+        """What every trial's callers share (the stream cache keys and counts through it too)."""
+        return self._shared
+
+    def identity(self, evaluator: Evaluator, spec: AdapterSpec | None = None) -> str | None:
+        """The adapter identity entries are keyed on; None (said once on the console) when it has none."""
+        found = self._identity(evaluator, spec if spec is not None else self.spec)
+        if found is None and not self._told:
+            self._told = True
+            print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
+        return found
+
     def _identity(self, evaluator: Evaluator, spec: AdapterSpec) -> str | None:
         from ..adapters.command import CommandAdapterSpec
         from ..adapters.python import PythonAdapterSpec
@@ -193,11 +227,8 @@ class ObservationCache:
         same trial of the next run, so flakiness stays measurable with a warm cache. An arm passes
         its own adapter ``spec`` (default: the run's) and its ``perturb`` chain.
         """
-        identity = self._identity(evaluator, spec if spec is not None else self.spec)
+        identity = self.identity(evaluator, spec)
         if identity is None:
-            if not self._told:
-                self._told = True
-                print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
             return inner
         return CachingCaller(inner, self._shared, identity, config, trial, perturb)
 
@@ -212,7 +243,7 @@ class CachingCaller:
         self._shared = shared
         self._identity = identity
         self._perturb = perturb
-        self._config = to_plain(dict(config)) if json_problem(dict(config)) is None else repr(dict(config))
+        self._config = plain_config(config)
 
     @property
     def batch(self) -> bool:
@@ -228,8 +259,7 @@ class CachingCaller:
         material: dict[str, Any] = {
             "adapter": self._identity, "adapter_config": self._config,
             "pixels": self._pixels(sample.video_path, sample.frame_index, sample.image),
-            "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
-                       else repr(config)},
+            "target": {"id": target.id, "config": plain_config(config)},
         }
         if sample.is_clip:
             # Every frame, in order, with the time it was asked for: the adapter sees both.

@@ -91,12 +91,12 @@ class ObservationStore:
     def _path(self, digest: str) -> Path:
         return self.root / _VERSION_DIR / digest[:2] / f"{digest}.json"
 
-    def get(self, digest: str) -> tuple[bool, Any]:
+    def get(self, digest: str, kind: strictjson.Kind = strictjson.CACHE_ENTRY) -> tuple[bool, Any]:
         """``(True, observation)`` for a readable entry, else ``(False, None)``."""
         path = self._path(digest)
         try:
             # Through no symlink: entries are files this store wrote (a FIFO or a link to a device is a miss).
-            data = strictjson.load(path, strictjson.CACHE_ENTRY, follow_symlinks=False)
+            data = strictjson.load(path, kind, follow_symlinks=False)
         except strictjson.LoadError:
             return False, None
         if not isinstance(data, dict) or data.get("key") != digest or "observation" not in data:
@@ -105,12 +105,12 @@ class ObservationStore:
             os.utime(path)  # the LRU clock
         return True, data["observation"]
 
-    def put(self, digest: str, observation: Any) -> bool:
+    def put(self, digest: str, observation: Any, kind: strictjson.Kind = strictjson.CACHE_ENTRY) -> bool:
         """Store a JSON-plain observation; False (and nothing changed) when the disk refuses."""
         path = self._path(digest)
         data = json.dumps({"key": digest, "observation": observation}, sort_keys=True,
                           ensure_ascii=False, allow_nan=False).encode("utf-8")
-        if len(data) > strictjson.CACHE_ENTRY.max_bytes:
+        if len(data) > kind.max_bytes:
             return False  # the loader would refuse it: every later run would miss it anyway
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:

@@ -51,6 +51,19 @@ class StreamFrameKeeper(Protocol):
     def finished(self, result: StreamResult) -> None: ...
 
 
+class StreamTap(Protocol):
+    """Sees a replay run's decoded frames and each stream's raw emissions (the stream cache's recorder).
+
+    ``frame`` gets each decoded frame once (before its image is closed), whichever streams take it;
+    ``finished`` each stream once it ended (or stopped), with every emission it made, scored or not.
+    Neither may raise or keep the image.
+    """
+
+    def frame(self, frame: FeedFrame, image: Any) -> None: ...
+
+    def finished(self, stream: Stream) -> None: ...
+
+
 @dataclass(frozen=True)
 class StreamWork:
     """One case's streams in one trial, and how to feed them."""
@@ -63,6 +76,8 @@ class StreamWork:
     warn: Warn | None = None
     #: The HTML report's keeper of miss and false-alarm frames (None: nothing kept).
     keep_frame: StreamFrameKeeper | None = None
+    #: The stream cache's recorder (replay only; None: nothing recorded).
+    tap: StreamTap | None = None
 
 
 def adapter_target(spec: TargetSpec) -> Target:
@@ -220,6 +235,9 @@ class StreamFeeder:
             stream.emissions += [Emission(self.end_time, v) for v in values]
 
         await asyncio.gather(*(one(s) for s in self.streams))
+        if self.work.tap is not None:
+            for stream in self.streams:
+                self.work.tap.finished(stream)
         results = [self.result(s) for s in self.streams]
         if self.keeper is not None:
             for result in results:
@@ -287,6 +305,8 @@ async def run_streams(work: StreamWork, caller: StreamCaller) -> list[StreamResu
 
     async for want, decoded_frame in decoded(work, sorted(takers)):
         try:
+            if work.tap is not None:
+                work.tap.frame(takers[want][0][1], decoded_frame.image)
             await asyncio.gather(*(give(stream, frame, decoded_frame.image)
                                    for stream, frame in takers[want] if stream.active))
         finally:

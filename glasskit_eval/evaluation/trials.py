@@ -35,6 +35,7 @@ from .judge import Judge, ignored_result, judge
 from .observation_cache import ObservationCache
 from .options import TrialOptions
 from .pacing import run_paced
+from .streamcache import StreamCache, stream_cache
 from .streamgates import CaseStreamGates, stream_gates
 from .streams import StreamFrameKeeper, StreamWork, missing_on_frame, run_streams
 
@@ -167,6 +168,7 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     evaluator: Evaluator | None = None
     caller: Caller | None = None
     stream_caller: StreamCaller | None = None
+    streams_cached: StreamCache | None = None
     streamed = [(split.plan.case.name, t.id) for split in splits for t in split.streams_pending]
     if any(not s.ignored for split in splits for s in split.pending) or streamed:
         evaluator, caller = await _open(engine, trial, limiter, splits)
@@ -178,6 +180,9 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
         if streamed:
             stream_caller = ResilientStreamCaller(DirectStreamCaller(cast(StreamEvaluator, evaluator)),
                                                   options.call_policy, limiter)
+            if engine.cache is not None and options.pace is None:
+                # Paced emissions are timed by the wall clock: never read from or written to the cache.
+                streams_cached = stream_cache(engine.cache, evaluator, dict(options.adapter_config), trial)
         if evaluator.batch and trial == 1:
             allocator.hold_frames()
             for line in batch_memory_notes(splits):
@@ -198,8 +203,10 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                 mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
                 work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener),
                                   keep_frame=engine.stream_keeper)
-                clock = run_streams if work.pace is None else run_paced
-                fresh = await clock(work, stream_caller)
+                if streams_cached is not None:
+                    fresh = await streams_cached.run(work, stream_caller)
+                else:
+                    fresh = await (run_streams if work.pace is None else run_paced)(work, stream_caller)
                 for result in fresh:
                     if stream_sink is not None:
                         stream_sink(result)

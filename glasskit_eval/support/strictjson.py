@@ -56,6 +56,9 @@ CHECKPOINT_RECORDS = Kind("checkpoint records file", 1024 * _MiB)
 #: Room for the largest observation a run stores (MAX_JSON_CHARS characters, each at most 6 bytes
 #: escaped); ``{"key", "observation"}`` adds one level to an observation's depth.
 CACHE_ENTRY = Kind("observation cache entry", 6 * MAX_JSON_CHARS + _MiB, MAX_DEPTH + 1)
+#: A whole stream's record: ``{"key", "observation": {"emissions": [{"value": ...}]}}`` nests an
+#: emission four levels down.
+STREAM_CACHE_ENTRY = Kind("stream cache entry", 6 * MAX_JSON_CHARS + _MiB, MAX_DEPTH + 4)
 FRAME_LOCK = Kind("frame lock", 256 * _MiB)
 
 
