@@ -252,7 +252,8 @@ def main() -> int:
     def peak(kind: str) -> float:
         return max(r["rss"] for r in results[kind])
 
-    print(f"\nmedians of {args.rounds} rounds on {seconds} s of 720p (peak RSS: the largest of the rounds)")
+    on = [f"{length} s of 720p" + (" (paced)" if key == "paced" else "") for key, (_p, length) in videos.items()]
+    print(f"\nmedians of {args.rounds} rounds on {' and '.join(on)} (peak RSS: the largest of the rounds)")
     print(f"  {'scenario':12s} {'wall':>9s} {'ref wall':>9s} {'ratio':>7s} {'goal':>7s} {'cpu ratio':>9s} "
           f"{'RSS':>8s} {'ref RSS':>8s}  frames")
     missed = []
