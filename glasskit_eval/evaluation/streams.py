@@ -179,8 +179,8 @@ async def decoded(work: StreamWork, times: Sequence[Fraction]) -> AsyncIterator[
     """The frames at ``times`` (each a frame's own media time), decoded once on a worker thread, one ahead."""
     loop = asyncio.get_running_loop()
     # One decoder (frame-threaded on long spans): parallel segment decoders hand frames over in
-    # order a few at a time, so on a feed of every frame they take turns instead of overlapping
-    # and decode at about half the speed.
+    # order two at a time, so on a feed of every frame they take turns instead of overlapping,
+    # each on one thread (about 1.5x the wall of one frame-threaded decoder on 720p).
     frames = decode_at(work.plan.video_path, times, warn=work.warn, workers=1)
     done = object()
 
