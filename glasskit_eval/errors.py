@@ -131,6 +131,9 @@ class AdapterError(EvalError):
     #: an HTTP 429/5xx. ``retry_after`` is the wait in seconds the adapter asked for.
     transient: bool = False
     retry_after: float | None = None
+    #: The request left and may have been acted on though it failed (an HTTP 500, a dropped
+    #: connection): a stream adapter's call is then not retried, lest it get a frame twice.
+    maybe_processed: bool = False
 
     def __init__(self, message: str = "", *, stack: str | None = None) -> None:
         super().__init__(message)

@@ -4,7 +4,8 @@ Use this when the app lives in another virtualenv or another Python version than
 glasskit_eval. The adapter is written exactly like an in-process Python adapter (a
 factory taking one config argument, returning an object with ``evaluate(sample,
 target)`` and/or ``evaluate_many(samples, target)``, sync or async, and an optional
-``close()``), and served with one command::
+``close()``; for stream targets ``on_frame(sample, target)`` and the optional
+``start_stream(target, stream)`` and ``end_stream(target)``), and served with one command::
 
     glasskit-eval run --adapter-command \\
         "/path/to/app/.venv/bin/python -m glasskit_eval.protocol_server my_app.eval:create_evaluator"
@@ -50,13 +51,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AdapterConfig", "Sample", "Target", "load_target", "main", "serve"]
+__all__ = ["AdapterConfig", "Frame", "Sample", "Stream", "Target", "load_target", "main", "serve"]
 
 PROTOCOL_VERSION = 1
 
 # Observations nested deeper than this are refused, as glasskit_eval refuses them.
 _MAX_DEPTH = 100
 _SIMPLE_SIGNATURES = (("image", "target_id"), ("sample", "target"))
+_STREAM_METHODS = ("startStream", "frame", "endStream")
 
 
 class AdapterConfig:
@@ -90,32 +92,37 @@ class Target:
         return f"Target(id={self.id!r}, index={self.index!r}, label={self.label!r})"
 
 
-class Sample:
-    """One sample: the in-process sample fields, plus the frame as ``png`` bytes.
-
-    ``image`` is decoded lazily with Pillow, so an adapter that only forwards the
-    PNG bytes (to a model API, say) never pays for decoding, nor needs Pillow.
-    """
+class Stream:
+    """What ``start_stream(target, stream)`` is told: ``case``, ``video``, ``every_s`` (the feed's grid
+    spacing, None for every frame), ``pace`` (None in replay) and the stream's wire ``id``."""
 
     def __init__(self, wire: dict[str, Any]) -> None:
-        image = wire["image"]
+        self.id: str = wire["id"]
+        self.case: str = wire["case"]
+        self.video: str = wire["video"]
+        self.every_s: float | None = wire.get("everyS")
+        self.pace: float | None = wire.get("pace")
+
+    def __repr__(self) -> str:
+        return f"Stream(case={self.case!r}, video={self.video!r}, every_s={self.every_s!r}, pace={self.pace!r})"
+
+
+class Frame:
+    """One frame of a sample: ``png`` bytes, ``image`` decoded from them on first use, and
+    ``timestamp_s`` (the time asked for), ``media_timestamp_s`` (the frame's own time; None
+    for a sample without a clip, whose request does not carry it) and ``frame_index``."""
+
+    def __init__(
+        self, image: dict[str, Any], timestamp_s: float, media_timestamp_s: float | None, frame_index: int
+    ) -> None:
         self.png: bytes = _b64decode(image["dataBase64"])
         self.mime_type: str = image.get("mimeType", "image/png")
         self.width: int = image["width"]
         self.height: int = image["height"]
-        self.timestamp_s: float = wire["timestampS"]
-        self.frame_index: int = wire["frameIndex"]
-        self.sample_index: int = wire["sampleIndex"]
-        self.video_path: str = wire["videoPath"]
-        self.case_name: str = wire["caseName"]
+        self.timestamp_s = timestamp_s
+        self.media_timestamp_s = media_timestamp_s
+        self.frame_index = frame_index
         self._image: Any = None
-        self.usage: dict[str, float] = {}
-
-    def report_usage(self, **numbers: float | None) -> None:
-        """Record tokens, cost and other numbers for this sample; sent beside the result."""
-        for key, value in numbers.items():
-            if value is not None:
-                self.usage[key] = self.usage.get(key, 0) + value
 
     @property
     def image(self) -> Any:
@@ -138,6 +145,58 @@ class Sample:
     def _release(self) -> None:
         if self._image is not None:
             self._image.close()
+
+    def __repr__(self) -> str:
+        return f"Frame(timestamp_s={self.timestamp_s!r}, frame_index={self.frame_index!r})"
+
+
+class Sample:
+    """One sample: the in-process sample fields, plus the frame as ``png`` bytes.
+
+    ``image`` is decoded lazily with Pillow, so an adapter that only forwards the
+    PNG bytes (to a model API, say) never pays for decoding, nor needs Pillow.
+    ``frames`` are the sample's frames in time order (:class:`Frame`): a clip sample's
+    clip (``is_clip``), else the one frame; ``image`` and ``png`` are the anchor's.
+    """
+
+    def __init__(self, wire: dict[str, Any]) -> None:
+        self.timestamp_s: float = wire["timestampS"]
+        self.frame_index: int = wire["frameIndex"]
+        self.sample_index: int = wire["sampleIndex"]
+        self.video_path: str = wire["videoPath"]
+        self.case_name: str = wire["caseName"]
+        clip = wire.get("frames")
+        self.is_clip: bool = clip is not None
+        self.frames: tuple[Frame, ...] = tuple(
+            Frame(f["image"], f["timestampS"], f["mediaTimestampS"], f["frameIndex"]) for f in clip or ()
+        )
+        anchors = [
+            f for f in self.frames if f.timestamp_s == self.timestamp_s and f.frame_index == self.frame_index
+        ]
+        self._anchor = anchors[0] if anchors else Frame(wire["image"], self.timestamp_s, None, self.frame_index)
+        if not self.is_clip:
+            self.frames = (self._anchor,)
+        self.png: bytes = self._anchor.png
+        self.mime_type: str = self._anchor.mime_type
+        self.width: int = self._anchor.width
+        self.height: int = self._anchor.height
+        self.usage: dict[str, float] = {}
+
+    def report_usage(self, **numbers: float | None) -> None:
+        """Record tokens, cost and other numbers for this sample; sent beside the result."""
+        for key, value in numbers.items():
+            if value is not None:
+                self.usage[key] = self.usage.get(key, 0) + value
+
+    @property
+    def image(self) -> Any:
+        """The frame as an RGB ``PIL.Image.Image`` (needs Pillow in this interpreter)."""
+        return self._anchor.image
+
+    def _release(self) -> None:
+        self._anchor._release()
+        for frame in self.frames:
+            frame._release()
 
     def __repr__(self) -> str:
         return (
@@ -220,6 +279,12 @@ class _FunctionAdapter:
 
     def evaluate(self, sample: Sample, target: Target) -> Any:
         if self._pass_image:
+            if sample.is_clip:
+                raise TypeError(
+                    "this function adapter takes `image, target_id`, so it would see one frame of "
+                    f"a clip sample (target {target.id!r}); take `sample, target` instead and read "
+                    "the clip from `sample.frames`"
+                )
             return self._func(sample.image, target.id)
         return self._func(sample, target)
 
@@ -305,6 +370,7 @@ class _Server:
         self._evaluator: Any = None
         self._evaluate: Any = None
         self._evaluate_many: Any = None
+        self._on_frame: Any = None
         self._active: dict[Any, asyncio.Task[None]] = {}
         self._busy_threads = 0
         self._threads_lock = threading.Lock()
@@ -373,7 +439,8 @@ class _Server:
             evaluator = await _construct(self._factory, config)
             evaluate = getattr(evaluator, "evaluate", None)
             evaluate_many = getattr(evaluator, "evaluate_many", None)
-            if not callable(evaluate) and not callable(evaluate_many):
+            on_frame = getattr(evaluator, "on_frame", None)
+            if not callable(evaluate) and not callable(evaluate_many) and not callable(on_frame):
                 raise TypeError(
                     f"the adapter factory returned {type(evaluator).__name__}, which has "
                     "neither evaluate(sample, target) nor evaluate_many(samples, target)"
@@ -381,6 +448,7 @@ class _Server:
             self._evaluator = evaluator
             self._evaluate = evaluate if callable(evaluate) else None
             self._evaluate_many = evaluate_many if callable(evaluate_many) else None
+            self._on_frame = on_frame if callable(on_frame) else None
         except Exception as error:
             self.fail(request_id, error)
             return
@@ -391,6 +459,9 @@ class _Server:
                 "evaluateMany": self._evaluate_many is not None,
             },
         }
+        if self._on_frame is not None:
+            # Only then: a sample adapter's answer stays what protocol version 1 has always sent.
+            result["capabilities"]["frame"] = True
         # A declared version lets the runner's observation cache (run --cache) trust answers.
         declared = getattr(self._evaluator, "adapter_version", None)
         if isinstance(declared, str) and declared:
@@ -427,6 +498,9 @@ class _Server:
                     raise TypeError("the adapter does not implement evaluate")
                 samples = [Sample(params["sample"])]
                 result = await self.call(self._evaluate, samples[0], target)
+            elif method in _STREAM_METHODS:
+                samples = [Sample(params["sample"])] if method == "frame" else []
+                result = await self._stream_call(method, params, target, samples)
             else:
                 if self._evaluate_many is None:
                     raise TypeError("the adapter does not implement evaluate_many")
@@ -448,8 +522,23 @@ class _Server:
         self._release(samples)
         usage: Any = None
         if any(sample.usage for sample in samples):
-            usage = samples[0].usage if method == "evaluate" else [s.usage or None for s in samples]
+            usage = samples[0].usage if method != "evaluateMany" else [s.usage or None for s in samples]
         self.answer(request_id, result, usage)
+
+    async def _stream_call(self, method: str, params: dict[str, Any], target: Target, samples: list[Sample]) -> Any:
+        """A stream request: the frame's (or the end's) emissions, None after startStream."""
+        if self._on_frame is None:
+            raise TypeError("the adapter does not implement on_frame")
+        if method == "frame":
+            return await self.call(self._on_frame, samples[0], target)
+        name = "start_stream" if method == "startStream" else "end_stream"
+        hook = getattr(self._evaluator, name, None)
+        if not callable(hook):
+            return None
+        if method == "startStream":
+            await self.call(hook, target, Stream(params["stream"]))
+            return None
+        return await self.call(hook, target)
 
     @staticmethod
     def _release(samples: list[Sample]) -> None:
@@ -520,7 +609,7 @@ async def _serve(
         elif method == "initialize":
             # Sequential, as evaluations only start once the evaluator exists.
             await server.initialize(request_id, params)
-        elif method in ("evaluate", "evaluateMany"):
+        elif method in ("evaluate", "evaluateMany", *_STREAM_METHODS):
             server.start(request_id, method, params)
         elif method == "close":
             closed = True

@@ -4,7 +4,8 @@ The runner makes each :class:`SampleResult` once; checkpoints, resume, the repor
 review page's report overlay read the same record. Control data lives in enums
 (:class:`Status`, :class:`ErrorKind`, :class:`TimingMode`); ``reason`` is text for people and is
 never parsed back. Keys and values follow the upstream JSON report (``schema_version`` 1) so
-existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind`` and ``traceback`` are ours.
+existing tooling keeps working; ``frame_index``, ``media_timestamp_s``, ``error_kind``, ``traceback`` and
+``clip`` are ours.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from fractions import Fraction
+from pathlib import Path
 from typing import Any
+
+from .support.strictjson import AnyValue, Arr, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
 
 
 class Status(str, enum.Enum):
@@ -60,6 +65,41 @@ class ResultFormatError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class ClipFrames:
+    """A clip sample's frames as the adapter got them: requested times and frame indexes, in time order."""
+
+    timestamps: tuple[float, ...]
+    frame_indexes: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timestamps": list(self.timestamps), "frame_indexes": list(self.frame_indexes)}
+
+    @classmethod
+    def from_json(cls, data: object) -> ClipFrames:
+        if not isinstance(data, Mapping):
+            raise ResultFormatError("a result's clip is not an object")
+        times, indexes = data.get("timestamps"), data.get("frame_indexes")
+        if (not isinstance(times, list) or not isinstance(indexes, list) or len(times) != len(indexes)
+                or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in indexes)):
+            raise ResultFormatError("a result's clip needs lists timestamps and frame_indexes of one length")
+        return cls(tuple(float(t) for t in times), tuple(indexes))
+
+    def anchor_position(self, timestamp_s: float, frame_index: int | None) -> int:
+        """The entry of the sample's own time (the anchor): its time is always one of the clip's."""
+        return min(range(len(self.timestamps)),
+                   key=lambda i: (abs(self.timestamps[i] - timestamp_s), self.frame_indexes[i] != frame_index, i))
+
+    def artifact_path(self, artifact_image: str, position: int) -> Path:
+        """Where ``--save-failures`` keeps the frame of entry ``position``: a folder beside the anchor's
+        JPEG, the file named by position (zero-padded), requested time and frame index."""
+        path = Path(artifact_image)
+        width = len(str(len(self.timestamps)))
+        name = f"{position:0{width}d}_{self.timestamps[position]:.3f}s_frame{self.frame_indexes[position]}.jpg"
+        return path.with_name(path.stem + "_clip") / name
+
+
+@dataclass(frozen=True, slots=True)
 class SampleResult:
     case: str
     target: str
@@ -95,6 +135,10 @@ class SampleResult:
     #: A batch sample's whole ``evaluate_many`` call duration (``evaluation_duration_seconds`` is
     #: its amortized share); None for individual calls.
     call_duration_seconds: float | None = None
+    #: The arm that made this result (``run --arm``/``--perturb``); None in a run without arms.
+    arm: str | None = None
+    #: A clip sample's frames (None for single-frame samples, whose reports keep upstream's keys).
+    clip: ClipFrames | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -124,6 +168,8 @@ class SampleResult:
                 del data[name]
         if self.usage is not None:
             data["usage"] = dict(self.usage)
+        if self.clip is not None:
+            data["clip"] = self.clip.to_json()
         for name in ("status", "evaluation_timing_mode", "error_kind"):
             value = data[name]
             if value is not None:
@@ -135,53 +181,47 @@ class SampleResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SampleResult:
-        """Read a stored result; raises :class:`ResultFormatError` for anything else."""
-        if not isinstance(data, Mapping):
-            raise ResultFormatError("a result must be a JSON object")
-        missing = [name for name in _REQUIRED if name not in data]
-        if missing:
-            raise ResultFormatError(f"a result lacks {', '.join(missing)}")
-        values = {name: data[name] for name in _FIELD_NAMES if name in data}
+        """Read a stored result; raises :class:`ResultFormatError` (naming the key) for anything else."""
         try:
-            values["status"] = Status(values["status"])
-            values["evaluation_timing_mode"] = TimingMode.parse(values.get("evaluation_timing_mode"))
-            kind = values.get("error_kind")
-            values["error_kind"] = None if kind is None else ErrorKind(kind)
-        except ValueError as exc:
+            check(data, RESULT_SHAPE)
+        except LoadError as exc:
             raise ResultFormatError(str(exc)) from None
-        for name, kinds in _TYPES.items():
-            value = values.get(name)
-            if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
-                raise ResultFormatError(f"a result's {name} is {type(value).__name__}")
-        if not isinstance(values.get("cached", False), bool):
-            raise ResultFormatError("a result's cached is not a boolean")
+        values = {name: data[name] for name in _FIELD_NAMES if name in data}
+        values["status"] = Status(values["status"])
+        values["evaluation_timing_mode"] = TimingMode.parse(values.get("evaluation_timing_mode"))
+        kind = values.get("error_kind")
+        values["error_kind"] = None if kind is None else ErrorKind(kind)
         usage = values.get("usage")
         if usage is not None:
-            values["usage"] = _usage(usage)
+            values["usage"] = dict(usage)
+        clip = values.get("clip")
+        if clip is not None:
+            values["clip"] = ClipFrames.from_json(clip)
         return cls(**values)
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
-_OPTIONAL = ("attempts", "usage", "call_duration_seconds")
-_REQUIRED = ("case", "target", "sample_index", "timestamp_s", "status")
-_TYPES: dict[str, type | tuple[type, ...]] = {
-    "case": str, "target": str, "target_label": str, "sample_index": int,
-    "timestamp_s": (int, float), "source": str, "field": str, "compare_mode": str, "reason": str,
-    "evaluation_duration_seconds": (int, float), "frame_index": int,
-    "media_timestamp_s": (int, float), "artifact_image": str, "artifact_json": str, "traceback": str,
-    "attempts": int, "call_duration_seconds": (int, float),
-}
+_OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm", "clip")
+_SECONDS = Num(0, nullable=True)
 
-
-def _usage(value: object) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        raise ResultFormatError(f"a result's usage is {type(value).__name__}")
-    usage: dict[str, float] = {}
-    for key, number in value.items():
-        if not isinstance(key, str) or not isinstance(number, (int, float)) or isinstance(number, bool):
-            raise ResultFormatError(f"a result's usage entry {key!r} is not a number")
-        usage[key] = number
-    return usage
+#: Every key of a stored result (reports, checkpoint records), as :meth:`SampleResult.to_json` writes
+#: it; the keys without a default are upstream's and always written. Times and durations are
+#: non-negative, indexes and counts non-negative integers.
+RESULT_SHAPE = Obj(
+    required={"case": Str(), "target": Str(), "target_label": Str(nullable=True), "sample_index": Int(),
+              "timestamp_s": Num(0), "source": Str(), "status": Str(choices=tuple(s.value for s in Status)),
+              "expected": AnyValue(), "field": Str(nullable=True), "compare_mode": Str(nullable=True),
+              "reason": Str()},
+    optional={"observed": AnyValue(), "observed_value": AnyValue(),
+              "evaluation_duration_seconds": _SECONDS,
+              "evaluation_timing_mode": Str(nullable=True, choices=(*(m.value for m in TimingMode), "batch")),
+              "frame_index": Int(nullable=True), "media_timestamp_s": Num(nullable=True),
+              "error_kind": Str(nullable=True, choices=tuple(k.value for k in ErrorKind)),
+              "artifact_image": Str(nullable=True), "artifact_json": Str(nullable=True),
+              "traceback": Str(nullable=True), "cached": Bool(), "attempts": Int(nullable=True),
+              "usage": MapOf(Num(), nullable=True), "call_duration_seconds": _SECONDS,
+              "arm": Str(nullable=True),
+              "clip": Obj({"timestamps": Arr(Num(0)), "frame_indexes": Arr(Int())})})
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +242,8 @@ class TrialResult:
     duration_seconds: float
     #: None when nothing in the trial was evaluated.
     timing_mode: TimingMode | None
+    #: One per (case, stream target) of the trial, in run order.
+    streams: tuple[StreamResult, ...] = ()
 
     @property
     def success(self) -> bool:
@@ -261,13 +303,129 @@ class Stability:
 
 def stability(trials: Iterable[TrialResult]) -> tuple[Stability, ...]:
     """Each logical sample's statuses across trials, in first-seen order."""
-    firsts: dict[tuple[str, str, int], SampleResult] = {}
-    statuses: dict[tuple[str, str, int], list[Status]] = {}
+    firsts: dict[tuple[str | None, str, str, int], SampleResult] = {}
+    statuses: dict[tuple[str | None, str, str, int], list[Status]] = {}
     for trial in trials:
         for result in trial.results:
-            key = result.key
+            # Arms evaluate the same sample side by side: each arm's attempts are their own sample.
+            key = (result.arm, *result.key)
             if key not in firsts:
                 firsts[key] = result
                 statuses[key] = []
             statuses[key].append(result.status)
     return tuple(Stability(firsts[k], tuple(statuses[k])) for k in firsts)
+
+
+# --- streams -----------------------------------------------------------------------------------
+
+
+def _seconds(value: Fraction | None) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Emission:
+    """One thing a stream emitted, at the media time it counts at (exact)."""
+
+    time: Fraction
+    #: The whole emission as the adapter returned it (``field`` is applied only to compare).
+    value: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time_s": float(self.time), "value": self.value}
+
+
+@dataclass(frozen=True, slots=True)
+class EventOutcome:
+    """One event of a stream: detected by ``emission`` (the earliest match in its window) or missed."""
+
+    index: int
+    at: Fraction
+    #: The window in media time, closed: ``[at + a, at + b]``.
+    span: tuple[Fraction, Fraction]
+    expect: Any
+    emission: Emission | None
+
+    @property
+    def detected(self) -> bool:
+        return self.emission is not None
+
+    @property
+    def latency(self) -> Fraction | None:
+        return None if self.emission is None else self.emission.time - self.at
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": float(self.at), "emission": None if self.emission is None else self.emission.to_json(),
+                "expect": self.expect, "index": self.index, "latency_s": _seconds(self.latency),
+                "status": "detected" if self.detected else "missed",
+                "window_s": [float(self.span[0]), float(self.span[1])]}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamMetrics:
+    """A stream's figures (exact; ``None`` where a figure has nothing to be computed from)."""
+
+    events: int
+    detected: int
+    repeats: int
+    false_alarms: int
+    #: Seconds of quiet time (the ``quiet`` spans within the clip, else the clip outside the windows).
+    quiet_s: Fraction
+    recall: Fraction | None
+    precision: Fraction | None
+    false_alarms_per_min: Fraction | None
+    #: Nearest-rank percentiles of the detected events' latencies, as the latency summary's.
+    latency_p50: Fraction | None
+    latency_p95: Fraction | None
+    latency_max: Fraction | None
+    #: The detected events' latencies, sorted (gates pool them across cases).
+    latencies: tuple[Fraction, ...] = ()
+
+    @property
+    def missed(self) -> int:
+        return self.events - self.detected
+
+    def to_json(self) -> dict[str, Any]:
+        return {"detected": self.detected, "events": self.events, "false_alarms": self.false_alarms,
+                "false_alarms_per_min": _seconds(self.false_alarms_per_min),
+                "latency_max_s": _seconds(self.latency_max), "latency_p50_s": _seconds(self.latency_p50),
+                "latency_p95_s": _seconds(self.latency_p95), "missed": self.missed,
+                "precision": _seconds(self.precision), "quiet_s": float(self.quiet_s),
+                "recall": _seconds(self.recall), "repeats": self.repeats}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResult:
+    """One stream (case, target, trial): its scored events, the emissions that were not hits, and how it was fed."""
+
+    case: str
+    target: str
+    target_label: str | None
+    trial: int
+    events: tuple[EventOutcome, ...]
+    false_alarms: tuple[Emission, ...]
+    repeats: tuple[Emission, ...]
+    metrics: StreamMetrics
+    #: ``--pace`` (None: replay).
+    pace: float | None = None
+    frames_delivered: int = 0
+    frames_dropped: int = 0
+    #: Paced runs: answer arrival minus its frame's media time, nearest-rank p50 and p95 (seconds).
+    staleness_p50: Fraction | None = None
+    staleness_p95: Fraction | None = None
+    #: Why the stream stopped early (an adapter error under ``--keep-going``); None when it ran to the end.
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        staleness = None
+        if self.staleness_p50 is not None:
+            staleness = {"p50_s": _seconds(self.staleness_p50), "p95_s": _seconds(self.staleness_p95)}
+        data = {"case": self.case, "error": self.error, "events": [e.to_json() for e in self.events],
+                "false_alarms": [e.to_json() for e in self.false_alarms],
+                "frames_delivered": self.frames_delivered, "frames_dropped": self.frames_dropped,
+                "metrics": self.metrics.to_json(), "pace": self.pace,
+                "repeats": [e.to_json() for e in self.repeats], "staleness": staleness,
+                "target": self.target, "target_label": self.target_label, "trial": self.trial}
+        if self.error is None:
+            del data["error"]
+        return data

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .results import (
     ErrorKind,
@@ -24,6 +25,8 @@ from .results import (
 )
 from .statistics.intervals import PassRateInterval, pass_rate_interval
 from .statistics.power import minimum_detectable_drop
+
+_Value = TypeVar("_Value")
 
 #: The confidence level of every interval, and the false-alarm rate of every test, unless the
 #: command line says otherwise (``--confidence``, ``--alpha``).
@@ -133,8 +136,8 @@ class Latency:
         return {"count": self.count, "max_s": self.max, "p50_s": self.p50, "p90_s": self.p90, "p95_s": self.p95}
 
 
-def percentile(ordered: tuple[float, ...], p: float) -> float:
-    """Nearest-rank percentile of sorted values (p in 0..100)."""
+def percentile(ordered: Sequence[_Value], p: float) -> _Value:
+    """Nearest-rank percentile of sorted values (p in 0..100); exact values (Fractions) stay exact."""
     rank = max(1, math.ceil(p / 100 * len(ordered)))
     return ordered[rank - 1]
 
@@ -330,16 +333,17 @@ def outcome_series(trials: Sequence[TrialResult],
     A sample's outcome is 1 (passed) or 0 (failed or error); over several trials, the fraction of
     its evaluated trials that passed. Ignored samples are not outcomes.
     """
-    samples: dict[tuple[str, str, int], list[float]] = {}
+    samples: dict[tuple[str, str, str, int], list[float]] = {}
     for trial in trials:
         for r in trial.results:
             if r.evaluated and keep(r):
-                entry = samples.setdefault(r.key, [r.timestamp_s, 0, 0])
+                # Each arm's outcomes are a series of their own (arms: side by side, not repeats).
+                entry = samples.setdefault((r.arm or "", *r.key), [r.timestamp_s, 0, 0])
                 entry[1] += r.status is Status.PASSED
                 entry[2] += 1
-    series: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
-    for (case, target, index), (time, passes, evaluated) in samples.items():
-        series.setdefault((case, target), []).append((time, index, passes / evaluated))
+    series: dict[tuple[str, str, str], list[tuple[float, int, float]]] = {}
+    for (arm, case, target, index), (time, passes, evaluated) in samples.items():
+        series.setdefault((arm, case, target), []).append((time, index, passes / evaluated))
     return [[value for _time, _index, value in sorted(items)] for _key, items in sorted(series.items())]
 
 

@@ -271,3 +271,41 @@ def test_timeout_s_bounds_the_whole_request_not_each_read(tmp_path: Path, model_
     assert code == 1, err
     assert all("failed: timed out" in r["reason"] for r in results(report)), results(report)
     assert elapsed < 6, elapsed
+
+
+def test_a_request_that_never_left_may_be_made_again_for_a_stream_one_that_left_may_not() -> None:
+    import socket
+    import threading
+
+    from glasskit_eval.adapters._httpio import Pool, post_json
+    from glasskit_eval.adapters.resilient import stream_retryable
+    from glasskit_eval.errors import AdapterError
+
+    # Nothing listens: the connection is refused before anything is sent.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/x"
+    with pytest.raises(AdapterError) as refused:
+        post_json(Pool(closed, 5), closed, b"{}", {})
+    assert refused.value.transient and not refused.value.maybe_processed and stream_retryable(refused.value)
+
+    # A server that reads the whole request, then hangs up without answering: it may have acted on it.
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/x"
+
+    def hang_up() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while not data.endswith(b"{}"):
+                data += conn.recv(4096)
+
+    thread = threading.Thread(target=hang_up)
+    thread.start()
+    try:
+        with pytest.raises(AdapterError) as dropped:
+            post_json(Pool(url, 5), url, b"{}", {})
+    finally:
+        thread.join()
+        listener.close()
+    assert dropped.value.transient and dropped.value.maybe_processed and not stream_retryable(dropped.value)

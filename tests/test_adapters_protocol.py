@@ -132,6 +132,33 @@ def test_evaluate_needs_the_reported_capability() -> None:
         conn.request("evaluateMany", {})
 
 
+def test_stream_requests_need_the_frame_capability_and_answer_emissions_as_sent() -> None:
+    conn = Connection()
+    request_id, _ = conn.request("initialize", {})
+    conn.feed(line({"id": request_id, "result": {"protocolVersion": 1, "capabilities": {"frame": True}}}))
+    assert conn.capabilities == Capabilities(evaluate=False, evaluate_many=False, frame=True)
+    with pytest.raises(LocalProtocolError, match="evaluate capability"):
+        conn.request("evaluate", {})
+    answers = {}
+    for method, result in (("startStream", None), ("frame", [{"a": 1}, 2]), ("frame", None), ("endStream", "x")):
+        sent, data = conn.request(method, {"stream": {"id": "1"}})
+        assert json.loads(data)["method"] == method
+        answers[sent] = only(conn.feed(line({"id": sent, "result": result})))
+    assert [(r.method, r.result) for r in answers.values()] == [  # type: ignore[union-attr]
+        ("startStream", None), ("frame", [{"a": 1}, 2]), ("frame", None), ("endStream", "x")]
+    # NaN in a frame's answer concerns that request only.
+    sent, _ = conn.request("frame", {})
+    error = reply_error(conn.feed(f'{{"id": {sent}, "result": {{"a": NaN}}}}\n'.encode()))
+    assert isinstance(error, ProtocolError) and "the adapter's answer to frame contains NaN" in str(error)
+
+
+def test_stream_requests_without_the_frame_capability_are_refused() -> None:
+    conn = ready()
+    for method in ("startStream", "frame", "endStream"):
+        with pytest.raises(LocalProtocolError, match="frame capability"):
+            conn.request(method, {})
+
+
 def test_close_moves_to_closing_then_closed() -> None:
     conn = ready()
     close_id, data = conn.request("close", {})
@@ -496,8 +523,9 @@ def test_initialize_error_answer_moves_to_init_failed() -> None:
         ({"protocolVersion": 2, "capabilities": {"evaluate": True}}, "protocol version 2"),
         ({"capabilities": {"evaluate": True}}, "protocol version None"),
         ({"protocolVersion": True, "capabilities": {"evaluate": True}}, "protocol version True"),
-        ({"protocolVersion": 1, "capabilities": {}}, "neither"),
-        ({"protocolVersion": 1, "capabilities": {"evaluate": False, "evaluateMany": False}}, "neither"),
+        ({"protocolVersion": 1, "capabilities": {}}, "none of the evaluate, evaluateMany and frame"),
+        ({"protocolVersion": 1, "capabilities": {"evaluate": False, "evaluateMany": False}}, "none of"),
+        ({"protocolVersion": 1, "capabilities": {"frame": 1}}, "capabilities.frame"),
         ({"protocolVersion": 1}, "capabilities object"),
         ({"protocolVersion": 1, "capabilities": {"evaluate": "yes"}}, "true or false"),
         ([1], "must be an object"),

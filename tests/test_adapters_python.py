@@ -469,3 +469,31 @@ def test_oversized_observations_tracebacks_and_messages_are_cut_in_every_output(
     for path in (report, junit):
         assert path.stat().st_size < 1 << 20, path
     assert len(out) + len(err) < 1 << 20
+
+
+def test_the_first_ctrl_c_acts_while_a_300_mb_observation_is_being_checked(tmp_path: Path) -> None:
+    import signal
+    mark = tmp_path / "mark"
+    # 300 MB of references to one small object: checking it walks millions of items (seconds)
+    # before it is refused at 64 MiB of JSON, and the interrupt must not wait for that walk.
+    adapter = f"""
+        ROW = {{"a": 1, "b": 2.5, "c": None, "d": True}}
+        CHUNK = [ROW] * 1000
+        class A:
+            def evaluate(self, sample, target):
+                value = [list(CHUNK) for _ in range(37_500)]
+                open({str(mark)!r}, "w").close()
+                return value
+        def create_evaluator(config):
+            return A()
+        """
+    eval_dir = make_eval(tmp_path, {"c": CASE}, adapter)
+    cli = _Cli(["run", "--eval-dir", str(eval_dir), "--concurrency", "1"])
+    _wait_for(mark, cli)
+    cli.proc.send_signal(signal.SIGINT)
+    code, err = cli.finish()
+    assert code == 130, err
+    assert "SIGINT received: stopping" in err and "Eval interrupted by SIGINT." in err, err
+    assert "exiting now" not in err and "Traceback" not in err, err
+    # Stopped inside the check: the sample that returned the value has no result yet.
+    assert "0 of 2 samples finished and saved in the checkpoint." in err, err

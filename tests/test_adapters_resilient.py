@@ -15,17 +15,19 @@ from typing import Any
 import pytest
 
 from glasskit_eval import TransientError
-from glasskit_eval.adapters.base import Sample, Target
-from glasskit_eval.adapters.calls import Call, DirectCaller
+from glasskit_eval.adapters.base import Sample, StreamInfo, Target
+from glasskit_eval.adapters.calls import Call, DirectCaller, DirectStreamCaller
 from glasskit_eval.adapters.resilient import (
     MAX_BACKOFF_S,
     CallPolicy,
     RateLimiter,
     ResilientCaller,
+    ResilientStreamCaller,
     backoff_delay,
+    stream_retryable,
     transient_info,
 )
-from glasskit_eval.errors import AdapterError, CallTimeout
+from glasskit_eval.errors import AdapterError, CallTimeout, HttpStatusError
 from glasskit_eval.support import threads
 
 TARGET = Target(id="t", index=0, label=None, config={})
@@ -238,3 +240,103 @@ def test_a_batch_call_is_one_record_per_sample() -> None:
     assert {(d.batch_size, d.attempts) for d in done} == {(3, 2)}
     short = asyncio.run(DirectCaller(Batch()).call_many([sample(0)], TARGET))
     assert isinstance(short[0].error, TransientError)
+
+
+class Stateful:
+    """A stream adapter that keeps what it took; each error in ``errors`` is raised once, ``taken``
+    saying whether the frame was taken before (the adapter's state moved) or not."""
+
+    streams = True
+
+    def __init__(self, *errors: tuple[BaseException, bool], hang: int = 0) -> None:
+        self.errors = list(errors)
+        self.hang = hang
+        self.taken: list[int] = []
+        self.attempts = 0
+        self.started: list[str] = []
+        self.ended = 0
+
+    async def start_stream(self, target: Target, stream: StreamInfo) -> None:
+        self.started.append(stream.case)
+
+    async def on_frame(self, sample: Sample, target: Target) -> Any:
+        self.attempts += 1
+        if self.hang:
+            self.hang -= 1
+            self.taken.append(sample.sample_index)
+            await asyncio.Event().wait()
+        if self.errors:
+            error, taken = self.errors.pop(0)
+            if taken:
+                self.taken.append(sample.sample_index)
+            raise error
+        self.taken.append(sample.sample_index)
+        return {"frame": sample.sample_index}
+
+    async def end_stream(self, target: Target) -> Any:
+        self.ended += 1
+        return [1, 2]
+
+
+def fed(adapter: Stateful, frames: int = 3, limiter: RateLimiter | None = None, **policy: Any) -> list[Call]:
+    caller = ResilientStreamCaller(DirectStreamCaller(adapter), CallPolicy(**policy), limiter,
+                                   rng=random.Random(7), sleep=Waits())
+
+    async def go() -> list[Call]:
+        start = await caller.start(TARGET, StreamInfo("c", "v.mp4", None))
+        frames_called = [await caller.frame(sample(i), TARGET) for i in range(frames)]
+        return [start, *frames_called, await caller.end(TARGET)]
+
+    return asyncio.run(go())
+
+
+def test_stream_calls_are_records_with_the_answers() -> None:
+    adapter = Stateful()
+    start, *frames, end = fed(adapter)
+    assert start.error is None and start.observation is None and adapter.started == ["c"]
+    assert [c.observation for c in frames] == [{"frame": 0}, {"frame": 1}, {"frame": 2}]
+    assert end.observation == [1, 2] and adapter.ended == 1 and adapter.taken == [0, 1, 2]
+
+
+def test_a_frame_the_adapter_declined_transiently_is_fed_again() -> None:
+    adapter = Stateful((TransientError("busy"), False))
+    _start, *frames, _end = fed(adapter, retries=2, backoff_s=0)
+    assert adapter.taken == [0, 1, 2] and adapter.attempts == 4
+    assert [c.attempts for c in frames] == [2, 1, 1] and all(c.error is None for c in frames)
+
+
+def test_a_timed_out_frame_is_not_fed_again() -> None:
+    adapter = Stateful(hang=1)
+    _start, first, *_rest = fed(adapter, retries=3, backoff_s=0, timeout_s=0.05)
+    assert isinstance(first.error, CallTimeout) and first.timed_out
+    assert "not retried" in str(first.error) and "on_frame timed out" in str(first.error)
+    # The adapter took frame 0 once: it was neither retried nor fed twice.
+    assert adapter.taken == [0, 1, 2] and adapter.attempts == 3
+
+
+@pytest.mark.parametrize(("status", "retried"), [(503, True), (429, True), (500, False), (502, False),
+                                                 (504, False)])
+def test_http_statuses_that_may_have_been_acted_on_are_not_retried(status: int, retried: bool) -> None:
+    error = HttpStatusError(f"answered {status}", status, transient=True, retry_after=None)
+    error.maybe_processed = status not in (408, 425, 429, 503)
+    assert stream_retryable(error) is retried
+    adapter = Stateful((error, not retried))
+    _start, first, *_rest = fed(adapter, retries=2, backoff_s=0)
+    assert (first.error is None) is retried
+    assert adapter.taken == [0, 1, 2]
+    if not retried:
+        assert first.attempts == 1 and "not retried" in str(first.error)
+
+
+def test_stream_calls_take_a_rate_limit_token_per_attempt() -> None:
+    class Counting(RateLimiter):
+        taken = 0
+
+        def reserve(self) -> float:
+            self.taken += 1
+            return 0.0
+
+    limiter = Counting(1000)
+    fed(Stateful((TransientError("busy"), False)), limiter=limiter, retries=1, backoff_s=0)
+    # start, three frames (one of them twice), end.
+    assert limiter.taken == 6

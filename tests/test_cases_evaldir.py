@@ -250,7 +250,7 @@ def test_config_problems_are_all_reported_with_path_and_line(tmp_path: Path) -> 
     ]
     messages = [m for _, _, _, m in problems_of(info)]
     assert messages[1].startswith("unknown key 'threshold' (did you mean 'thresholds'?); allowed keys: "
-                                  "run, thresholds, video_stores")
+                                  "arms, run, thresholds, video_stores")
     assert messages[5] == "a video store needs `bucket`"
     assert messages[6] == "access_key_id_env and secret_access_key_env must be set together"
     assert messages[7] == "unsupported store type 'gcs'; only s3 is supported"

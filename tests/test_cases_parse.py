@@ -419,7 +419,7 @@ def test_unknown_keys_are_rejected_everywhere_with_path_and_line(tmp_path: Path)
     assert messages["targets.t.samples[0].expected"].startswith("unknown key 'expected' (did you mean 'expect'?)")
     assert messages["targets.t.sample_defaults.feild"].startswith("unknown key 'feild' (did you mean 'field'?)")
     assert "(did you mean 'tolerance'?)" in messages["targets.t.sample_defaults.compare.tolerence"]
-    assert messages["targets.t.colour"].endswith("allowed keys: config, label, sample_defaults, samples")
+    assert messages["targets.t.colour"].endswith("allowed keys: config, events, label, quiet, sample_defaults, samples, stream")
     assert messages["targets.t.samples[0].expected"].endswith(
         "allowed keys: at, clip, comment, compare, every_s, expect, field, ignore, range")
 

@@ -45,7 +45,7 @@ def test_a_stop_with_judged_work_keeps_it_and_says_how_to_resume(tmp_path: Path)
     assert path.exists()
     reopened = CheckpointedCommand("seed", "Seed")
     assert reopened.open(path)["eval_dir"] == str(tmp_path)
-    assert reopened.previous[(1, "c", "t", 0)].status is Status.PASSED and reopened.has_completed_work
+    assert reopened.previous[(1, "c", "t", 0, None)].status is Status.PASSED and reopened.has_completed_work
     reopened.finish(complete=True)
     assert read_manifest(path).status == COMPLETE
 
@@ -65,7 +65,7 @@ def test_guard_turns_errors_after_the_checkpoint_into_a_reported_stop(tmp_path: 
 def test_a_damaged_record_is_a_checkpoint_error(tmp_path: Path) -> None:
     life = new(tmp_path)
     assert life.checkpoint is not None
-    life.checkpoint.append((1, "c", "t", 0), {"case": "c", "status": "bogus"}, completed=True)
+    life.checkpoint.append((1, "c", "t", 0, None), {"case": "c", "status": "bogus"}, completed=True)
     life.finish(complete=False)
     with pytest.raises(CheckpointError, match="damaged"):
         CheckpointedCommand("run", "Eval").open(life.checkpoint.path)

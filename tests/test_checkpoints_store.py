@@ -48,17 +48,37 @@ def test_layout_and_owner_only_permissions(tmp_path: Path) -> None:
 
 def test_records_round_trip_and_later_records_supersede(tmp_path: Path) -> None:
     cp = _create(tmp_path)
-    cp.append((1, "c", "t", 0), {"status": "error"}, completed=False)
-    cp.append((1, "c", "t", 1), {"status": "passed", "observed": {"ü": [1.5, None]}}, completed=True)
-    cp.append((1, "c", "t", 0), {"status": "passed"}, completed=True)
+    cp.append((1, "c", "t", 0, None), {"status": "error"}, completed=False)
+    cp.append((1, "c", "t", 1, None), {"status": "passed", "observed": {"ü": [1.5, None]}}, completed=True)
+    cp.append((1, "c", "t", 0, None), {"status": "passed"}, completed=True)
     cp.wait()
     assert cp.durable_completed == 2
     cp.close()
     again = Checkpoint.open(cp.path, "run")
     try:
         assert again.resumed and again.manifest.resumes == 1
-        assert again.previous == {(1, "c", "t", 0): {"status": "passed"},
-                                  (1, "c", "t", 1): {"status": "passed", "observed": {"ü": [1.5, None]}}}
+        assert again.previous == {(1, "c", "t", 0, None): {"status": "passed"},
+                                  (1, "c", "t", 1, None): {"status": "passed", "observed": {"ü": [1.5, None]}}}
+    finally:
+        again.close()
+
+
+def test_records_of_arms_are_keyed_by_their_arm_and_plain_records_keep_four_elements(tmp_path: Path) -> None:
+    from glasskit_eval.checkpoints.framing import decode_records
+
+    cp = _create(tmp_path)
+    cp.append((1, "c", "t", 0, None), {"status": "passed"}, completed=True)
+    cp.append((1, "c", "t", 0, "small"), {"status": "failed", "arm": "small"}, completed=True)
+    cp.append((1, "c", "t", 0, "jpeg:30"), {"status": "passed", "arm": "jpeg:30"}, completed=True)
+    cp.close()
+    keys = [r["key"] for r in decode_records((cp.path / RECORDS_NAME).read_bytes(), cp.path).records]
+    assert keys == [[1, "c", "t", 0], [1, "c", "t", 0, "small"], [1, "c", "t", 0, "jpeg:30"]]
+    again = Checkpoint.open(cp.path, "run")
+    try:
+        # One sample, three records: none supersedes another.
+        assert again.previous == {(1, "c", "t", 0, None): {"status": "passed"},
+                                  (1, "c", "t", 0, "small"): {"status": "failed", "arm": "small"},
+                                  (1, "c", "t", 0, "jpeg:30"): {"status": "passed", "arm": "jpeg:30"}}
     finally:
         again.close()
 
@@ -66,7 +86,7 @@ def test_records_round_trip_and_later_records_supersede(tmp_path: Path) -> None:
 def test_flush_waits_until_records_are_on_disk(tmp_path: Path) -> None:
     cp = _create(tmp_path)
     for i in range(50):
-        cp.append((1, "c", "t", i), {"i": i}, completed=True)
+        cp.append((1, "c", "t", i, None), {"i": i}, completed=True)
     asyncio.run(cp.flush())
     # Everything appended before flush() is readable by another process now.
     decoded = decode_records((cp.path / RECORDS_NAME).read_bytes(), cp.path)
@@ -83,26 +103,26 @@ def test_flush_waits_until_records_are_on_disk(tmp_path: Path) -> None:
 ])
 def test_torn_tail_is_ignored_and_cut_before_appending(tmp_path: Path, tail: bytes) -> None:
     cp = _create(tmp_path)
-    cp.append((1, "c", "t", 0), {"n": 0}, completed=True)
+    cp.append((1, "c", "t", 0, None), {"n": 0}, completed=True)
     cp.close()
     records = cp.path / RECORDS_NAME
     intact = records.read_bytes()
     with open(records, "ab") as handle:
         handle.write(tail)
     again = Checkpoint.open(cp.path, "run")
-    assert again.previous == {(1, "c", "t", 0): {"n": 0}}
+    assert again.previous == {(1, "c", "t", 0, None): {"n": 0}}
     assert records.read_bytes() == intact  # the torn bytes are gone
-    again.append((1, "c", "t", 1), {"n": 1}, completed=True)
+    again.append((1, "c", "t", 1, None), {"n": 1}, completed=True)
     again.close()
     third = Checkpoint.open(cp.path, "run")
     third.close()
-    assert set(third.previous) == {(1, "c", "t", 0), (1, "c", "t", 1)}
+    assert set(third.previous) == {(1, "c", "t", 0, None), (1, "c", "t", 1, None)}
 
 
 def test_damage_before_intact_records_is_refused(tmp_path: Path) -> None:
     cp = _create(tmp_path)
     for i in range(3):
-        cp.append((1, "c", "t", i), {"n": i}, completed=True)
+        cp.append((1, "c", "t", i, None), {"n": i}, completed=True)
     cp.close()
     records = cp.path / RECORDS_NAME
     lines = records.read_bytes().split(b"\n")
@@ -174,7 +194,7 @@ def test_a_checkpoint_in_use_cannot_be_opened_twice(tmp_path: Path) -> None:
 
 def test_discard_removes_the_directory(tmp_path: Path) -> None:
     cp = _create(tmp_path)
-    cp.append((1, "c", "t", 0), {}, completed=False)
+    cp.append((1, "c", "t", 0, None), {}, completed=False)
     cp.discard()
     assert not cp.path.exists()
 
@@ -237,10 +257,15 @@ def test_hand_edited_manifest_fields_are_refused(tmp_path: Path, field: str, val
     {"key": [1, "c", "t", 0], "payload": []},
     {"key": [1, "c", "t", 0], "payload": {"reason": "x\udc80"}},
     {"payload": {}},
+    {"key": [1, "c", "t", 0, ""], "payload": {"arm": ""}},
+    {"key": [1, "c", "t", 0, 3], "payload": {"arm": 3}},
+    {"key": [1, "c", "t", 0, "small"], "payload": {"arm": "large"}},
+    {"key": [1, "c", "t", 0], "payload": {"arm": "small"}},
+    {"key": [1, "c", "t", 0, "small", 1], "payload": {"arm": "small"}},
 ])
 def test_hand_edited_records_are_refused(tmp_path: Path, record: dict[str, object]) -> None:
     cp = _create(tmp_path)
-    cp.append((1, "c", "t", 0), {"n": 0}, completed=True)
+    cp.append((1, "c", "t", 0, None), {"n": 0}, completed=True)
     cp.close()
     body = json.dumps(record, separators=(",", ":")).encode()  # ensure_ascii keeps it encodable
     import zlib

@@ -41,9 +41,11 @@ def calls(eval_dir: Path) -> int:
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (None, "does not exist"),
-    ("{not json", "cannot read report"),
-    (json.dumps({"summary": {}}), "is not a run report"),
+    (None, "no such report file"),
+    ("{not json", "not valid JSON"),
+    (json.dumps({"summary": {}}), "not a glasskit_eval run report"),
+    (json.dumps({"report_type": "eval_run", "schema_version": 1, "summary": {}, "trials": []}),
+     "summary: lacks `attempt_pass_rate`"),
 ])
 def test_a_bad_baseline_is_refused_before_any_adapter_call(eval_dir: Path, tmp_path: Path,
                                                            content: str | None, message: str) -> None:

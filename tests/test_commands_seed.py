@@ -432,3 +432,117 @@ def test_seed_says_when_nothing_changed_and_leaves_the_file_alone(
     assert "Nothing changed in c: the file already holds the 1 proposed values" in out
     assert "Seeded" not in out and "Next:" not in out
     assert path.read_text() == case and path.stat().st_mtime_ns == before
+
+
+CLIP_CASE = """\
+video: cfr_h264.mp4
+sample_defaults:
+  clip: {before_s: 0.4, every_s: 0.2}
+targets:
+  door:
+    sample_defaults:
+      field: result.open
+    samples:
+    - range: [0.5, 1.9]
+      every_s: 0.5
+      clip: {before_s: 0.2, after_s: 0.1}   # every frame around t
+      comment: the door swings
+    - at: 1.95
+      clip: null
+      expect: true
+  index:
+    samples:
+    - at: [0.6, 1.2]
+      field: result.index
+"""
+
+
+def test_seed_on_clip_samples_labels_the_anchor_and_keeps_every_clip(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = seed_env(monkeypatch, tmp_path)
+    eval_dir = make_eval(tmp_path, {"door": CLIP_CASE}, LABELER)
+    path = eval_dir / "cases" / "door.yaml"
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir)
+    assert code == 0, out + err
+    after = path.read_text()
+    door = yaml.safe_load(after)["targets"]["door"]["samples"]
+    clip = {"before_s": 0.2, "after_s": 0.1}
+    # Split by value, each new block keeps the block's clip; the cleared clip stays cleared.
+    assert door == [{"range": [0.5, 1.0], "every_s": 0.5, "clip": clip, "comment": "the door swings", "expect": False},
+                    {"range": [1.0, 1.9], "every_s": 0.5, "clip": clip, "comment": "the door swings", "expect": True},
+                    {"at": 1.95, "clip": None, "expect": True}]
+    assert "      clip: {before_s: 0.2, after_s: 0.1}   # every frame around t" in after
+    # An inherited clip stays inherited: the proposals are the anchors' frames (read from the pixels).
+    index = yaml.safe_load(after)["targets"]["index"]["samples"]
+    assert [b.get("expect") for b in index] == [6, 12] and all("clip" not in b for b in index)
+    assert after.startswith("video: cfr_h264.mp4\nsample_defaults:\n  clip: {before_s: 0.4, every_s: 0.2}\n")
+    assert sorted(map(tuple, calls(log))) == sorted(
+        [("door", t) for t in (0.5, 1.0, 1.5)] + [("index", t) for t in (0.6, 1.2)])
+    assert run_cli("validate", "--eval-dir", eval_dir)[0] == 0
+    assert run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "1")[0] == 0
+
+
+#: Proposes the clip's frames as the adapter got them: indexes, requested times, indexes read from the pixels.
+CLIP_LABELER = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from framecode import read_frame_index
+
+def create_evaluator(config):
+    return Labeler()
+
+class Labeler:
+    def evaluate(self, sample, target):
+        return {{"frames": {{"index": [f.frame_index for f in sample.frames],
+                             "time": [f.timestamp_s for f in sample.frames],
+                             "pixels": [read_frame_index(f.image) for f in sample.frames],
+                             "anchor": read_frame_index(sample.image)}}}}
+"""
+
+CLIP_SEED_CASE = """\
+video: cfr_h264.mp4
+sample_defaults:
+  clip: {before_s: 0.4, every_s: 0.2}
+  field: frames
+targets:
+  around:
+    samples:
+    - at: [0.5, 1.5]
+      clip: {before_s: 0.2, after_s: 0.1}
+  inherited:
+    samples:
+    - at: [0.6, 1.2]
+  cleared:
+    samples:
+    - at: 1.9
+      clip: null
+"""
+
+
+@pytest.mark.parametrize("kind", ["python", "protocol_server"])
+def test_seed_adapters_receive_every_clip_frame(tmp_path: Path, kind: str) -> None:
+    import shlex
+    import sys
+
+    eval_dir = make_eval(tmp_path, {"c": CLIP_SEED_CASE}, CLIP_LABELER)
+    extra: list[str] = []
+    if kind == "protocol_server":
+        extra = ["--adapter-command", shlex.join([sys.executable, "-m", "glasskit_eval.protocol_server",
+                                                  f"{eval_dir / 'adapter.py'}:create_evaluator"])]
+    code, out, err = run_cli("seed", "--eval-dir", eval_dir, "--concurrency", "2", *extra)
+    assert code == 0, out + err
+    written = yaml.safe_load((eval_dir / "cases" / "c.yaml").read_text())["targets"]
+
+    def proposals(target: str) -> list[dict[str, object]]:
+        return [block["expect"] for block in written[target]["samples"]]
+
+    # 10 fps: every frame of [t-0.2, t+0.1]; the grid t-0.4, t-0.2, t; a cleared clip is the anchor alone.
+    assert proposals("around") == [
+        {"index": [3, 4, 5, 6], "time": [0.3, 0.4, 0.5, 0.6], "pixels": [3, 4, 5, 6], "anchor": 5},
+        {"index": [13, 14, 15, 16], "time": [1.3, 1.4, 1.5, 1.6], "pixels": [13, 14, 15, 16], "anchor": 15}]
+    assert proposals("inherited") == [
+        {"index": [2, 4, 6], "time": [0.2, 0.4, 0.6], "pixels": [2, 4, 6], "anchor": 6},
+        {"index": [8, 10, 12], "time": [0.8, 1.0, 1.2], "pixels": [8, 10, 12], "anchor": 12}]
+    assert proposals("cleared") == [{"index": [19], "time": [1.9], "pixels": [19], "anchor": 19}]
+    # The file now passes: a run hands the adapter the same frames seed did.
+    assert run_cli("run", "--eval-dir", eval_dir, "--min-pass-rate", "1", *extra)[0] == 0

@@ -235,6 +235,23 @@ def test_adapter_crash_mid_run_names_pid_status_and_stderr(tmp_path: Path) -> No
     assert "model server connection refused" in err
 
 
+def test_a_helper_left_holding_the_adapters_output_fails_the_run_by_name_and_is_ended(tmp_path: Path) -> None:
+    import re
+
+    eval_dir = make_eval(tmp_path, {"clip": CASE})
+    report = tmp_path / "r.json"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", misbehave("leave-helper"),
+                              "--output-json", report)
+    assert code == 2, err
+    helper = re.search(r"helper pid (\d+)", err)
+    assert helper, err
+    assert (f"did not close cleanly: it exited but left 1 process holding its stdout or stderr: "
+            f"pid {helper.group(1)} (sleep 600); they were terminated") in err
+    assert "Traceback" not in err and not report.exists()
+    assert not Path(f"/proc/{helper.group(1)}").exists() or \
+        Path(f"/proc/{helper.group(1)}/stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
+
+
 def test_stdout_pollution_tells_the_user_to_log_to_stderr(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"clip": CASE})
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--adapter-command", misbehave("stdout-log"))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from evalkit import TESTS, make_eval, read_json, run_cli
+from reportkit import report_of, result_json
 
 from glasskit_eval.statistics.bootstrap import median_latency_change
 from glasskit_eval.statistics.intervals import pass_rate_interval
@@ -164,12 +165,12 @@ def test_alpha_is_checked_and_baseline_gates_need_a_baseline(eval_dir: Path) -> 
 
 
 def report(results: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"trials": [{"results": results}]}
+    return report_of(results)
 
 
 def result(time: float, status: str, expected: Any = True, duration: float = 0.1) -> dict[str, Any]:
-    return {"case": "c", "target": "t", "timestamp_s": time, "status": status, "expected": expected,
-            "observed_value": status == "passed", "evaluation_duration_seconds": duration}
+    return result_json(time, status, case="c", target="t", index=round(time * 2), expected=expected,
+                       observed_value=status == "passed", evaluation_duration_seconds=duration)
 
 
 def test_a_relabelled_sample_is_its_own_kind_and_left_out_of_the_test(tmp_path: Path,

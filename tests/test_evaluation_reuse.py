@@ -280,7 +280,7 @@ def test_comparison_errors_are_reused_and_ignored_samples_never_sent(tmp_path: P
                "source": "at", "status": "error", "expected": False, "field": None, "compare_mode": None,
                "reason": "comparison_error: ValueError: bad", "observed": True, "observed_value": True,
                "error_kind": "comparison"}
-    cp.append((1, "a", "lamp", 4), payload, completed=True)
+    cp.append((1, "a", "lamp", 4, None), payload, completed=True)
     cp.close()
     set_failures(eval_dir, None)
     code, out, err = run_cli("run", "--resume", path)

@@ -11,6 +11,7 @@ import av
 import pytest
 from evalkit import run_cli
 
+from glasskit_eval.evaluation import clipframes
 from glasskit_eval.video import _segments as segments
 
 
@@ -46,7 +47,7 @@ class Slow:
 
 
 def peak_live_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frames: int, targets: int,
-                     concurrency: int) -> int:
+                     concurrency: int, clip: str | None = None) -> int:
     live: list[weakref.ref[Any]] = []
     peak = 0
     original = segments.to_display_image
@@ -63,8 +64,10 @@ def peak_live_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frames: in
     root = tmp_path / f"eval-{frames}-{targets}"
     (root / "cases").mkdir(parents=True)
     make_video(root / "cases" / "v.mp4", frames)
-    body = "".join(f"  t{i}:\n    samples:\n    - range: [0, {frames / 25}]\n      field: ok\n"
-                   "      expect: true\n" for i in range(targets))
+    start = "0.4" if clip is not None else "0"
+    clips = f"      clip: {clip}\n" if clip is not None else ""
+    body = "".join(f"  t{i}:\n    samples:\n    - range: [{start}, {frames / 25}]\n      field: ok\n"
+                   f"      expect: true\n{clips}" for i in range(targets))
     (root / "cases" / "c.yaml").write_text(f"video: v.mp4\nsampling:\n  every_s: 0.08\ntargets:\n{body}")
     (root / "adapter.py").write_text(textwrap.dedent(ADAPTER))
     code, out, err = run_cli("run", "--eval-dir", root, "--concurrency", str(concurrency))
@@ -91,6 +94,21 @@ def test_peak_frames_do_not_grow_with_video_length_or_targets(tmp_path: Path,
     bound = 2 + case.FRAME_QUEUE_DEPTH + 1 + 1
     assert 1 <= short <= bound
     assert long <= bound
+
+
+def test_peak_frames_of_sliding_clips_follow_the_clips_in_flight_not_the_video(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clip = "{before_s: 0.4, every_s: 0.08}"  # 6 frames, sharing 5 with the next clip
+    short = peak_live_frames(tmp_path, monkeypatch, 200, 1, 2, clip)
+    long = peak_live_frames(tmp_path, monkeypatch, 800, 1, 2, clip)
+    # Worker queues, then per clip in flight, queued or being handed over at most its own new
+    # frame, plus the one clip's worth kept for the next clips.
+    bound = 4 * segments.QUEUE_DEPTH + 6 + (2 + 2 + 2)
+    assert 6 <= short <= bound
+    assert long <= bound
+    # Later targets' frames wait in the store: past its memory budget (none here), on disk.
+    monkeypatch.setattr(clipframes, "MEMORY_BUDGET", 0)
+    assert peak_live_frames(tmp_path, monkeypatch, 800, 3, 2, clip) <= bound
 
 
 # --- the whole run's memory on a real encode -------------------------------------------

@@ -20,9 +20,18 @@ from framecode import read_frame_index
 
 from glasskit_eval.cases.model import MAX_CLIP_FRAMES, ClipSpec
 from glasskit_eval.errors import ValidationError
-from glasskit_eval.plan.clips import Clip, ClipEntry, grid_times, plan_clips, select_clip
+from glasskit_eval.plan.clips import (
+    Clip,
+    ClipEntry,
+    edge_problem,
+    grid_times,
+    neighbour_frames,
+    plan_clips,
+    select_clip,
+)
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, expand_case
+from glasskit_eval.support.timevalues import format_time
 from glasskit_eval.video._orientation import UPRIGHT
 from glasskit_eval.video.frames import decode_at
 from glasskit_eval.video.frametable import FrameTable, frame_table
@@ -164,6 +173,36 @@ def test_clamp_drops_times_past_the_end() -> None:
     assert clip.frame_indexes[-1] == len(manifest_times("vfr_h264.mp4")) - 1
 
 
+#: A last frame that lasts longer than the smallest gap (stts), and one no container duration
+#: describes (MediaRecorder WebM: the gap before it): (fixture, where the clip ends).
+LONG_LAST = [("vfr_long_last_h264.mp4", F(3, 2)), ("mediarecorder_vp8.webm", F("0.867"))]
+
+
+@pytest.mark.parametrize(("name", "end"), LONG_LAST)
+def test_a_clip_reaching_the_last_frames_own_end_is_taken(name: str, end: Fraction) -> None:
+    last = len(manifest_times(name)) - 1
+    anchor = manifest_times(name)[-1]
+    assert probe(VIDEOS / name).end_time == end
+    for reach in (end, end + END_TOLERANCE_S):
+        spec = ClipSpec(before_s=F(1, 10), after_s=reach - anchor, every_s=(reach - anchor) / 4)
+        assert edge_problem(anchor, spec, end) is None
+        clip = check_clip(name, anchor, spec)  # the frames' own pixels say which they are
+        assert clip.times[-1] == reach and clip.frame_indexes[-4:] == (last,) * 4
+        every_frame = check_clip(name, anchor, ClipSpec(before_s=F(1, 10), after_s=reach - anchor))
+        assert every_frame.frame_indexes[-1] == last
+
+
+@pytest.mark.parametrize(("name", "end"), LONG_LAST)
+def test_a_clip_just_beyond_the_end_and_its_tolerance_is_refused(name: str, end: Fraction) -> None:
+    anchor = manifest_times(name)[-1]
+    beyond = end + END_TOLERANCE_S + F(1, 1000)
+    for spec in (ClipSpec(after_s=beyond - anchor), ClipSpec(after_s=beyond - anchor, every_s=beyond - anchor)):
+        assert edge_problem(anchor, spec, probe(VIDEOS / name).end_time) == (
+            f"the clip of the sample at {format_time(anchor)}s reaches {float(beyond)}s, past the end of the video "
+            f"({float(end)}s from its first frame); shorten after_s, move the sample, or set `edge: clamp` "
+            "to drop the times outside the video")
+
+
 # --- tables without timestamps ---------------------------------------------------------------
 
 
@@ -189,6 +228,31 @@ def test_frames_without_timestamps_are_placed_at_index_over_rate(spec: ClipSpec)
     end = info_from_table(without).end_time
     assert end == info_from_table(with_pts).end_time
     assert select_clip(F(1), spec, without, end_time=end) == select_clip(F(1), spec, with_pts, end_time=end)
+
+
+def test_neighbour_frames_without_timestamps_match_the_timed_table() -> None:
+    with_pts, without = synthetic_table(90), synthetic_table(90, timestamps=False)
+    assert neighbour_frames(0, 2, without) == neighbour_frames(0, 2, with_pts) == [
+        ClipEntry(F(1, 30), 1, F(1, 30)), ClipEntry(F(2, 30), 2, F(2, 30))]
+    assert [e.frame_index for e in neighbour_frames(89, 3, without)] == [86, 87, 88]
+
+
+# --- neighbouring frames (--jitter-frames) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cfr_h264.mp4", "vfr_h264.mp4", "bframes_h264.mp4", "start_offset_h264.mp4"])
+def test_neighbour_frames_are_the_frames_their_times_decode_to(name: str) -> None:
+    """Each neighbour's time selects it by the single-sample rule: the decode gives exactly those frames."""
+    table = frame_table(VIDEOS / name)
+    count = len(manifest_times(name))
+    for index in (0, 1, count // 2, count - 1):
+        entries = neighbour_frames(index, 2, table)
+        assert [e.frame_index for e in entries] == [i for i in range(index - 2, index + 3)
+                                                    if i != index and 0 <= i < count]
+        got = decoded(name, tuple(e.time for e in entries))
+        for entry in entries:
+            assert got[entry.time][:2] == (entry.frame_index, entry.frame_index), (name, index, entry)
+            assert entry.media_time == manifest_times(name)[entry.frame_index]
 
 
 # --- planning: clips on scheduled samples, and their checks ----------------------------------

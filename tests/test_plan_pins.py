@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,12 +11,15 @@ from fractions import Fraction
 
 import pytest
 
+from glasskit_eval.cases.model import ClipSpec
 from glasskit_eval.plan.pins import (
     MOVED,
     PIXELS,
     SLIGHT,
     TIME_EDITED,
     UNPINNED,
+    ClipFramePin,
+    ClipPin,
     Decoder,
     FramePin,
     LockFormatError,
@@ -75,7 +79,7 @@ def test_damaged_lock_times_are_refused_at_once() -> None:
             print(exc)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True)
-    assert done.stdout.startswith("x.lock:2: damaged frame lock entry (ValueError: '1e999999999' is out of range")
+    assert done.stdout.startswith("x.lock:2: damaged frame lock entry ('1e999999999' is out of range")
 
 
 def test_compare_kinds_and_causes() -> None:
@@ -117,3 +121,75 @@ def test_updated_replaces_keeps_and_drops() -> None:
 
 def test_hash_distance() -> None:
     assert hash_distance("00", "ff") == 8 and hash_distance("zz", "00") == 64
+
+
+# -- clip samples ------------------------------------------------------------------------------
+
+def clip_pin(index: int, time: str, frames: list[tuple[str, int]], spec: ClipSpec | None = None,
+             sha: str | None = None) -> FramePin:
+    """A clip sample's pin: ``frames`` are (requested time, frame index) pairs; hashes follow the index."""
+    spec = spec or ClipSpec(before_s=Fraction(1, 5), every_s=Fraction(1, 10))
+    clip = ClipPin(spec, tuple(ClipFramePin(Fraction(t), i, Fraction(i, 10), sha or f"{i:064x}", "00000000000000ff")
+                               for t, i in frames))
+    return replace(pin("a", index, time, frames[-1][1]), clip=clip)
+
+
+def test_a_single_frame_line_is_as_before_clips() -> None:
+    assert PinFile("c", "c.mp4", SHA, DECODER, (pin("a", 0, "1/2", 5),)).render().splitlines()[1] == (
+        '{"display_size": [128, 72], "frame_index": 5, "media_time": "1/2", "media_timestamp_s": 0.5, '
+        '"phash": "00000000000000ff", "pixel_sha256": "' + f"{5:064x}" + '", "sample_index": 0, '
+        '"target": "a", "time": "1/2", "timestamp_s": 0.5}')
+
+
+def test_a_clip_line_holds_its_setting_and_every_frame_and_round_trips() -> None:
+    clipped = clip_pin(0, "0.5", [("0.3", 3), ("0.4", 4), ("0.5", 5)])
+    lock = PinFile("c", "c.mp4", SHA, DECODER, (clipped, pin("a", 1, "1", 10)))
+    line = json.loads(lock.render().splitlines()[1])
+    assert line["clip"]["before_s"] == "1/5" and line["clip"]["every_s"] == "1/10"
+    assert line["clip"]["edge"] == "error" and line["clip"]["after_s"] == "0"
+    assert [(f["time"], f["frame_index"]) for f in line["clip"]["frames"]] == [("3/10", 3), ("2/5", 4), ("1/2", 5)]
+    assert "clip" not in json.loads(lock.render().splitlines()[2])
+    assert parse_pin_file(lock.render(), "x.lock") == lock
+    damaged = lock.render().replace('"frame_index": 4', '"frame_index": "4"', 1)
+    with pytest.raises(LockFormatError, match=r"x\.lock:2: damaged"):
+        parse_pin_file(damaged, "x.lock")
+
+
+def test_clip_frames_that_moved_are_problems_and_edits_are_named() -> None:
+    old = clip_pin(0, "0.5", [("0.3", 3), ("0.4", 4), ("0.5", 5)])
+    lock = PinFile("c", "c.mp4", SHA, DECODER, (old,))
+    assert compare(lock, [old], SHA, DECODER) == []
+    # One clip frame moved; the anchor did not.
+    moved = clip_pin(0, "0.5", [("0.3", 2), ("0.4", 4), ("0.5", 5)])
+    [found] = compare(lock, [moved], "b" * 64, DECODER)
+    assert found.kind == MOVED and found.problem
+    assert found.message == ("a sample 0 at 0.5s: clip frame at 0.3s now resolves to frame 2 at 0.2s (pinned: "
+                             "frame 3 at 0.3s); 1 of 3 clip frames moved; the video was re-encoded or replaced "
+                             "(its SHA-256 differs from the lock's)")
+    assert review_status(lock, moved, video_sha256=SHA, decoder=DECODER)["status"] == MOVED
+    # A longer clip of the same setting (an every-frame clip of a re-timed video).
+    longer = clip_pin(0, "0.5", [("0.2", 2), ("0.3", 3), ("0.4", 4), ("0.5", 5)])
+    [found] = compare(lock, [longer], SHA, DECODER)
+    assert found.kind == MOVED and "its clip now holds 4 frames, 2..5" in found.message
+    # The setting was edited: the label saw other frames.
+    edited = clip_pin(0, "0.5", [("0.4", 4), ("0.5", 5)], ClipSpec(before_s=Fraction(1, 10), every_s=Fraction(1, 10)))
+    [found] = compare(lock, [edited], SHA, DECODER)
+    assert found.kind == TIME_EDITED and found.problem
+    assert "clip edited from [t-0.2, t+0.0] every 0.1s to [t-0.1, t+0.0] every 0.1s" in found.message
+    # Pixels of one clip frame: beyond tolerance is a problem, within it a note.
+    changed = replace(old, clip=replace(old.clip, frames=(*old.clip.frames[:2], replace(  # type: ignore[union-attr]
+        old.clip.frames[2], pixel_sha256="f" * 64, phash="ffffffffffffffff"))))  # type: ignore[union-attr]
+    [found] = compare(lock, [changed], SHA, DECODER)
+    assert found.kind == PIXELS and "pixels of clip frame 5 at 0.5s changed beyond tolerance" in found.message
+    slight = replace(changed, clip=replace(changed.clip, frames=(*old.clip.frames[:2], replace(  # type: ignore[union-attr]
+        old.clip.frames[2], pixel_sha256="f" * 64))))  # type: ignore[union-attr]
+    [found] = compare(lock, [slight], SHA, DECODER)
+    assert found.kind == SLIGHT and not found.problem
+
+
+def test_a_clip_added_after_pinning_is_a_note() -> None:
+    lock = PinFile("c", "c.mp4", SHA, DECODER, (pin("a", 0, "0.5", 5),))
+    now = clip_pin(0, "0.5", [("0.3", 3), ("0.4", 4), ("0.5", 5)])
+    [found] = compare(lock, [now], SHA, DECODER)
+    assert found.kind == UNPINNED and not found.problem
+    assert found.message == "a sample 0 at 0.5s: its clip of 3 frames is not pinned; run `validate --pin` to pin it"

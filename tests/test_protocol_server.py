@@ -623,3 +623,55 @@ def test_serve_on_given_streams_in_process() -> None:
     assert code == 0
     answers = [json.loads(line) for line in out.getvalue().splitlines()]
     assert answers[1] == {"id": 2, "result": {"case": "walk", "w": 20}}
+
+
+def frame_request(request_id: int, sample: Sample, stream_id: str = "s1") -> dict[str, Any]:
+    return {"id": request_id, "method": "frame",
+            "params": {"stream": {"id": stream_id}, "sample": wire_sample(sample), "target": TARGET}}
+
+
+def test_a_stream_over_the_protocol_reaches_on_frame_start_stream_and_end_stream() -> None:
+    stream = {"id": "s1", "case": "walk", "video": "/v/clip.mov", "everyS": 0.5, "pace": None}
+    requests = [initialize(),
+                {"id": 2, "method": "startStream", "params": {"stream": stream, "target": TARGET}},
+                frame_request(3, make_sample(0)), frame_request(4, make_sample(1)), frame_request(5, make_sample(2)),
+                {"id": 6, "method": "endStream", "params": {"stream": {"id": "s1"}, "target": TARGET}}, close(7)]
+    out = io.BytesIO()
+    seen: list[Any] = []
+
+    class Streamer:
+        def start_stream(self, target: Any, stream: Any) -> None:
+            seen.append((target.id, stream.case, stream.every_s, stream.pace, stream.id))
+
+        async def on_frame(self, sample: Any, target: Any) -> Any:
+            sample.report_usage(cost=0.5)
+            return [None, ({"i": sample.sample_index}, sample.width), {"f": sample.frame_index}][sample.sample_index]
+
+        def end_stream(self, target: Any) -> Any:
+            return ["bye", target.id]
+
+    data = io.BytesIO(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+    assert protocol_server.serve(lambda config: Streamer(), stdin=data, stdout=out) == 0
+    answers = {m["id"]: m for m in map(json.loads, out.getvalue().splitlines())}
+    assert answers[1]["result"]["capabilities"] == {"evaluate": False, "evaluateMany": False, "frame": True}
+    assert seen == [("door", "walk", 0.5, None, "s1")]
+    assert answers[2] == {"id": 2, "result": None}
+    # None, a tuple (an array: a list of emissions) and one emission, with the usage beside each.
+    assert [answers[i]["result"] for i in (3, 4, 5)] == [None, [{"i": 1}, 20], {"f": 14}]
+    assert answers[4]["usage"] == {"cost": 0.5}
+    assert answers[6] == {"id": 6, "result": ["bye", "door"]}
+
+
+def test_stream_requests_to_an_adapter_without_on_frame_are_error_answers() -> None:
+    out = io.BytesIO()
+
+    class Plain:
+        def evaluate(self, sample: Any, target: Any) -> Any:
+            return 1
+
+    data = io.BytesIO(b"".join(json.dumps(r).encode() + b"\n" for r in [initialize(), frame_request(2, make_sample(0)),
+                                                                        close(3)]))
+    assert protocol_server.serve(lambda config: Plain(), stdin=data, stdout=out) == 0
+    answers = {m["id"]: m for m in map(json.loads, out.getvalue().splitlines())}
+    assert "frame" not in answers[1]["result"]["capabilities"]
+    assert answers[2]["error"]["message"] == "TypeError: the adapter does not implement on_frame"

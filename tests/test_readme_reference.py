@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.cases import checks, evaldir, parse
+from glasskit_eval.arms.spec import ARM_KEYS
+from glasskit_eval.cases import checks, evaldir, parse, streams
 from glasskit_eval.cli import COMMAND_NAMES, build_parser
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -277,6 +278,8 @@ KEY_TABLES: dict[str, set[str]] = {
     "Case file keys": parse._CASE_KEYS,
     "Target keys": parse._TARGET_KEYS,
     "Sample block keys": parse._BLOCK_KEYS,
+    "events keys": streams._EVENT_KEYS,
+    "stream keys": streams._STREAM_KEYS,
     "sample_defaults keys": checks._DEFAULTS_KEYS,
     "compare keys": checks._COMPARE_KEYS,
     "clip keys": checks._CLIP_KEYS,
@@ -285,6 +288,7 @@ KEY_TABLES: dict[str, set[str]] = {
     "config.yaml keys": evaldir._CONFIG_KEYS,
     "run keys": evaldir._RUN_KEYS,
     "video_stores keys": evaldir._STORE_KEYS,
+    "arms keys": set(ARM_KEYS),
 }
 
 

@@ -115,12 +115,13 @@ def test_unreadable_baselines_are_usage_errors(in_tmp: Path) -> None:
     (in_tmp / "bad.json").write_text("{not json")
     (in_tmp / "other.json").write_text(json.dumps({"trials": [{"results": [{"case": "c"}]}]}))
     code, _out, err = run_cli("compare", "bad.json", "previous.json")
-    assert code == 2 and err.startswith("error: cannot read report bad.json: ")
+    assert code == 2 and err.startswith("error: bad.json:1:2: not valid JSON")
     code, _out, err = run_cli("compare", "other.json", "previous.json")
-    assert (code, err) == (2, "error: other.json: trials[0].results[0] lacks case, target, timestamp_s or "
-                              "status\n")
+    assert (code, err) == (2, "error: other.json: the top level: lacks `report_type`, `schema_version`, "
+                              "`summary`; pass the file written by `run --output-json`\n")
     code, _out, err = run_cli("compare", "missing.json", "previous.json")
-    assert (code, err) == (2, "error: report missing.json does not exist\n")
+    assert (code, err) == (2, "error: missing.json: no such report file; pass the path written by "
+                              "`run --output-json`\n")
     eval_dir = ci_eval(in_tmp)
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--fail-on-regression")
     assert (code, err) == (2, "error: --fail-on-regression needs --baseline PREVIOUS.json\n")

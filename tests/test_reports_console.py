@@ -160,3 +160,16 @@ def test_an_errors_reason_is_whole_and_wrapped_in_the_table() -> None:
     reason = " ".join(line[start:].strip() for line in [lines[3], *continued])
     assert reason == "adapter_error: RuntimeError: model server returned 503"
     assert all(len(line) <= 80 for line in lines[:5])
+
+
+def test_a_run_failed_by_adapter_errors_does_not_say_no_gate_is_set(tmp_path: Path) -> None:
+    adapter = ("def create_evaluator(config):\n    return E()\n\n"
+               "class E:\n    def evaluate(self, sample, target):\n"
+               "        if sample.timestamp_s > 1:\n            raise ValueError('down')\n        return False\n")
+    eval_dir = make_eval(tmp_path, {"walk": "video: cfr_h264.mp4\ntargets:\n  lights:\n    samples:\n"
+                                             "    - at: [0.5, 1.5]\n      expect: true\n"}, adapter)
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going")
+    assert code == 1, out + err
+    assert "No gate is set" not in out
+    assert "Only the adapter-error gate is set, so failed samples do not fail this run;" in out
+    assert out.rstrip("\n").splitlines()[-1].endswith("; gates: adapter_errors")

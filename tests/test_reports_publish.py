@@ -13,6 +13,7 @@ from pathlib import Path
 from evalkit import TESTS, make_eval, read_json, run_cli
 from framecode import read_frame_index
 from htmlkit import page_data, thumbnail_images
+from reportkit import report_of, result_json
 
 CASE = """
 video: {video}
@@ -167,12 +168,13 @@ def test_report_refuses_files_that_are_not_reports(tmp_path: Path) -> None:
     code, _out, err = run_cli("report", other, "--html", tmp_path / "x.html")
     assert code == 2 and "not a glasskit_eval run report" in err
     bad_result = tmp_path / "bad.json"
-    bad_result.write_text('{"trials": [{"results": [{"case": "c"}]}]}')
+    damaged = report_of([result_json()])
+    del damaged["trials"][0]["results"][0]["target"]
+    bad_result.write_text(json.dumps(damaged))
     code, _out, err = run_cli("report", bad_result, "--html", tmp_path / "x.html")
-    assert code == 2 and "trials[0].results[0]: a result lacks target" in err
+    assert code == 2 and "trials[0].results[0]: lacks `target`" in err
     nan = tmp_path / "nan.json"
-    nan.write_text('{"trials": [{"results": [{"case": "c", "target": "t", "sample_index": 0, '
-                   '"timestamp_s": NaN, "status": "passed"}]}]}')
+    nan.write_text(json.dumps(report_of([result_json()])).replace('"timestamp_s": 0.5', '"timestamp_s": NaN'))
     code, _out, err = run_cli("report", nan, "--html", tmp_path / "x.html")
     assert code == 2 and "NaN is not valid JSON" in err
     code, _out, err = run_cli("report", tmp_path / "missing.json", "--html", tmp_path / "x.html")

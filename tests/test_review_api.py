@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import re
@@ -10,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evalkit import make_clip_case
+from evalkit import make_clip_case, make_eval
+from framecode import read_frame_index
+from PIL import Image
 
 from glasskit_eval.review.api import (
     FileBody,
@@ -279,3 +282,81 @@ def test_remove_target_route(state: ReviewState) -> None:
     assert file_bytes(state) == CASE.split("  light:")[0].encode()
     response, _ = write(state, "DELETE", "/api/cases/clip/targets/light", {"revision": body_of(response)["revision"]})
     assert response.status == 404 and "light" in body_of(response)["message"]
+
+
+CLIP_CASE = """\
+video: clip.mp4
+sample_defaults:
+  clip: {before_s: 0.4, every_s: 0.2}
+targets:
+  door:
+    samples:
+      - at: [0.5, 1.5]
+        expect: closed
+      - at: 0.2
+        clip: {before_s: 0.4, every_s: 0.1, edge: clamp}
+        expect: open
+      - at: 0.1
+        expect: open
+  light:
+    samples:
+      - range: [1.0, 1.4]
+        every_s: 0.2
+        clip: {before_s: 0.1, after_s: 0.1}
+        expect: false
+      - at: 0.3
+        clip: null
+        expect: false
+"""
+
+
+def test_clip_sends_the_selected_samples_window_and_exact_frames(tmp_path: Path) -> None:
+    clip_state = ReviewState(root=make_clip_case(tmp_path, CLIP_CASE).parent.parent, port=PORT)
+    _SESSIONS[id(clip_state)] = clip_state.secrets.open_session()
+    detail = body_of(get(clip_state, "/api/cases/clip"))
+    blocks = {t["id"]: t["blocks"] for t in detail["targets"]}
+    # The detail carries each block's resolved setting (inherited too), never the frames.
+    assert blocks["door"][0]["clip"] == {"before_s": 0.4, "after_s": 0.0, "every_s": 0.2, "edge": "error",
+                                         "text": "[t-0.4, t+0.0] every 0.2s"}
+    assert blocks["light"][1]["clip"] is None
+    body = body_of(get(clip_state, "/api/cases/clip/clip?target=door&t=1.5"))
+    assert body["time"] == "3/2" and body["block"] == 0
+    clip = body["clip"]
+    assert clip["window"] == [1.1, 1.5] and clip["anchor"] == 2 and clip["error"] is None
+    assert [(f["t"], f["frame_index"]) for f in clip["frames"]] == [("11/10", 11), ("13/10", 13), ("3/2", 15)]
+    # Clamped at the first frame; every frame of a window; exact times the /frame route accepts.
+    clamped = body_of(get(clip_state, "/api/cases/clip/clip?target=door&t=0.2"))["clip"]
+    assert [f["frame_index"] for f in clamped["frames"]] == [0, 1, 2] and clamped["window"] == [0.0, 0.2]
+    every = body_of(get(clip_state, "/api/cases/clip/clip?target=light&t=1.2"))["clip"]
+    assert [(f["t"], f["frame_index"]) for f in every["frames"]] == [("11/10", 11), ("6/5", 12), ("13/10", 13)]
+    frame = get(clip_state, "/api/cases/clip/frame?t=13/10")
+    assert frame.status == 200 and dict(frame.headers)["X-Frame-Index"] == "13"
+    # A window before the first frame is the error validate gives; a single-frame sample has no clip.
+    refused = body_of(get(clip_state, "/api/cases/clip/clip?target=door&t=0.1"))["clip"]
+    assert refused["frames"] == [] and "before the video's first frame" in refused["error"]
+    assert body_of(get(clip_state, "/api/cases/clip/clip?target=light&t=0.3"))["clip"] is None
+    missing = get(clip_state, "/api/cases/clip/clip?target=door&t=0.7")
+    assert missing.status == 404 and "no sample at 0.7s" in body_of(missing)["message"]
+    assert get(clip_state, "/api/cases/clip/clip?t=0.5").status == 400
+
+
+@pytest.mark.frames
+def test_the_frame_route_serves_the_last_frame_up_to_its_own_end(tmp_path: Path) -> None:
+    # A MediaRecorder WebM names no frame durations: its last frame, at 0.617 s, lasts as long as
+    # the 250 ms gap before it, so the clip ends at 0.867 s (0.917 s with the tolerance).
+    eval_dir = make_eval(tmp_path, {"rec": "video: mediarecorder_vp8.webm\ntargets:\n  t:\n    samples:\n"
+                                           "      - at: 0.867\n        expect: 1\n"},
+                         videos=("mediarecorder_vp8.webm",))
+    rec_state = ReviewState(root=eval_dir, port=PORT)
+    _SESSIONS[id(rec_state)] = rec_state.secrets.open_session()
+    video = body_of(get(rec_state, "/api/cases/rec"))["video"]
+    assert video["duration_s"] == 0.867 and video["last_frame_s"] == 0.617
+    for t in ("867/1000", "0.917"):
+        frame = get(rec_state, f"/api/cases/rec/frame?t={t}")
+        assert frame.status == 200 and header(frame, "X-Frame-Index") == "10", t
+        assert isinstance(frame.body, bytes)
+        with Image.open(io.BytesIO(frame.body)) as image:
+            assert read_frame_index(image.convert("RGB")) == 10
+    beyond = get(rec_state, "/api/cases/rec/frame?t=0.918")
+    assert beyond.status == 422 and "time 0.918s is past the end" in body_of(beyond)["message"]
+    assert "clip length 0.867s from its first frame" in body_of(beyond)["message"]

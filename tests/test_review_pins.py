@@ -252,3 +252,46 @@ def test_removing_a_target_drops_its_pins_and_keeps_the_rest(state: ReviewState)
     assert removed["saved"]["pins"] == {"repinned": 0, "error": None}
     assert lock_pins(state) == [p for p in before if p["target"] != "light"]
     assert set(statuses(state).values()) == {"ok"}
+
+
+CLIPPED = """\
+video: clip.mp4
+targets:
+  door:
+    samples:
+      - at: [0.5, 1.5]
+        clip: {before_s: 0.4, every_s: 0.2}
+        expect: closed
+  light:
+    samples:
+      - at: 0.5
+        expect: false
+"""
+
+
+def test_clip_samples_pins_on_the_page_and_saves_that_pin_their_clips(tmp_path: Path) -> None:
+    state = ReviewState(root=make_clip_case(tmp_path, CLIPPED).parent.parent, port=PORT)
+    pin(state)
+    # door and light share the time 0.5 s but not the clip: each is checked against its own pin.
+    assert set(statuses(state).values()) == {"ok"}
+    lines = lock_of(state).read_text().splitlines()
+    entry = json.loads(lines[1])
+    assert [f["frame_index"] for f in entry["clip"]["frames"]] == [1, 3, 5]
+    entry["clip"]["frames"][0].update(frame_index=2, media_time="1/5")
+    lines[1] = json.dumps(entry, sort_keys=True)
+    lock_of(state).write_text("\n".join(lines) + "\n")
+    body = get(state, "/api/cases/clip/pins")
+    moved = {(s["target"], s["time_s"]): s for s in body["samples"] if s["status"] != "ok"}
+    assert list(moved) == [("door", 0.5)] and moved[("door", 0.5)]["status"] == "moved"
+    assert "clip frame at 0.1s now resolves to frame 1 at 0.1s (pinned: frame 2 at 0.2s)" in \
+        moved[("door", 0.5)]["message"]
+    # A save that edits door's block pins its samples again, clip frames included.
+    detail = get(state, "/api/cases/clip")
+    clip = {"before_s": 0.2, "every_s": 0.1}
+    saved = write(state, "PUT", "/api/cases/clip/targets/door/samples",
+                  {"revision": detail["revision"], "blocks": [{"at": [0.5, 1.5], "clip": clip, "expect": "open"}]})
+    assert saved["saved"]["pins"] == {"repinned": 2, "error": None}
+    door = [p for p in lock_pins(state) if p["target"] == "door"]
+    assert [[f["frame_index"] for f in p["clip"]["frames"]] for p in door] == [[3, 4, 5], [13, 14, 15]]
+    assert set(statuses(state).values()) == {"ok"}
+    assert "clip" not in next(p for p in lock_pins(state) if p["target"] == "light")

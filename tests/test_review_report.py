@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reportkit import report_of, result_json, write_report
 
 from glasskit_eval.cases.model import Case
 from glasskit_eval.cases.parse import parse_case
@@ -47,32 +48,38 @@ def result(time: float, status: str = "failed", **extra: Any) -> dict[str, Any]:
     return out
 
 
-def write_report(tmp_path: Path, results: list[Any]) -> Path:
-    path = tmp_path / "results.json"
-    path.write_text(json.dumps({"trials": [{"trial": 1, "results": results}, "junk"]}))
-    return path
-
-
 def test_markers_keep_what_the_page_shows(tmp_path: Path) -> None:
-    path = write_report(tmp_path, [result(0.5), "junk", {"case": 3}, result(float("nan")),
-                                   result(True), {**result(1.5), "case": "other"}])
+    path = write_report(tmp_path / "results.json",
+                        [result_json(0.5), result_json(1.5, case="other", index=1)])
     markers = load_report(path)
     assert set(markers) == {"clip", "other"}
     (marker,) = markers["clip"]
     assert marker == {"trial": 1, "target": "door", "time_s": 0.5, "status": "failed", "reason": "r",
                       "expected": "closed", "field": None, "compare_mode": None,
-                      "observed": {"state": "ajar"}, "observed_value": {"state": "ajar"}, "frame_index": 5}
+                      "observed": {"state": "ajar"}, "observed_value": {"state": "ajar"}, "frame_index": 5,
+                      "arm": None}
 
 
 @pytest.mark.parametrize(("text", "needle"), [
-    (None, "cannot read --report"), ("{", "not valid JSON"), ("[]", "not a run report"),
-    ('{"trials": {}}', "not a run report"),
+    (None, "no such report file"), ("{", "not valid JSON"), ("[]", "not a glasskit_eval run report"),
+    ('{"trials": {}}', "lacks `report_type`"),
 ])
 def test_bad_reports_are_usage_errors(tmp_path: Path, text: str | None, needle: str) -> None:
     path = tmp_path / "results.json"
     if text is not None:
         path.write_text(text)
     with pytest.raises(UsageError, match=needle):
+        load_report(path)
+
+
+def test_a_damaged_result_is_refused_naming_where(tmp_path: Path) -> None:
+    """Damage is no longer skipped: the page would show markers of a report that is not what the run wrote."""
+    report = report_of([result_json(0.5)])
+    report["trials"][0]["results"][0]["timestamp_s"] = "0.5"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(report))
+    with pytest.raises(UsageError, match=r"--report .*results\.json: trials\[0\]\.results\[0\]\.timestamp_s: "
+                                         "must be a number, not a string"):
         load_report(path)
 
 

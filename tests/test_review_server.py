@@ -541,7 +541,7 @@ def test_report_markers_and_deep_link(tmp_path: Path) -> None:
     (["--case", "clip", "--target", "nope"], "unknown target 'nope'"),
     (["--case", "../clip"], "not a path"),
     (["--time", "-1", "--case", "clip"], "nonnegative"),
-    (["--report", "{missing}"], "cannot read --report"),
+    (["--report", "{missing}"], "no such report file"),
     (["--port", "70000"], "65535"),
 ])
 def test_cli_refuses_bad_options_with_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:

@@ -11,10 +11,14 @@ from decimal import Decimal
 
 import pytest
 
+import glasskit_eval.support.jsonvalues as jsonvalues
 from glasskit_eval.support.jsonvalues import (
     MAX_DEPTH,
+    STEP_ITEMS,
     JsonPath,
     canonical_key,
+    checked_plain,
+    checked_steps,
     format_path,
     json_equal,
     json_problem,
@@ -242,6 +246,52 @@ def test_to_plain_returns_plain_json_types(value: object, plain: object) -> None
     assert result == plain
     assert json.loads(json.dumps(result)) == plain
     assert type(result) is type(plain)
+
+
+@pytest.mark.parametrize(("value", "plain"), [
+    ((1, 2), [1, 2]),
+    ({"a": (1, (2, 3)), "b": {"c": [OrderedDict(d=Color.RED)]}}, {"a": [1, [2, 3]], "b": {"c": [{"d": 1}]}}),
+    ({Shouty("key"): Shouty("v"), "z": None, "y": 1.5, "x": True}, {"key": "v", "z": None, "y": 1.5, "x": True}),
+    ([[], {}, [[]]], [[], {}, [[]]]),
+    (Color.RED, 1),
+])
+def test_checked_plain_copies_as_to_plain_does_in_the_same_walk(value: object, plain: object) -> None:
+    problem, copy = checked_plain(value)
+    assert problem is None
+    assert copy == plain and type(copy) is type(plain)
+    assert json.dumps(copy) == json.dumps(to_plain(value))
+
+
+def test_checked_plain_reports_the_problem_json_problem_reports() -> None:
+    value = {"a": [1, {"b": float("nan")}]}
+    assert checked_plain(value) == (json_problem(value), None)
+    assert json_problem(value) == "value at a[1].b is NaN"
+
+
+def test_a_walk_pauses_every_slice_of_items_so_an_event_loop_can_run_between() -> None:
+    value = [[0] * 1000 for _ in range(3 * STEP_ITEMS // 1000)]
+    steps = checked_steps(value, copy=True)
+    pauses = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            problem, copy = done.value
+            break
+        pauses += 1
+    assert problem is None and copy == value and copy is not value
+    assert pauses == (len(value) + len(value) * 1000 + 1) // STEP_ITEMS
+
+
+def test_a_container_whose_items_alone_exceed_the_limit_is_refused_before_its_first_item(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonvalues, "MAX_JSON_CHARS", 1000)
+    steps = checked_steps([{"a": 1}, [None] * 600], copy=False)
+    with pytest.raises(StopIteration) as done:
+        next(steps)  # no pause: the list of 600 is refused by its length
+    assert done.value.value == ("is larger than 0 MiB as JSON", None)
+    assert json_problem([None] * 240) is None
+    assert json_problem(["x" * 1000]) == "is larger than 0 MiB as JSON"
 
 
 def test_to_plain_copies_containers() -> None:

@@ -507,3 +507,46 @@ def test_bad_edits_name_the_yaml_path() -> None:
         set_block_key("targets:\n  - a: [\n", "a", 0, "expect", 1)
     error = CaseEditError("x")
     assert isinstance(error, UsageError) and error.exit_code == ExitCode.ERROR
+
+
+CLIP_TEXT = """\
+video: v.mp4
+targets:
+  gesture:
+    samples:
+    - range: [20, 30]
+      every_s: 2
+      clip: {before_s: 1.0, after_s: 0.5}  # the wave takes a second
+      comment: hand at the door
+    - at: 5
+"""
+
+
+def test_a_clip_is_kept_and_new_clips_go_next_to_the_times_they_widen() -> None:
+    result = apply_edits(CLIP_TEXT, [SetBlockKey("gesture", 0, "expect", "wave"),
+                                     SetBlockKey("gesture", 1, "expect", "none"),
+                                     SetBlockKey("gesture", 1, "clip", {"before_s": 2.0, "every_s": 0.25})])
+    assert diff(CLIP_TEXT, result.text) == [
+        "+      expect: wave",
+        "+      clip: {before_s: 2.0, every_s: 0.25}",
+        "+      expect: none",
+    ]
+    assert result.text.splitlines()[6:8] == ["      clip: {before_s: 1.0, after_s: 0.5}  # the wave takes a second",
+                                             "      expect: wave"]
+    # A block written anew (seed's split, the review page's inserts) puts clip after the times.
+    clip = {"before_s": 1.0, "after_s": 0.5}
+    split = edit_samples(CLIP_TEXT, "gesture", [
+        {"expect": "none", "comment": "hand at the door", "clip": clip, "every_s": 2, "range": [20, 24]},
+        {"expect": "wave", "clip": clip, "every_s": 2, "range": [24, 30]}, {"at": 5}])
+    assert not split.fallback
+    assert split.text.splitlines()[4:12] == [
+        "    - range: [20, 24]",
+        "      every_s: 2",
+        "      clip: {before_s: 1.0, after_s: 0.5}  # the wave takes a second",
+        "      expect: none",
+        "      comment: hand at the door",
+        "    - range: [24, 30]",
+        "      every_s: 2",
+        "      clip: {before_s: 1.0, after_s: 0.5}",
+    ]
+    assert yaml.safe_load(split.text)["targets"]["gesture"]["samples"][1]["clip"] == clip

@@ -2,7 +2,7 @@
 
 The process gets one JSON request on stdin, ``{"sample": {..., "image": {"mimeType",
 "width", "height", "path", "dataBase64"}}, "target": {...}}`` (``path`` is a PNG file that
-exists for the duration of the call), and writes the observation as JSON on stdout. A non-zero
+exists for the duration of the call; a clip sample also has ``frames``, each with such an image), and writes the observation as JSON on stdout. A non-zero
 exit, output that is not JSON or longer than :data:`MAX_STDOUT_BYTES`, or a timeout
 (``--timeout``) is an adapter error quoting the tail of its stderr, of which only the last lines
 are kept. When the call ends, however it ends, its process group and every process carrying its
@@ -20,7 +20,7 @@ import os
 import shlex
 import tempfile
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AdapterError, UsageError
 from ._procio import (
@@ -32,7 +32,11 @@ from ._procio import (
     read_chunks,
     track_group,
 )
-from .base import Evaluator, FactoryConfig, Sample, Target
+from ._wire import ENCODINGS
+from .base import Evaluator, FactoryConfig, Sample, Target, frames_too_large
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 _OUTPUT_EXCERPT: Final = 200
 #: An observation longer than this is an adapter error (the HTTP adapter's default bound too).
@@ -46,14 +50,28 @@ class _Discard(io.StringIO):
         return len(s)
 
 
-def _write_png(sample: Sample) -> tuple[str, bytes]:
+def _write_pngs(images: Sequence[Image.Image], shared: bool) -> dict[int, tuple[str, bytes]]:
+    """A temporary PNG file per image (by object id), and its bytes; ``shared``: clip frames, encoded once."""
     from ..video.png import encode_png
 
-    png = encode_png(sample.image, 1)
-    fd, path = tempfile.mkstemp(prefix="glasskit-frame-", suffix=".png")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(png)
-    return path, png
+    written: dict[int, tuple[str, bytes]] = {}
+    try:
+        for image in images:
+            png = ENCODINGS.text(image, "png-bytes1", lambda im: encode_png(im, 1)) if shared else encode_png(image, 1)
+            fd, path = tempfile.mkstemp(prefix="glasskit-frame-", suffix=".png")
+            written[id(image)] = (path, png)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(png)
+    except BaseException:
+        _remove(written)
+        raise
+    return written
+
+
+def _remove(written: dict[int, tuple[str, bytes]]) -> None:
+    for path, _png in written.values():
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 class ExecEvaluator:
@@ -66,18 +84,32 @@ class ExecEvaluator:
         return False
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
-        width, height = sample.image.size
-        path, png = await asyncio.to_thread(_write_png, sample)
+        images = list({id(f.image): f.image for f in sample.frames}.values()) if sample.is_clip else [sample.image]
         try:
-            request = {"sample": {**sample.wire_fields(), "image": {
-                "mimeType": "image/png", "width": width, "height": height, "path": path,
-                "dataBase64": base64.b64encode(png).decode("ascii")}},
-                "target": target.to_wire(), "config": dict(self._config.config)}
-            del png
-            return await self._spec.run_once(json.dumps(request, separators=(",", ":")).encode("utf-8"))
+            written = await asyncio.to_thread(_write_pngs, images, sample.is_clip)
+        except MemoryError:
+            raise frames_too_large([sample], "encoding the frames as PNG for the exec adapter") from None
+
+        def image_object(image: Image.Image) -> dict[str, Any]:
+            width, height = image.size
+            path, png = written[id(image)]
+            return {"mimeType": "image/png", "width": width, "height": height, "path": path,
+                    "dataBase64": base64.b64encode(png).decode("ascii")}
+
+        try:
+            try:
+                body = dict(sample.wire_fields())
+                if sample.is_clip:
+                    body["frames"] = [{**f.wire_fields(), "image": image_object(f.image)} for f in sample.frames]
+                body["image"] = image_object(sample.image)
+                request = {"sample": body, "target": target.to_wire(), "config": dict(self._config.config)}
+                data = json.dumps(request, separators=(",", ":")).encode("utf-8")
+            except MemoryError:
+                raise frames_too_large([sample], "the exec adapter's request") from None
+            del request, body
+            return await self._spec.run_once(data)
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _remove(written)
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         raise AdapterError("--adapter-exec evaluates one sample per process")

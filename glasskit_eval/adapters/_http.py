@@ -4,7 +4,11 @@
 command protocol's ``evaluate`` params as JSON (``{"sample": {..., "image": {"mimeType",
 "width", "height", "dataBase64"}}, "target": {...}}``) and the response JSON, or its
 ``response_field``, is the observation. ``batch_url`` enables ``evaluate_many``
-(``{"samples": [...], "target": ...}`` answered by a list).
+(``{"samples": [...], "target": ...}`` answered by a list). A stream target's stream is a POST
+per event to ``url``: ``{"stream": {"id", "event": "start", "case", "video", "everyS", "pace"},
+"target"}``, then ``{"stream": {"id", "event": "frame"}, "sample", "target"}`` per frame, answered
+by its emissions (at ``response_field``), and ``{"stream": {"id", "event": "end"}, "target"}``,
+answered by final emissions; the start's answer is not read, and an empty answer to the end has none.
 
 Every answer is bounded: ``timeout_s`` is a deadline for the whole request (a server dripping
 a byte at a time cannot hold a call forever), a body over ``max_response_mb`` is an adapter
@@ -19,16 +23,11 @@ a checkpoint (the config holds only the variable names).
 from __future__ import annotations
 
 import asyncio
-import base64
-import contextlib
 import email.utils
-import http.client
-import io
 import json
 import math
 import os
-import socket
-import threading
+import secrets
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -38,17 +37,28 @@ from typing import Any, Final
 from ..errors import AdapterError, HttpStatusError, UsageError
 from ..support.outside import inline
 from ..support.secretvalues import add_secret, add_url_secrets
-from .base import Evaluator, FactoryConfig, Sample, Target, add_usage
+from ._httpio import (
+    BODY_EXCERPT,
+    DEFAULT_MAX_RESPONSE_MB,
+    Answer,
+    Pool,
+    not_json_error,
+    post_json,
+    safe_url,
+)
+from ._wire import StreamIds, json_frame, json_sample
+from .base import Evaluator, FactoryConfig, Sample, StreamInfo, Target, add_usage, encoded
+
+__all__ = ["DEFAULT_MAX_RESPONSE_MB", "Answer", "HttpAdapterSpec", "HttpConfig", "HttpEvaluator", "post_json"]
 
 _KEYS: Final = {"type", "url", "batch_url", "headers", "headers_env", "timeout_s", "image_format",
                 "jpeg_quality", "response_field", "usage_fields", "max_response_mb"}
 #: Statuses worth retrying (``--retries``): request timeout, rate limited, server-side trouble.
 TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
-_BODY_EXCERPT: Final = 300
+#: The transient statuses that say the request was not acted on: a stream's call may be made again.
+UNPROCESSED_STATUSES: Final = frozenset({408, 425, 429, 503})
+_ENCODING: Final = "encoding frames for the HTTP request"
 _DEFAULT_TIMEOUT_S: Final = 120.0
-#: The default bound of a response body (``max_response_mb``), the same as an exec adapter's stdout.
-DEFAULT_MAX_RESPONSE_MB: Final = 64
-_READ_CHUNK: Final = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -198,209 +208,8 @@ def retry_after_seconds(header: str | None, now: float | None = None) -> float |
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
-def encode_image(sample: Sample, config: HttpConfig) -> dict[str, Any]:
-    image = sample.image
-    width, height = image.size
-    if config.image_format == "jpeg":
-        buffer = io.BytesIO()
-        image.save(buffer, format="JPEG", quality=config.jpeg_quality)
-        data, mime = buffer.getvalue(), "image/jpeg"
-    else:
-        from ..video.png import encode_png
-
-        data, mime = encode_png(image, 1), "image/png"
-    return {"mimeType": mime, "width": width, "height": height,
-            "dataBase64": base64.b64encode(data).decode("ascii")}
-
-
 def sample_body(sample: Sample, config: HttpConfig) -> dict[str, Any]:
-    return {**sample.wire_fields(), "image": encode_image(sample, config)}
-
-
-class _Pool:
-    """Idle keep-alive connections to one origin, shared by the worker threads."""
-
-    def __init__(self, url: str, timeout_s: float) -> None:
-        parts = urllib.parse.urlsplit(url)
-        self.https = parts.scheme == "https"
-        self.host = parts.hostname or ""
-        self.port = parts.port
-        self.timeout_s = timeout_s
-        self._idle: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
-        self.opened = 0
-
-    def take(self, fresh: bool = False) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection and whether it was kept alive from an earlier request."""
-        with self._lock:
-            if self._idle and not fresh:
-                return self._idle.pop(), True
-            self.opened += 1
-        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        return kind(self.host, self.port, timeout=self.timeout_s), False
-
-    def give_back(self, conn: http.client.HTTPConnection) -> None:
-        with self._lock:
-            self._idle.append(conn)
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    #: The body parsed as JSON, else its text (``json`` says which).
-    body: Any
-    json: bool
-    content_type: str
-    retry_after: str | None
-
-
-class _Deadline:
-    """Ends a request at ``timeout_s`` from its start, however slowly the server drips bytes.
-
-    A socket timeout bounds each read only; at the deadline the socket is shut down, which
-    wakes a blocked read at once.
-    """
-
-    def __init__(self, timeout_s: float) -> None:
-        self.expired = False
-        self._conn: http.client.HTTPConnection | None = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(timeout_s, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, conn: http.client.HTTPConnection) -> None:
-        with self._lock:
-            self._conn = conn
-        if self.expired:
-            self._expire()
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            sock = self._conn.sock if self._conn is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-
-def _read_body(response: http.client.HTTPResponse, limit: int, url: str) -> bytes:
-    declared = response.getheader("Content-Length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-        raise _too_large(url, limit)
-    data = bytearray()
-    while True:
-        chunk = response.read1(_READ_CHUNK)
-        if not chunk:
-            # read1 leaves a fully read response open, which would end its keep-alive connection.
-            data += response.read()
-            return bytes(data)
-        data += chunk
-        if len(data) > limit:
-            raise _too_large(url, limit)
-
-
-def _too_large(url: str, limit: int) -> AdapterError:
-    return AdapterError(f"HTTP adapter: {_safe_url(url)} answered more than {limit / 1048576:g} MiB; "
-                        "raise max_response_mb in the adapter config if that is expected")
-
-
-def post_json(pool: _Pool, url: str, body: bytes, headers: Mapping[str, str], *,
-              limit: int = DEFAULT_MAX_RESPONSE_MB << 20) -> Answer:
-    """POST ``body`` within the pool's timeout for the whole exchange. Blocking: runs on a thread."""
-    parts = urllib.parse.urlsplit(url)
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    send = {"Content-Type": "application/json", "Accept": "application/json", **headers}
-    deadline = _Deadline(pool.timeout_s)
-    try:
-        # A kept-alive connection the server has since closed fails on first use: one fresh retry.
-        for fresh in (False, True):
-            conn, reused = pool.take(fresh)
-            response: http.client.HTTPResponse | None = None
-            try:
-                if conn.sock is None:
-                    conn.connect()
-                deadline.watch(conn)
-                conn.request("POST", path, body=body, headers=send)
-                response = conn.getresponse()
-                data = _read_body(response, limit, url)
-            except AdapterError:
-                _close(conn, response)
-                raise
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-                _close(conn, response)
-                if reused and not deadline.expired:
-                    continue
-                raise _connection_error(url, TimeoutError() if deadline.expired else exc) from None
-            except (OSError, http.client.HTTPException) as exc:
-                _close(conn, response)
-                raise _connection_error(url, TimeoutError() if deadline.expired else exc) from None
-            if deadline.expired:
-                _close(conn, response)
-                raise _connection_error(url, TimeoutError())
-            if response.will_close:
-                conn.close()
-            else:
-                pool.give_back(conn)
-            return _answer(response, data)
-    finally:
-        deadline.cancel()
-    raise AssertionError("unreachable")
-
-
-def _close(conn: http.client.HTTPConnection, response: http.client.HTTPResponse | None) -> None:
-    # A response the connection has let go of (it said it would close) holds the socket itself.
-    if response is not None:
-        response.close()
-    conn.close()
-
-
-def _answer(response: http.client.HTTPResponse, data: bytes) -> Answer:
-    text = data.decode("utf-8", errors="replace")
-    content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
-    retry_after = response.getheader("Retry-After")
-    try:
-        return Answer(response.status, json.loads(text) if text.strip() else None, True, content_type,
-                      retry_after)
-    except ValueError:
-        return Answer(response.status, text, False, content_type, retry_after)
-
-
-def _not_json(url: str, answer: Answer) -> AdapterError:
-    text = answer.body if isinstance(answer.body, str) else ""
-    excerpt = inline(text[:_BODY_EXCERPT]) if text.strip() else "an empty body"
-    error = AdapterError(f"HTTP adapter: {_safe_url(url)} answered {answer.status} with a body that is not "
-                         f"JSON: {excerpt}")
-    # An empty body or a page that does not claim to be JSON (a proxy's or gateway's) is the
-    # path failing on the way, worth retrying; invalid JSON declared as JSON is the server's bug.
-    error.transient = not text.strip() or "json" not in answer.content_type
-    return error
-
-
-def _connection_error(url: str, exc: BaseException) -> AdapterError:
-    what = "timed out" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
-    error = AdapterError(f"HTTP adapter request to {_safe_url(url)} failed: {what}")
-    error.transient = True
-    return error
-
-
-def _safe_url(url: str) -> str:
-    """The URL without credentials or query (which may carry a key)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    return json_sample(sample, config.image_format, config.jpeg_quality)
 
 
 class HttpEvaluator:
@@ -409,24 +218,51 @@ class HttpEvaluator:
     def __init__(self, config: HttpConfig, headers: Mapping[str, str]) -> None:
         self.config = config
         self._headers = dict(headers)
-        self._pool = _Pool(config.url, config.timeout_s)
-        self._batch_pool = _Pool(config.batch_url, config.timeout_s) if config.batch_url else None
+        self._pool = Pool(config.url, config.timeout_s)
+        self._batch_pool = Pool(config.batch_url, config.timeout_s) if config.batch_url else None
+        # Endpoints outlive runs and may serve several at once: ids carry a random token.
+        self._stream_ids = StreamIds(f"{secrets.token_hex(6)}-")
 
     @property
     def batch(self) -> bool:
         return self.config.batch_url is not None
 
+    @property
+    def streams(self) -> bool:
+        # Whether the endpoint takes streams shows only at the first POST.
+        return True
+
+    async def start_stream(self, target: Target, stream: StreamInfo) -> None:
+        event = {"id": self._stream_ids.open(target), "event": "start", **stream.to_wire()}
+        await self._post(self._pool, self.config.url, self._encode({"stream": event, "target": target.to_wire()}),
+                         empty_ok=True)
+
+    async def on_frame(self, sample: Sample, target: Target) -> Any:
+        event = {"id": self._stream_ids.of(target), "event": "frame"}
+        body = await encoded([sample], _ENCODING, lambda: self._encode(
+            {"stream": event, "sample": json_frame(sample, self.config.image_format, self.config.jpeg_quality),
+             "target": target.to_wire()}))
+        response = await self._post(self._pool, self.config.url, body)
+        self._usage([sample], response)
+        return self._observation(response)
+
+    async def end_stream(self, target: Target) -> Any:
+        event = {"id": self._stream_ids.close(target), "event": "end"}
+        response = await self._post(self._pool, self.config.url,
+                                    self._encode({"stream": event, "target": target.to_wire()}), empty_ok=True)
+        return None if response is None else self._observation(response)
+
     async def evaluate(self, sample: Sample, target: Target) -> Any:
-        body = await asyncio.to_thread(self._encode, {"sample": sample_body(sample, self.config),
-                                                      "target": target.to_wire()})
+        body = await encoded([sample], _ENCODING, lambda: self._encode(
+            {"sample": sample_body(sample, self.config), "target": target.to_wire()}))
         response = await self._post(self._pool, self.config.url, body)
         self._usage([sample], response)
         return self._observation(response)
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         assert self._batch_pool is not None and self.config.batch_url is not None
-        bodies = [sample_body(s, self.config) for s in samples]
-        body = await asyncio.to_thread(self._encode, {"samples": bodies, "target": target.to_wire()})
+        body = await encoded(samples, _ENCODING, lambda: self._encode(
+            {"samples": [sample_body(s, self.config) for s in samples], "target": target.to_wire()}))
         response = await self._post(self._batch_pool, self.config.batch_url, body)
         observations = self._observation(response)
         if not isinstance(observations, list) or len(observations) != len(samples):
@@ -447,18 +283,23 @@ class HttpEvaluator:
     def _encode(payload: dict[str, Any]) -> bytes:
         return json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
-    async def _post(self, pool: _Pool, url: str, body: bytes) -> Any:
+    async def _post(self, pool: Pool, url: str, body: bytes, *, empty_ok: bool = False) -> Any:
+        """The 2xx answer's JSON; ``empty_ok``: an empty body is None, not an error."""
         answer = await asyncio.to_thread(post_json, pool, url, body, self._headers,
                                          limit=self.config.max_response_bytes)
         status, response = answer.status, answer.body
         if not 200 <= status < 300:
             excerpt = response if isinstance(response, str) else json.dumps(response)
-            excerpt = inline(excerpt[:_BODY_EXCERPT])
-            raise HttpStatusError(f"HTTP adapter: {_safe_url(url)} answered {status}: {excerpt}", status,
-                                  transient=status in TRANSIENT_STATUSES,
-                                  retry_after=retry_after_seconds(answer.retry_after))
+            excerpt = inline(excerpt[:BODY_EXCERPT])
+            error = HttpStatusError(f"HTTP adapter: {safe_url(url)} answered {status}: {excerpt}", status,
+                                    transient=status in TRANSIENT_STATUSES,
+                                    retry_after=retry_after_seconds(answer.retry_after))
+            error.maybe_processed = status not in UNPROCESSED_STATUSES
+            raise error
+        if empty_ok and answer.json and response is None:
+            return None
         if not answer.json or response is None:
-            raise _not_json(url, answer)
+            raise not_json_error(url, answer)
         return response
 
     def _observation(self, response: Any) -> Any:
@@ -491,7 +332,7 @@ class HttpAdapterSpec:
         self.config = config
 
     def describe(self) -> str:
-        return f"HTTP {_safe_url(self.config.url)}"
+        return f"HTTP {safe_url(self.config.url)}"
 
     async def create(self, factory_config: FactoryConfig) -> Evaluator:
         return HttpEvaluator(self.config, self.config.resolved_headers())

@@ -30,7 +30,9 @@ from ._procio import (
     GroupReaper,
     StderrMirror,
     describe_returncode,
+    enlarge_pipe,
     live_group_members,
+    pipe_holders,
     read_chunks,
     track_group,
 )
@@ -42,10 +44,9 @@ from ._protocol import (
     Reply,
     State,
     encode_params,
-    oversized_request_error,
 )
-from ._wire import encode_sample, sample_parts, share_usage
-from .base import FactoryConfig, Sample, Target, add_usage
+from ._wire import batch_params, sample_parts, share_usage
+from .base import FactoryConfig, Sample, Target, add_usage, frames_too_large
 
 __all__ = ["CommandEvaluator"]
 
@@ -62,9 +63,6 @@ _EXIT_STATUS_WAIT_S: Final = 1.0
 _KILL_WAIT_S: Final = 2.0
 # How often the exit status is looked at while the adapter runs.
 _EXIT_POLL_S: Final = 0.05
-# Encoding a batch stops early once its size passes the message limit; frames are
-# encoded this many at a time between checks.
-_BATCH_ENCODE_STEP: Final = 4
 #: Frames encoded or being written at once, whatever ``--concurrency`` (each is about half a
 #: frame's pixels in base64); calls beyond these wait holding only their image.
 PAYLOADS_IN_FLIGHT: Final = 2
@@ -94,7 +92,7 @@ class CommandEvaluator:
         self._stopping = False
         self._closed = False
         track_group(proc.pid, tag)
-        self._enlarge_stdin_pipe()
+        enlarge_pipe(self._stdin.transport)
         self._stderr = StderrMirror(spec.stderr)
         self._stderr_task = asyncio.ensure_future(self._stderr.pump(proc.stderr))
         self._stdout_task = asyncio.ensure_future(self._pump_stdout(proc.stdout))
@@ -123,9 +121,12 @@ class CommandEvaluator:
         try:
             # The runner closes the image once this call returns, and the encode finishes
             # before we await anything else.
-            parts = await asyncio.get_running_loop().run_in_executor(
-                None, sample_parts, sample, self._spec.png_compress_level
-            )
+            try:
+                parts = await asyncio.get_running_loop().run_in_executor(
+                    None, sample_parts, sample, self._spec.png_compress_level
+                )
+            except MemoryError:
+                raise frames_too_large([sample], "encoding the frame as PNG for the command adapter") from None
             params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
             del parts
         except BaseException:
@@ -139,31 +140,8 @@ class CommandEvaluator:
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         self._check_usable()
-        loop = asyncio.get_running_loop()
-        limit = self._spec.max_message_bytes
-        target_json = encode_params(target.to_wire())
-        encoded: list[bytes] = []
-        size = len(target_json)
-        for start in range(0, len(samples), _BATCH_ENCODE_STEP):
-            chunk = samples[start : start + _BATCH_ENCODE_STEP]
-            encoded += await asyncio.gather(
-                *(
-                    loop.run_in_executor(
-                        None, encode_sample, sample, self._spec.png_compress_level
-                    )
-                    for sample in chunk
-                )
-            )
-            size += sum(len(item) + 1 for item in encoded[-len(chunk) :])
-            self._check_usable()
-            if size > limit:
-                # Stop before holding a batch far larger than could ever be sent.
-                raise oversized_request_error("evaluateMany", size, limit, len(samples))
-        params = [b'{"samples":[']
-        for index, item in enumerate(encoded):
-            params += (b",", item) if index else (item,)
-        params += (b'],"target":', target_json, b"}")
-        del encoded
+        params = await batch_params(samples, target, self._spec.png_compress_level,
+                                    self._spec.max_message_bytes, self._check_usable)
         reply = await self._request("evaluateMany", params, expected_results=len(samples))
         share_usage(samples, reply.usage)
         return list(reply.result)
@@ -172,7 +150,7 @@ class CommandEvaluator:
         """Abandon every call in flight: tell the adapter, release the callers."""
         self._stopping = True
         for request_id, method in list(self._conn.pending.items()):
-            if method in ("evaluate", "evaluateMany"):
+            if method not in ("initialize", "close"):
                 self._abandon(request_id)
                 future = self._futures.pop(request_id, None)
                 if future is not None and not future.done():
@@ -240,20 +218,6 @@ class CommandEvaluator:
         await self._close_gracefully()
         await self._reaper.terminate(self._spec.terminate_grace_s)
         await self._stop_tasks()
-
-    def _enlarge_stdin_pipe(self) -> None:
-        # Frames are megabytes; the default 64 KiB pipe makes every frame cost dozens
-        # of wake-ups on both sides. Best effort, Linux only.
-        try:
-            import fcntl
-        except ImportError:
-            return
-        setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
-        pipe = self._stdin.transport.get_extra_info("pipe")
-        if setpipe is None or pipe is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            fcntl.fcntl(pipe.fileno(), setpipe, 1 << 20)
 
     # -- calls ----------------------------------------------------------------
 
@@ -471,6 +435,17 @@ class CommandEvaluator:
             problems.append(
                 f"it {describe_returncode(returncode)} after close.\n{self._stderr.render()}"
             )
+        if self._failure is not None:  # a crash already says what went wrong
+            return problems
+        # As upstream, which waits for its pipes to close: a helper left holding them fails the run.
+        await asyncio.wait({self._stdout_task, self._stderr_task}, timeout=_DRAIN_AFTER_EXIT_S)
+        ends = [self._proc._transport.get_pipe_transport(n) for n, task in  # type: ignore[attr-defined]
+                ((1, self._stdout_task), (2, self._stderr_task)) if not task.done()]
+        holders = pipe_holders([end.get_extra_info("pipe").fileno() for end in ends if end is not None])
+        if holders:
+            problems.append(f"it exited but left {len(holders)} process{'es' if len(holders) != 1 else ''} "
+                            f"holding its stdout or stderr: {', '.join(holders)}; they were terminated "
+                            "(end the adapter's helpers when it closes, or close their copies of its output)")
         return problems
 
     async def _stop_tasks(self) -> None:

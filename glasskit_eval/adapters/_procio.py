@@ -139,6 +139,34 @@ def live_group_members(pgid: int) -> bool:
     return False
 
 
+def pipe_holders(fds: list[int]) -> list[str]:
+    """Other processes holding the far end of these pipes open, as ``pid N (command line)``.
+
+    Read from ``/proc/*/fd`` (a pipe's two ends share its inode); [] without ``/proc``.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    wanted = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            wanted.add(f"pipe:[{os.fstat(fd).st_ino}]")
+    me = str(os.getpid())
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or entry.name == me:
+            continue
+        try:
+            links = {os.readlink(link) for link in (entry / "fd").iterdir()}
+            argv = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        if links & wanted:
+            command = inline(" ".join(a.decode("utf-8", "replace") for a in argv))
+            found.append(f"pid {entry.name} ({command[:120]})")
+    return sorted(found, key=lambda text: int(text.split()[1]))
+
+
 def describe_returncode(returncode: int | None) -> str:
     if returncode is None:
         return "is still running"
@@ -274,3 +302,21 @@ class GroupReaper:
             if self._tag is not None:
                 signal_tagged(self._tag, signal.SIGKILL)
         untrack_group(pgid)
+
+
+def enlarge_pipe(transport: Any, size: int = 1 << 20) -> None:
+    """Give a pipe a larger kernel buffer (best effort, Linux only).
+
+    Frames are megabytes; the default 64 KiB pipe makes every frame cost dozens of wake-ups on
+    both sides.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    pipe = transport.get_extra_info("pipe")
+    if setpipe is None or pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(pipe.fileno(), setpipe, size)

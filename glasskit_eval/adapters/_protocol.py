@@ -2,7 +2,8 @@
 
 The runner and a command adapter exchange newline-delimited JSON over the adapter's
 stdin and stdout. We send requests ``{"id", "method", "params"}`` (``initialize``,
-``evaluate``, ``evaluateMany``, ``close``) and the notification ``{"method": "cancel",
+``evaluate``, ``evaluateMany``, the stream requests ``startStream``, ``frame`` and
+``endStream``, and ``close``) and the notification ``{"method": "cancel",
 "params": {"id"}}``; the adapter answers each request once with ``{"id", "result"}``
 or ``{"id", "error": {"message", "stack"?}}``.
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from ..errors import AdapterError, ProtocolError
+from ._handshake import PROTOCOL_VERSION, Capabilities, parse_initialize_result
 from ._messages import (
     NonFinite,
     encode_params,
@@ -43,6 +45,7 @@ from ._messages import (
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "PROTOCOL_VERSION",
+    "STREAM_METHODS",
     "Capabilities",
     "Connection",
     "Event",
@@ -56,7 +59,8 @@ __all__ = [
     "parse_initialize_result",
 ]
 
-PROTOCOL_VERSION: Final = 1
+#: A stream's requests; the adapter reports them with the ``frame`` capability.
+STREAM_METHODS: Final = ("startStream", "frame", "endStream")
 
 #: Largest message, in bytes without its newline, accepted in each direction. It is
 #: what bounds how many PNG frames one ``evaluateMany`` request can carry.
@@ -88,7 +92,7 @@ class State(enum.Enum):
 _SENDABLE: Final[Mapping[State, frozenset[str]]] = {
     State.UNINITIALIZED: frozenset({"initialize", "close"}),
     State.INITIALIZING: frozenset({"close"}),
-    State.READY: frozenset({"evaluate", "evaluateMany", "close"}),
+    State.READY: frozenset({"evaluate", "evaluateMany", *STREAM_METHODS, "close"}),
     State.INIT_FAILED: frozenset({"close"}),
     State.CLOSING: frozenset(),
     State.CLOSED: frozenset(),
@@ -106,14 +110,6 @@ _ON_REPLY: Final[Mapping[tuple[State, str, bool], State]] = {
     (State.CLOSING, "close", True): State.CLOSED,
     (State.CLOSING, "close", False): State.CLOSED,
 }
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """The evaluation methods an adapter reported in its ``initialize`` result."""
-
-    evaluate: bool
-    evaluate_many: bool
 
 
 @dataclass(frozen=True)
@@ -268,6 +264,8 @@ class Connection:
             raise LocalProtocolError("the adapter did not report the evaluate capability")
         if method == "evaluateMany" and not (caps and caps.evaluate_many):
             raise LocalProtocolError("the adapter did not report the evaluateMany capability")
+        if method in STREAM_METHODS and not (caps and caps.frame):
+            raise LocalProtocolError("the adapter did not report the frame capability")
 
     # -- incoming -----------------------------------------------------------
 
@@ -463,38 +461,3 @@ class Connection:
                 f"order: sent {pending.expected_results} samples, got {got}"
             )
         return Reply(request_id, method, result=result, usage=usage)
-
-
-def parse_initialize_result(result: object) -> Capabilities:
-    """Check an ``initialize`` result and return the capabilities it reports."""
-    if not isinstance(result, dict):
-        raise ProtocolError(
-            "the adapter's initialize result must be an object "
-            '{"protocolVersion": 1, "capabilities": {...}}'
-        )
-    version = result.get("protocolVersion")
-    if version != PROTOCOL_VERSION or isinstance(version, bool):
-        raise ProtocolError(
-            f"the adapter speaks protocol version {version!r}, but glasskit_eval speaks "
-            f"version {PROTOCOL_VERSION}; use a protocol helper for version "
-            f"{PROTOCOL_VERSION} (the JavaScript helper in the adapter reference, or "
-            "python -m glasskit_eval.protocol_server)"
-        )
-    caps = result.get("capabilities")
-    if not isinstance(caps, dict):
-        raise ProtocolError("the adapter's initialize result lacks a capabilities object")
-    flags: dict[str, bool] = {}
-    for name in ("evaluate", "evaluateMany"):
-        value = caps.get(name, False)
-        if not isinstance(value, bool):
-            raise ProtocolError(
-                f"capabilities.{name} in the adapter's initialize result must be true or "
-                f"false, got {value!r}"
-            )
-        flags[name] = value
-    if not flags["evaluate"] and not flags["evaluateMany"]:
-        raise ProtocolError(
-            "the adapter reports neither the evaluate nor the evaluateMany capability; "
-            "the object its factory returns must implement evaluate or evaluateMany"
-        )
-    return Capabilities(evaluate=flags["evaluate"], evaluate_many=flags["evaluateMany"])

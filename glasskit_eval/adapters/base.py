@@ -7,13 +7,17 @@ both become an :class:`Evaluator`; the runner never knows which it is talking to
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from ..errors import AdapterError
 
 if TYPE_CHECKING:
     from PIL import Image
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,33 @@ class Target:
         return {"id": self.id, "index": self.index, "label": self.label, "config": dict(self.config)}
 
 
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a sample: the display-oriented RGB image and where it sits in the video."""
+
+    image: Image.Image
+    #: The time asked for (the sample's time for its anchor, a clip time for the others).
+    timestamp_s: float
+    #: The frame's own presentation time, rebased to the video's first frame.
+    media_timestamp_s: float
+    frame_index: int
+
+    def wire_fields(self) -> dict[str, Any]:
+        """The frame's fields in the command protocol's spelling, without the image."""
+        return {"timestampS": self.timestamp_s, "mediaTimestampS": self.media_timestamp_s,
+                "frameIndex": self.frame_index}
+
+
 @dataclass
 class Sample:
     """One decoded sample as the adapter sees it.
 
-    ``image`` is the display-oriented RGB frame; the runner closes it after the
-    call returns, so adapters that keep it must ``copy()`` it.
+    ``image`` is the display-oriented RGB frame at the sample's time (the anchor);
+    ``frames`` are the sample's frames in time order, each with its image: the clip's
+    frames for a clip sample (``is_clip``), else just the anchor. The runner closes the
+    images after the call returns, and a frame shared by overlapping clips is the same
+    image object in each, so adapters must neither change images in place nor keep them
+    without ``copy()``.
     """
 
     image: Image.Image
@@ -55,6 +80,14 @@ class Sample:
     case_name: str
     #: What :meth:`report_usage` has recorded for this sample (summed across retries).
     usage: dict[str, float] = field(default_factory=dict, repr=False)
+    #: Empty when made without frames: then the anchor alone.
+    frames: tuple[Frame, ...] = field(default=(), repr=False)
+    #: The case file gave the sample a ``clip`` (command adapters then get ``frames`` on the wire).
+    is_clip: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.frames:
+            self.frames = (Frame(self.image, self.timestamp_s, self.timestamp_s, self.frame_index),)
 
     def report_usage(self, *, input_tokens: float | None = None, output_tokens: float | None = None,
                      cost: float | None = None, **other: float) -> None:
@@ -84,6 +117,57 @@ def add_usage(into: dict[str, float], numbers: Mapping[str, object]) -> None:
                 or not math.isfinite(value)):
             raise ValueError(f"usage {key!r} must be a finite number, got {value!r}")
         into[key] = into.get(key, 0) + value
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What ``start_stream(target, stream)`` is told about a stream before its first frame."""
+
+    case: str
+    video: str
+    #: The feed's grid spacing (None: every decoded frame).
+    every_s: float | None
+    #: ``--pace`` (None: replay, frames as fast as the adapter takes them).
+    pace: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"case": self.case, "video": self.video, "everyS": self.every_s, "pace": self.pace}
+
+
+class StreamEvaluator(Protocol):
+    """An evaluator that can be fed a stream (``streams`` True when it has ``on_frame``).
+
+    ``on_frame`` returns None, one JSON-like emission, or a list of them; ``end_stream`` may return
+    final emissions the same way.
+    """
+
+    @property
+    def streams(self) -> bool: ...
+
+    async def start_stream(self, target: Target, stream: StreamInfo) -> None: ...
+
+    async def on_frame(self, sample: Sample, target: Target) -> Any: ...
+
+    async def end_stream(self, target: Target) -> Any: ...
+
+
+def frames_too_large(samples: Sequence[Sample], what: str) -> AdapterError:
+    """The error for frames that did not fit in memory while ``what`` (encoding them) ran."""
+    sizes = sorted({f"{s.image.width}x{s.image.height}" for s in samples})
+    frames = f"{len(samples)} frames" if len(samples) != 1 else "the frame"
+    return AdapterError(f"not enough memory for {what} ({frames} of {', '.join(sizes)}); free memory or raise "
+                        "the process's memory limit (ulimit -v), lower --concurrency, or re-encode the video "
+                        "at a lower resolution")
+
+
+async def encoded(samples: Sequence[Sample], what: str, encode: Callable[[], T]) -> T:
+    """``encode()`` on a worker thread; running out of memory there names the frames."""
+    import asyncio
+
+    try:
+        return await asyncio.to_thread(encode)
+    except MemoryError:
+        raise frames_too_large(samples, what) from None
 
 
 class TransientError(Exception):

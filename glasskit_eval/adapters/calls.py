@@ -6,18 +6,20 @@ attempts it needed, the usage the adapter reported, whether it timed out and whe
 observation cache answered it. Callers pass records up instead of bare observations
 (:class:`DirectCaller` here; retries and timeouts in :mod:`.resilient`; the observation cache
 in ``evaluation``), so the engine makes each result once, from (sample, frame, call), and no
-side table joins facts back. This module knows no results, reports or video.
+side table joins facts back. Stream targets' calls (``start_stream``, ``on_frame``, ``end_stream``)
+go through a :class:`StreamCaller` stack of their own, so ``--timeout``, ``--retries`` and the rate
+limit apply to them too. This module knows no results, reports or video.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import AdapterError
-from .base import Evaluator, Sample, Target
+from .base import Evaluator, Sample, StreamEvaluator, StreamInfo, Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +90,43 @@ class DirectCaller:
 
     async def cancel_pending(self) -> None:
         await self.evaluator.cancel_pending()
+
+
+class StreamCaller(Protocol):
+    """Turns a stream's calls into :class:`Call` records (the answer as ``observation``); never raises
+    for an adapter's exception."""
+
+    async def start(self, target: Target, stream: StreamInfo) -> Call: ...
+
+    async def frame(self, sample: Sample, target: Target) -> Call: ...
+
+    async def end(self, target: Target) -> Call: ...
+
+
+class DirectStreamCaller:
+    """One stream evaluator call per request, timed, with its exception or answer recorded."""
+
+    def __init__(self, evaluator: StreamEvaluator) -> None:
+        self.evaluator = evaluator
+
+    async def start(self, target: Target, stream: StreamInfo) -> Call:
+        return await _timed(self.evaluator.start_stream(target, stream), None)
+
+    async def frame(self, sample: Sample, target: Target) -> Call:
+        return await _timed(self.evaluator.on_frame(sample, target), sample)
+
+    async def end(self, target: Target) -> Call:
+        return await _timed(self.evaluator.end_stream(target), None)
+
+
+async def _timed(answer: Awaitable[Any], sample: Sample | None) -> Call:
+    started = time.perf_counter()
+    try:
+        value = await answer
+    except Exception as exc:
+        return Call(error=exc, seconds=time.perf_counter() - started, usage=_usage(sample))
+    return Call(value, seconds=time.perf_counter() - started, usage=_usage(sample))
+
+
+def _usage(sample: Sample | None) -> dict[str, float]:
+    return {} if sample is None else dict(sample.usage)

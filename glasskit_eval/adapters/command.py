@@ -8,7 +8,7 @@ import shlex
 from typing import TextIO
 
 from ..errors import AdapterError
-from ._process import CommandEvaluator
+from ._commandstreams import CommandStreamEvaluator
 from ._procio import TAG_VARIABLE, new_tag
 from ._protocol import MAX_MESSAGE_BYTES
 from ._wire import PNG_COMPRESS_LEVEL
@@ -58,7 +58,7 @@ class CommandAdapterSpec:
     def describe(self) -> str:
         return self.command
 
-    async def create(self, factory_config: FactoryConfig) -> CommandEvaluator:
+    async def create(self, factory_config: FactoryConfig) -> CommandStreamEvaluator:
         """Start the command and initialize it; the process is gone if this raises."""
         label = f"adapter command `{self.command}`"
         tag = new_tag()
@@ -86,7 +86,7 @@ class CommandAdapterSpec:
             ) from None
         except OSError as exc:
             raise AdapterError(f"cannot start {label}: {exc}") from None
-        evaluator = CommandEvaluator(proc, self, label, tag)
+        evaluator = CommandStreamEvaluator(proc, self, label, tag)
         try:
             await evaluator._initialize(factory_config)
         except asyncio.CancelledError:

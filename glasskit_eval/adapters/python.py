@@ -27,7 +27,7 @@ from typing import Any, Final, TextIO
 
 from ..errors import AdapterError
 from ..support.threads import to_daemon_thread
-from .base import Evaluator, FactoryConfig, Sample, Target
+from .base import Evaluator, FactoryConfig, Sample, StreamInfo, Target
 
 _SIMPLE_SIGNATURES = (("image", "target_id"), ("sample", "target"))
 
@@ -183,13 +183,22 @@ class PythonEvaluator:
         self._evaluate = None if simple else getattr(obj, "evaluate", None)
         self._evaluate_many = None if simple else getattr(obj, "evaluate_many", None)
         self._close = None if simple else getattr(obj, "close", None)
-        if simple is None and not callable(self._evaluate) and not callable(self._evaluate_many):
+        self._on_frame = None if simple else getattr(obj, "on_frame", None)
+        self._start_stream = None if simple else getattr(obj, "start_stream", None)
+        self._end_stream = None if simple else getattr(obj, "end_stream", None)
+        if simple is None and not callable(self._evaluate) and not callable(self._evaluate_many) \
+                and not callable(self._on_frame):
             raise AdapterError(f"the adapter factory returned {type(obj).__name__!s}, which has neither "
                                "evaluate(sample, target) nor evaluate_many(samples, target)")
 
     @property
     def batch(self) -> bool:
         return callable(self._evaluate_many)
+
+    @property
+    def takes_image_only(self) -> bool:
+        """A function adapter declared ``(image, target_id)``: it gets the anchor frame alone."""
+        return self._simple == ("image", "target_id")
 
     @property
     def declared_version(self) -> str | None:
@@ -230,7 +239,10 @@ class PythonEvaluator:
             return await self._call(self._obj, sample.image, target.id)
         if self._simple is not None:
             return await self._call(self._obj, sample, target)
-        assert self._evaluate is not None
+        if self._evaluate is None:
+            # A stream-only adapter (on_frame) asked for a sample target.
+            raise AdapterError(f"adapter {self._name} has no evaluate(sample, target) for target {target.id!r}, "
+                               "a sample target; add evaluate or give the target `events`")
         return await self._call(self._evaluate, sample, target)
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
@@ -241,6 +253,21 @@ class PythonEvaluator:
         # A generator may be endless or block: read it on a thread, and never past one too many.
         items: list[Any] = await self._in_thread(_materialize, result, len(samples))
         return items
+
+    @property
+    def streams(self) -> bool:
+        return callable(self._on_frame)
+
+    async def start_stream(self, target: Target, stream: StreamInfo) -> None:
+        if callable(self._start_stream):
+            await self._call(self._start_stream, target, stream)
+
+    async def on_frame(self, sample: Sample, target: Target) -> Any:
+        assert self._on_frame is not None
+        return await self._call(self._on_frame, sample, target)
+
+    async def end_stream(self, target: Target) -> Any:
+        return await self._call(self._end_stream, target) if callable(self._end_stream) else None
 
     async def cancel_pending(self) -> None:
         # In-process calls are cancelled through their asyncio tasks by the runner.

@@ -8,6 +8,10 @@ to be joined onto its result later.
 
 A retry waits in its own task and holds its ``--concurrency`` slot (the engine's semaphore is
 released only when the call returns) but never blocks other samples' calls.
+
+:class:`ResilientStreamCaller` does the same for a stream's calls, with one difference: a stream
+adapter keeps state, so a failed call is made again only when the failure shows the adapter did not
+take the frame (:func:`stream_retryable`); otherwise a retry could feed it the same frame twice.
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
 from ..errors import AdapterError, CallTimeout
-from .base import Sample, Target
-from .calls import Call, Caller
+from .base import Sample, StreamInfo, Target
+from .calls import Call, Caller, StreamCaller
 
 T = TypeVar("T")
 
@@ -56,6 +60,18 @@ def transient_info(exc: BaseException) -> tuple[bool, float | None]:
         retry_after = None
     transient = getattr(exc, "transient", False) is True or retry_after is not None
     return transient, None if retry_after is None else min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
+
+
+def stream_retryable(exc: Exception) -> bool:
+    """Whether a failed stream call can be made again without feeding the adapter its frame twice.
+
+    Yes when the adapter itself said the failure is transient (it raised :class:`TransientError`,
+    a command adapter answered ``transient``, an HTTP endpoint answered 408/425/429/503) or the
+    request never left (an HTTP connection that could not be made). No for ``--timeout`` and for a
+    failure after the request left with no answer saying it was not taken (a dropped connection,
+    HTTP 500/502/504, a body that is not JSON): the adapter may have taken the frame.
+    """
+    return not isinstance(exc, CallTimeout) and not getattr(exc, "maybe_processed", False)
 
 
 def backoff_delay(attempt: int, base_s: float, retry_after: float | None, rng: random.Random) -> float:
@@ -92,40 +108,20 @@ class RateLimiter:
             await asyncio.sleep(wait)
 
 
-class ResilientCaller:
-    """A :class:`~.calls.Caller` applying a :class:`CallPolicy` to the one it wraps."""
+class _Attempts:
+    """The attempt loop both resilient callers share: rate limit, timeout, retries with backoff."""
 
-    def __init__(self, inner: Caller, policy: CallPolicy, limiter: RateLimiter | None = None,
-                 rng: random.Random | None = None,
+    def __init__(self, policy: CallPolicy, limiter: RateLimiter | None = None, rng: random.Random | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
-        self.inner = inner
         self.policy = policy
         self.limiter = limiter
         self._rng = rng or random.Random()
         #: Waits between attempts (a seam for tests of the backoff).
         self._sleep = sleep
 
-    @property
-    def batch(self) -> bool:
-        return self.inner.batch
-
-    async def call(self, sample: Sample, target: Target) -> Call:
-        (found,) = await self._attempts(lambda: self._one(sample, target), [sample], self.policy.timeout_s,
-                                        "evaluate", None)
-        return found
-
-    async def call_many(self, samples: Sequence[Sample], target: Target) -> list[Call]:
-        return await self._attempts(lambda: self.inner.call_many(samples, target), samples,
-                                    self.policy.batch_timeout(len(samples)), "evaluate_many", len(samples))
-
-    async def cancel_pending(self) -> None:
-        await self.inner.cancel_pending()
-
-    async def _one(self, sample: Sample, target: Target) -> list[Call]:
-        return [await self.inner.call(sample, target)]
-
-    async def _attempts(self, call: Callable[[], Awaitable[list[Call]]], samples: Sequence[Sample],
-                        timeout: float | None, what: str, batch_size: int | None) -> list[Call]:
+    async def _attempts(self, call: Callable[[], Awaitable[list[Call]]], samples: Sequence[Sample | None],
+                        timeout: float | None, what: str, batch_size: int | None,
+                        retryable: Callable[[Exception], bool] | None = None) -> list[Call]:
         policy = self.policy
         attempt = 0
         while True:
@@ -137,13 +133,16 @@ class ResilientCaller:
                 calls = await self._once(call, timeout, what)
             except CallTimeout as exc:
                 seconds = time.perf_counter() - started
-                calls = [Call(error=exc, seconds=seconds, usage=dict(s.usage), timed_out=True,
-                              batch_size=batch_size) for s in samples]
+                calls = [Call(error=exc, seconds=seconds, usage=dict(s.usage) if s is not None else {},
+                              timed_out=True, batch_size=batch_size) for s in samples]
             failure = calls[0].error
             transient, retry_after = transient_info(failure) if failure is not None else (False, None)
-            if failure is None or not transient or attempt > policy.retries:
+            refused = failure is not None and transient and retryable is not None and not retryable(failure)
+            if failure is None or not transient or refused or attempt > policy.retries:
                 attempts = attempt if policy.retries > 0 or attempt > 1 else None
                 error = _after_attempts(failure, attempt) if failure is not None and attempt > 1 else failure
+                if refused and policy.retries > 0 and error is not None:
+                    error = _not_retried(error)
                 return [replace(c, attempts=attempts, error=error if c.error is not None else None)
                         for c in calls]
             await self._sleep(backoff_delay(attempt, policy.backoff_s, retry_after, self._rng))
@@ -177,6 +176,72 @@ class ResilientCaller:
             raise CallTimeout(f"{what} timed out after {timeout:g}s (--timeout) and was cancelled") from None
         finally:
             handle.cancel()
+
+
+class ResilientCaller(_Attempts):
+    """A :class:`~.calls.Caller` applying a :class:`CallPolicy` to the one it wraps."""
+
+    def __init__(self, inner: Caller, policy: CallPolicy, limiter: RateLimiter | None = None,
+                 rng: random.Random | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        super().__init__(policy, limiter, rng, sleep)
+        self.inner = inner
+
+    @property
+    def batch(self) -> bool:
+        return self.inner.batch
+
+    async def call(self, sample: Sample, target: Target) -> Call:
+        (found,) = await self._attempts(lambda: self._one(sample, target), [sample], self.policy.timeout_s,
+                                        "evaluate", None)
+        return found
+
+    async def call_many(self, samples: Sequence[Sample], target: Target) -> list[Call]:
+        return await self._attempts(lambda: self.inner.call_many(samples, target), samples,
+                                    self.policy.batch_timeout(len(samples)), "evaluate_many", len(samples))
+
+    async def cancel_pending(self) -> None:
+        await self.inner.cancel_pending()
+
+    async def _one(self, sample: Sample, target: Target) -> list[Call]:
+        return [await self.inner.call(sample, target)]
+
+
+class ResilientStreamCaller(_Attempts):
+    """A :class:`~.calls.StreamCaller` applying a :class:`CallPolicy` to the one it wraps.
+
+    Each call takes a rate-limit token and runs under ``--timeout``; ``--retries`` retries only
+    what :func:`stream_retryable` allows.
+    """
+
+    def __init__(self, inner: StreamCaller, policy: CallPolicy, limiter: RateLimiter | None = None,
+                 rng: random.Random | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        super().__init__(policy, limiter, rng, sleep)
+        self.inner = inner
+
+    async def start(self, target: Target, stream: StreamInfo) -> Call:
+        return await self._one(lambda: self.inner.start(target, stream), None, "start_stream")
+
+    async def frame(self, sample: Sample, target: Target) -> Call:
+        return await self._one(lambda: self.inner.frame(sample, target), sample, "on_frame")
+
+    async def end(self, target: Target) -> Call:
+        return await self._one(lambda: self.inner.end(target), None, "end_stream")
+
+    async def _one(self, call: Callable[[], Awaitable[Call]], sample: Sample | None, what: str) -> Call:
+        async def listed() -> list[Call]:
+            return [await call()]
+
+        (found,) = await self._attempts(listed, [sample], self.policy.timeout_s, what, None, stream_retryable)
+        return found
+
+
+def _not_retried(failure: Exception) -> AdapterError:
+    error = CallTimeout if isinstance(failure, CallTimeout) else AdapterError
+    return error(f"{failure} (not retried: the stream adapter may already have acted on this call, and must "
+                 "not be fed anything twice)")
+
 
 def _after_attempts(failure: Exception, attempts: int) -> AdapterError:
     text = str(failure)

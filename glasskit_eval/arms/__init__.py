@@ -2,7 +2,8 @@
 
 What lives here so far: the image perturbations an arm applies before its adapter sees a frame
 (``perturb``: JPEG, blur, brightness, contrast, noise, downscale, occlusion, rotation), parsed from
-``--perturb`` specs and ``config.yaml`` mappings, deterministic for a given seed.
+``--perturb`` specs and ``config.yaml`` mappings, deterministic for a given seed; what an arm is
+(``spec``); the arms compared (``compare``); what ``--jitter-frames`` found (``jitter``).
 
 What it may not know: the command line, the engine's scheduling, results or reports. Pure but for
 Pillow: an image and a seed in, an image out.

@@ -23,6 +23,11 @@
 //       },
 //       // Or, for a real batch API, evaluateMany({ samples, target, signal }) returning
 //       // one observation per sample, in order. It takes precedence when both exist.
+//       // Stream targets (`events`): onFrame({ sample, target, stream, signal }) gets the
+//       // video's frames in order, one at a time, and returns its emissions: null, one
+//       // JSON value, or an array of them. Optional: startStream({ target, stream, signal })
+//       // before the first frame, endStream({ target, stream, signal }) returning final
+//       // emissions. stream: { id, case, video, everyS, pace }, one per (case, target, trial).
 //       async close() {
 //         await app.close();
 //       },
@@ -31,11 +36,15 @@
 //
 // What the evaluator receives:
 //   sample: { image: { mimeType: "image/png", bytes: Buffer, width, height, rgba },
-//             timestampS, frameIndex, sampleIndex, videoPath, caseName }
+//             timestampS, frameIndex, sampleIndex, videoPath, caseName, frames, isClip }
 //             (image.bytes is the exact frame as a lossless PNG; image.rgba is the
 //             same frame decoded on first use: a Uint8Array of width * height * 4
 //             bytes, row by row from the top left, R, G, B, A with A always 255.
-//             decodePng(bytes) below does the same for any 8-bit PNG.)
+//             decodePng(bytes) below does the same for any 8-bit PNG.
+//             frames: the sample's frames in time order, each { timestampS (the time
+//             asked for), mediaTimestampS (the frame's own), frameIndex, image } with
+//             image as above: a clip sample's clip (isClip), else [the one frame]
+//             with mediaTimestampS null. image is the frame at timestampS.)
 //   target: { id, index, label, config }
 //   signal: an AbortSignal, aborted when glasskit_eval abandons the call (a fail-fast
 //           error elsewhere, or an interrupt); pass it on to backend calls.
@@ -47,9 +56,14 @@
 // (requests) and stdout (answers). Requests are {"id", "method", "params"}:
 //   initialize   {protocolVersion: 1, config: {evalDir, config, artifactsDir, verbose}}
 //                -> {protocolVersion: 1, capabilities: {evaluate, evaluateMany}}
-//   evaluate     {sample, target}   -> observation   (sample.image carries dataBase64)
+//   evaluate     {sample, target}   -> observation   (sample.image carries dataBase64;
+//                a clip sample also has frames: [{timestampS, mediaTimestampS, frameIndex, image}])
 //   evaluateMany {samples, target}  -> [observation, ...]
+//   startStream  {stream: {id, case, video, everyS, pace}, target}   -> null
+//   frame        {stream: {id}, sample, target}  -> null, an emission, or [emission, ...]
+//   endStream    {stream: {id}, target}          -> the same (final emissions)
 //   close        {}                 -> null, then exit with status 0
+// (the stream requests only with capabilities.frame; a stream's frames come one at a time)
 // and the notification {"method": "cancel", "params": {"id"}} abandons a call. Each
 // request is answered once, with {"id", "result"} or {"id", "error": {"message",
 // "stack"}}. Calls may overlap; answers may come in any order.
@@ -185,8 +199,8 @@ export function decodePng(bytes) {
   return { width, height, data: out };
 }
 
-function sampleForApp(sample) {
-  const { dataBase64, ...image } = sample.image;
+function imageForApp(wireImage) {
+  const { dataBase64, ...image } = wireImage;
   const bytes = Buffer.from(dataBase64, "base64");
   let rgba;
   const decoded = { ...image, bytes };
@@ -198,7 +212,18 @@ function sampleForApp(sample) {
       return rgba;
     },
   });
-  return { ...sample, image: decoded };
+  return decoded;
+}
+
+function sampleForApp(sample) {
+  const image = imageForApp(sample.image);
+  if (sample.frames === undefined) {
+    // No clip: the one frame, so adapters can always read frames.
+    const frame = { timestampS: sample.timestampS, mediaTimestampS: null, frameIndex: sample.frameIndex, image };
+    return { ...sample, image, frames: [frame], isClip: false };
+  }
+  const frames = sample.frames.map((frame) => ({ ...frame, image: imageForApp(frame.image) }));
+  return { ...sample, image, frames, isClip: true };
 }
 
 export async function runGlassKitAdapter(createEvaluator) {
@@ -218,7 +243,8 @@ export async function runGlassKitAdapter(createEvaluator) {
 
   const active = new Map(); // request id -> { controller, done }
   let evaluator;
-  let capabilities = { evaluate: false, evaluateMany: false };
+  let capabilities = { evaluate: false, evaluateMany: false, frame: false };
+  const streams = new Map(); // stream id -> { id, case, video, everyS, pace }
   let closed = false;
   let written = Promise.resolve();
 
@@ -257,11 +283,14 @@ export async function runGlassKitAdapter(createEvaluator) {
       capabilities = {
         evaluate: typeof evaluator?.evaluate === "function",
         evaluateMany: typeof evaluator?.evaluateMany === "function",
+        frame: typeof evaluator?.onFrame === "function",
       };
-      if (!capabilities.evaluate && !capabilities.evaluateMany) {
-        throw new Error("the adapter factory must return an object with evaluate or evaluateMany");
+      if (!capabilities.evaluate && !capabilities.evaluateMany && !capabilities.frame) {
+        throw new Error("the adapter factory must return an object with evaluate, evaluateMany or onFrame");
       }
-      return { protocolVersion: PROTOCOL_VERSION, capabilities };
+      // frame only when true: a sample adapter's answer stays what protocol version 1 has always sent.
+      const { frame, ...sent } = capabilities;
+      return { protocolVersion: PROTOCOL_VERSION, capabilities: frame ? capabilities : sent };
     });
   }
 
@@ -270,6 +299,9 @@ export async function runGlassKitAdapter(createEvaluator) {
     const { id, method, params } = request;
     const done = answer(id, async () => {
       if (!evaluator) throw new Error("the adapter is not initialized");
+      if (method === "startStream" || method === "frame" || method === "endStream") {
+        return await streamCall(method, params, controller.signal);
+      }
       if (method === "evaluate") {
         if (!capabilities.evaluate) throw new Error("the adapter does not implement evaluate");
         return await evaluator.evaluate({
@@ -299,6 +331,22 @@ export async function runGlassKitAdapter(createEvaluator) {
     active.set(id, { controller, done });
   }
 
+  async function streamCall(method, params, signal) {
+    if (!capabilities.frame) throw new Error("the adapter does not implement onFrame");
+    const { target } = params;
+    if (method === "startStream") {
+      streams.set(params.stream.id, params.stream);
+      if (typeof evaluator.startStream === "function") await evaluator.startStream({ target, stream: params.stream, signal });
+      return null;
+    }
+    const stream = streams.get(params.stream.id) ?? params.stream;
+    if (method === "frame") {
+      return await evaluator.onFrame({ sample: sampleForApp(params.sample), target, stream, signal });
+    }
+    streams.delete(params.stream.id);
+    return typeof evaluator.endStream === "function" ? await evaluator.endStream({ target, stream, signal }) : null;
+  }
+
   async function closeEvaluator() {
     const current = evaluator;
     evaluator = undefined;
@@ -315,6 +363,9 @@ export async function runGlassKitAdapter(createEvaluator) {
         return;
       case "evaluate":
       case "evaluateMany":
+      case "startStream":
+      case "frame":
+      case "endStream":
         startCall(request);
         return;
       case "close":

@@ -7,6 +7,9 @@
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var rows = data.rows;
   var withTrial = data.repeat > 1;
+  // A run with arms: each row's arm is its index in data.arms (row[14]).
+  var arms = data.arms || [];
+  function armOf(r) { return r[14] === null || r[14] === undefined ? "" : arms[r[14]]; }
   var state = { sort: "status", dir: 1, page: 0 };
   var view = [];
   var lower = null;
@@ -28,12 +31,14 @@
   function tick(t) { return seconds(t >= 100 ? Math.round(t) : Number(t.toPrecision(3))); }
   function where(r) {
     return data.cases[r[1]] + " / " + data.targetDisplay[r[2]] + " at " + seconds(r[4]) +
-      (r[5] === null ? "" : " (frame " + r[5] + ")") + (withTrial ? " · trial " + r[0] : "");
+      (r[5] === null ? "" : " (frame " + r[5] + ")") + (withTrial ? " · trial " + r[0] : "") +
+      (arms.length ? " · arm " + armOf(r) : "");
   }
 
   // --- the sample table ---------------------------------------------------------------
   var KEYS = {
     status: function (r) { return r[6]; }, trial: function (r) { return r[0]; },
+    arm: function (r) { return r[14] === null ? -1 : r[14]; },
     "case": function (r) { return r[1]; },
     target: function (r) { return data.targetDisplay[r[2]].toLowerCase(); },
     time: function (r) { return r[4]; }, frame: function (r) { return r[5] === null ? -1 : r[5]; },
@@ -55,7 +60,9 @@
       if (box.checked) statuses[box.value] = true;
     });
     var trial = $("f-trial");
+    var arm = $("f-arm");
     return {
+      arm: arm ? arm.value : "",
       statuses: statuses, kase: $("f-case").value, target: $("f-target").value,
       trial: trial ? trial.value : "", text: $("f-text").value.trim().toLowerCase()
     };
@@ -63,7 +70,7 @@
   function haystack(i) {
     if (lower === null) {
       lower = rows.map(function (r) {
-        return [data.cases[r[1]], data.targetDisplay[r[2]], r[7], r[8], r[9]].join("\n").toLowerCase();
+        return [data.cases[r[1]], data.targetDisplay[r[2]], r[7], r[8], r[9], armOf(r)].join("\n").toLowerCase();
       });
     }
     return lower[i];
@@ -77,6 +84,7 @@
       if (f.kase !== "" && String(r[1]) !== f.kase) continue;
       if (f.target !== "" && String(r[2]) !== f.target) continue;
       if (f.trial !== "" && String(r[0]) !== f.trial) continue;
+      if (f.arm !== "" && String(r[14]) !== f.arm) continue;
       if (f.text && haystack(i).indexOf(f.text) < 0) continue;
       view.push(i);
     }
@@ -107,6 +115,7 @@
     var st = el("td");
     st.appendChild(el("span", "s s-" + STATUS[r[6]], STATUS[r[6]]));
     tr.appendChild(st);
+    if (arms.length) tr.appendChild(el("td", "arm-cell", armOf(r)));
     if (withTrial) tr.appendChild(el("td", "", r[0]));
     tr.appendChild(el("td", "", data.cases[r[1]]));
     tr.appendChild(el("td", "", data.targetDisplay[r[2]]));
@@ -146,7 +155,7 @@
 
   function clearFilters() {
     document.querySelectorAll(".f-status").forEach(function (box) { box.checked = true; });
-    ["f-case", "f-target", "f-trial", "f-text"].forEach(function (id) { if ($(id)) $(id).value = ""; });
+    ["f-case", "f-target", "f-trial", "f-arm", "f-text"].forEach(function (id) { if ($(id)) $(id).value = ""; });
   }
   function jumpTo(index) {
     var pos = view.indexOf(index);
@@ -236,6 +245,31 @@
   var shown = 0;
   var current = -1;
 
+  // A failed clip sample's filmstrip: its anchor and evenly spaced frames, each named by time and
+  // frame index (a frame beyond the image budget keeps its name without a picture).
+  function filmstrip(r, list, onPick) {
+    list.setAttribute("aria-label", "clip frames");
+    list.replaceChildren();
+    list.hidden = false;
+    r[15].forEach(function (f) {
+      var item = el("li", "strip-frame" + (f[3] ? " anchor" : ""));
+      item.dataset.frame = String(f[1]);
+      var label = seconds(f[0]) + " · frame " + f[1] + (f[3] ? " (anchor)" : "");
+      if (typeof f[2] === "number") {
+        var img = el("img", "strip-img");
+        img.src = data.thumbs[f[2]];
+        img.alt = "frame " + f[1] + " at " + seconds(f[0]);
+        if (onPick) img.addEventListener("click", function (e) { e.stopPropagation(); onPick(f, img); });
+        item.appendChild(img);
+      } else {
+        item.appendChild(el("span", "strip-img none", "not embedded"));
+      }
+      item.appendChild(el("span", "strip-cap", label));
+      list.appendChild(item);
+    });
+    return list;
+  }
+
   function card(i) {
     var r = rows[i];
     var li = el("li", "card r-" + STATUS[r[6]]);
@@ -260,6 +294,7 @@
     head.appendChild(link);
     text.appendChild(head);
     text.appendChild(el("div", "card-reason", r[9]));
+    if (r[15]) text.appendChild(filmstrip(r, el("ol", "strip card-strip"), null));
     li.appendChild(text);
     li.addEventListener("click", function (e) {
       if (e.target.closest("a")) return;  // the link opens it through the hash
@@ -305,6 +340,18 @@
       img.dataset.kind = "none";
       caption.textContent = r[5] === null ? "No frame (the sample failed before one was decoded). "
         : "Frame " + r[5] + " is not embedded. ";
+    }
+    var strip = $("lb-strip");
+    if (r[15]) {
+      filmstrip(r, strip, function (f, picked) {
+        img.src = picked.src;
+        img.hidden = false;
+        img.dataset.kind = "strip";
+        caption.textContent = "Frame " + f[1] + " at " + seconds(f[0]) + " of the clip (thumbnail)";
+      });
+    } else {
+      strip.replaceChildren();
+      strip.hidden = true;
     }
     var link = typeof full === "string" ? full : typeof r[10] === "string" ? r[10] : null;
     if (link) {

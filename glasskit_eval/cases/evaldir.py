@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, UsageError, ValidationError
 from ..store.config import VideoStoreConfig
@@ -17,7 +17,10 @@ from .checks import Checker, unknown_target_problem
 from .model import Case, Thresholds
 from .parse import parse_case, parse_thresholds
 
-_CONFIG_KEYS = {"thresholds", "video_stores", "run"}
+if TYPE_CHECKING:
+    from ..arms.spec import ArmSpec
+
+_CONFIG_KEYS = {"thresholds", "video_stores", "run", "arms"}
 #: config.yaml ``run:`` defaults, used when the command line does not give the option.
 _RUN_KEYS = {"timeout_s"}
 _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
@@ -25,7 +28,7 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
 
 
 class EvalConfig(Frozen):
-    _fields = ("thresholds", "video_stores", "run_timeout_s", "per_target_lines", "thresholds_line")
+    _fields = ("thresholds", "video_stores", "run_timeout_s", "per_target_lines", "thresholds_line", "arms")
     thresholds: Thresholds | None
     video_stores: Mapping[str, VideoStoreConfig]
     #: ``run: timeout_s``: the per-call timeout when ``--timeout`` is not given.
@@ -34,15 +37,17 @@ class EvalConfig(Frozen):
     per_target_lines: Mapping[str, int]
     #: The config.yaml line of ``thresholds:`` (where a failed eval-level gate is annotated).
     thresholds_line: int | None
+    #: ``arms:``: declared arms by name (run only when ``--arm`` selects them).
+    arms: Mapping[str, ArmSpec]
 
     def __init__(self, thresholds: Thresholds | None = None,
                  video_stores: Mapping[str, VideoStoreConfig] | None = None,
                  run_timeout_s: float | None = None, per_target_lines: Mapping[str, int] | None = None,
-                 thresholds_line: int | None = None) -> None:
+                 thresholds_line: int | None = None, arms: Mapping[str, ArmSpec] | None = None) -> None:
         self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores,
                              run_timeout_s=run_timeout_s,
                              per_target_lines={} if per_target_lines is None else per_target_lines,
-                             thresholds_line=thresholds_line)
+                             thresholds_line=thresholds_line, arms={} if arms is None else arms)
 
 
 class EvalDir(Frozen):
@@ -141,11 +146,14 @@ def load_eval_config(path: Path) -> tuple[EvalConfig, list[Problem]]:
             if store is not None:
                 stores[str(name)] = store
     run_timeout = _parse_run(c, root.get("run"))
+    from .armdecl import parse_arms
+
+    arms = parse_arms(c, root.get("arms"), path.parent)
     c.problems.sort(key=lambda problem: problem.line or 0)
     lines = {target: doc.line(("thresholds", "per_target", target)) or 0
              for target in ((thresholds.per_target or {}) if thresholds is not None else {})}
     return EvalConfig(thresholds=thresholds, video_stores=stores, run_timeout_s=run_timeout,
-                      per_target_lines=lines, thresholds_line=doc.lines.get(("thresholds",))), c.problems
+                      per_target_lines=lines, thresholds_line=doc.lines.get(("thresholds",)), arms=arms), c.problems
 
 
 def _parse_run(c: Checker, raw: Any) -> float | None:

@@ -51,19 +51,39 @@ class CloudVideo(Frozen):
 VideoRef = LocalVideo | CloudVideo
 
 
+class StreamGates(Frozen):
+    """A stream target's gates (``thresholds.per_target.<t>`` keys or the ``run`` options)."""
+
+    _fields = ("min_recall", "max_false_alarms_per_min", "max_detection_latency_p95_s")
+    min_recall: float | None
+    max_false_alarms_per_min: float | None
+    max_detection_latency_p95_s: float | None
+
+    def __init__(self, min_recall: float | None = None, max_false_alarms_per_min: float | None = None,
+                 max_detection_latency_p95_s: float | None = None) -> None:
+        self.__dict__.update(min_recall=min_recall, max_false_alarms_per_min=max_false_alarms_per_min,
+                             max_detection_latency_p95_s=max_detection_latency_p95_s)
+
+    @property
+    def empty(self) -> bool:
+        return all(getattr(self, name) is None for name in self._fields)
+
+
 class Thresholds(Frozen):
-    _fields = ("min_pass_rate", "max_failures", "per_target", "max_p95_latency_s", "max_cost")
+    _fields = ("min_pass_rate", "max_failures", "per_target", "max_p95_latency_s", "max_cost", "stream_gates")
     min_pass_rate: float | None
     max_failures: int | None
     per_target: Mapping[str, float] | None
     max_p95_latency_s: float | None
     max_cost: float | None
+    #: ``per_target.<t>`` stream keys (min_recall, ...), by target.
+    stream_gates: Mapping[str, StreamGates] | None
 
     def __init__(self, min_pass_rate: float | None = None, max_failures: int | None = None,
                  per_target: Mapping[str, float] | None = None, max_p95_latency_s: float | None = None,
-                 max_cost: float | None = None) -> None:
+                 max_cost: float | None = None, stream_gates: Mapping[str, StreamGates] | None = None) -> None:
         self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target,
-                             max_p95_latency_s=max_p95_latency_s, max_cost=max_cost)
+                             max_p95_latency_s=max_p95_latency_s, max_cost=max_cost, stream_gates=stream_gates)
 
 
 class ClipSpec(Frozen):
@@ -133,17 +153,70 @@ class SampleBlock(Frozen):
         return "at list"
 
 
+#: An event's window when neither it nor its target's ``stream`` sets one: the second after onset.
+DEFAULT_WINDOW = (Fraction(0), Fraction(1))
+
+
+class EventSpec(Frozen):
+    """One entry of a stream target's ``events``: an onset, the emission that notices it, and when.
+
+    ``window`` is relative to ``at`` and closed at both ends: an emission at media time
+    ``at + window[0] .. at + window[1]`` may detect the event.
+    """
+
+    _fields = ("index", "at", "window", "has_expect", "expect", "compare", "comment")
+    index: int
+    at: Fraction
+    window: tuple[Fraction, Fraction]
+    has_expect: bool
+    expect: Any
+    compare: CompareConfig | None
+    comment: str | None
+
+    def __init__(self, index: int, at: Fraction, window: tuple[Fraction, Fraction], has_expect: bool,
+                 expect: Any, compare: CompareConfig | None = None, comment: str | None = None) -> None:
+        self.__dict__.update(index=index, at=at, window=window, has_expect=has_expect, expect=expect,
+                             compare=compare, comment=comment)
+
+    @property
+    def span(self) -> tuple[Fraction, Fraction]:
+        """The window in media time: ``[at + a, at + b]``."""
+        return self.at + self.window[0], self.at + self.window[1]
+
+
+class StreamSpec(Frozen):
+    """A stream target: events scored against what the app emits while it is fed the video in order.
+
+    ``every_s`` None feeds every decoded frame; ``quiet`` None means the whole clip outside the
+    windows is quiet time. ``field``/``compare`` apply to emissions (an event's own ``compare`` wins).
+    """
+
+    _fields = ("every_s", "events", "quiet", "field", "compare")
+    every_s: Fraction | None
+    events: tuple[EventSpec, ...]
+    quiet: tuple[tuple[Fraction, Fraction], ...] | None
+    field: str | None
+    compare: CompareConfig | None
+
+    def __init__(self, every_s: Fraction | None, events: tuple[EventSpec, ...],
+                 quiet: tuple[tuple[Fraction, Fraction], ...] | None, field: str | None = None,
+                 compare: CompareConfig | None = None) -> None:
+        self.__dict__.update(every_s=every_s, events=events, quiet=quiet, field=field, compare=compare)
+
+
 class TargetSpec(Frozen):
-    _fields = ("id", "index", "label", "config", "blocks")
+    _fields = ("id", "index", "label", "config", "blocks", "stream")
     id: str
     index: int
     label: str | None
     config: Mapping[str, Any]
     blocks: tuple[SampleBlock, ...]
+    #: Set for a stream target (``events`` instead of ``samples``; ``blocks`` is then empty).
+    stream: StreamSpec | None
 
     def __init__(self, id: str, index: int, label: str | None, config: Mapping[str, Any],
-                 blocks: tuple[SampleBlock, ...]) -> None:
-        self.__dict__.update(id=id, index=index, label=label, config=config, blocks=blocks)
+                 blocks: tuple[SampleBlock, ...], stream: StreamSpec | None = None) -> None:
+        self.__dict__.update(id=id, index=index, label=label, config=config, blocks=blocks, stream=stream)
 
 
 class Case(Frozen):

@@ -26,14 +26,16 @@ from .model import (
     CloudVideo,
     LocalVideo,
     SampleBlock,
+    StreamGates,
     TargetSpec,
     Thresholds,
     VideoRef,
     block_count,
 )
+from .streams import STREAM_TARGET_KEYS, parse_stream, stream_keys_without_events
 
 _CASE_KEYS = {"video", "description", "sampling", "sample_defaults", "workflow", "targets", "thresholds"}
-_TARGET_KEYS = {"label", "config", "sample_defaults", "samples"}
+_TARGET_KEYS = {"label", "config", "sample_defaults", "samples"} | STREAM_TARGET_KEYS
 _BLOCK_KEYS = {"range", "at", "expect", "every_s", "field", "compare", "comment", "ignore", "clip"}
 _CLOUD_VIDEO_KEYS = {"store", "key", "sha256"}
 _THRESHOLD_KEYS = {"min_pass_rate", "max_failures", "per_target"}
@@ -69,6 +71,7 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
         else:
             max_failures = raw
     per_target: dict[str, float] = {}
+    stream_gates: dict[str, StreamGates] = {}
     if "per_target" in mapping and mapping["per_target"] is not None:
         ppath = (*path, "per_target")
         targets = checker.mapping(mapping["per_target"], ppath, "per_target")
@@ -78,14 +81,34 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
                 checker.add(tpath, f"per_target names unknown target {target_id!r}; targets in this case: "
                             + ", ".join(sorted(target_ids)))
                 continue
-            tmap = checker.section(spec, tpath, f"per_target.{target_id}", {"min_pass_rate"})
+            tmap = checker.section(spec, tpath, f"per_target.{target_id}", {"min_pass_rate"} | _STREAM_GATE_KEYS)
             if tmap is None:
                 continue
             rate = _rate(checker, tmap, "min_pass_rate", tpath)
             if rate is not None:
                 per_target[target_id] = rate
+            gates = _stream_gates(checker, tmap, tpath)
+            if not gates.empty:
+                stream_gates[target_id] = gates
     return Thresholds(min_pass_rate=min_rate, max_failures=max_failures, per_target=per_target or None,
-                      **limits)
+                      stream_gates=stream_gates or None, **limits)
+
+
+_STREAM_GATE_KEYS = {"min_recall", "max_false_alarms_per_min", "max_detection_latency_p95_s"}
+
+
+def _stream_gates(checker: Checker, mapping: dict[str, Any], path: PathKey) -> StreamGates:
+    """A stream target's gates in ``per_target.<t>``: a recall rate and two nonnegative limits."""
+    limits: dict[str, float] = {}
+    for key in ("max_false_alarms_per_min", "max_detection_latency_p95_s"):
+        raw = mapping.get(key)
+        if raw is None:
+            continue
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw < 0:
+            checker.add((*path, key), f"{key} must be a nonnegative number, got {raw!r}")
+        else:
+            limits[key] = float(raw)
+    return StreamGates(min_recall=_rate(checker, mapping, "min_recall", path), **limits)
 
 
 def _rate(checker: Checker, mapping: dict[str, Any], key: str, path: PathKey) -> float | None:
@@ -267,6 +290,10 @@ def _parse_target(c: Checker, target_id: str, index: int, raw: Any, every_s: Fra
     defaults = dict(case_defaults)
     defaults.update(c.defaults(mapping.get("sample_defaults"), (*path, "sample_defaults")))
 
+    if "events" in mapping:
+        stream = parse_stream(c, path, mapping, defaults, allow_empty)
+        return TargetSpec(id=target_id, index=index, label=label, config=config, blocks=(), stream=stream)
+    stream_keys_without_events(c, path, mapping)
     blocks: list[SampleBlock] = []
     samples = mapping.get("samples", UNSET)
     if samples is UNSET or samples is None:

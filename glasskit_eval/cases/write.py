@@ -121,7 +121,9 @@ def merge_into_current(path: Path, planned: Any, targets: Collection[str],
 def _samples(data: Any, target: str) -> Any:
     targets = data.get("targets") if isinstance(data, dict) else None
     spec = targets.get(target) if isinstance(targets, dict) else None
-    return json.dumps(spec.get("samples") if isinstance(spec, dict) else None, sort_keys=True)
+    # A stream target's events are its samples: an edit to either conflicts.
+    labelled = [spec.get("samples"), spec.get("events")] if isinstance(spec, dict) else None
+    return json.dumps(labelled, sort_keys=True)
 
 
 @contextlib.contextmanager

@@ -24,12 +24,17 @@ from ..errors import CheckpointError, CommandStopped, EvalError, Interrupted, Sa
 from ..results import ResultFormatError, SampleResult
 from ..support.interrupts import sigterm_as_keyboard_interrupt
 from .fingerprints import VideoDigests, describe_changes, fingerprint
-from .store import COMPLETE, MANIFEST_NAME, Checkpoint, Key
+from .store import COMPLETE, MANIFEST_NAME, Checkpoint, Key, StreamKey
 
 if TYPE_CHECKING:
     from ..plan.planning import Plan
 
 R = TypeVar("R")
+
+def _finished(record: Mapping[str, Any]) -> bool:
+    """A stream record that a resume reuses: the stream ran to its end."""
+    return record.get("error") is None
+
 
 def resume_command(kind: str, path: Path) -> str:
     return f"python -m glasskit_eval {kind} --resume {shlex.quote(str(path))}"
@@ -54,6 +59,10 @@ class CheckpointedCommand:
         self.checkpoint: Checkpoint | None = None
         #: Results an earlier attempt recorded, by key (empty for a new checkpoint).
         self.previous: dict[Key, SampleResult] = {}
+        #: Streams an earlier attempt finished: their records (``evaluation.streamrecord``), by key.
+        self.previous_streams: dict[StreamKey, Mapping[str, Any]] = {}
+        #: The run has stream targets: progress lines count streams beside samples.
+        self.has_streams = False
         self._prior_completed = False
         #: --verbose: a fail-fast stop shows the adapter's traceback.
         self.verbose = False
@@ -69,7 +78,9 @@ class CheckpointedCommand:
             except ResultFormatError as exc:
                 raise CheckpointError(f"{path}: a record for {key[1]}/{key[2]} sample {key[3]} is damaged "
                                       f"({exc}); start a new {self.kind}") from None
-        self._prior_completed = any(r.judged for r in self.previous.values())
+        self.previous_streams = dict(checkpoint.streams)
+        self._prior_completed = (any(r.judged for r in self.previous.values())
+                                 or any(_finished(p) for p in self.previous_streams.values()))
         return checkpoint.manifest.invocation
 
     def create(self, eval_dir: Path, invocation: dict[str, Any], fingerprints: dict[str, Any],
@@ -132,8 +143,12 @@ class CheckpointedCommand:
     # -- results
 
     def record(self, trial: int, result: SampleResult) -> None:
-        self._open_checkpoint().append((trial, result.case, result.target, result.sample_index),
+        self._open_checkpoint().append((trial, result.case, result.target, result.sample_index, result.arm),
                                        result.to_json(), completed=result.judged)
+
+    def record_stream(self, key: StreamKey, record: Mapping[str, Any]) -> None:
+        """A finished stream's record; one that stopped on an adapter error is fed again on resume."""
+        self._open_checkpoint().append_stream(key, record, completed=_finished(record))
 
     def recorder(self, trial: int) -> Callable[[SampleResult], None]:
         def record(result: SampleResult) -> None:
@@ -154,9 +169,12 @@ class CheckpointedCommand:
     def finished_line(self) -> str:
         """How much of the work is safely in the checkpoint (what a resume will not redo)."""
         checkpoint = self._open_checkpoint()
-        earlier = sum(1 for r in self.previous.values() if r.judged)
+        earlier = (sum(1 for r in self.previous.values() if r.judged)
+                   + sum(1 for p in self.previous_streams.values() if _finished(p)))
         done = min(earlier + checkpoint.durable_completed, checkpoint.manifest.total)
         noun = "sample" if checkpoint.manifest.total == 1 else "samples"
+        if self.has_streams:
+            noun = "samples and streams"
         return f"{done} of {checkpoint.manifest.total} {noun} finished and saved in the checkpoint."
 
     def resume_lines(self, adapter_errors: int | None = None) -> list[str]:

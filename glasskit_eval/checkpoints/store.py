@@ -6,7 +6,10 @@ A checkpoint is a directory ``<eval-dir>/runs/checkpoints/<id>/`` (0700) holding
   invocation to restore on resume, fingerprints of the inputs and a status;
 * ``records.jsonl`` (0600, append-only): a header line, then one line per
   finished sample, ``<crc32 hex> <json>``, keyed by (trial, case, target,
-  sample index). A later record for the same key supersedes an earlier one.
+  sample index), and in a run with arms the arm that made it as a fifth element
+  (a plain run's records keep the four-element key older versions read); and one per
+  finished stream, keyed by (trial, case, target, ``"stream"``). A later record for the
+  same key supersedes an earlier one.
 
 The manifest is written last when a checkpoint is created, so a directory
 without one was never usable. Records are written and fsynced by a writer
@@ -27,15 +30,16 @@ import secrets
 import shutil
 import threading
 import time
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointError, OutputError
+from ..support import strictjson
 from ..support.fsio import fsync_dir, lock_fd, write_text_atomic
 from ..support.jsonvalues import json_problem
+from .framing import decode_records, encode_record
 
 FORMAT_NAME = "glasskit_eval-checkpoint"
 FORMAT_VERSION = 1
@@ -44,8 +48,12 @@ RECORDS_NAME = "records.jsonl"
 IN_PROGRESS = "in_progress"
 COMPLETE = "complete"
 
-#: (trial, case, target, sample_index): one attempt of one sample.
-Key = tuple[int, str, str, int]
+#: (trial, case, target, sample_index, arm): one attempt of one sample by one arm (None without arms).
+Key = tuple[int, str, str, int, "str | None"]
+#: (trial, case, target): one stream (a stream target fed one case's video in one trial).
+StreamKey = tuple[int, str, str]
+#: A stream record's last key element, where a sample's index would be.
+STREAM = "stream"
 
 #: How long the writer lets results accumulate before one write and fsync. A crash loses at
 #: most this much finished work; nothing is reported as saved before its fsync returns.
@@ -139,80 +147,23 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _record_key(record: dict[str, Any]) -> Key | None:
-    """The record's key, or None when the record is not shaped as we write them."""
+def _record_key(record: dict[str, Any]) -> Key | StreamKey | None:
+    """The record's key (a sample's or a stream's), or None when the record is not shaped as we write them."""
     key, payload = record.get("key"), record.get("payload")
-    if not isinstance(key, list) or len(key) != 4 or not isinstance(payload, dict):
+    if not isinstance(key, list) or len(key) not in (4, 5) or not isinstance(payload, dict):
         return None
-    trial, case, target, index = key
+    trial, case, target, index = key[:4]
+    arm = key[4] if len(key) == 5 else None
     if not (_is_count(trial) and trial >= 1 and isinstance(case, str) and isinstance(target, str)
-            and _is_count(index)):
+            and (_is_count(index) or index == STREAM)):
         return None
-    if json_problem(payload) is not None:
+    if len(key) == 5 and not (isinstance(arm, str) and arm):
         return None
-    return (trial, case, target, index)
-
-
-# --- record framing (pure) --------------------------------------------------------------
-
-
-def encode_record(record: Mapping[str, Any]) -> bytes:
-    body = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return b"%08x %s\n" % (zlib.crc32(body), body)
-
-
-def _decode_line(line: bytes) -> dict[str, Any] | None:
-    crc, sep, body = line.partition(b" ")
-    if not sep or len(crc) != 8:
-        return None
-    try:
-        if int(crc, 16) != zlib.crc32(body):
-            return None
-        value = json.loads(body)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-@dataclass
-class Decoded:
-    header: dict[str, Any] | None
-    records: list[dict[str, Any]]
-    #: Byte length of the intact prefix; anything after it is a torn tail.
-    good_bytes: int
-    torn: bool
-
-
-def decode_records(data: bytes, where: Path) -> Decoded:
-    """Split a records file into intact records, ignoring a torn tail.
-
-    A bad line followed only by bad lines is a torn tail (an interrupted write);
-    a bad line followed by a good one is damage we refuse to guess around.
-    """
-    records: list[dict[str, Any]] = []
-    header: dict[str, Any] | None = None
-    offset = 0
-    first_bad: int | None = None
-    while offset < len(data):
-        end = data.find(b"\n", offset)
-        if end < 0:
-            first_bad = offset if first_bad is None else first_bad
-            break
-        record = _decode_line(data[offset:end])
-        if record is None:
-            if first_bad is None:
-                first_bad = offset
-        elif first_bad is not None:
-            line = data.count(b"\n", 0, first_bad) + 1
-            raise CheckpointError(f"{where} is damaged at line {line} (a record failed its checksum but "
-                                  "later ones are intact); it cannot be resumed safely, start a new run")
-        elif header is None:
-            header = record
-        else:
-            records.append(record)
-        offset = end + 1
-    good = first_bad if first_bad is not None else len(data)
-    return Decoded(header, records, good, good < len(data))
+    if index == STREAM:
+        return (trial, case, target) if len(key) == 4 and json_problem(payload) is None else None
+    if json_problem(payload) is not None or payload.get("arm") != arm:
+        return None  # a result's own ``arm`` must be the key's: a record is never reused for another arm
+    return (trial, case, target, index, arm)
 
 
 # --- the writer -------------------------------------------------------------------------
@@ -326,10 +277,12 @@ class Checkpoint:
     """An open checkpoint: previous records, and an appender for new ones."""
 
     def __init__(self, path: Path, manifest: Manifest, fd: int, previous: dict[Key, dict[str, Any]],
-                 resumed: bool) -> None:
+                 resumed: bool, streams: dict[StreamKey, dict[str, Any]] | None = None) -> None:
         self.path = path
         self.manifest = manifest
         self.previous = previous
+        #: Finished streams' records, by (trial, case, target).
+        self.streams = streams or {}
         self.resumed = resumed
         self._fd = fd
         self._closed_completed = 0
@@ -381,14 +334,23 @@ class Checkpoint:
         if manifest.status == COMPLETE:
             raise CheckpointError(f"checkpoint is already complete: {path}")
         records_path = path / RECORDS_NAME
+        limit = strictjson.CHECKPOINT_RECORDS.max_bytes
         try:
-            fd = os.open(records_path, os.O_RDWR | os.O_APPEND)
+            # Checked before opening (a FIFO or a device is never opened for writing) and after.
+            strictjson.stat_regular(records_path, limit)
+            fd = os.open(records_path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0))
+        except strictjson.LoadError as exc:
+            raise CheckpointError(f"{records_path} {exc}; start a new run") from None
         except OSError as exc:
             raise CheckpointError(f"cannot open {records_path}: {exc.strerror or exc}") from None
         try:
-            _lock(fd, path)
-            with open(records_path, "rb") as handle:
-                decoded = decode_records(handle.read(), records_path)
+            try:
+                strictjson.check_regular(os.fstat(fd), limit)
+                _lock(fd, path)
+                data = strictjson.read_fd(fd, limit)
+            except strictjson.LoadError as exc:
+                raise CheckpointError(f"{records_path} {exc}; start a new run") from None
+            decoded = decode_records(data, records_path)
             header = decoded.header or {}
             if header.get("format") != FORMAT_NAME or header.get("id") != manifest.id:
                 raise CheckpointError(f"{records_path} does not belong to checkpoint {manifest.id}; "
@@ -398,13 +360,17 @@ class Checkpoint:
                 os.ftruncate(fd, decoded.good_bytes)
                 _sync(fd)
             previous: dict[Key, dict[str, Any]] = {}
+            streams: dict[StreamKey, dict[str, Any]] = {}
             for number, record in enumerate(decoded.records, start=2):
                 key = _record_key(record)
                 if key is None:
                     raise CheckpointError(f"{records_path}: record {number} passes its checksum but is not a "
                                           "record this program writes (edited by hand?); it cannot be resumed "
                                           "safely, start a new run")
-                previous[key] = record["payload"]
+                if len(key) == 3:
+                    streams[key] = record["payload"]
+                else:
+                    previous[key] = record["payload"]
             manifest.resumes += 1
             manifest.updated_at = utc_now()
             write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
@@ -415,7 +381,7 @@ class Checkpoint:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, manifest, fd, previous, resumed=True)
+        return cls(path, manifest, fd, previous, resumed=True, streams=streams)
 
     # -- appending
 
@@ -425,7 +391,13 @@ class Checkpoint:
         ``completed`` marks work that a resume reuses (counted in :attr:`durable_completed`).
         """
         assert self._writer is not None, "checkpoint is closed"
-        self._writer.append(encode_record({"key": list(key), "payload": payload}), completed)
+        written = list(key) if key[4] is not None else list(key[:4])
+        self._writer.append(encode_record({"key": written, "payload": payload}), completed)
+
+    def append_stream(self, key: StreamKey, payload: Mapping[str, Any], *, completed: bool) -> None:
+        """Queue a finished stream's record (see :meth:`append`)."""
+        assert self._writer is not None, "checkpoint is closed"
+        self._writer.append(encode_record({"key": [*key, STREAM], "payload": payload}), completed)
 
     def wait(self) -> None:
         if self._writer is not None:
@@ -474,13 +446,12 @@ def _manifest_text(manifest: Manifest) -> str:
 def read_manifest(path: Path) -> Manifest:
     where = path / MANIFEST_NAME
     try:
-        text = where.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CheckpointError(f"could not read checkpoint manifest {where}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CheckpointError(f"checkpoint manifest {where} is not valid JSON ({exc}); start a new run") from None
+        data = strictjson.load(where, strictjson.CHECKPOINT_MANIFEST)
+    except strictjson.NotFound:
+        raise CheckpointError(f"could not read checkpoint manifest {where}: no such file; pass the directory "
+                              "printed after `Checkpoint:`") from None
+    except strictjson.LoadError as exc:
+        raise CheckpointError(f"checkpoint manifest {exc.located(str(where))}; start a new run") from None
     return Manifest.from_json(data, where)
 
 

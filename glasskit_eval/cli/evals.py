@@ -42,6 +42,15 @@ def add_run(sub: Any) -> None:
                    "thresholds.max_p95_latency_s)")
     p.add_argument("--max-cost", type=opts.nonnegative_number, metavar="NUMBER",
                    help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
+    p.add_argument("--min-recall", type=opts.rate, metavar="FLOAT",
+                   help="gate: each stream target's recall, 0.0 to 1.0 (gate <target>_min_recall)")
+    p.add_argument("--max-false-alarms-per-min", type=opts.nonnegative_number, metavar="NUMBER",
+                   help="gate: each stream target's false alarms per minute of quiet time")
+    p.add_argument("--max-detection-latency-p95", dest="max_detection_latency_p95_s", type=opts.nonnegative_number,
+                   metavar="SECONDS", help="gate: each stream target's p95 detection latency")
+    p.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+                   help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
+                   "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")
@@ -83,6 +92,7 @@ def add_run(sub: Any) -> None:
     ci.add_argument("--shard", metavar="I/N",
                     help="run part I of N of the selected samples (or `auto` from the CI's or cluster's job "
                     "variables); gates are applied by merge-reports")
+    opts.arm_options(p)
     p.set_defaults(handler=run_run, option_defaults=_defaults(p))
 
 
@@ -116,8 +126,30 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
         retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
         adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
-        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order)
+        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order,
+        min_recall=args.min_recall, max_false_alarms_per_min=args.max_false_alarms_per_min,
+        max_detection_latency_p95_s=args.max_detection_latency_p95_s, pace=args.pace,
+        **_arm_fields(args))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
+
+
+def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The arm options as the request records them: ``NAME=PATH`` paths made absolute (from the cwd)."""
+    from ..commands.requests import absolute
+
+    arms = []
+    for text in args.arm or ():
+        name, sep, path = text.partition("=")
+        arms.append(f"{name}={absolute(path) if path else ''}" if sep else text)
+    perturb = tuple(args.perturb or ())
+    if not arms and not perturb:
+        for given, option in ((args.control, "--control"), (args.gate_arm, "--gate-arm"),
+                              (args.max_robustness_drop, "--max-robustness-drop")):
+            if given is not None:
+                raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
+    return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
+            "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop,
+            "jitter_frames": args.jitter_frames}
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
@@ -225,9 +257,12 @@ def run_list_samples(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def add_export_frames(sub: Any) -> None:
     p = sub.add_parser("export-frames", help="export the exact eval frames at case timestamps",
                        description="Export the exact display-oriented frames an adapter would get, as "
-                       "lossless PNGs named at-<timestamp>s.png.")
+                       "lossless PNGs named at-<timestamp>s.png; with --target, a clip sample's frames "
+                       "as at-<timestamp>s-frame-<index>.png.")
     opts.eval_dir_option(p)
     p.add_argument("--case", required=True, metavar="TEXT", help="case filename or stem (required)")
+    p.add_argument("--target", metavar="TEXT",
+                   help="export this target's samples at the --at times: every frame of a clip sample")
     p.add_argument("--at", action="append", type=opts.time_value, required=True, metavar="FLOAT",
                    help="frame time in seconds (repeatable; duplicates exported once)")
     p.add_argument("--output-dir", metavar="PATH", help="directory for PNGs (default: <eval-dir>/runs/frames/<case>/)")
@@ -237,7 +272,7 @@ def add_export_frames(sub: Any) -> None:
 def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..commands.export_frames import execute_export_frames
 
-    execute_export_frames(args.eval_dir, args.case, args.at, args.output_dir, out, err)
+    execute_export_frames(args.eval_dir, args.case, args.at, args.output_dir, out, err, target=args.target)
     return ExitCode.OK
 
 

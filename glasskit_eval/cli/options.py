@@ -148,6 +148,13 @@ def positive_int(text: str) -> int:
     return _integer(text, 1, "greater than zero")
 
 
+def jitter_frames(text: str) -> int:
+    value = _integer(text, 1, "greater than zero")
+    if value > 30:
+        raise argparse.ArgumentTypeError(f"must be at most 30 (frames either side), got {value}")
+    return value
+
+
 def nonnegative_int(text: str) -> int:
     return _integer(text, 0, "nonnegative")
 
@@ -368,3 +375,31 @@ def statistics_options(p: Any) -> None:
     p.add_argument("--alpha", type=open_fraction, default=0.05, metavar="FLOAT",
                    help="false-alarm rate of the regression test against a baseline, across its targets "
                    "(default: 0.05)")
+
+
+def arm_options(p: Any) -> Any:
+    """``--arm``, ``--perturb``, ``--control``, ``--seed``, ``--gate-arm``, ``--max-robustness-drop``,
+    ``--jitter-frames``."""
+    arms = p.add_argument_group("arms (side-by-side comparison on the same frames)")
+    arms.add_argument("--arm", dest="arm", action="append", default=None, metavar="NAME[=CONFIG]",
+                      help="also run this arm: a name config.yaml `arms:` declares, `all` of them, `control` (the "
+                      "plain adapter, when --control names another arm), or NAME=CONFIG.yaml for the plain "
+                      "adapter with that config; repeatable")
+    arms.add_argument("--perturb", action="append", default=None, metavar="SPEC",
+                      help="also run the plain adapter on perturbed frames, as an arm named SPEC: jpeg:Q, blur:R, "
+                      "brightness:F, contrast:F, noise:SIGMA, downscale:F, occlude:F, rotate:DEG, chained "
+                      "with '+'; repeatable")
+    arms.add_argument("--control", metavar="NAME",
+                      help="the arm every other arm is compared with (default: the plain adapter, `control`)")
+    arms.add_argument("--seed", type=int, default=0, metavar="INTEGER",
+                      help="seed of the perturbations' random choices (default: 0)")
+    arms.add_argument("--gate-arm", metavar="NAME",
+                      help="only this arm's gates decide the run (default: every arm's)")
+    arms.add_argument("--max-robustness-drop", type=rate, metavar="FLOAT",
+                      help="gate max_robustness_drop: fail when a perturbation arm's pass rate is more than this "
+                      "below the control's and the drop is significant at --alpha")
+    arms.add_argument("--jitter-frames", type=jitter_frames, default=0, metavar="K",
+                      help="also evaluate the control arm (the plain adapter without arms) on the K frames either "
+                      "side of each sample's frame and list the samples whose verdict flips (labels on a knife "
+                      "edge); these calls count in no pass rate or gate")
+    return arms

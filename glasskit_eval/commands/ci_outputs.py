@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..cases.model import Thresholds
 from ..errors import OutputError
@@ -24,9 +24,13 @@ from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
 from .requests import Comparison, RunRequest
 
+if TYPE_CHECKING:
+    from ..evaluation.fanout import ArmPlan
+
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
-                  "min_target_pass_rate", "max_failures", "max_flaky_samples", "allow_empty")
+                  "min_target_pass_rate", "max_failures", "max_flaky_samples", "allow_empty", "min_recall",
+                  "max_false_alarms_per_min", "max_detection_latency_p95_s", "pace")
 
 
 def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | None:
@@ -34,7 +38,8 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
     if request.shard is not None or request.baseline is None:
         return None
     return diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
-                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence)
+                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence,
+                        streams=[s for t in result.trials for s in t.streams])
 
 
 def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
@@ -69,8 +74,10 @@ def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
 def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
     if t is None:
         return None
+    streams = {target: {name: getattr(gates, name) for name in gates._fields}
+               for target, gates in (t.stream_gates or {}).items()}
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
-            "per_target": dict(t.per_target) if t.per_target else None}
+            "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None}
 
 
 def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
@@ -85,7 +92,8 @@ def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]) -> dict[str, Any]:
+def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any],
+                arms: ArmPlan | None = None) -> dict[str, Any]:
     assert request.shard is not None
     index, _, total = request.shard.partition("/")
     options = request.to_json()
@@ -101,11 +109,21 @@ def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]
         "index": int(index),
         "options": {name: options[name] for name in SHARED_OPTIONS},
         "selection": selection,
+        # Each (case, stream target) runs whole in one shard.
+        "streams": [[c.case.name, t.id] for c in full.cases for t in c.streams],
         "thresholds": {"cases": [{"case": c.case.name, "thresholds": thresholds_json(c.case.thresholds)}
                                  for c in full.cases],
                        "eval": thresholds_json(full.eval_dir.config.thresholds)},
         "total": int(total),
-    }
+    } | ({"arms": arms_block(arms)} if arms is not None else {})
+
+
+def arms_block(plan: ArmPlan) -> dict[str, Any]:
+    """What ``merge-reports`` needs to recompute an arms run's per-arm gates and comparisons."""
+    return {"names": list(plan.names), "control": plan.control,
+            "specs": {a.name: dict(a.description or {}) for a in plan.arms},
+            "perturbation_only": [a.name for a in plan.arms if a.perturbation_only],
+            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha}
 
 
 def annotations_on(mode: str, env: Mapping[str, str]) -> bool:

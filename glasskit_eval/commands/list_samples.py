@@ -10,7 +10,7 @@ from ..cases.evaldir import EvalConfig
 from ..errors import VideoError
 from ..plan.planning import CasePlan, build_plan, check_video_file, local_video
 from ..plan.schedule import Filters
-from ..reports.console import compact, table
+from ..reports.tables import compact, table
 from ..support.timevalues import format_time
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ def list_samples(eval_dir: str | Path, filters: Filters, *, allow_empty: bool) -
             if with_clips:
                 row.append(counts.get(s.sample_index, ""))
             rows.append(row)
+        rows += _event_rows(case_plan, with_clips)
     headers = ["Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored", "Source"]
     right = [False, False, True, False, False, False, False, False]
     text = table(f"Samples: {plan.eval_dir.root}", headers + ["Clip"] * with_clips, rows,
@@ -49,6 +50,22 @@ def list_samples(eval_dir: str | Path, filters: Filters, *, allow_empty: bool) -
         text += ("\nClip counts marked ? or ≤ depend on a video that is not on this machine "
                  "(every-frame and clamped clips are counted from the video).")
     return text
+
+
+def _event_rows(case_plan: CasePlan, with_clips: bool) -> list[list[str]]:
+    """A stream target's events, one row each: the onset, the expected emission, and the window."""
+    rows = []
+    for target in case_plan.streams:
+        assert target.stream is not None
+        shown = f"{target.label} ({target.id})" if target.label else target.id
+        for event in target.stream.events:
+            a, b = event.span
+            compare = event.compare or target.stream.compare
+            mode = "" if compare is None else compare.mode + (f" ±{compare.tolerance:g}" if compare.tolerance else "")
+            rows.append([case_plan.case.name, shown, f"{format_time(event.at)}s",
+                         compact(event.expect) if event.has_expect else "(draft)", mode, target.stream.field or "",
+                         "", f"event, window [{format_time(a)}, {format_time(b)}]s"] + [""] * with_clips)
+    return rows
 
 
 def _clip_counts(case_plan: CasePlan, config: EvalConfig) -> dict[int, str]:

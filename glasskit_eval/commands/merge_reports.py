@@ -26,18 +26,42 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     merged = merge_reports([(path, load_report(Path(path))) for path in paths])
     result = merged.result
     found: BaselineDiff | None = None
-    if baseline is not None:
+    arm_diffs = None
+    if baseline is not None and merged.arms is not None:
+        from .arm_baselines import arm_baselines
+
+        arm_diffs = arm_baselines(Path(baseline), baseline, [r for t in result.trials for r in t.results],
+                                  merged.arms.names, merged.arms.control, comparison)
+        found = arm_diffs.main
+        gated = [n for n in merged.arms.names if merged.arms.gated(n)]
+        result = replace(result, gates=(*result.gates, *arm_diffs.gates(comparison, gated)))
+    elif baseline is not None:
         found = diff_against(Path(baseline), [r for t in result.trials for r in t.results], label=baseline,
+                             streams=[s for t in result.trials for s in t.streams],
                              alpha=comparison.alpha, confidence=comparison.confidence)
         result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, comparison)))
     summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha)
     print(f"Merged {len(paths)} shard reports", file=out)
     print_summary(summary, out)
-    ci.print_baseline(found, out)
+    arms = None
+    if merged.arms is not None:
+        from ..arms.compare import compare_arms
+        from ..reports.arms_table import print_arms
+
+        # The comparisons of the whole run, from every shard's results (no shard saw them all).
+        arms = compare_arms([t.results for t in result.trials], merged.arms.names, merged.arms.control,
+                            merged.arms.specs, alpha=comparison.alpha, confidence=comparison.confidence)
+        print_arms(arms, out)
+    if arm_diffs is not None:
+        arm_diffs.print(out)
+        if arms is not None:
+            arms = replace(arms, baselines=arm_diffs.to_json())
+    else:
+        ci.print_baseline(found, out)
     written = []
     if output_json:
         write_report(Path(output_json),
-                     build_report(summary, baseline=found.to_json() if found is not None else None))
+                     build_report(summary, baseline=found.to_json() if found is not None else None, arms=arms))
         written.append(ci.display_path(output_json))
     root = Path(result.eval_dir)
     if junit_xml:

@@ -4,6 +4,11 @@ The shards' results are put back in the selection's order and gated with the sam
 and thresholds as :func:`~glasskit_eval.evaluation.trials.run_trials`, so summaries, stability and gates
 are those of an unsharded run; only durations differ (a merged trial lasts as long as its slowest
 shard). Shards that do not fit together are refused, naming the shards or samples at fault.
+
+Shards of a run with arms carry the arms (names, control, specs, who is gated, the robustness
+gate): each sample is expected once per arm, the results are ordered as the unsharded run
+orders them (per case, arm by arm), gates are applied per arm, and the arms' comparisons and
+Pareto set are recomputed from the merged results.
 """
 
 from __future__ import annotations
@@ -13,32 +18,90 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import Thresholds
+from ..cases.model import StreamGates, Thresholds
 from ..errors import UsageError
 from ..evaluation.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from ..evaluation.streamgates import CaseStreamGates, stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
-from ..results import Gate, ResultFormatError, SampleResult, TimingMode, TrialResult, stability
+from ..reports.streamload import stream_from_json
+from ..results import (
+    Gate,
+    ResultFormatError,
+    SampleResult,
+    StreamResult,
+    TimingMode,
+    TrialResult,
+    stability,
+)
 from ..summary import RunResult
+from ..support.strictjson import LoadError
 
-_SAME = ("total", "eval_fingerprint", "options", "cases", "selection", "thresholds", "case_files")
+_REQUIRED = ("total", "eval_fingerprint", "options", "cases", "selection", "thresholds", "case_files")
+#: What every shard of one run shares (``arms`` only in a run with arms).
+_SAME = (*_REQUIRED, "arms")
+
+
+@dataclass(frozen=True, slots=True)
+class MergedArms:
+    """The arms block the shards share (see ``ci_outputs.arms_block``)."""
+
+    names: tuple[str, ...]
+    control: str
+    specs: Mapping[str, Mapping[str, Any]]
+    perturbation_only: frozenset[str]
+    gate_arm: str | None
+    max_robustness_drop: float | None
+    alpha: float
+
+    def gated(self, name: str) -> bool:
+        return self.gate_arm is None or self.gate_arm == name
 
 
 @dataclass(frozen=True, slots=True)
 class Merged:
     result: RunResult
     locations: dict[SampleKey, SampleLocation]
+    arms: MergedArms | None = None
+
+
+def _arms(block: Mapping[str, Any]) -> MergedArms | None:
+    arms = block.get("arms")
+    if arms is None:
+        return None
+    names = tuple(arms["names"])
+    return MergedArms(names, arms["control"], arms["specs"], frozenset(arms["perturbation_only"]),
+                      arms["gate_arm"], arms["max_robustness_drop"], float(arms["alpha"]))
+
+
+def _arms_well_formed(arms: object) -> bool:
+    if arms is None:
+        return True
+    if not isinstance(arms, Mapping):
+        return False
+    names, specs, drop = arms.get("names"), arms.get("specs"), arms.get("max_robustness_drop")
+    return (isinstance(names, list) and bool(names) and all(isinstance(n, str) and n for n in names)
+            and len(set(names)) == len(names) and arms.get("control") in names
+            and isinstance(specs, Mapping) and all(isinstance(v, Mapping) for v in specs.values())
+            and isinstance(arms.get("perturbation_only"), list)
+            and all(n in names for n in arms["perturbation_only"])
+            and (arms.get("gate_arm") is None or arms.get("gate_arm") in names)
+            and (drop is None or (isinstance(drop, (int, float)) and not isinstance(drop, bool)))
+            and isinstance(arms.get("alpha"), (int, float)) and not isinstance(arms.get("alpha"), bool)
+            and 0 < arms["alpha"] < 1)
 
 
 def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
     if data is None:
         return None
-    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"))
+    streams = {target: StreamGates(**gates) for target, gates in (data.get("stream_gates") or {}).items()}
+    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"),
+                      stream_gates=streams or None)
 
 
 def _shard(name: str, report: object) -> Mapping[str, Any]:
     block = report.get("shard") if isinstance(report, Mapping) else None
-    if not isinstance(block, Mapping) or not all(k in block for k in (*_SAME, "index")):
+    if not isinstance(block, Mapping) or not all(k in block for k in (*_REQUIRED, "index")):
         raise UsageError(f"{name} is not a shard report; merge the --output-json reports of "
                          "`run --shard I/N`")
     if not _well_formed(block):
@@ -63,14 +126,33 @@ def _well_formed(block: Mapping[str, Any]) -> bool:
                     and isinstance(e[1], str) and _is_int(e[2]) and (e[3] is None or _is_int(e[3]))
                     for e in selection)
             and isinstance(thresholds, Mapping) and isinstance(thresholds.get("cases"), list)
-            and all(isinstance(c, Mapping) and "case" in c and "thresholds" in c for c in thresholds["cases"]))
+            and all(isinstance(c, Mapping) and "case" in c and "thresholds" in c for c in thresholds["cases"])
+            and all(isinstance(t, Mapping) and _stream_thresholds_ok(t.get("thresholds"))
+                    for t in [*thresholds["cases"], {"thresholds": thresholds.get("eval")}])
+            and isinstance(block.get("streams", []), list)
+            and all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)
+                    for e in block.get("streams", []))
+            and _arms_well_formed(block.get("arms")))
 
 
-def _key_text(key: SampleKey) -> str:
+def _stream_thresholds_ok(data: object) -> bool:
+    if not isinstance(data, Mapping) or data.get("stream_gates") is None:
+        return True
+    gates = data["stream_gates"]
+    return isinstance(gates, Mapping) and all(
+        isinstance(g, Mapping) and set(g) <= set(StreamGates._fields)
+        and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in g.values())
+        for g in gates.values())
+
+
+def _key_text(key: SampleKey | tuple[str | None, str, str, int]) -> str:
+    if len(key) == 4:
+        arm, *rest = key
+        return f"{rest[0]} / {rest[1]} sample {rest[2]}" + (f" (arm {arm})" if arm is not None else "")
     return f"{key[0]} / {key[1]} sample {key[2]}"
 
 
-def _listing(keys: Sequence[SampleKey]) -> str:
+def _listing(keys: Sequence[SampleKey | tuple[str | None, str, str, int]]) -> str:
     shown = ", ".join(_key_text(k) for k in keys[:5])
     return shown + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
 
@@ -79,7 +161,7 @@ def _check_shards(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Mapping[str
     first_name, first = named[0]
     for name, block in named[1:]:
         for key in _SAME:
-            if block[key] != first[key]:
+            if block.get(key) != first.get(key):
                 what = {"eval_fingerprint": "eval (case files, config or videos)",
                         "options": "options", "total": "shard count"}.get(key, key)
                 raise UsageError(f"{name} and {first_name} come from different runs: their {what} differ; "
@@ -113,8 +195,33 @@ def _timing(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int) -> Timin
     for _name, report in named:
         mode = report["trials"][trial - 1].get("summary", {}).get("evaluation_timing_mode")
         if mode is not None and report["trials"][trial - 1].get("summary", {}).get("evaluated"):
-            return TimingMode(mode)
+            return TimingMode.parse(mode)
     return TimingMode.INDIVIDUAL
+
+
+def _trial_streams(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int,
+                   selection: Sequence[tuple[str, str]]) -> tuple[StreamResult, ...]:
+    """The trial's streams from every shard, in the selection's order; each exactly once."""
+    found: dict[tuple[str, str], StreamResult] = {}
+    for name, report in named:
+        for i, item in enumerate(report.get("streams") or []):
+            if not isinstance(item, Mapping) or item.get("trial") != trial:
+                continue
+            try:
+                stream = stream_from_json(item)
+            except LoadError as exc:
+                raise UsageError(f"{name}: streams[{i}] is damaged ({exc})") from None
+            key = (stream.case, stream.target)
+            if key in found:
+                raise UsageError(f"trial {trial}: stream {key[0]} / {key[1]} is reported by more than one shard")
+            if key not in selection:
+                raise UsageError(f"trial {trial}: stream {key[0]} / {key[1]} is outside the run's selection")
+            found[key] = stream
+    missing = [k for k in selection if k not in found]
+    if missing:
+        raise UsageError(f"trial {trial}: no shard reports stream {missing[0][0]} / {missing[0][1]}; rerun the "
+                         "shard that should have run it")
+    return tuple(found[k] for k in selection)
 
 
 def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
@@ -127,22 +234,33 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     reports = [(name, report) for (name, _b), (_n, report) in ordered]
     options = block["options"]
     selection: list[SampleKey] = [(c, t, i) for c, t, i, _line in block["selection"]]
-    position = {key: n for n, key in enumerate(selection)}
     gate_options = GateOptions(options.get("min_pass_rate"), options.get("min_target_pass_rate"),
                                options.get("max_failures"))
+    stream_options = StreamGates(options.get("min_recall"), options.get("max_false_alarms_per_min"),
+                                 options.get("max_detection_latency_p95_s"))
+    stream_selection = [(c, t) for c, t in block.get("streams") or []]
     eval_thresholds = _thresholds(block["thresholds"]["eval"])
     cases = [CaseThresholds(c["case"], _thresholds(c["thresholds"])) for c in block["thresholds"]["cases"]]
+    arms = _arms(block)
+    # Each sample once per arm, in the unsharded run's order: per case, arm by arm.
+    names: tuple[str | None, ...] = arms.names if arms is not None else (None,)
+    by_case: dict[str, list[SampleKey]] = {}
+    for sample_key in selection:
+        by_case.setdefault(sample_key[0], []).append(sample_key)
+    expected = [(arm, *k) for keys in by_case.values() for arm in names for k in keys]
+    position = {key: n for n, key in enumerate(expected)}
     trials: list[TrialResult] = []
     for trial in range(1, int(options["repeat"]) + 1):
-        found: dict[SampleKey, SampleResult] = {}
-        doubled: list[SampleKey] = []
+        found: dict[tuple[str | None, str, str, int], SampleResult] = {}
+        doubled: list[tuple[str | None, str, str, int]] = []
         for name, report in reports:
             for sample in _trial_results(name, report, trial):
-                if sample.key in found:
-                    doubled.append(sample.key)
-                found[sample.key] = sample
+                armed = (sample.arm, *sample.key)
+                if armed in found:
+                    doubled.append(armed)
+                found[armed] = sample
         extra = [k for k in found if k not in position]
-        missing = [k for k in selection if k not in found]
+        missing = [k for k in expected if k not in found]
         if doubled:
             raise UsageError(f"trial {trial}: samples reported by more than one shard: {_listing(doubled)}")
         if extra:
@@ -150,16 +268,21 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
         if missing:
             raise UsageError(f"trial {trial}: no shard reports {_listing(missing)}; rerun the shard "
                              "that should have run them")
-        results = tuple(found[k] for k in selection)
-        gates = evaluate_gates(results, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
+        results = tuple(found[k] for k in expected)
+        streams = _trial_streams(reports, trial, stream_selection)
+        gates: list[Gate] = []
+        for arm in names:
+            if arms is None or arms.gated(str(arm)):
+                mine = [r for r in results if r.arm == arm]
+                made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
+                gates += made if arm is None else [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in made]
+        gates += stream_gates(streams, options=stream_options, eval_thresholds=eval_thresholds,
+                              cases=[CaseStreamGates(c.case, c.thresholds) for c in cases])
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
-                                  timing_mode=_timing(reports, trial)))
-    run_gates: list[Gate] = []
-    if options.get("max_flaky_samples") is not None:
-        flaky = sum(1 for s in stability(trials) if s.flaky)
-        run_gates.append(flaky_gate(flaky, options["max_flaky_samples"]))
+                                  timing_mode=_timing(reports, trial), streams=streams))
+    run_gates = _run_gates(trials, options, arms)
     first = reports[0][1]
     duration = max(float(r.get("summary", {}).get("duration_seconds") or 0.0) for _n, r in reports)
     result = RunResult(eval_dir=str(first.get("eval_dir")), cases=tuple(block["cases"]),
@@ -168,4 +291,28 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     root = Path(str(first.get("eval_dir")))
     files = block["case_files"]
     locations = {(c, t, i): SampleLocation(root / files[c], line) for c, t, i, line in block["selection"]}
-    return Merged(result, locations)
+    return Merged(result, locations, arms)
+
+
+def _run_gates(trials: Sequence[TrialResult], options: Mapping[str, Any], arms: MergedArms | None) -> list[Gate]:
+    """The flaky-sample gate (per gated arm), then each perturbation arm's robustness gate."""
+    gates: list[Gate] = []
+    if arms is None:
+        if options.get("max_flaky_samples") is not None:
+            flaky = sum(1 for s in stability(trials) if s.flaky)
+            gates.append(flaky_gate(flaky, options["max_flaky_samples"]))
+        return gates
+    from ..arms.compare import robustness_gate
+
+    for arm in arms.names:
+        if arms.gated(arm) and options.get("max_flaky_samples") is not None:
+            mine = [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds,
+                                t.timing_mode) for t in trials]
+            gate = flaky_gate(sum(1 for s in stability(mine) if s.flaky), options["max_flaky_samples"])
+            gates.append(Gate(f"{arm}/{gate.name}", gate.passed, gate.message))
+    if arms.max_robustness_drop is not None:
+        every = [r for t in trials for r in t.results]
+        for arm in arms.names:
+            if arm in arms.perturbation_only and arm != arms.control:
+                gates.append(robustness_gate(every, arms.control, arm, arms.max_robustness_drop, arms.alpha))
+    return gates

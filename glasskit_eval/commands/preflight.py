@@ -26,7 +26,8 @@ def preflight(request: RunRequest, environ: Mapping[str, str] | None = None) -> 
     if request.baseline is not None and request.shard is None:
         from ..reports.baseline import load_report, report_results
 
-        report_results(load_report(Path(request.baseline)), f"--baseline {request.baseline}")
+        where = f"--baseline {request.baseline}"
+        report_results(load_report(Path(request.baseline), where), where)
     from .ci_outputs import annotations_on
 
     summary_path = env.get("GITHUB_STEP_SUMMARY")

@@ -11,9 +11,9 @@ from ..plan.planning import build_plan, clip_durations
 from ..plan.schedule import Filters
 from ..plan.videos import video_resolver
 from ..reports.html import HtmlOptions
-from ..reports.loading import load_report_file, run_from_reports
+from ..reports.loading import arms_of_reports, load_report_file, run_from_reports
 from ..reports.publish import shown_eval_dir, write_html
-from ..reports.thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore
+from ..reports.thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore, arm_variants, wants_thumbnail
 from ..results import SampleResult
 from ..summary import RunSummary
 
@@ -28,26 +28,36 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
     baselines = [data["baseline"] for _p, data in loaded if isinstance(data.get("baseline"), dict)]
     summary = RunSummary.of(run)
     results = [r for t in run.trials for r in t.results]
-    store = ThumbnailStore(budget_bytes)
+    arms = arms_of_reports(loaded, run)
+    store = ThumbnailStore(budget_bytes, variants=arm_variants(arms.specs) if arms is not None else None)
     store.add_from_artifacts(results)
+    # A flip shows both arms' frames: the passing side's too, where the video can give it (plain pixels).
+    flipped = {(f.case, f.target, f.timestamp_s) for c in (arms.comparisons if arms is not None else ())
+               for f in c.flips}
+
+    def pictured(r: SampleResult) -> bool:
+        return wants_thumbnail(r) or (r.frame_index is not None and (r.case, r.target, r.timestamp_s) in flipped)
+
     notes: list[str] = []
     durations: Mapping[str, float] = {}
     if eval_dir is not None:
         durations, more = _from_videos(eval_dir, run.cases, results, store,
-                                       lambda line: print(line, file=err))
+                                       lambda line: print(line, file=err), pictured)
         notes += more
     shown = shown_eval_dir(run.eval_dir, str(eval_dir) if eval_dir is not None else None)
     write_html(html, summary, HtmlOptions(thumbnails=store, frames=store.frames, budget_bytes=budget_bytes,
                                           over_budget=store.over_budget, durations=durations,
                                           sources=tuple(str(p) for p in paths), notes=tuple(notes),
-                                          baseline=baselines[0] if len(baselines) == 1 else None, eval_dir=shown))
+                                          baseline=baselines[0] if len(baselines) == 1 else None, eval_dir=shown,
+                                          arms=arms))
     print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
           f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
     return summary
 
 
 def _from_videos(eval_dir: Path, cases: Sequence[str], results: Sequence[object], store: ThumbnailStore,
-                 notify: Callable[[str], None]) -> tuple[dict[str, float], list[str]]:
+                 notify: Callable[[str], None],
+                 pictured: Callable[[SampleResult], bool] = wants_thumbnail) -> tuple[dict[str, float], list[str]]:
     try:
         plan = build_plan(eval_dir, Filters(), allow_empty=True, resolve_video=video_resolver(notify),
                           allow_drafts=True)
@@ -59,7 +69,7 @@ def _from_videos(eval_dir: Path, cases: Sequence[str], results: Sequence[object]
             mine = [r for r in results if isinstance(r, SampleResult) and r.case == c.case.name]
             wanted[c.case.name] = (c.video_path, mine)
     missing = [name for name in cases if name not in wanted]
-    notes = store.add_from_videos(wanted)
+    notes = store.add_from_videos(wanted, pictured)
     if missing:
         notes.append(f"Cases not found in {eval_dir}: {', '.join(missing)} (no frames or clip durations).")
     return clip_durations(plan), notes

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters.resilient import CallPolicy
+from ..cases.model import StreamGates
 from ..errors import CheckpointError, UsageError
 from ..evaluation.gates import GateOptions
 from ..evaluation.options import TrialOptions
@@ -130,6 +131,28 @@ class RunRequest(AdapterRequest):
     max_cost: float | None = None
     #: ``declaration`` (target by target, as the adapter reference says) or ``time``.
     order: str = "declaration"
+    #: ``--arm`` (``NAME`` or ``NAME=PATH``, the path absolute) and ``--perturb`` specs, as given.
+    arms: tuple[str, ...] = ()
+    perturb: tuple[str, ...] = ()
+    #: ``--control``: the arm the others are compared with (default: the plain adapter).
+    control: str | None = None
+    #: ``--seed``: seeds every perturbation's random choices.
+    seed: int = 0
+    #: ``--gate-arm``: only this arm's gates decide the run.
+    gate_arm: str | None = None
+    #: ``--max-robustness-drop``: how far a perturbation arm's pass rate may significantly fall.
+    max_robustness_drop: float | None = None
+    #: ``--jitter-frames``: the control arm also judged on this many frames either side (0: off).
+    jitter_frames: int = 0
+
+    @property
+    def with_arms(self) -> bool:
+        return bool(self.arms or self.perturb)
+    #: Stream gates applied to every stream target, and the paced clock (None: replay).
+    min_recall: float | None = None
+    max_false_alarms_per_min: float | None = None
+    max_detection_latency_p95_s: float | None = None
+    pace: float | None = None
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(parse_cli_time(t) for t in self.at),
@@ -144,15 +167,23 @@ class RunRequest(AdapterRequest):
                                    max_calls_per_second=self.max_calls_per_second),
             gates=GateOptions(self.min_pass_rate, self.min_target_pass_rate, self.max_failures,
                               max_flaky_samples=self.max_flaky_samples, max_p95_latency_s=self.max_p95_latency_s,
-                              max_cost=self.max_cost),
+                              max_cost=self.max_cost,
+                              streams=StreamGates(self.min_recall, self.max_false_alarms_per_min,
+                                                  self.max_detection_latency_p95_s)),
             filters=filters, adapter_config=dict(self.adapter_config or {}),
-            artifacts_dir=Path(self.artifacts_dir) if self.artifacts_dir else None, verbose=self.verbose)
+            artifacts_dir=Path(self.artifacts_dir) if self.artifacts_dir else None, verbose=self.verbose,
+            pace=self.pace)
 
     def comparison(self) -> Comparison:
         return Comparison(self.fail_on_regression, self.fail_on_latency_regression_s, self.confidence, self.alpha)
 
     def to_json(self) -> dict[str, Any]:
-        return super().to_json() | {"at": list(self.at)}
+        data = super().to_json() | {"at": list(self.at), "arms": list(self.arms), "perturb": list(self.perturb)}
+        # Arm options are recorded only when used, so a plain run's manifest is what it always was.
+        for name, default in _ARM_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> RunRequest:
@@ -162,6 +193,8 @@ class RunRequest(AdapterRequest):
         values = restore_fields(data, RUN_CHECKS, where, RUN_KIND)
         values["targets"] = tuple(values.get("targets") or ())
         values["at"] = tuple(values.get("at") or ())
+        values["arms"] = tuple(values.get("arms") or ())
+        values["perturb"] = tuple(values.get("perturb") or ())
         for name in ("at", "from_s", "until_s"):
             texts = values[name] if name == "at" else [values.get(name)]
             for text in texts:
@@ -310,6 +343,14 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "fail_on_regression": _optional(_one_of(REGRESSION_MODES)),
     "fail_on_latency_regression_s": _optional(nonnegative_number),
     "confidence": open_fraction, "alpha": open_fraction, "shard": _optional(is_shard),
+    "arms": str_list, "perturb": str_list, "control": opt_str, "seed": _is_int, "gate_arm": opt_str,
+    "max_robustness_drop": _optional(rate), "jitter_frames": count,
+    "min_recall": _optional(rate), "max_false_alarms_per_min": _optional(nonnegative_number),
+    "max_detection_latency_p95_s": _optional(nonnegative_number), "pace": _optional(positive_number),
 }
+
+#: The arm options' defaults: left out of a manifest while unused.
+_ARM_DEFAULTS: dict[str, Any] = {"arms": [], "perturb": [], "control": None, "seed": 0, "gate_arm": None,
+                                 "max_robustness_drop": None, "jitter_frames": 0}
 
 SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {"adapter_config_path": opt_str, "replace": is_bool}

@@ -10,7 +10,7 @@ from typing import TextIO
 from ..errors import Problem, UsageError, ValidationError
 from ..review import casedata
 from ..review.api import ReviewState
-from ..review.report import load_report
+from ..review.report import load_emissions, load_overlay
 from ..review.server import ReviewServer, run
 
 
@@ -46,9 +46,10 @@ def start_review(options: ReviewOptions) -> ReviewServer:
         raise ValidationError([Problem(str(root / "cases"), "", "cases/ directory is missing")],
                               hint="Create <eval-dir>/cases/ with one .yaml case file per video.")
     initial = _initial(root, options)
-    markers = load_report(Path(options.report).expanduser()) if options.report else {}
-    state = ReviewState(root=root, port=options.port, initial=initial, markers=markers,
-                        report_path=str(options.report) if options.report else None)
+    markers, arms = load_overlay(Path(options.report).expanduser()) if options.report else ({}, [])
+    emissions = load_emissions(Path(options.report).expanduser()) if options.report else {}
+    state = ReviewState(root=root, port=options.port, initial=initial, markers=markers, emissions=emissions,
+                        report_path=str(options.report) if options.report else None, report_arms=arms)
     try:
         return ReviewServer(state, options.port, verbose=options.verbose)
     except OSError as exc:

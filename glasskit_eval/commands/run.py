@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand
 from ..checkpoints.prune import prune_completed
-from ..errors import OutputError
+from ..errors import OutputError, UsageError
 from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
 from .preflight import preflight
@@ -26,13 +26,18 @@ from .requests import RUN_KIND, RunRequest, absolute
 
 if TYPE_CHECKING:
     from ..adapters.base import AdapterSpec
+    from ..arms.compare import ArmsReport
+    from ..arms.jitter import JitterReport
     from ..evaluation.failures import FailureSaver
+    from ..evaluation.fanout import ArmPlan
+    from ..evaluation.jitter import JitterArm
     from ..evaluation.observation_cache import ObservationCache
     from ..plan.planning import Plan
     from ..reports.adapter_output import AdapterOutput
     from ..reports.baseline import BaselineDiff
     from ..reports.thumbnails import ThumbnailStore
     from ..summary import RunResult, RunSummary
+    from .arm_baselines import ArmBaselines
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class _Prepared:
     in_process: bool
     #: The eval directory as the command line gave it (the request records it absolute).
     shown_eval_dir: str
+    #: ``--arm``/``--perturb``: the arms, resolved and checked; None for a plain run.
+    arms: ArmPlan | None = None
 
 
 def destinations(request: RunRequest, root: Path) -> list[Destination]:
@@ -82,9 +89,9 @@ def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_
     with life.guard():
         prepared = _prepare(life, request, output_json, out, err, baseline)
         cache = _observation_cache(prepared, err)
-        thumbnails = _thumbnail_store(prepared.request)
-        result = _evaluate(life, prepared, cache, thumbnails, out, err)
-        return _publish(life, prepared, result, cache, thumbnails, out)
+        thumbnails = _thumbnail_store(prepared)
+        result, jitter = _evaluate(life, prepared, cache, thumbnails, out, err)
+        return _publish(life, prepared, result, cache, thumbnails, out, jitter)
 
 
 def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None, out: TextIO,
@@ -132,6 +139,9 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
     spec = adapter_spec(request.adapter, request.adapter_command, root, output.stderr,
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
+    arms = _arms(request, plan, output.stderr)
+    if request.jitter_frames and request.shard is not None:
+        raise UsageError("--jitter-frames is not supported together with --shard yet; run the jitter unsharded")
     check_writable(destinations(request, root))
     preflight(request)
     if life.checkpoint is None:
@@ -140,9 +150,30 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
                           checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
                           baseline=absolute(request.baseline))
-    life.start(request.to_json(), full, request.case, digests, total=plan.sample_count * request.repeat,
+    # Every arm evaluates every sample: its records are its own.
+    per_sample = len(arms.arms) if arms is not None else 1
+    streams = sum(len(c.streams) for c in plan.cases)
+    life.has_streams = streams > 0
+    life.start(request.to_json(), full, request.case, digests,
+               total=(plan.sample_count * per_sample + streams) * request.repeat,
                root=request.checkpoint_root(), err=err)
-    return _Prepared(request, plan, full, spec, output, in_process, shown)
+    return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
+
+
+def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
+    """The selected arms, every one checked before the first adapter call (exit 2 on a bad one)."""
+    if not request.with_arms:
+        return None
+    from .arming import prepare_arms, select
+
+    selection = select(request, plan.eval_dir.config)
+    assert selection is not None
+    # Stream targets feed one stateful stream per target: not fanned out to arms yet.
+    streamed = next(((c.case.name, t.id) for c in plan.cases for t in c.streams), None)
+    if streamed is not None:
+        raise UsageError(f"--arm/--perturb do not take stream targets yet: target {streamed[1]!r} of case "
+                         f"{streamed[0]!r} has `events`; run the arms on the sample targets (--target)")
+    return prepare_arms(selection, request, plan.eval_dir.root, stderr)
 
 
 def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[AdapterOutput, bool]:
@@ -158,7 +189,7 @@ def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[Adap
 
 
 def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: ObservationCache | None,
-              thumbnails: ThumbnailStore | None, out: TextIO, err: TextIO) -> RunResult:
+              thumbnails: ThumbnailStore | None, out: TextIO, err: TextIO) -> tuple[RunResult, JitterReport | None]:
     from ..evaluation.reuse import RunStore
     from ..evaluation.trials import run_trials
     from ..reports.console import ConsoleListener
@@ -168,21 +199,51 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
     output = prepared.output
     output.attach(listener.progress)
     capture = output.capturing() if prepared.in_process else contextlib.nullcontext()
+    options = request.trial_options(request.filters())
+
+    async def evaluate() -> tuple[RunResult, JitterReport | None]:
+        keep = thumbnails.keep if thumbnails is not None else None
+        saver = _failure_saver(request, plan.eval_dir.root, life.resumed)
+        if prepared.arms is not None:
+            from ..evaluation.fanout import run_arm_trials
+
+            result = await run_arm_trials(plan, prepared.spec, options, listener, arms=prepared.arms,
+                                          store=RunStore(life), keep_frame=keep, saver=saver, cache=cache,
+                                          gating=request.shard is None)
+        else:
+            result = await run_trials(plan, prepared.spec, options, listener, store=RunStore(life),
+                                      keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None,
+                                      stream_keeper=thumbnails.streams if thumbnails is not None else None)
+        if not request.jitter_frames or not result.trials:
+            return result, None
+        from ..evaluation.jitter import run_jitter
+
+        # The extra calls make no results: pass rates and gates are already what they are.
+        return result, await run_jitter(plan, result.trials[0].results, request.jitter_frames,
+                                        _jitter_arm(prepared), options)
+
     try:
         with capture:
-            return asyncio.run(interruptible(run_trials(
-                plan, prepared.spec, request.trial_options(request.filters()), listener, store=RunStore(life),
-                keep_frame=thumbnails.keep if thumbnails is not None else None,
-                saver=_failure_saver(request, plan.eval_dir.root, life.resumed), cache=cache,
-                gating=request.shard is None)))
+            return asyncio.run(interruptible(evaluate()))
     finally:
         output.finish()
         listener.close()
         reinstall_sigterm()
 
 
+def _jitter_arm(prepared: _Prepared) -> JitterArm:
+    """The arm ``--jitter-frames`` evaluates: the control (the plain adapter in a run without arms)."""
+    from ..evaluation.jitter import JitterArm
+
+    request, plan = prepared.request, prepared.arms
+    if plan is None:
+        return JitterArm(prepared.spec, dict(request.adapter_config or {}))
+    control = next(a for a in plan.arms if a.name == plan.control)
+    return JitterArm(control.spec, control.adapter_config, control.name, control.perturb, plan.seed)
+
+
 def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, cache: ObservationCache | None,
-             thumbnails: ThumbnailStore | None, out: TextIO) -> bool:
+             thumbnails: ThumbnailStore | None, out: TextIO, jitter: JitterReport | None = None) -> bool:
     """The summary, every report the request asks for, then the checkpoint's end."""
     from ..reports.console import print_end, print_summary
     from ..reports.json_report import build_report, write_report
@@ -193,9 +254,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     checkpoint = life.checkpoint
     assert checkpoint is not None
     checkpoint.close()
-    baseline = ci.compare_baseline(request, result)
-    if baseline is not None:
-        result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+    result, baseline, arm_diffs = _compare_baseline(prepared, result)
     summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
@@ -206,24 +265,70 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
-    ci.print_notes(request, baseline, out)
+    arms = _arms_report(prepared, result, request, out)
+    if jitter is not None:
+        from ..reports.jitter import print_jitter
+
+        print_jitter(jitter, out)
+    ci.print_notes(request, baseline if arm_diffs is None else None, out)
+    if arm_diffs is not None:
+        arm_diffs.print(out)
+        if arms is not None:
+            arms = replace(arms, baselines=arm_diffs.to_json())
     cache_block = _cache_report(cache, request, result, out)
     written = []
     if request.output_json:
-        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints)
+        shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints, prepared.arms)
                  if request.shard is not None else None)
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
-            shard=shard, observation_cache=cache_block))
+            shard=shard, observation_cache=cache_block, arms=arms,
+            jitter=jitter.to_json() if jitter is not None else None))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
     print_end(summary, written, out)
     return summary.success
+
+
+def _compare_baseline(prepared: _Prepared, result: RunResult
+                      ) -> tuple[RunResult, BaselineDiff | None, ArmBaselines | None]:
+    """The run against ``--baseline`` (arm by arm in a run with arms), its gates added to the result."""
+    from . import ci_outputs as ci
+
+    request = prepared.request
+    plan = prepared.arms
+    if plan is None or request.baseline is None or request.shard is not None:
+        baseline = ci.compare_baseline(request, result)
+        if baseline is not None:
+            result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+        return result, baseline, None
+    from .arm_baselines import arm_baselines
+
+    found = arm_baselines(Path(request.baseline), ci.display_path(request.baseline),
+                          [r for t in result.trials for r in t.results], plan.names, plan.control,
+                          request.comparison())
+    gates = found.gates(request.comparison(), [n for n in plan.names if plan.gated(n)])
+    return replace(result, gates=(*result.gates, *gates)), found.main, found
+
+
+def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, out: TextIO) -> ArmsReport | None:
+    """The arms compared (computed once for every reporter), and their table on the console."""
+    if prepared.arms is None:
+        return None
+    from ..arms.compare import compare_arms
+    from ..reports.arms_table import print_arms
+
+    plan = prepared.arms
+    report = compare_arms([t.results for t in result.trials], plan.names, plan.control,
+                          {a.name: a.description or {} for a in plan.arms}, alpha=request.alpha,
+                          confidence=request.confidence)
+    print_arms(report, out)
+    return report
 
 
 def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSaver | None:
@@ -242,16 +347,22 @@ def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSav
     return saver
 
 
-def _thumbnail_store(request: RunRequest) -> ThumbnailStore | None:
+def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
+    request = prepared.request
     if not request.html:
         return None
-    from ..reports.thumbnails import ThumbnailStore
+    from ..reports.thumbnails import ThumbnailStore, arm_variants
 
-    return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+    arms = prepared.arms
+    if arms is None:
+        return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+    # Each arm's frames as it saw them (a perturbation arm's perturbed pixels).
+    variants = arm_variants({a.name: a.description or {} for a in arms.arms})
+    return ThumbnailStore(request.html_budget_mb * 1000 * 1000, variants=variants, arms=arms.names)
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None) -> None:
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
     from ..plan.planning import clip_durations
     from ..reports.html import HtmlOptions
     from ..reports.publish import write_html
@@ -261,8 +372,10 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
     write_html(path, summary, HtmlOptions(thumbnails=thumbnails, frames=thumbnails.frames,
                                           budget_bytes=thumbnails.budget_bytes, over_budget=thumbnails.over_budget,
                                           durations=clip_durations(prepared.plan),
+                                          stream_misses=thumbnails.streams.misses,
+                                          stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
@@ -299,13 +412,19 @@ def _cache_report(cache: ObservationCache | None, request: RunRequest, result: R
     hits = sum(1 for t in result.trials for r in t.results if r.cached)
     evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)
     pruned = 0
-    if stats.writes:
+    if stats.writes or stats.stream_writes:
         pruned = cache.store.prune(request.cache_max_mb * 1024 * 1024).files
+    # A whole stream counts as one hit, miss or write, beside the samples' (and on its own in `streams`).
+    streams = {"hits": stats.stream_hits, "misses": stats.stream_misses, "writes": stats.stream_writes}
     if stats.disabled is not None:
         print(f"Observation cache: off ({stats.disabled})", file=out)
     else:
+        looked = stats.stream_hits + stats.stream_misses
         print(f"Observation cache: {hits} of {evaluated} evaluated samples reused, {stats.misses} adapter "
-              f"calls, {stats.writes} stored ({request.cache_mode}, {request.cache_dir})"
+              f"calls, {stats.writes} stored"
+              + (f"; {stats.stream_hits} of {looked} streams reused, {stats.stream_writes} stored" if looked else "")
+              + f" ({request.cache_mode}, {request.cache_dir})"
               + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
-    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits, "misses": stats.misses,
-            "writes": stats.writes, "pruned": pruned, "disabled": stats.disabled}
+    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits + stats.stream_hits,
+            "misses": stats.misses + stats.stream_misses, "writes": stats.writes + stats.stream_writes,
+            "pruned": pruned, "disabled": stats.disabled, "streams": streams}

@@ -23,10 +23,11 @@ from ..evaluation.proposals import FIELD_ERROR, CaseEdits, extract_judge, needs_
 from ..plan.planning import Plan, build_plan
 from ..plan.schedule import Filters, ScheduledSample
 from ..plan.videos import video_resolver
-from ..reports.console import compact
+from ..reports.tables import compact
 from ..results import SampleResult, Status
 from ..support import threads
 from .requests import SEED_KIND, SeedRequest, absolute
+from .seedstreams import EventProposal, apply_events, events_to_seed, seed_streams, stream_targets
 
 
 class _Seeder:
@@ -34,6 +35,8 @@ class _Seeder:
         self.out = out
         self.err = err
         self.life = CheckpointedCommand(SEED_KIND, "Seed")
+        self.events: list[EventProposal] = []
+        self.event_problems: list[str] = []
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -57,19 +60,21 @@ class _Seeder:
             for s in case_plan.samples:
                 if not needs_seed(s, request.replace):
                     continue
-                previous = life.previous.get((1, s.case.name, s.target.id, s.sample_index))
+                previous = life.previous.get((1, s.case.name, s.target.id, s.sample_index, None))
                 if previous is not None and previous.status is not Status.ERROR:
                     mine[s.sample_index] = previous.observed_value
                 else:
                     todo.append(s)
             proposals[case_plan.case.name] = mine
             pending[case_plan.case.name] = todo
-        total = sum(len(v) for v in pending.values()) + sum(len(v) for v in proposals.values())
+        streams = stream_targets(plan, request.replace)
+        events = sum(len(events_to_seed(t, request.replace)) for _c, targets in streams for t in targets)
+        total = sum(len(v) for v in pending.values()) + sum(len(v) for v in proposals.values()) + events
         if total == 0:
             self.say(f"Nothing to seed in {plan.eval_dir.root}: every selected expectation is present "
                      "(use --replace to propose new values for them).")
             return True
-        if life.checkpoint is not None or any(pending.values()):
+        if life.checkpoint is not None or any(pending.values()) or streams:
             from ..adapters.choose import python_target
 
             if life.checkpoint is None:
@@ -82,7 +87,14 @@ class _Seeder:
                                                        if request.adapter_config_path else None))
             life.start(request.to_json(), plan, request.case, digests, total=total,
                        root=request.checkpoint_root(), err=self.err)
-        errors = asyncio.run(self._evaluate(plan, request, pending, proposals))
+        errors = asyncio.run(self._evaluate(plan, request, pending, proposals, streams))
+        if self.event_problems and not errors:
+            for line in self.event_problems:
+                self.say(f"  ERROR {line}")
+            self.say(f"Seed incomplete: {len(self.event_problems)} event expectations could not be proposed; "
+                     "case files were left unchanged.")
+            life.finish(complete=False)
+            return False
         if errors:
             for r in errors:
                 self.say(f"  ERROR {r.case}/{r.target} @{format_time_float(r.timestamp_s)}s {r.reason}")
@@ -117,8 +129,8 @@ class _Seeder:
                  "then run the eval.")
 
     async def _evaluate(self, plan: Plan, request: SeedRequest, pending: dict[str, list[ScheduledSample]],
-                        proposals: dict[str, dict[int, Any]]) -> list[SampleResult]:
-        if not any(pending.values()):
+                        proposals: dict[str, dict[int, Any]], streams: Any = ()) -> list[SampleResult]:
+        if not any(pending.values()) and not streams:
             return []
         from ..adapters.choose import adapter_spec
         from ..support.interrupts import interruptible
@@ -155,6 +167,11 @@ class _Seeder:
                             errors.append(r)
                         else:
                             proposals[case_plan.case.name][r.sample_index] = r.observed_value
+                if streams and not errors:
+                    count = sum(len(events_to_seed(t, request.replace)) for _c, ts in streams for t in ts)
+                    self.say(f"Streams: proposing {count} event expectations")
+                    self.events, self.event_problems = await seed_streams(evaluator, streams, request.replace,
+                                                                          request.keep_going)
             finally:
                 await checkpoint.flush()
                 try:
@@ -172,6 +189,14 @@ class _Seeder:
 
         written = []
         for case_plan in plan.cases:
+            events = [e for e in self.events if e.case == case_plan.case.name]
+            if events:
+                case = case_plan.case
+                done = merge_into_current(case.path, case.document.value, {e.target for e in events},
+                                          functools.partial(apply_events, events))
+                if done.changed:
+                    written.append(case.name)
+                    self.say(f"Seeded {case.name}: {len(events)} events filled ({case.path})")
             mine = proposals[case_plan.case.name]
             if not mine:
                 continue

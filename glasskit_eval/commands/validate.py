@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class ValidationReport(Frozen):
     """What ``validate`` found. A hand-written record: ``dataclasses`` costs start-up time here."""
 
-    _fields = ("passed", "root", "sample_count", "details", "hint", "warnings")
+    _fields = ("passed", "root", "sample_count", "details", "hint", "warnings", "event_count")
     passed: bool
     root: Path | None
     sample_count: int
@@ -26,17 +26,20 @@ class ValidationReport(Frozen):
     hint: str | None
     #: Frame-lock findings that do not fail validation (without --strict-pins).
     warnings: tuple[str, ...]
+    #: Events of the selected stream targets.
+    event_count: int
 
     def __init__(self, passed: bool, root: Path | None, sample_count: int, details: tuple[str, ...],
-                 hint: str | None = None, warnings: tuple[str, ...] = ()) -> None:
+                 hint: str | None = None, warnings: tuple[str, ...] = (), event_count: int = 0) -> None:
         self.__dict__.update(passed=passed, root=root, sample_count=sample_count, details=details, hint=hint,
-                             warnings=warnings)
+                             warnings=warnings, event_count=event_count)
 
     def lines(self) -> list[str]:
         if not self.passed:
             out = ["Validation failed", *(f"- {line}" for line in self.details)]
             return out + ([self.hint] if self.hint else [])
-        return [f"Validation passed: {self.root} ({self.sample_count} samples)", *self.details,
+        events = f", {self.event_count} events" if self.event_count else ""
+        return [f"Validation passed: {self.root} ({self.sample_count} samples{events})", *self.details,
                 *self.warnings]
 
 
@@ -92,7 +95,8 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
             if case_plan.video is not None:
                 orientation = stream_orientation(case_plan.video_path)
                 details.append(f"  {case_plan.case.name}: {case_plan.video.describe()}, {orientation.describe()}")
-    return ValidationReport(True, plan.eval_dir.root, plan.sample_count, tuple(details), warnings=pin_lines)
+    return ValidationReport(True, plan.eval_dir.root, plan.sample_count, tuple(details), warnings=pin_lines,
+                            event_count=plan.event_count)
 
 
 def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:

@@ -20,19 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..adapters.base import Sample, Target
+from ..adapters.base import Frame, Sample, Target
 from ..adapters.calls import Call, Caller
 from ..errors import AdapterGone, SampleFailure
 from ..plan.schedule import ScheduledSample
 from ..results import SampleResult, Status
 from ..support.tracebacks import last_frame
 from ..video.damage import Warn
-from ..video.frames import DecodedFrame, decode_at
+from ..video.frames import decode_at
+from .clipframes import ClipItems, HeldFrames, clip_items
 from .failures import FailureSaver
 from .judge import (
     Judge,
     Misjudged,
     Verdict,
+    check_observation,
     describe,
     failed_call,
     failed_call_message,
@@ -53,11 +55,15 @@ def _at(exc: BaseException) -> str:
 #: Called with each finished result as soon as it is known (checkpoints, progress).
 ResultSink = Callable[[SampleResult], None]
 
-#: Called with the result of each adapter call and the image that call got, before the image is
-#: closed (HTML report thumbnails: no second decode). Must not raise, and must not keep the image.
-FrameKeeper = Callable[[SampleResult, Any], None]
+#: Called with the result of each adapter call, the image that call got and, for a clip sample, the
+#: images of its clip (one per entry of ``result.clip``; empty otherwise), before they are closed
+#: (HTML report thumbnails and filmstrips: no second decode). Must not raise, nor keep the images.
+FrameKeeper = Callable[[SampleResult, Any, Sequence[Any]], None]
 
 _SAVED = (Status.FAILED, Status.ERROR)
+
+#: The ``(sample, frames)`` stream a case's calls consume, when it is not the case's own decode.
+FrameSource = Callable[[], AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]]
 
 
 @dataclass(frozen=True)
@@ -73,24 +79,30 @@ class CaseWork:
     #: ``--save-failures``: the frame and record of every failed or errored result.
     saver: FailureSaver | None = None
     trial: int = 1
+    #: The arm these calls are made for (its name is on every result); None without arms.
+    arm: str | None = None
+    #: Where the frames come from instead of a decode of this case's own (arms share one decode).
+    frames: FrameSource | None = None
 
     def decoder(self) -> Decoder:
         return decode_at if self.warn is None else functools.partial(decode_at, warn=self.warn)
 
-    async def finish(self, sample: ScheduledSample, frame: DecodedFrame, image: Any, call: Call,
+    async def finish(self, sample: ScheduledSample, held: HeldFrames, call: Call,
                      verdict: Verdict, record: Callable[[SampleResult], None]) -> None:
         """Make the sample's result, save its artifacts, show its frame, then record it.
 
-        The image is still open: individual calls close it after this, batches when the case is done.
+        The images are still held: individual calls let go of them after this, batches when the
+        target is done.
         """
         artifacts = None
         if self.saver is not None and verdict.status in _SAVED:
-            artifacts = self.saver.artifacts(sample, self.trial)
-        result = make_result(sample, verdict, frame=frame, call=call, artifacts=artifacts)
+            artifacts = self.saver.artifacts(sample, self.trial, self.arm)
+        result = make_result(sample, verdict, frame=held.anchor_frame, frames=held.frames, call=call,
+                             artifacts=artifacts, arm=self.arm)
         if self.saver is not None and artifacts is not None:
-            await asyncio.to_thread(self.saver.save, result, image, self.trial)
+            await asyncio.to_thread(self.saver.save, result, held.image, self.trial, held.frames)
         if self.keep_frame is not None:
-            self.keep_frame(result, image)
+            self.keep_frame(result, held.image, tuple(f.image for f in held.frames) if held.clip else ())
         record(result)
 
 
@@ -112,7 +124,16 @@ class _DecodeFailed:
         self.error = error
 
 
-async def _frames(make_items: Callable[[], Items]) -> AsyncGenerator[tuple[ScheduledSample, DecodedFrame], None]:
+def _single_frames(items: Items) -> ClipItems:
+    """Single-frame samples' items, each frame owned by its sample."""
+    try:
+        for sample, frame in items:
+            yield sample, HeldFrames.single(sample.time, frame)
+    finally:
+        items.close()
+
+
+async def _frames(make_items: Callable[[], ClipItems]) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
     """Run an ``ordering`` generator on a worker thread, feeding a small bounded queue.
 
     Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
@@ -142,7 +163,7 @@ async def _frames(make_items: Callable[[], Items]) -> AsyncGenerator[tuple[Sched
         try:
             for item in gen:
                 if not put(item):
-                    item[1].image.close()
+                    item[1].release()
                     return
             put(done)
         except BaseException as exc:
@@ -154,7 +175,7 @@ async def _frames(make_items: Callable[[], Items]) -> AsyncGenerator[tuple[Sched
         while not items.empty():
             item = items.get_nowait()
             if isinstance(item, tuple):
-                item[1].image.close()
+                item[1].release()
 
     producer = loop.run_in_executor(None, produce)
     try:
@@ -175,10 +196,26 @@ async def _frames(make_items: Callable[[], Items]) -> AsyncGenerator[tuple[Sched
             producer.exception()
 
 
-def _make_sample(sample: ScheduledSample, frame: DecodedFrame, image: Any, video_path: Path) -> Sample:
-    return Sample(image=image, timestamp_s=sample.timestamp_s, frame_index=frame.index,
+def _make_sample(sample: ScheduledSample, held: HeldFrames, video_path: Path) -> Sample:
+    frames = tuple(Frame(f.image, float(t), float(f.media_time), f.index) for f, t in zip(held.frames, held.times))
+    return Sample(image=held.image, timestamp_s=sample.timestamp_s, frame_index=held.anchor_frame.index,
                   sample_index=sample.sample_index, video_path=str(video_path),
-                  case_name=sample.case.name)
+                  case_name=sample.case.name, frames=frames, is_clip=held.clip)
+
+
+def _source(work: CaseWork, pending: Sequence[ScheduledSample],
+            order: str) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
+    return work.frames() if work.frames is not None else _frames(case_items(work, pending, order))
+
+
+def case_items(work: CaseWork, pending: Sequence[ScheduledSample], order: str) -> Callable[[], ClipItems]:
+    """The case's samples with their frames, in call order: clips share their frames, others own theirs."""
+    decoder = work.decoder()
+    if any(s.clip is not None for s in pending):
+        return lambda: clip_items(work.video_path, pending, decoder, order)
+    if order == TIME:
+        return lambda: _single_frames(time_order_items(work.video_path, pending, decoder))
+    return lambda: _single_frames(declaration_order_items(work.video_path, pending, decoder))
 
 
 async def run_case(work: CaseWork, caller: Caller, *, concurrency: int, keep_going: bool,
@@ -199,7 +236,7 @@ async def run_case(work: CaseWork, caller: Caller, *, concurrency: int, keep_goi
     pending: list[ScheduledSample] = []
     for sample in work.samples:
         if sample.ignored:
-            record(ignored_result(sample))
+            record(ignored_result(sample, work.arm))
         else:
             pending.append(sample)
     if pending:
@@ -218,21 +255,21 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
     failure: list[SampleFailure] = []
     completed = 0
 
-    async def call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
+    async def call(sample: ScheduledSample, held: HeldFrames) -> None:
         try:
-            await judged_call(sample, frame, image)
+            await judged_call(sample, held)
         finally:
-            # Closed after judging, not after the call: artifacts and a frame keeper may still need it.
-            image.close()
+            # Let go after judging, not after the call: artifacts and a frame keeper may still need them.
+            held.release()
 
     def stop(message: str, error: BaseException | None = None) -> None:
         if not failure:
             failure.append(_failure(message, completed, error))
 
-    async def judged_call(sample: ScheduledSample, frame: DecodedFrame, image: Any) -> None:
+    async def judged_call(sample: ScheduledSample, held: HeldFrames) -> None:
         nonlocal completed
         try:
-            done = await caller.call(_make_sample(sample, frame, image, work.video_path), target_of(sample))
+            done = await caller.call(_make_sample(sample, held, work.video_path), target_of(sample))
         finally:
             slots.release()
         if done.error is not None:
@@ -242,7 +279,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             verdict = failed_call(done, describe(sample))
         else:
             try:
-                verdict = work.judge(sample, done.observation)
+                verdict = work.judge(sample, await check_observation(sample, done.observation))
             except Misjudged as exc:
                 # Non-JSON observations and comparator crashes abort a fail-fast run like adapter errors.
                 if not keep_going:
@@ -250,7 +287,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
                     return
                 verdict = exc.verdict()
             completed += 1
-        await work.finish(sample, frame, image, done, verdict, record)
+        await work.finish(sample, held, done, verdict, record)
 
     async def settle() -> None:
         # Wait for the calls still in flight, but stop waiting at the first fail-fast
@@ -258,21 +295,14 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
         while tasks and not failure:
             await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
 
-    if order == TIME:
-        def items() -> Items:
-            return time_order_items(work.video_path, pending, work.decoder())
-    else:
-        def items() -> Items:
-            return declaration_order_items(work.video_path, pending, work.decoder())
-
     current_target: str | None = None
-    frames = _frames(items)
+    frames = _source(work, pending, order)
     try:
         while not failure:
             # A call slot first, then the frame: a frame waiting for a slot waits in the queue.
             await slots.acquire()
             try:
-                sample, frame = await anext(frames)
+                sample, held = await anext(frames)
             except StopAsyncIteration:
                 slots.release()
                 break
@@ -283,14 +313,14 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
                     await settle()
                     await slots.acquire()
                 except BaseException:
-                    frame.image.close()
+                    held.release()
                     raise
                 current_target = sample.target.id
             if failure:
                 slots.release()
-                frame.image.close()
+                held.release()
                 break
-            task = asyncio.create_task(call(sample, frame, frame.image))
+            task = asyncio.create_task(call(sample, held))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await settle()
@@ -310,44 +340,44 @@ async def _run_batches(work: CaseWork, pending: list[ScheduledSample], caller: C
                        record: Callable[[SampleResult], None]) -> None:
     # evaluate_many needs a target's frames all at once: one target's are held at a time
     # (later targets' frames wait in the ordering's store, bounded in memory).
-    items: list[tuple[ScheduledSample, DecodedFrame, Any]] = []
+    items: list[tuple[ScheduledSample, HeldFrames]] = []
     try:
-        async for sample, frame in _frames(lambda: declaration_order_items(work.video_path, pending, work.decoder())):
+        async for sample, held in _source(work, pending, DECLARATION):
             if items and items[0][0].target.id != sample.target.id:
                 batch, items = items, []
                 try:
                     await _one_batch(batch, work, caller, keep_going, record)
                 finally:
-                    for _sample, _frame, image in batch:
-                        image.close()
-            items.append((sample, frame, frame.image))
+                    for _sample, done_with in batch:
+                        done_with.release()
+            items.append((sample, held))
         if items:
             await _one_batch(items, work, caller, keep_going, record)
     finally:
-        for _sample, _frame, image in items:
-            image.close()
+        for _sample, held in items:
+            held.release()
 
 
-async def _one_batch(items: list[tuple[ScheduledSample, DecodedFrame, Any]], work: CaseWork, caller: Caller,
+async def _one_batch(items: list[tuple[ScheduledSample, HeldFrames]], work: CaseWork, caller: Caller,
                      keep_going: bool, record: Callable[[SampleResult], None]) -> None:
     first = items[0][0]
     target = target_of(first)
     what = f"evaluate_many for {first.case.name}/{target.id} ({len(items)} samples)"
-    calls = await caller.call_many([_make_sample(s, f, image, work.video_path) for s, f, image in items], target)
+    calls = await caller.call_many([_make_sample(s, held, work.video_path) for s, held in items], target)
     for done in calls:
         if done.error is not None and _stops(done.error, keep_going):
             raise _failure(failed_call_message(done.error, what) + _at(done.error), 0, done.error) from done.error
-    for (sample, frame, image), done in zip(items, calls):
+    for (sample, held), done in zip(items, calls):
         if done.error is not None:
             verdict = failed_call(done, what)
         else:
             try:
-                verdict = work.judge(sample, done.observation)
+                verdict = work.judge(sample, await check_observation(sample, done.observation))
             except Misjudged as exc:
                 if not keep_going:
                     raise SampleFailure(exc.stop_message(), 0) from None
                 verdict = exc.verdict()
-        await work.finish(sample, frame, image, done, verdict, record)
+        await work.finish(sample, held, done, verdict, record)
 
 
 def _failure(message: str, completed: int, error: BaseException | None) -> SampleFailure:

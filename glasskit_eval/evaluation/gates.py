@@ -11,9 +11,9 @@ no selected results, but one naming a target no selected case declares fails
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..cases.model import Thresholds
+from ..cases.model import StreamGates, Thresholds
 from ..results import Gate, SampleResult, Status, TrialResult, stability
 from ..summary import Counts
 from ..support.timevalues import format_duration
@@ -29,6 +29,8 @@ class GateOptions:
     max_flaky_samples: int | None = None
     max_p95_latency_s: float | None = None
     max_cost: float | None = None
+    #: ``--min-recall``, ``--max-false-alarms-per-min``, ``--max-detection-latency-p95``: every stream target.
+    streams: StreamGates = field(default_factory=StreamGates)
 
 
 @dataclass(frozen=True)

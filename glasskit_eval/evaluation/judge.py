@@ -10,8 +10,9 @@ result or lets stop the run. Pure: no I/O.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +20,8 @@ from ..adapters.calls import Call
 from ..compare.values import MissingField, compare_values, extract_field
 from ..errors import AdapterError
 from ..plan.schedule import ScheduledSample
-from ..results import ErrorKind, SampleResult, Status, TimingMode
-from ..support.jsonvalues import json_problem, to_plain
+from ..results import ClipFrames, ErrorKind, SampleResult, Status, TimingMode
+from ..support.jsonvalues import checked_plain, checked_steps, to_plain
 from ..support.outside import inline
 from ..support.secretvalues import SECRETS
 from ..support.timevalues import format_time
@@ -78,10 +79,13 @@ def describe(sample: ScheduledSample) -> str:
 
 
 def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFrame | None = None,
-                call: Call | None = None, artifacts: Artifacts | None = None) -> SampleResult:
+                frames: Sequence[DecodedFrame] | None = None, call: Call | None = None,
+                artifacts: Artifacts | None = None, arm: str | None = None) -> SampleResult:
     """The one constructor of results: a sample, what was decided, and the call it was decided on.
 
-    Known secrets are cut from its text here, so no report or checkpoint made from it shows them.
+    ``frame`` is the anchor frame the adapter got; ``frames`` all of a clip sample's frames (a
+    clip sample without them, an ignored one, reports its planned frames). Known secrets are
+    cut from its text here, so no report or checkpoint made from it shows them.
     """
     declared = sample.block.compare
     batch = call is not None and call.batch_size is not None
@@ -114,11 +118,22 @@ def make_result(sample: ScheduledSample, verdict: Verdict, *, frame: DecodedFram
         attempts=call.attempts if call is not None else None,
         usage=dict(call.usage) if call is not None and call.usage else None,
         call_duration_seconds=call.seconds if call is not None and batch else None,
+        arm=arm,
+        clip=clip_frames(sample, frames),
     )
 
 
-def ignored_result(sample: ScheduledSample) -> SampleResult:
-    return make_result(sample, Verdict(Status.IGNORED, sample.block.ignore or "ignored"))
+def clip_frames(sample: ScheduledSample, frames: Sequence[DecodedFrame] | None) -> ClipFrames | None:
+    """The clip part of a result: the requested times, and the frames delivered for them."""
+    clip = sample.clip
+    if clip is None:
+        return None
+    indexes = tuple(f.index for f in frames) if frames is not None else clip.frame_indexes
+    return ClipFrames(tuple(float(t) for t in clip.times), indexes)
+
+
+def ignored_result(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
+    return make_result(sample, Verdict(Status.IGNORED, sample.block.ignore or "ignored"), arm=arm)
 
 
 def bounded(message: str, limit: int = MAX_MESSAGE) -> str:
@@ -186,13 +201,49 @@ class Misjudged(Exception):
                        self.observed_value, self.kind, adapter_traceback(cause) if cause is not None else None)
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """An observation already checked and copied as plain JSON data (by :func:`check_observation`)."""
+
+    plain: Any
+
+
+def _not_json_like(sample: ScheduledSample, problem: str) -> Misjudged:
+    return Misjudged(ErrorKind.ADAPTER, f"adapter returned a non-JSON-like observation for "
+                     f"{describe(sample)}: {problem}")
+
+
 def plain_observation(sample: ScheduledSample, observation: Any) -> Any:
     """The observation as plain JSON data; raises :class:`Misjudged` if it is not JSON-like."""
-    problem = json_problem(observation)
+    if isinstance(observation, Checked):
+        return observation.plain
+    problem, plain = checked_plain(observation)
     if problem is not None:
-        raise Misjudged(ErrorKind.ADAPTER, f"adapter returned a non-JSON-like observation for "
-                        f"{describe(sample)}: {problem}")
-    return to_plain(observation)
+        raise _not_json_like(sample, problem)
+    return plain
+
+
+async def check_observation(sample: ScheduledSample, observation: Any) -> Checked:
+    """:func:`plain_observation` for the event loop: the loop runs between slices of the walk.
+
+    An adapter can return hundreds of megabytes; checking them takes seconds, during which
+    the first Ctrl+C (and every other call) must still be heard. Raises :class:`Misjudged`.
+    """
+    problem, plain = await walk_on_loop(checked_steps(observation, copy=True))
+    if problem is not None:
+        raise _not_json_like(sample, problem)
+    return Checked(plain)
+
+
+async def walk_on_loop(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any]:
+    """Run a :func:`~glasskit_eval.support.jsonvalues.checked_steps` walk, letting the loop run at each pause."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: tuple[str | None, Any] = done.value
+            return result
+        await asyncio.sleep(0)
 
 
 def judge(sample: ScheduledSample, observation: Any) -> Verdict:

@@ -2,8 +2,12 @@
 
 :class:`CachingSpec` wraps an :class:`~glasskit_eval.adapters.base.AdapterSpec`; its evaluators
 are :class:`~glasskit_eval.adapters.base.Evaluator` wrappers, so the runner does not know the
-cache exists. An observation is keyed by the exact pixels handed to the adapter (SHA-256),
-the target's id and config, the adapter's identity and the adapter (factory) config. The
+cache exists. An observation is keyed by the exact pixels handed to the adapter (SHA-256; for a
+clip sample, those of every clip frame with its requested time),
+the target's id and config, the adapter's identity and the adapter (factory) config; in a run
+with arms, each arm keys on its own adapter and config, and a perturbation arm on its
+perturbations and the perturbed pixels themselves (hashed per call, never from the per-frame
+memo of the decoded pixels). The
 identity of a Python adapter is the hash of its file and the package sources beside it; a
 command adapter must declare ``adapterVersion`` (or ``version``) in its ``initialize``
 result, else it is not cached (its command line alone says nothing about the code it runs).
@@ -29,8 +33,9 @@ from typing import Any, TextIO
 
 from ..adapters.base import AdapterSpec, Evaluator, Sample, Target
 from ..adapters.calls import Call, Caller
-from ..support.jsonvalues import json_problem, to_plain
+from ..support.jsonvalues import checked_steps, json_problem, to_plain
 from ..video.fingerprint import pixel_sha256
+from .judge import walk_on_loop
 from .observation_store import ObservationStore, key_digest
 
 MODES = ("read", "write", "readwrite")
@@ -41,6 +46,10 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     writes: int = 0
+    #: Whole replay streams (``streamcache``): answered from the cache, fed afresh, stored.
+    stream_hits: int = 0
+    stream_misses: int = 0
+    stream_writes: int = 0
     #: Why the cache was off for this run's adapter, if it was.
     disabled: str | None = None
 
@@ -56,16 +65,27 @@ class _Shared:
     #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
     frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
 
-    def pixel_hash(self, sample: Sample) -> str:
-        try:
-            st = os.stat(sample.video_path)
-        except OSError:
-            return pixel_sha256(sample.image)
-        key = (sample.video_path, st.st_size, st.st_mtime_ns, sample.frame_index)
+    def pixel_hash(self, video_path: str, frame_index: int, image: Any) -> str:
+        key = self._memo_key(video_path, frame_index)
+        if key is None:
+            return pixel_sha256(image)
         found = self.frame_hashes.get(key)
         if found is None:
-            found = self.frame_hashes[key] = pixel_sha256(sample.image)
+            found = self.frame_hashes[key] = pixel_sha256(image)
         return found
+
+    def known_hash(self, video_path: str, frame_index: int) -> str | None:
+        """The memoized pixel hash of a frame, if it was hashed in this run (no decode)."""
+        key = self._memo_key(video_path, frame_index)
+        return None if key is None else self.frame_hashes.get(key)
+
+    @staticmethod
+    def _memo_key(video_path: str, frame_index: int) -> tuple[str, int, int, int] | None:
+        try:
+            st = os.stat(video_path)
+        except OSError:
+            return None
+        return (video_path, st.st_size, st.st_mtime_ns, frame_index)
 
     @property
     def reads(self) -> bool:
@@ -74,6 +94,12 @@ class _Shared:
     @property
     def writes(self) -> bool:
         return self.mode in ("write", "readwrite")
+
+
+def plain_config(config: Any) -> Any:
+    """A config as a key holds it: its plain JSON, or its repr when it is not JSON-like."""
+    config = dict(config)
+    return to_plain(config) if json_problem(config) is None else repr(config)
 
 
 # -- adapter identity --------------------------------------------------------------------
@@ -158,11 +184,23 @@ class ObservationCache:
     def store(self) -> ObservationStore:
         return self._shared.store
 
-    def _identity(self, evaluator: Evaluator) -> str | None:
+    @property
+    def shared(self) -> _Shared:
+        """What every trial's callers share (the stream cache keys and counts through it too)."""
+        return self._shared
+
+    def identity(self, evaluator: Evaluator, spec: AdapterSpec | None = None) -> str | None:
+        """The adapter identity entries are keyed on; None (said once on the console) when it has none."""
+        found = self._identity(evaluator, spec if spec is not None else self.spec)
+        if found is None and not self._told:
+            self._told = True
+            print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
+        return found
+
+    def _identity(self, evaluator: Evaluator, spec: AdapterSpec) -> str | None:
         from ..adapters.command import CommandAdapterSpec
         from ..adapters.python import PythonAdapterSpec
 
-        spec = self.spec
         if isinstance(spec, PythonAdapterSpec):
             found = python_identity(spec.target)
             if found is None:
@@ -181,43 +219,54 @@ class ObservationCache:
         self._shared.stats.disabled = f"adapter {spec.describe()} has no known identity"
         return None
 
-    def caller(self, inner: Caller, evaluator: Evaluator, config: Any, trial: int) -> Caller:
+    def caller(self, inner: Caller, evaluator: Evaluator, config: Any, trial: int, *,
+               spec: AdapterSpec | None = None, perturb: str | None = None) -> Caller:
         """``inner``, answered from the cache first; ``evaluator`` is the trial's own adapter.
 
         Later trials of ``--repeat`` get their own entries: each trial's answers are reused by the
-        same trial of the next run, so flakiness stays measurable with a warm cache.
+        same trial of the next run, so flakiness stays measurable with a warm cache. An arm passes
+        its own adapter ``spec`` (default: the run's) and its ``perturb`` chain.
         """
-        identity = self._identity(evaluator)
+        identity = self.identity(evaluator, spec)
         if identity is None:
-            if not self._told:
-                self._told = True
-                print(f"observation cache off: {self._shared.stats.disabled}", file=self._err)
             return inner
-        return CachingCaller(inner, self._shared, identity, config, trial)
+        return CachingCaller(inner, self._shared, identity, config, trial, perturb)
 
 
 class CachingCaller:
     """A :class:`~glasskit_eval.adapters.calls.Caller` that answers from the cache, asking ``inner`` on a miss."""
 
-    def __init__(self, inner: Caller, shared: _Shared, identity: str, config: Any, trial: int = 1) -> None:
+    def __init__(self, inner: Caller, shared: _Shared, identity: str, config: Any, trial: int = 1,
+                 perturb: str | None = None) -> None:
         self.inner = inner
         self._trial = trial
         self._shared = shared
         self._identity = identity
-        self._config = to_plain(dict(config)) if json_problem(dict(config)) is None else repr(dict(config))
+        self._perturb = perturb
+        self._config = plain_config(config)
 
     @property
     def batch(self) -> bool:
         return self.inner.batch
 
+    def _pixels(self, video_path: str, frame_index: int, image: Any) -> str:
+        if self._perturb is not None:
+            return pixel_sha256(image)  # the perturbed pixels, not the decoded frame's memo
+        return self._shared.pixel_hash(video_path, frame_index, image)
+
     def _digest(self, sample: Sample, target: Target) -> str:
         config = dict(target.config)
         material: dict[str, Any] = {
             "adapter": self._identity, "adapter_config": self._config,
-            "pixels": self._shared.pixel_hash(sample),
-            "target": {"id": target.id, "config": to_plain(config) if json_problem(config) is None
-                       else repr(config)},
+            "pixels": self._pixels(sample.video_path, sample.frame_index, sample.image),
+            "target": {"id": target.id, "config": plain_config(config)},
         }
+        if sample.is_clip:
+            # Every frame, in order, with the time it was asked for: the adapter sees both.
+            material["clip"] = [[f.timestamp_s, self._pixels(sample.video_path, f.frame_index, f.image)]
+                                for f in sample.frames]
+        if self._perturb is not None:
+            material["perturb"] = self._perturb
         if self._trial > 1:
             material["trial"] = self._trial  # trial 1 shares its entries with runs without --repeat
         return key_digest(material)
@@ -235,10 +284,14 @@ class CachingCaller:
             return
         stats = self._shared.stats
         stats.misses += 1
-        if self._shared.writes and json_problem(call.observation) is None:
+        if not self._shared.writes:
+            return
+        # Checked with pauses: a huge observation must not hold up the loop (and Ctrl+C).
+        problem, plain = await walk_on_loop(checked_steps(call.observation, copy=True))
+        if problem is None:
             # On a thread: a slow disk must not stall decoding and other calls. Counted here,
             # on the event loop, so concurrent calls never race on the counters.
-            stored = await asyncio.to_thread(self._shared.store.put, digest, to_plain(call.observation))
+            stored = await asyncio.to_thread(self._shared.store.put, digest, plain)
             stats.writes += stored
 
     async def call(self, sample: Sample, target: Target) -> Call:

@@ -8,7 +8,8 @@ Layout under the cache root::
 An entry is written to a temporary file in its directory and renamed into place, so a
 reader sees a whole entry or none; two runs that write the same key write the same
 observation, and there is no shared index to lose updates to. A hit refreshes the
-entry's mtime, which is what the LRU pruning orders by. An unreadable entry is a miss.
+entry's mtime, which is what the LRU pruning orders by. An entry the strict loader
+(``support.strictjson``) refuses, or that is not the entry of its key, is a miss.
 
 ``--cache DIR`` may name any folder, so pruning deletes only what this module wrote: entry
 and temporary files by their exact name pattern, in shard folders of the version folder, none
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..support import strictjson
 
 #: Default bound of the observation cache, pruned least recently used first.
 DEFAULT_MAX_MB = 512
@@ -89,12 +91,13 @@ class ObservationStore:
     def _path(self, digest: str) -> Path:
         return self.root / _VERSION_DIR / digest[:2] / f"{digest}.json"
 
-    def get(self, digest: str) -> tuple[bool, Any]:
+    def get(self, digest: str, kind: strictjson.Kind = strictjson.CACHE_ENTRY) -> tuple[bool, Any]:
         """``(True, observation)`` for a readable entry, else ``(False, None)``."""
         path = self._path(digest)
         try:
-            data = json.loads(path.read_bytes())
-        except (OSError, ValueError):
+            # Through no symlink: entries are files this store wrote (a FIFO or a link to a device is a miss).
+            data = strictjson.load(path, kind, follow_symlinks=False)
+        except strictjson.LoadError:
             return False, None
         if not isinstance(data, dict) or data.get("key") != digest or "observation" not in data:
             return False, None
@@ -102,11 +105,13 @@ class ObservationStore:
             os.utime(path)  # the LRU clock
         return True, data["observation"]
 
-    def put(self, digest: str, observation: Any) -> bool:
+    def put(self, digest: str, observation: Any, kind: strictjson.Kind = strictjson.CACHE_ENTRY) -> bool:
         """Store a JSON-plain observation; False (and nothing changed) when the disk refuses."""
         path = self._path(digest)
         data = json.dumps({"key": digest, "observation": observation}, sort_keys=True,
                           ensure_ascii=False, allow_nan=False).encode("utf-8")
+        if len(data) > kind.max_bytes:
+            return False  # the loader would refuse it: every later run would miss it anyway
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,3 +36,5 @@ class TrialOptions:
     adapter_config: Mapping[str, Any] = field(default_factory=dict)
     artifacts_dir: Path | None = None
     verbose: bool = False
+    #: ``--pace``: stream targets on the paced clock (None: replay).
+    pace: float | None = None

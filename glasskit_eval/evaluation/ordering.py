@@ -49,6 +49,12 @@ SPILL_LIMIT = 16 << 30
 
 Items = Generator[tuple[ScheduledSample, DecodedFrame], None, None]
 Decoder = Callable[[Path, Sequence[Fraction]], Iterator[tuple[Fraction, DecodedFrame]]]
+#: The times a sample's frames are decoded for (one for a single-frame sample).
+SampleTimes = Callable[[ScheduledSample], Sequence[Fraction]]
+
+
+def own_time(sample: ScheduledSample) -> Sequence[Fraction]:
+    return (sample.time,)
 
 
 def in_declaration_order(samples: Sequence[ScheduledSample]) -> list[ScheduledSample]:
@@ -117,14 +123,15 @@ def spill_limit() -> int:
 
 
 def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
-                  limit: int = SPILL_LIMIT) -> list[int]:
+                  limit: int = SPILL_LIMIT, times: SampleTimes = own_time, once: bool = False) -> list[int]:
     """Per target (in call order), the pass that decodes its frames: 0 shared, else its own.
 
     Greedy in call order. When target ``t``'s turn comes, the shared pass has decoded up
     to the furthest frame of the earlier targets in it; ``t``'s frames up to there were
     kept for it (written once, read per use), the rest arrive live. ``t`` joins the shared
     pass when that plus the extra decoding it adds costs less than decoding its frames
-    again, and the spill stays under ``limit`` bytes.
+    again, and the spill stays under ``limit`` bytes. With ``once`` (clips: each distinct
+    frame of a run is decoded once) every target joins while the spill stays under the limit.
     """
     passes: list[int] = []
     shared: set[int] = set()
@@ -132,7 +139,7 @@ def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
     reach = -1
     spill_bytes = 0
     for number, samples in enumerate(targets):
-        indices = [costs.index(s.time) for s in samples]
+        indices = [costs.index(t) for s in samples for t in dict.fromkeys(times(s))]
         distinct = set(indices)
         if number == 0:
             passes.append(0)
@@ -143,7 +150,7 @@ def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
                     + KEEP_WRITE_COST * len(new_kept) + KEEP_READ_COST * len(early))
             again = costs.decode(distinct)
             more_bytes = len(new_kept) * costs.frame_bytes
-            if keep <= again and spill_bytes + more_bytes <= limit:
+            if (once or keep <= again) and spill_bytes + more_bytes <= limit:
                 passes.append(0)
                 kept |= new_kept
                 spill_bytes += more_bytes
@@ -184,20 +191,31 @@ class _Pass:
             close()
 
 
-def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder = decode_at,
-                            store: FrameStore | None = None) -> Items:
-    """Samples in declaration order, each with its frame; one decode where it pays."""
-    ordered = in_declaration_order(samples)
+def target_groups(samples: Sequence[ScheduledSample]) -> list[list[ScheduledSample]]:
+    """The samples in declaration order, one list per target."""
     groups: list[list[ScheduledSample]] = []
-    for sample in ordered:
+    for sample in in_declaration_order(samples):
         if not groups or groups[-1][0].target.id != sample.target.id:
             groups.append([])
         groups[-1].append(sample)
+    return groups
+
+
+def plan_passes(path: Path, groups: Sequence[Sequence[ScheduledSample]], times: SampleTimes = own_time,
+                once: bool = False) -> list[int]:
+    """:func:`assign_passes` for this video, on the cores available and within the spill limit."""
     try:
         table: FrameTable | None = frame_table(path)
     except Exception:
         table = None  # the decoder will report what is wrong with the video
-    numbers = assign_passes(groups, _Costs(table, available_cores()), spill_limit())
+    return assign_passes(groups, _Costs(table, available_cores()), spill_limit(), times, once)
+
+
+def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder = decode_at,
+                            store: FrameStore | None = None) -> Items:
+    """Samples in declaration order, each with its frame; one decode where it pays."""
+    groups = target_groups(samples)
+    numbers = plan_passes(path, groups)
     store = store if store is not None else FrameStore()
     passes: dict[int, _Pass] = {}
     try:

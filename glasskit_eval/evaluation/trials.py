@@ -9,27 +9,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from fractions import Fraction
+from typing import TYPE_CHECKING, Protocol, cast
 
-from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
-from ..adapters.calls import Caller, DirectCaller
-from ..adapters.resilient import RateLimiter, ResilientCaller
-from ..errors import AdapterError, SampleFailure
+from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
+from ..adapters.calls import Caller, DirectCaller, DirectStreamCaller, StreamCaller
+from ..adapters.resilient import RateLimiter, ResilientCaller, ResilientStreamCaller
+from ..cases.model import TargetSpec
+from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
-from ..results import Gate, SampleResult, Status, TimingMode, TrialResult
+from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
-from ..support import threads
+from ..support import allocator, threads
 from ..video.damage import Warn
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .failures import FailureSaver
+from .framestore import image_bytes
 from .gates import CaseThresholds, evaluate_gates, run_gates
 from .judge import Judge, ignored_result, judge
 from .observation_cache import ObservationCache
 from .options import TrialOptions
+from .pacing import run_paced
+from .streamcache import StreamCache, stream_cache
+from .streamgates import CaseStreamGates, stream_gates
+from .streams import StreamFrameKeeper, StreamWork, missing_on_frame, run_streams
+
+if TYPE_CHECKING:
+    from .fanout import ArmPlan
 
 
 class RunListener(Protocol):
@@ -41,6 +52,9 @@ class RunListener(Protocol):
 
     def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
         """Each new result as soon as it is judged (before its case finishes)."""
+
+    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
+        """Each stream once it is fed to the end (or stopped) and scored."""
 
     def tick(self) -> None:
         """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
@@ -56,9 +70,15 @@ TICK_S = 0.1
 class ResultStore(Protocol):
     """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
 
-    def reusable(self, trial: int, sample: ScheduledSample) -> SampleResult | None: ...
+    def reusable(self, trial: int, sample: ScheduledSample, arm: str | None = None) -> SampleResult | None:
+        """The result an earlier attempt finished for ``sample`` (made by ``arm`` in a run with arms)."""
 
     def sink(self, trial: int) -> ResultSink: ...
+
+    def reusable_stream(self, trial: int, case: str, spec: TargetSpec, clip_end: Fraction,
+                        pace: float | None) -> StreamResult | None: ...
+
+    def stream_sink(self, trial: int) -> Callable[[StreamResult], None]: ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +96,10 @@ class Engine:
     judge: Judge = judge
     #: False for a shard: its gates are applied when the shards' reports are merged.
     gating: bool = True
+    #: ``--arm``/``--perturb``: every case evaluated by each arm on one decode (see ``fanout``).
+    arms: ArmPlan | None = None
+    #: The HTML report's keeper of stream frames (misses and false alarms).
+    stream_keeper: StreamFrameKeeper | None = None
 
 
 @dataclass
@@ -85,6 +109,17 @@ class _CaseSplit:
     plan: CasePlan
     reused: dict[int, SampleResult]
     pending: list[ScheduledSample]
+    #: Streams an earlier attempt finished, by target id (rescored from the checkpoint).
+    streams_reused: dict[str, StreamResult] = dataclasses.field(default_factory=dict)
+
+    @property
+    def streams_pending(self) -> tuple[TargetSpec, ...]:
+        return tuple(t for t in self.plan.streams if t.id not in self.streams_reused)
+
+    def streams_in_order(self, fresh: Sequence[StreamResult]) -> list[StreamResult]:
+        """Reused and fresh streams in the case's declaration order."""
+        found = {**self.streams_reused, **{s.target: s for s in fresh}}
+        return [found[t.id] for t in self.plan.streams if t.id in found]
 
     @property
     def shown(self) -> bool:
@@ -100,16 +135,19 @@ class _CaseSplit:
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
                      store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
                      saver: FailureSaver | None = None, cache: ObservationCache | None = None,
-                     judge: Judge = judge, gating: bool = True) -> RunResult:
+                     judge: Judge = judge, gating: bool = True,
+                     stream_keeper: StreamFrameKeeper | None = None) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
 
-    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails).
+    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails);
+    ``stream_keeper`` the frames of stream events' onsets and false alarms.
     A trial with nothing left to evaluate creates no evaluator.
     """
     # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
     # so an interrupted run can exit even if an adapter call never returns.
     threads.install()
-    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating)
+    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating,
+                    stream_keeper=stream_keeper)
     started = time.perf_counter()
     # One limiter for the whole run: the provider's quota does not reset between trials.
     rate = options.call_policy.max_calls_per_second
@@ -123,24 +161,57 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, liste
 
 async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> TrialResult:
     options, listener = engine.options, engine.listener
-    splits = _split(engine.plan, trial, engine.store)
+    splits = _split(engine.plan, trial, engine.store, options.pace)
     if options.repeat > 1 and (any(s.pending for s in splits) or engine.plan.sample_count == 0):
         listener.trial_started(trial, options.repeat)
     started = time.perf_counter()
     evaluator: Evaluator | None = None
     caller: Caller | None = None
-    if any(not s.ignored for split in splits for s in split.pending):
-        evaluator, caller = await _open(engine, trial, limiter)
+    stream_caller: StreamCaller | None = None
+    streams_cached: StreamCache | None = None
+    streamed = [(split.plan.case.name, t.id) for split in splits for t in split.streams_pending]
+    if any(not s.ignored for split in splits for s in split.pending) or streamed:
+        evaluator, caller = await _open(engine, trial, limiter, splits)
+        refused = missing_on_frame(evaluator, streamed)
+        if refused is not None:
+            with contextlib.suppress(Exception):
+                await evaluator.close()
+            raise refused
+        if streamed:
+            stream_caller = ResilientStreamCaller(DirectStreamCaller(cast(StreamEvaluator, evaluator)),
+                                                  options.call_policy, limiter)
+            if engine.cache is not None and options.pace is None:
+                # Paced emissions are timed by the wall clock: never read from or written to the cache.
+                streams_cached = stream_cache(engine.cache, evaluator, dict(options.adapter_config), trial)
         if evaluator.batch and trial == 1:
+            allocator.hold_frames()
             for line in batch_memory_notes(splits):
                 listener.notice(line)
     sink = _announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
                        options.repeat)
+    stream_sink = engine.store.stream_sink(trial) if engine.store is not None else None
     ticker = asyncio.create_task(_tick(listener))
     results: list[SampleResult] = []
+    streams: list[StreamResult] = []
     try:
         for split in splits:
             results.extend(await _case(engine, split, trial, caller, sink))
+            fresh: list[StreamResult] = []
+            pending = split.streams_pending
+            if pending and stream_caller is not None:
+                mine = split.plan
+                mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
+                work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener),
+                                  keep_frame=engine.stream_keeper)
+                if streams_cached is not None:
+                    fresh = await streams_cached.run(work, stream_caller)
+                else:
+                    fresh = await (run_streams if work.pace is None else run_paced)(work, stream_caller)
+                for result in fresh:
+                    if stream_sink is not None:
+                        stream_sink(result)
+                    listener.stream_finished(result, trial, options.repeat)
+            streams.extend(split.streams_in_order(fresh))
     except BaseException as exc:
         if evaluator is not None:
             if not isinstance(exc, SampleFailure):
@@ -155,33 +226,46 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
         ticker.cancel()
     if evaluator is not None:
         await _close(evaluator)
-    gates = _trial_gates(engine, results) if engine.gating else []
+    gates = _trial_gates(engine, results) + _stream_gates(engine, streams) if engine.gating else []
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
-                       timing_mode=_timing_mode(results, caller))
+                       timing_mode=_timing_mode(results, caller), streams=tuple(streams))
 
 
-def _split(plan: Plan, trial: int, store: ResultStore | None) -> list[_CaseSplit]:
+def _split(plan: Plan, trial: int, store: ResultStore | None, pace: float | None = None,
+           arm: str | None = None) -> list[_CaseSplit]:
     splits = []
     for case_plan in plan.cases:
+        streams: dict[str, StreamResult] = {}
+        if store is not None and case_plan.video is not None:
+            for spec in case_plan.streams:
+                found = store.reusable_stream(trial, case_plan.case.name, spec, case_plan.video.end_time, pace)
+                if found is not None:
+                    streams[spec.id] = found
         reused: dict[int, SampleResult] = {}
         pending: list[ScheduledSample] = []
         for sample in case_plan.samples:
-            result = store.reusable(trial, sample) if store is not None else None
+            result = store.reusable(trial, sample, arm) if store is not None else None
             if result is None:
                 pending.append(sample)
             else:
                 reused[sample.sample_index] = result
-        splits.append(_CaseSplit(case_plan, reused, pending))
+        splits.append(_CaseSplit(case_plan, reused, pending, streams))
     return splits
 
 
-async def _open(engine: Engine, trial: int, limiter: RateLimiter | None) -> tuple[Evaluator, Caller]:
+async def _open(engine: Engine, trial: int, limiter: RateLimiter | None,
+                splits: Sequence[_CaseSplit]) -> tuple[Evaluator, Caller]:
     """The trial's evaluator and the stack of callers around it: cache, then call policy, then the call."""
     options = engine.options
     config = FactoryConfig(eval_dir=engine.plan.eval_dir.root, config=dict(options.adapter_config),
                            artifacts_dir=options.artifacts_dir, verbose=options.verbose)
     evaluator = await engine.spec.create(config)
+    refusal = _one_frame_adapter_problem(engine.spec, evaluator, splits)
+    if refusal is not None:
+        with contextlib.suppress(Exception):
+            await evaluator.close()
+        raise UsageError(refusal)
     caller: Caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, limiter)
     if engine.cache is not None:
         caller = engine.cache.caller(caller, evaluator, config.config, trial)
@@ -212,6 +296,18 @@ async def _case(engine: Engine, split: _CaseSplit, trial: int, caller: Caller | 
         listener.case_finished(header, [merged[s.sample_index] for s in split.pending or split.plan.samples],
                                trial, options.repeat)
     return [merged[s.sample_index] for s in split.plan.samples]
+
+
+def _one_frame_adapter_problem(spec: AdapterSpec, evaluator: Evaluator, splits: Sequence[_CaseSplit]) -> str | None:
+    """Why a function adapter that takes only ``image`` may not judge these samples: they have clips."""
+    if not getattr(evaluator, "takes_image_only", False):
+        return None
+    clipped = next((s for split in splits for s in split.pending if s.clip is not None and not s.ignored), None)
+    if clipped is None:
+        return None
+    return (f"adapter {spec.describe()} is a function taking `image, target_id`, so it would see one frame, "
+            f"but target {clipped.target.id!r} of case {clipped.case.name!r} has clip samples; "
+            "take `sample, target` instead and read the clip from `sample.frames`")
 
 
 def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
@@ -248,6 +344,12 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult]) -> list[Gate]:
                           undeclared=undeclared_gate_targets(plan, engine.options.filters))
 
 
+def _stream_gates(engine: Engine, streams: Sequence[StreamResult]) -> list[Gate]:
+    plan = engine.plan
+    return stream_gates(streams, options=engine.options.gates.streams, eval_thresholds=plan.eval_dir.config.thresholds,
+                        cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases])
+
+
 def _warner(listener: RunListener) -> Warn:
     loop = asyncio.get_running_loop()
 
@@ -282,23 +384,25 @@ BATCH_MEMORY_WARN_BYTES = 1 << 30
 def batch_memory_notes(splits: Sequence[_CaseSplit]) -> list[str]:
     """One line per target whose ``evaluate_many`` call needs more frame memory than the budget.
 
-    A batch holds a target's frames (width x height x 3 bytes each, one per distinct time) at once.
+    A batch holds an image per sample of its target at once (samples at the same time get
+    copies), each as Pillow keeps RGB: 4 bytes a pixel. Measured against the process's RSS
+    in ``tests/test_evaluation_trials.py``.
     """
     notes = []
     for split in splits:
         info = split.plan.video
         if info is None:
             continue
-        frame_bytes = info.width * info.height * 3
-        times: dict[str, set[object]] = {}
+        frame_bytes = image_bytes(info.width, info.height)
+        counts: dict[str, int] = {}
         for s in split.pending:
             if not s.ignored:
-                times.setdefault(s.target.id, set()).add(s.time)
-        for target, wanted in times.items():
-            need = len(wanted) * frame_bytes
+                counts[s.target.id] = counts.get(s.target.id, 0) + 1
+        for target, count in counts.items():
+            need = count * frame_bytes
             if need > BATCH_MEMORY_WARN_BYTES:
-                notes.append(f"evaluate_many for {split.plan.case.name}/{target} gets {len(wanted)} frames of "
-                             f"{info.width}x{info.height} at once: about {need / (1 << 20):,.0f} MiB of RGB "
+                notes.append(f"evaluate_many for {split.plan.case.name}/{target} gets {count} frames of "
+                             f"{info.width}x{info.height} at once: about {need / (1 << 20):,.0f} MiB "
                              "while the call runs; split the target or use evaluate for long ranges")
     return notes
 

@@ -145,6 +145,17 @@ def plan_clips(case: Case, samples: Sequence[ScheduledSample], table: FrameTable
     return out, problems
 
 
+def neighbour_frames(index: int, k: int, table: FrameTable) -> list[ClipEntry]:
+    """The frames within ``k`` of frame ``index`` (itself left out), each at the time that selects it.
+
+    A frame's own presentation time selects it by the single-sample rule, so a decode asked for
+    these times gives exactly these frames (no rule of its own, as for clips).
+    """
+    frames = _frames(table)
+    return [ClipEntry(frames.time(i), i, frames.time(i))
+            for i in range(max(index - k, 0), min(index + k, frames.count - 1) + 1) if i != index]
+
+
 def uses_clips(samples: Iterable[ScheduledSample]) -> bool:
     return any(s.block.clip is not None for s in samples)
 
@@ -154,6 +165,10 @@ class _Frames:
 
     def __init__(self, table: FrameTable) -> None:
         self._table = table
+
+    @property
+    def count(self) -> int:
+        return len(self._table.pts)
 
     def time(self, index: int) -> Fraction:
         return self._table.time_of(index)
@@ -176,6 +191,10 @@ class _EstimatedFrames(_Frames):
         super().__init__(table)
         self._rate = table.average_rate or Fraction(30)
         self._count = table.packet_count
+
+    @property
+    def count(self) -> int:
+        return self._count
 
     def time(self, index: int) -> Fraction:
         return index / self._rate

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..cases.model import Case
+from ..support import strictjson
 
 PIN_FILE_SUFFIX = ".frames.lock"
 
@@ -22,3 +23,15 @@ def pin_file_path(case: Case) -> Path:
 
 def any_pinned(cases: Iterable[Case]) -> bool:
     return any(pin_file_path(case).exists() for case in cases)
+
+
+def read_pin_bytes(path: Path) -> bytes | None:
+    """A pin file's bytes through the strict loader's file checks; None when there is none.
+
+    Raises :class:`~glasskit_eval.support.strictjson.LoadError` for a FIFO, a device, a directory
+    or a file over the frame-lock limit, without blocking on it.
+    """
+    try:
+        return strictjson.read_file(path, strictjson.FRAME_LOCK.max_bytes)
+    except strictjson.NotFound:
+        return None

@@ -11,13 +11,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..cases.model import Case
 from ..errors import Problem, ValidationError
 from ..support.fsio import write_text_atomic
-from .pinfiles import any_pinned, pin_file_path
+from ..support.strictjson import LoadError
+from .pinfiles import any_pinned, pin_file_path, read_pin_bytes
 from .pins import (
+    ClipFramePin,
+    ClipPin,
     Decoder,
     Finding,
     FramePin,
@@ -44,36 +47,60 @@ def read_pin_file(case: Case) -> PinFile | None:
     """The case's lock, None without one; a damaged lock is a validation error."""
     path = pin_file_path(case)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        data = read_pin_bytes(path)
+    except LoadError as exc:
+        raise ValidationError([Problem(str(path), "", f"cannot read the frame lock: it {exc}; run "
+                                       "`validate --pin` to write it again")]) from None
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError([Problem(str(path), "", f"cannot read the frame lock: {exc}")]) from None
     try:
-        return parse_pin_file(text, str(path))
+        return parse_pin_file(data, str(path))
     except LockFormatError as exc:
         raise ValidationError([Problem(str(path), "", str(exc).removeprefix(f"{path}: "))]) from None
 
 
 def frame_pins(video_path: Path, samples: Sequence[ScheduledSample]) -> list[FramePin]:
-    """Decode the samples' frames (once per distinct time) and pin each sample to its frame."""
+    """Decode the samples' frames, clip frames included (once per distinct time), and pin each sample."""
     from ..video.fingerprint import perceptual_hash, pixel_sha256
     from ..video.frames import decode_at
 
-    by_time: dict[Fraction, list[ScheduledSample]] = {}
+    wanted: set[Fraction] = set()
     for sample in samples:
-        by_time.setdefault(sample.time, []).append(sample)
-    pins: list[FramePin] = []
-    for want, frame in decode_at(video_path, sorted(by_time)):
+        wanted.add(sample.time)
+        if sample.clip is not None:
+            wanted.update(sample.clip.times)
+    seen: dict[Fraction, _Seen] = {}
+    hashed: dict[int, tuple[str, str]] = {}
+    for want, frame in decode_at(video_path, sorted(wanted)):
         try:
-            sha, phash, size = pixel_sha256(frame.image), perceptual_hash(frame.image), frame.image.size
+            if frame.index not in hashed:
+                # Several requested times of a clip grid may share a frame: hash it once.
+                hashed[frame.index] = (pixel_sha256(frame.image), perceptual_hash(frame.image))
+            sha, phash = hashed[frame.index]
+            seen[want] = _Seen(frame.index, frame.media_time, frame.image.size, sha, phash)
         finally:
             frame.image.close()
-        for sample in by_time[want]:
-            pins.append(FramePin(target=sample.target.id, sample_index=sample.sample_index, time=sample.time,
-                                 frame_index=frame.index, media_time=frame.media_time,
-                                 display_size=(size[0], size[1]), pixel_sha256=sha, phash=phash))
+    pins: list[FramePin] = []
+    for sample in samples:
+        got = seen[sample.time]
+        clip = None
+        if sample.clip is not None and sample.block.clip is not None:
+            clip = ClipPin(sample.block.clip, tuple(
+                ClipFramePin(time=t, frame_index=seen[t].frame_index, media_time=seen[t].media_time,
+                             pixel_sha256=seen[t].sha, phash=seen[t].phash) for t in sample.clip.times))
+        pins.append(FramePin(target=sample.target.id, sample_index=sample.sample_index, time=sample.time,
+                             frame_index=got.frame_index, media_time=got.media_time,
+                             display_size=(got.size[0], got.size[1]), pixel_sha256=got.sha, phash=got.phash,
+                             clip=clip))
     return pins
+
+
+class _Seen(NamedTuple):
+    frame_index: int
+    media_time: Fraction
+    size: tuple[int, int]
+    sha: str
+    phash: str
 
 
 def _codec(case_plan: CasePlan) -> str:

@@ -4,7 +4,9 @@ A lock is line-oriented JSON, one object a line with sorted keys, so a diff show
 that changed: a header line (decoder versions, codec, video name and SHA-256), then one line per
 pinned sample, sorted by target, time and sample index, each with the time, the frame it
 resolved to (index, media timestamp, display size) and two hashes of the exact RGB pixels handed
-to adapters: SHA-256 and a 64-bit perceptual hash.
+to adapters: SHA-256 and a 64-bit perceptual hash. A clip sample's line also holds ``clip``: its
+setting (exact text) and every clip frame (requested time, index, media timestamp, both hashes);
+other samples' lines have no ``clip`` key, so locks written before clips read and write the same.
 
 :func:`compare` says how the frames a case resolves to now differ from the lock and why (a
 re-encoded video, a decoder upgrade, an edited time). Pixels whose exact hash differs while the
@@ -21,6 +23,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from ..cases.model import ClipSpec
+from ..support import strictjson as sj
 from ..support.timevalues import format_time, parse_cli_time, same_time_key
 from ..video.fingerprint import PERCEPTUAL_TOLERANCE, hash_distance
 
@@ -42,6 +46,38 @@ class Decoder:
 
 
 @dataclass(frozen=True)
+class ClipFramePin:
+    """One frame of a pinned clip: the time the clip asks for and the frame it resolved to."""
+
+    time: Fraction
+    frame_index: int
+    media_time: Fraction
+    pixel_sha256: str
+    phash: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frame_index": self.frame_index, "media_time": str(self.media_time), "phash": self.phash,
+                "pixel_sha256": self.pixel_sha256, "time": str(self.time)}
+
+    def frame_text(self) -> str:
+        return f"frame {self.frame_index} at {format_time(self.media_time)}s"
+
+
+@dataclass(frozen=True)
+class ClipPin:
+    """A clip sample's frames as pinned, with the setting that chose them."""
+
+    spec: ClipSpec
+    frames: tuple[ClipFramePin, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        spec = self.spec
+        return {"after_s": str(spec.after_s), "before_s": str(spec.before_s), "edge": spec.edge,
+                "every_s": None if spec.every_s is None else str(spec.every_s),
+                "frames": [f.to_json() for f in self.frames]}
+
+
+@dataclass(frozen=True)
 class FramePin:
     """One sample's frame: where its time resolved and what the pixels were."""
 
@@ -53,16 +89,21 @@ class FramePin:
     display_size: tuple[int, int]
     pixel_sha256: str
     phash: str
+    #: None for a single-frame sample (its lock line has no ``clip`` key).
+    clip: ClipPin | None = None
 
     @property
     def order(self) -> tuple[str, Fraction, int]:
         return (self.target, self.time, self.sample_index)
 
     def to_json(self) -> dict[str, Any]:
-        return {"display_size": list(self.display_size), "frame_index": self.frame_index,
+        line = {"display_size": list(self.display_size), "frame_index": self.frame_index,
                 "media_time": str(self.media_time), "media_timestamp_s": float(self.media_time),
                 "phash": self.phash, "pixel_sha256": self.pixel_sha256, "sample_index": self.sample_index,
                 "target": self.target, "time": str(self.time), "timestamp_s": float(self.time)}
+        if self.clip is not None:
+            line["clip"] = self.clip.to_json()
+        return line
 
     def frame_text(self) -> str:
         return f"frame {self.frame_index} at {format_time(self.media_time)}s"
@@ -95,56 +136,77 @@ class PinFile:
         return replace(self, pins=tuple(sorted([*old, *fresh.values()], key=lambda p: p.order)))
 
 
-def parse_pin_file(text: str, where: str) -> PinFile:
-    """Read a lock; raises :class:`LockFormatError` naming ``where`` and the line."""
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        raise LockFormatError(f"{where}: empty frame lock; run `validate --pin` to write it again")
-    values = []
-    for number, line in lines:
+_HEADER = sj.Obj({"frames_lock": sj.Int(), "case": sj.Str(), "video": sj.Str(), "video_sha256": sj.Str(),
+                  "decoder": sj.Obj({"av": sj.Str(), "ffmpeg": sj.Str(), "codec": sj.Str()})})
+_PIN = sj.Obj({"target": sj.Str(), "sample_index": sj.Int(), "time": sj.Str(), "frame_index": sj.Int(),
+               "media_time": sj.Str(), "display_size": sj.Arr(sj.Int()), "pixel_sha256": sj.Str(),
+               "phash": sj.Str()},
+              {"clip": sj.Obj({"before_s": sj.Str(), "after_s": sj.Str(), "every_s": sj.Str(nullable=True),
+                               "edge": sj.Str(choices=("error", "clamp")),
+                               "frames": sj.Arr(sj.Obj({"time": sj.Str(), "frame_index": sj.Int(),
+                                                        "media_time": sj.Str(), "pixel_sha256": sj.Str(),
+                                                        "phash": sj.Str()}))})})
+
+
+def parse_pin_file(data: bytes | str, where: str) -> PinFile:
+    """Read a lock (each line through the strict loader); raises :class:`LockFormatError` naming ``where`` and the line."""
+    again = "run `validate --pin` to write the lock again"
+    if isinstance(data, bytes):
         try:
-            values.append((number, json.loads(line)))
-        except ValueError as exc:
-            raise LockFormatError(f"{where}:{number}: not JSON ({exc}); run `validate --pin` to "
-                                  "write the lock again") from None
-    number, head = values[0]
-    try:
-        if head.get("frames_lock") != LOCK_FORMAT:
-            raise LockFormatError(f"{where}:{number}: not a frame lock of format {LOCK_FORMAT}; "
-                                  "run `validate --pin` to write it again")
-        decoder = head["decoder"]
-        lock = PinFile(case=str(head["case"]), video=str(head["video"]),
-                         video_sha256=str(head["video_sha256"]),
-                         decoder=Decoder(str(decoder["av"]), str(decoder["ffmpeg"]), str(decoder["codec"])),
-                         pins=())
-        pins = []
-        for line_number, item in values[1:]:
-            number = line_number  # for the error message below
+            data = sj.loads_text(data)
+        except sj.LoadError as exc:
+            raise LockFormatError(f"{exc.located(where)}; {again}") from None
+    # Only "\n" ends a line: the writer writes it, and U+2028 may stand inside a target's name.
+    lines = [(n, line) for n, line in enumerate(data.split("\n"), 1) if line.strip()]
+    if not lines:
+        raise LockFormatError(f"{where}: empty frame lock; {again}")
+    values: list[tuple[int, Any]] = []
+    for number, line in lines:
+        value: Any = None
+        try:
+            value = sj.loads(line, max_depth=sj.FRAME_LOCK.max_depth)
+            sj.check(value, _HEADER if not values else _PIN)
+        except sj.LoadError as exc:
+            if exc.line is not None:  # a syntax error: the column is the line's own
+                raise LockFormatError(f"{where}:{number}:{exc.column}: {exc.reason}; {again}") from None
+            if not values and isinstance(value, dict) and value.get("frames_lock") != LOCK_FORMAT:
+                break  # said below: not a lock of this format
+            raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({exc}); {again}") from None
+        values.append((number, value))
+    number, head = lines[0][0], values[0][1] if values else None
+    if head is None or head["frames_lock"] != LOCK_FORMAT:
+        raise LockFormatError(f"{where}:{number}: not a frame lock of format {LOCK_FORMAT}; {again}")
+    decoder = head["decoder"]
+    lock = PinFile(case=head["case"], video=head["video"], video_sha256=head["video_sha256"],
+                   decoder=Decoder(decoder["av"], decoder["ffmpeg"], decoder["codec"]), pins=())
+    pins = []
+    for number, item in values[1:]:
+        try:
+            if len(item["display_size"]) != 2:
+                raise ValueError("display_size must be [width, height]")
             width, height = item["display_size"]
-            pins.append(FramePin(target=str(item["target"]), sample_index=_int(item["sample_index"]),
-                                 time=_time(item["time"]), frame_index=_int(item["frame_index"]),
-                                 media_time=_time(item["media_time"]),
-                                 display_size=(_int(width), _int(height)),
-                                 pixel_sha256=str(item["pixel_sha256"]), phash=str(item["phash"])))
-    except LockFormatError:
-        raise
-    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
-        raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({type(exc).__name__}: {exc}); "
-                              "run `validate --pin` to write it again") from None
+            pins.append(FramePin(target=item["target"], sample_index=item["sample_index"], time=_time(item["time"]),
+                                 frame_index=item["frame_index"], media_time=_time(item["media_time"]),
+                                 display_size=(width, height), pixel_sha256=item["pixel_sha256"],
+                                 phash=item["phash"], clip=_clip(item["clip"]) if "clip" in item else None))
+        except ValueError as exc:
+            raise LockFormatError(f"{where}:{number}: damaged frame lock entry ({exc}); {again}") from None
     return replace(lock, pins=tuple(pins))
 
 
-def _time(value: object) -> Fraction:
+def _clip(value: Any) -> ClipPin:
+    every = value["every_s"]
+    spec = ClipSpec(before_s=_time(value["before_s"]), after_s=_time(value["after_s"]),
+                    every_s=None if every is None else _time(every), edge=value["edge"])
+    frames = tuple(ClipFramePin(time=_time(f["time"]), frame_index=f["frame_index"],
+                                media_time=_time(f["media_time"]), pixel_sha256=f["pixel_sha256"],
+                                phash=f["phash"]) for f in value["frames"])
+    return ClipPin(spec, frames)
+
+
+def _time(value: str) -> Fraction:
     # Locks hold times as exact text ("3/10"); parse_cli_time bounds it before expanding it.
-    if not isinstance(value, str):
-        raise TypeError(f"{value!r} is not a time written as text")
     return parse_cli_time(value)
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{value!r} is not an integer")
-    return value
 
 
 # -- comparison ------------------------------------------------------------------------------
@@ -207,6 +269,58 @@ def compare_pin(old: FramePin, new: FramePin, cause: str) -> Finding | None:
                    f"{distance}/64, tolerance {PERCEPTUAL_TOLERANCE}); {cause}", old, new)
 
 
+def compare_clip(old: FramePin, new: FramePin, cause: str) -> Finding | None:
+    """How a clip sample's clip frames differ from their pins; None when every one is as pinned.
+
+    Frames are paired by position within clips of the same setting: an every-frame clip asks
+    for the frames' own times, which move with the frames when the video changes.
+    """
+    if new.clip is None:
+        return None  # a clip dropped from the sample: its anchor is compared on its own
+    where = f"{new.target} sample {new.sample_index} at {format_time(new.time)}s"
+    count = len(new.clip.frames)
+    if old.clip is None:
+        return Finding(UNPINNED, new.target, new.sample_index, new.time,
+                       f"{where}: its clip of {count} frames is not pinned; run `validate --pin` to pin it",
+                       old, new)
+    before, now = old.clip.frames, new.clip.frames
+    same_frames = [(f.frame_index, f.media_time) for f in before] == [(f.frame_index, f.media_time) for f in now]
+    if old.clip.spec != new.clip.spec and not same_frames:
+        return Finding(TIME_EDITED, new.target, new.sample_index, new.time,
+                       f"{where}: clip edited from {old.clip.spec.describe()} to {new.clip.spec.describe()}; "
+                       f"now {_frames_text(now)} (pinned: {_frames_text(before)})", old, new)
+    if len(before) != len(now):
+        return Finding(MOVED, new.target, new.sample_index, new.time,
+                       f"{where}: its clip now holds {_frames_text(now)} (pinned: {_frames_text(before)}); "
+                       f"{cause}", old, new)
+    pairs = list(zip(before, now, strict=True))
+    moved = [(a, b) for a, b in pairs if (a.frame_index, a.media_time) != (b.frame_index, b.media_time)]
+    if moved:
+        a, b = moved[0]
+        return Finding(MOVED, new.target, new.sample_index, new.time,
+                       f"{where}: clip frame at {format_time(b.time)}s now resolves to {b.frame_text()} "
+                       f"(pinned: {a.frame_text()}); {len(moved)} of {count} clip frames moved; {cause}",
+                       old, new)
+    changed = [(a, b, hash_distance(a.phash, b.phash)) for a, b in pairs if a.pixel_sha256 != b.pixel_sha256]
+    if not changed:
+        return None
+    a, b, distance = max(changed, key=lambda item: item[2])
+    kind = SLIGHT if distance <= PERCEPTUAL_TOLERANCE else PIXELS
+    how = "slightly, within tolerance" if kind == SLIGHT else "beyond tolerance"
+    return Finding(kind, new.target, new.sample_index, new.time,
+                   f"{where}: pixels of clip {b.frame_text()} changed {how} (perceptual distance "
+                   f"{distance}/64, tolerance {PERCEPTUAL_TOLERANCE}; {len(changed)} of {count} clip frames "
+                   f"changed); {cause}", old, new)
+
+
+def _frames_text(frames: Sequence[ClipFramePin]) -> str:
+    if not frames:
+        return "no frames"
+    first, last = frames[0], frames[-1]
+    return (f"{len(frames)} frames, {first.frame_index}..{last.frame_index} "
+            f"({format_time(first.media_time)}s..{format_time(last.media_time)}s)")
+
+
 def match(lock: PinFile, target: str, sample_index: int, time: Fraction,
           times_in_use: set[tuple[str, Fraction]]) -> FramePin | None:
     """The pin of a sample: same target and time, else (an edited time) same target and index.
@@ -246,6 +360,11 @@ def compare(lock: PinFile, current: Sequence[FramePin], video_sha256: str, decod
         found = compare_pin(old, pin, cause)
         if found is not None:
             findings.append(found)
+        if found is None or found.kind != TIME_EDITED:
+            # An edited time moves the whole clip with it: one finding says so.
+            in_clip = compare_clip(old, pin, cause)
+            if in_clip is not None:
+                findings.append(in_clip)
     return findings
 
 
@@ -262,5 +381,5 @@ def review_status(lock: PinFile | None, current: FramePin, *, video_sha256: str,
     findings = compare(lock, [current], video_sha256, decoder, times)
     if not findings:
         return {"status": "ok", "problem": False, "message": f"pinned: {current.frame_text()}"}
-    first = findings[0]
+    first = next((f for f in findings if f.problem), findings[0])
     return {"status": first.kind, "problem": first.problem, "message": first.message}

@@ -14,26 +14,28 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..cases.evaldir import EvalConfig, EvalDir, load_cases, open_eval_dir
-from ..cases.model import Case, CloudVideo
+from ..cases.model import Case, CloudVideo, TargetSpec
 from ..errors import Problem, ValidationError, VideoError
 from ..support.records import Frozen
 from ..support.timevalues import format_time
 from ..video.frametable import frame_table
 from ..video.probe import END_TOLERANCE_S, VideoInfo, probe
 from .clips import plan_clips, uses_clips
-from .schedule import Filters, ScheduledSample, select_cases
+from .schedule import Filters, ScheduledSample, select_cases, selected_streams
 
 
 class CasePlan(Frozen):
-    _fields = ("case", "samples", "video_path", "video")
+    _fields = ("case", "samples", "video_path", "video", "streams")
     case: Case
     samples: tuple[ScheduledSample, ...]
     video_path: Path
     video: VideoInfo | None
+    #: The selected stream targets (``events``), fed the whole clip.
+    streams: tuple[TargetSpec, ...]
 
     def __init__(self, case: Case, samples: tuple[ScheduledSample, ...], video_path: Path,
-                 video: VideoInfo | None) -> None:
-        self.__dict__.update(case=case, samples=samples, video_path=video_path, video=video)
+                 video: VideoInfo | None, streams: tuple[TargetSpec, ...] = ()) -> None:
+        self.__dict__.update(case=case, samples=samples, video_path=video_path, video=video, streams=streams)
 
 
 class Plan(Frozen):
@@ -47,6 +49,10 @@ class Plan(Frozen):
     @property
     def sample_count(self) -> int:
         return sum(len(c.samples) for c in self.cases)
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(t.stream.events) for c in self.cases for t in c.streams if t.stream is not None)
 
 
 #: The local file of a case's video: a local path as written, a cloud video from the cache.
@@ -101,6 +107,28 @@ def past_end_problems(case: Case, blocks: Iterable[tuple[str, int, Fraction]], i
     return problems
 
 
+def stream_past_end_problems(case: Case, streams: Iterable[TargetSpec], info: VideoInfo,
+                             video_name: str) -> list[Problem]:
+    """An event onset or a quiet span that starts past the clip's end can never be seen."""
+    limit = info.end_time + END_TOLERANCE_S
+    end = f"the end of the video {video_name} ({format_time(info.end_time)}s from its first frame)"
+    problems = []
+    for target in streams:
+        assert target.stream is not None
+        for event in target.stream.events:
+            if event.at > limit:
+                problems.append(case.document.problem(
+                    ("targets", target.id, "events", event.index, "at"),
+                    f"event at {format_time(event.at)}s is past {end}; fix the time"))
+        for start, stop in target.stream.quiet or ():
+            if start > limit:
+                problems.append(case.document.problem(
+                    ("targets", target.id, "quiet"),
+                    f"quiet span [{format_time(start)}, {format_time(stop)}]s starts past {end}; remove it "
+                    "or fix the time"))
+    return problems
+
+
 def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool,
                resolve_video: VideoResolver = local_video, check_videos: bool = True,
                allow_drafts: bool = False, on_video: Callable[[Path], None] | None = None) -> Plan:
@@ -113,8 +141,9 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
     plans: list[CasePlan] = []
     problems: list[Problem] = []
     for case, samples in selected:
+        streams = selected_streams(case, filters)
         if not check_videos:
-            plans.append(CasePlan(case, tuple(samples), Path(), None))
+            plans.append(CasePlan(case, tuple(samples), Path(), None, streams))
             continue
         try:
             video_path = resolve_video(case, eval_dir.config)
@@ -128,11 +157,12 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
         past_end = past_end_problems(case, ((s.target.id, s.block.index, s.time) for s in samples), info,
                                      video_path.name)
         problems += past_end
+        problems += stream_past_end_problems(case, streams, info, video_path.name)
         if uses_clips(samples) and not past_end:
             samples, clip_problems = plan_clips(case, samples, frame_table(video_path), info.end_time,
                                                 video_path.name)
             problems += clip_problems
-        plans.append(CasePlan(case, tuple(samples), video_path, info))
+        plans.append(CasePlan(case, tuple(samples), video_path, info, streams))
     if problems:
         raise ValidationError(problems)
     return Plan(eval_dir, tuple(plans))

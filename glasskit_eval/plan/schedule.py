@@ -132,9 +132,11 @@ def select_cases(cases: Sequence[Case], filters: Filters, *, allow_empty: bool,
             continue
         chosen = [s for s in expand_case(case) if not filters.targets or s.target.id in filters.targets]
         chosen = _filter_times(case, chosen, filters)
+        streams = selected_streams(case, filters)
         if not allow_drafts:
             problems.extend(_draft_problems(case, chosen))
-        if not chosen and not allow_empty:
+            problems.extend(_draft_event_problems(case, streams))
+        if not chosen and not streams and not allow_empty:
             problems.append(Problem(str(case.path), "", f"case {case.name!r} has no samples in the "
                                     "selection; pass --allow-empty to accept that"))
         selected.append((case, chosen))
@@ -173,6 +175,22 @@ def _filter_times(case: Case, chosen: list[ScheduledSample], filters: Filters) -
         raise UsageError(f"no samples are scheduled {what} in case {case.name!r} for the selected "
                          "targets; see list-samples for the schedule")
     return window
+
+
+def selected_streams(case: Case, filters: Filters) -> tuple[TargetSpec, ...]:
+    """The case's stream targets the filters select, in declaration order.
+
+    A stream is fed the whole clip, so time filters (``--at``, ``--from``, ``--until``) do not
+    narrow it; ``--target`` does.
+    """
+    return tuple(t for t in case.targets if t.stream is not None
+                 and (not filters.targets or t.id in filters.targets))
+
+
+def _draft_event_problems(case: Case, streams: Sequence[TargetSpec]) -> list[Problem]:
+    return [case.document.problem(("targets", t.id, "events", e.index),
+                                  "event has no `expect`; write the emission that counts as noticing it")
+            for t in streams if t.stream is not None for e in t.stream.events if not e.has_expect]
 
 
 def _draft_problems(case: Case, samples: list[ScheduledSample]) -> list[Problem]:

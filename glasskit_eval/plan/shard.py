@@ -6,7 +6,8 @@ With at least N cases, whole cases are dealt out, largest expected work first, t
 least work so far (work = evaluated samples x frame cost, :func:`frame_cost`); a video is then
 decoded by one job only. With fewer cases than shards, the cases' samples,
 each case in time order, are cut into N contiguous runs of about equal work, so each job decodes one
-stretch of a video.
+stretch of a video. A stream target is never split: each (case, target) stream is one unit of work
+(its fed frames x frame cost), placed before its case's samples, and goes whole to one shard.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..cases.model import TargetSpec
 from ..errors import UsageError
 from .planning import CasePlan, Plan
 from .schedule import ScheduledSample
@@ -143,17 +145,32 @@ def _sample_cost(case: CasePlan, sample: ScheduledSample) -> int:
     return 0 if sample.ignored else frame_cost(case)
 
 
+def stream_cost(case: CasePlan, target: TargetSpec) -> int:
+    """A whole stream: every fed frame decoded in order (no seeking), each at a frame's pixel cost."""
+    video, stream = case.video, target.stream
+    if video is None or stream is None:
+        return 2
+    frames = video.frame_count
+    if stream.every_s is not None:
+        frames = min(frames, int(video.end_time // stream.every_s) + 1)
+    return max(1, frames) * video.width * video.height
+
+
 def case_cost(case: CasePlan) -> int:
-    return sum(_sample_cost(case, s) for s in case.samples)
+    return sum(_sample_cost(case, s) for s in case.samples) + sum(stream_cost(case, t) for t in case.streams)
 
 
-def assign(plan: Plan, total: int) -> dict[int, dict[int, list[ScheduledSample]]]:
-    """The shards (0-based) that have work, each with the samples of each case (by index into
-    ``plan.cases``) it runs.
+#: One unit a shard runs: a sample, or a whole stream target of the case.
+Work = ScheduledSample | TargetSpec
+
+
+def assign(plan: Plan, total: int) -> dict[int, dict[int, list[Work]]]:
+    """The shards (0-based) that have work, each with the samples and streams of each case (by index
+    into ``plan.cases``) it runs.
 
     Memory and time grow with the plan, never with ``total``: shards without work are absent.
     """
-    shards: dict[int, dict[int, list[ScheduledSample]]] = {}
+    shards: dict[int, dict[int, list[Work]]] = {}
     cases = plan.cases
     if len(cases) >= total:
         # Least loaded shard first (load, cases held, index). Shards not yet used are all (0, 0, s),
@@ -167,20 +184,22 @@ def assign(plan: Plan, total: int) -> dict[int, dict[int, list[ScheduledSample]]
                 unused += 1
             else:
                 load, held, best = heapq.heappop(used)
-            shards.setdefault(best, {})[i] = list(cases[i].samples)
+            shards.setdefault(best, {})[i] = [*cases[i].streams, *cases[i].samples]
             heapq.heappush(used, (load + case_cost(cases[i]), held + 1, best))
         return shards
-    flat = [(i, s, _sample_cost(c, s)) for i, c in enumerate(cases)
-            for s in sorted(c.samples, key=lambda s: (s.time, s.sample_index))]
+    flat: list[tuple[int, Work, int]] = []
+    for i, c in enumerate(cases):
+        flat += [(i, t, stream_cost(c, t)) for t in c.streams]
+        flat += [(i, s, _sample_cost(c, s)) for s in sorted(c.samples, key=lambda s: (s.time, s.sample_index))]
     weights = [cost for _i, _s, cost in flat]
     if not any(weights):
         weights = [1] * len(flat)
     whole = sum(weights)
     done = 0
-    for (i, sample, _cost), weight in zip(flat, weights):
-        # The shard holding the sample's midpoint of cumulative work: contiguous and in order.
+    for (i, unit, _cost), weight in zip(flat, weights):
+        # The shard holding the unit's midpoint of cumulative work: contiguous and in order.
         shard = min(total - 1, (2 * done + weight) * total // (2 * whole))
-        shards.setdefault(shard, {}).setdefault(i, []).append(sample)
+        shards.setdefault(shard, {}).setdefault(i, []).append(unit)
         done += weight
     return shards
 
@@ -191,7 +210,8 @@ def shard_plan(plan: Plan, shard: Shard) -> Plan:
     cases = []
     for i, case in enumerate(plan.cases):
         if i in mine:
-            chosen = {s.sample_index for s in mine[i]}
+            chosen = {s.sample_index for s in mine[i] if isinstance(s, ScheduledSample)}
+            streams = {t.id for t in mine[i] if isinstance(t, TargetSpec)}
             cases.append(CasePlan(case.case, tuple(s for s in case.samples if s.sample_index in chosen),
-                                  case.video_path, case.video))
+                                  case.video_path, case.video, tuple(t for t in case.streams if t.id in streams)))
     return Plan(plan.eval_dir, tuple(cases))

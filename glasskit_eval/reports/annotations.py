@@ -17,9 +17,9 @@ from ..summary import RunSummary
 from ..support.outside import inline
 from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows, significance_lines
 from .calls import interval_text
-from .console import compact, pct, time_label
 from .junit import review_command
 from .locations import Locations, SampleLocation, relative_path
+from .tables import compact, pct, time_label
 
 MAX_ANNOTATIONS = 50
 #: Rows of each job-summary table (GitHub caps a summary at 1 MiB).
@@ -98,6 +98,9 @@ def github_annotations(summary: RunSummary, locations: Locations, *, workspace: 
         line = None if where is None or where.line is None else str(where.line)
         lines.append(workflow_command("error", _message(item.first, eval_dir), file=file, line=line,
                                       title=_title(item)))
+    from .streams import missed_event_annotations
+
+    lines += missed_event_annotations(summary, locations, workspace, workflow_command)[:MAX_ANNOTATIONS]
     left = len(items) - MAX_ANNOTATIONS
     if left > 0:
         lines.append(workflow_command(
@@ -200,4 +203,11 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
         if baseline.changes:
             shown, more = _capped(change_rows(baseline), "changes")
             out += ["", *_table(CHANGE_HEADERS, shown), *more]
+        if baseline.streams is not None:
+            from .streambaseline import EVENT_HEADERS, event_rows, summary_line
+
+            out += ["", f"{summary_line(baseline.streams)}."]
+            if baseline.streams.events:
+                shown, more = _capped(event_rows(baseline.streams), "event changes")
+                out += ["", *_table(EVENT_HEADERS, shown), *more]
     return "\n".join(out) + "\n"

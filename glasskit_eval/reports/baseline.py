@@ -15,21 +15,21 @@ the median latency change with a block-bootstrap interval (``statistics.bootstra
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..results import Gate, SampleResult
+from ..results import Gate, SampleResult, StreamResult
 from ..statistics.bootstrap import LatencyChange, median_latency_change
 from ..statistics.paired import PairedTest, RegressionFamily, regression_family
 from ..statistics.power import minimum_detectable_drop
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
 from ..support.timevalues import format_duration
 from .calls import points
-from .console import compact, table, time_label
+from .streambaseline import StreamDiff, format_stream_diff, stream_diff
+from .tables import compact, table, time_label
 
 #: Change kinds, in the order tables list them.
 KINDS = ("pass_to_fail", "new_error", "relabelled", "fail_to_pass", "error_fixed", "status_changed",
@@ -96,6 +96,8 @@ class BaselineDiff:
     #: The smallest drop the matched samples would show with 80% power at ``alpha``.
     detectable: float | None = None
     alpha: float = DEFAULT_ALPHA
+    #: Stream events and false alarms (None when neither side has streams).
+    streams: StreamDiff | None = None
 
     @property
     def verdict(self) -> str | None:
@@ -118,16 +120,21 @@ class BaselineDiff:
 
     @property
     def regressions(self) -> int:
-        return sum(1 for c in self.changes if c.kind in REGRESSIONS)
+        """Pass->fail samples, new errors and detected->missed events."""
+        events = self.streams.regressions if self.streams is not None else 0
+        return sum(1 for c in self.changes if c.kind in REGRESSIONS) + events
 
     def to_json(self) -> dict[str, Any]:
         family = self.significance
-        return {"changes": [c.to_json() for c in self.changes], "counts": self.counts(),
+        data = {"changes": [c.to_json() for c in self.changes], "counts": self.counts(),
                 "matched_samples": self.matched, "path": self.path, "regressions": self.regressions,
                 "significance": self._test_json(family.overall if family is not None else None),
                 "by_target": {t: {"significance": self._test_json(test)}
                               for t, test in sorted((family.per_target if family is not None else {}).items())},
                 "latency": self.latency.to_json() if self.latency is not None else None}
+        if self.streams is not None:
+            data["streams"] = self.streams.to_json()
+        return data
 
     def _test_json(self, test: PairedTest | None) -> dict[str, Any] | None:
         if test is None:
@@ -147,8 +154,9 @@ class BaselineDiff:
                        else "no matched samples to test")
             return Gate("baseline_significant_regression", passed, message)
         n_fail, n_error = self.count("pass_to_fail"), self.count("new_error")
+        missed = f", {self.streams.regressions} detected->missed events" if self.streams is not None else ""
         message = ("no regressions against the baseline" if not self.regressions
-                   else f"{n_fail} pass->fail, {n_error} new errors against the baseline")
+                   else f"{n_fail} pass->fail, {n_error} new errors{missed} against the baseline")
         return Gate("baseline_regressions", self.regressions == 0, message)
 
     def latency_gate(self, seconds: float) -> Gate:
@@ -172,6 +180,8 @@ class BaselineDiff:
                     ("baseline.significance.effective_pairs", f"{overall.effective_pairs:.6g}")]
         if self.latency is not None:
             out.append(("baseline.latency.median_change_s", f"{self.latency.median:.6g}"))
+        if self.streams is not None:
+            out += [(f"baseline.streams.{kind}", str(n)) for kind, n in self.streams.counts().items()]
         return out
 
 
@@ -233,13 +243,11 @@ def report_results(report: object, where: str) -> list[Mapping[str, Any]]:
     return results
 
 
-def load_report(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"report {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"cannot read report {path}: {exc}") from None
+def load_report(path: Path, label: str | None = None) -> dict[str, Any]:
+    """A run report read through the one strict loader (:func:`.loading.load_report_file`)."""
+    from .loading import load_report_file
+
+    return load_report_file(path, label)
 
 
 def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], path: str, *,
@@ -316,18 +324,30 @@ def _kind(old: Outcome, now: Outcome) -> str | None:
     return None
 
 
+def report_streams(report: Mapping[str, Any]) -> list[StreamResult]:
+    """A loaded report's streams (checked by the loader already)."""
+    from .streamload import stream_from_json
+
+    return [stream_from_json(item) for item in report.get("streams") or []]
+
+
 def compare_reports(baseline: Path, current: Path, *, alpha: float = DEFAULT_ALPHA,
                     confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
-    before = outcomes(report_results(load_report(baseline), str(baseline)))
-    after = outcomes(report_results(load_report(current), str(current)))
-    return diff(before, after, str(baseline), alpha=alpha, confidence=confidence)
+    old, new = load_report(baseline), load_report(current)
+    before = outcomes(report_results(old, str(baseline)))
+    after = outcomes(report_results(new, str(current)))
+    found = diff(before, after, str(baseline), alpha=alpha, confidence=confidence)
+    return replace(found, streams=stream_diff(report_streams(old), report_streams(new)))
 
 
 def diff_against(path: Path, results: Iterable[SampleResult], *, label: str | None = None,
-                 alpha: float = DEFAULT_ALPHA, confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
-    """Compare a run's results with the report at ``path`` (named ``label`` in the outputs)."""
-    before = outcomes(report_results(load_report(path), str(path)))
-    return diff(before, result_outcomes(results), label or str(path), alpha=alpha, confidence=confidence)
+                 alpha: float = DEFAULT_ALPHA, confidence: float = DEFAULT_CONFIDENCE,
+                 streams: Iterable[StreamResult] = ()) -> BaselineDiff:
+    """Compare a run's results and streams with the report at ``path`` (named ``label`` in the outputs)."""
+    old = load_report(path, f"--baseline {path}")
+    before = outcomes(report_results(old, str(path)))
+    found = diff(before, result_outcomes(results), label or str(path), alpha=alpha, confidence=confidence)
+    return replace(found, streams=stream_diff(report_streams(old), streams))
 
 
 def _status(outcome: Outcome | None) -> str:
@@ -384,7 +404,8 @@ def format_diff(d: BaselineDiff) -> str:
     counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in d.counts().items() if n)
     head = f"Baseline {d.path}: {d.matched} samples matched" + (f"; {counts}" if counts else "; no changes")
     head = "\n".join([head, *significance_lines(d)])
+    streams = "" if d.streams is None else "\n\n" + format_stream_diff(d.streams)
     if not d.changes:
-        return head
+        return head + streams
     return head + "\n\n" + table("Changes against the baseline", CHANGE_HEADERS, change_rows(d),
-                                 [False, False, False, True, False, False, False, False])
+                                 [False, False, False, True, False, False, False, False]) + streams

@@ -6,19 +6,19 @@ statuses, and only on a TTY without ``NO_COLOR``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
-from ..results import SampleResult, Status
+from ..results import SampleResult, Status, StreamResult
 from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
 from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
+from .tables import WIDTH, compact, pct, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
 
@@ -28,66 +28,6 @@ def use_colour(stream: TextIO) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
-
-
-def compact(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def seconds(value: float) -> str:
-    return f"{value:.1f}s"
-
-
-def time_label(value: float) -> str:
-    text = repr(value)
-    return text[:-2] if text.endswith(".0") else text
-
-
-#: Console tables fit this many columns: the last column wraps instead of running on.
-WIDTH = 80
-#: The narrowest a wrapped last column gets, however wide the others are.
-MIN_LAST_COLUMN = 20
-
-
-def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
-          right: Sequence[bool] | None = None, width: int | None = None) -> str:
-    """A plain aligned table; the first column is left-aligned, numbers right-aligned.
-
-    With ``width`` (the run's summary tables: :data:`WIDTH`), when the rows would be wider, the last
-    column (a reason, a detail) wraps onto continuation lines under itself; nothing is cut. Without
-    it a row stays one line (listings that people grep).
-    """
-    import textwrap
-
-    align = list(right) if right is not None else [i > 0 for i in range(len(headers))]
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
-    if width is not None:
-        widths[-1] = min(widths[-1], max(MIN_LAST_COLUMN, width - lead, len(headers[-1])))
-
-    def fmt(cells: Sequence[str]) -> list[str]:
-        parts = [c.rjust(widths[i]) if align[i] else c.ljust(widths[i]) for i, c in enumerate(cells[:-1])]
-        wrapped = textwrap.wrap(cells[-1], widths[-1], break_on_hyphens=False) or [""]
-        if len(wrapped) == 1 and align[-1]:
-            wrapped = [wrapped[0].rjust(widths[-1])]
-        out = ["  ".join([*parts, wrapped[0]]).rstrip()]
-        out += [(" " * (lead + 2) if len(cells) > 1 else "") + more for more in wrapped[1:]]
-        return out
-
-    lines = [title, *fmt(headers), "  ".join("-" * w for w in widths)]
-    for row in rows:
-        lines.extend(fmt(row))
-    return "\n".join(lines)
 
 
 class ConsoleListener:
@@ -132,6 +72,15 @@ class ConsoleListener:
                 self._print(indent_block(quoted_lines(result.traceback), "      "))
         self.progress.result(result)
 
+    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
+        m = result.metrics
+        prefix = f"[{trial}/{total}] " if total > 1 else ""
+        dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
+        stopped = f"; stopped: {inline(result.error)}" if result.error else ""
+        self._print(f"  {prefix}stream {result.target}: {result.frames_delivered} frames{dropped}, "
+                    f"{m.detected}/{m.events} events detected, {m.repeats} repeats, {m.false_alarms} false alarms"
+                    f"{stopped}")
+
     def tick(self) -> None:
         self.progress.tick()
 
@@ -158,7 +107,8 @@ class ConsoleListener:
         observed = "" if not r.evaluated else f" observed={inline(compact(r.observed_value))}"
         where = last_frame(r.traceback) if r.traceback else None
         at = f" (at {where})" if where else ""
-        return (f"    {prefix}{self._status(r.status)} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
+        arm = f" [{r.arm}]" if r.arm is not None else ""
+        return (f"    {prefix}{self._status(r.status)}{arm} {r.case}/{target_display(r)} @{time_label(r.timestamp_s)}s"
                 f"{frame} expected={compact(r.expected)}{observed} reason={shown_reason(r)}{inline(at)}")
 
 
@@ -241,6 +191,12 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
 
     p()
     section(_target_table(summary))
+    from .streams import stream_stability_table, stream_table
+
+    for streams in (stream_table(summary), stream_stability_table(summary)):
+        if streams is not None:
+            p()
+            section(streams)
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:
@@ -347,6 +303,7 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     if not failures:
         return []
     many = len(summary.run.trials) > 1
+    arms = any(f.result.arm is not None for f in failures)
     shown = failures[:FAILURE_ROWS]
     rows = []
     for f in shown:
@@ -356,9 +313,11 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
         row = [r.case, r.target, f"{time_label(r.timestamp_s)}s",
                "-" if r.frame_index is None else str(r.frame_index), _cell(compact(r.expected)),
                _cell(observed), r.status.value, shown_reason(r)]
-        rows.append(([str(f.trial)] if many else []) + row)
+        rows.append(([str(f.trial)] if many else []) + ([r.arm or ""] if arms else []) + row)
     headers = ["Case", "Target", "Time", "Frame", "Expected", "Observed", "Status", "Reason"]
     right = [False, False, True, True, False, False, False, False]
+    if arms:
+        headers, right = ["Arm", *headers], [False, *right]
     if many:
         headers, right = ["Trial", *headers], [True, *right]
     noun = "failed or errored attempts" if many else "failed or errored samples"
@@ -371,7 +330,10 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
         lines.append(f"... and {rest} more; {where}")
     lines.append(f"Look at the first: {review_command(failures[0].result, summary.run.eval_dir, report_path)}")
     if summary.total.failed and not summary.correctness_gated and not gated_elsewhere:
-        lines += ["No gate is set, so failures do not fail this run;", "add --min-pass-rate or thresholds."]
+        # The adapter-error gate may still have failed the run: then "no gate" would be wrong.
+        first = ("Only the adapter-error gate is set, so failed samples do not fail this run;"
+                 if summary.failed_gates() else "No gate is set, so failures do not fail this run;")
+        lines += [first, "add --min-pass-rate or thresholds."]
     return lines
 
 

@@ -22,15 +22,20 @@ import re
 import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from ..results import SampleResult, Stability, Status
 from ..summary import RunSummary
 from .console import shown_reason
 from .html_images import allocate
+from .html_streams import stream_data, stream_keys, stream_section
 from .html_tables import baseline, gates, groups, jump_rows, latency, stability, trials
 from .html_text import LETTER, RANK, STATUS_ORDER, clip, esc, pct, seconds, value_text
-from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, wants_thumbnail
+from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, arm_variants, pixel_key, wants_thumbnail
+
+if TYPE_CHECKING:
+    from ..arms.compare import ArmsReport
 
 #: Longest whole observation put in the lightbox per sample; the JSON report has the rest.
 MAX_OBSERVATION = 20000
@@ -52,6 +57,10 @@ class HtmlOptions:
     over_budget: Collection[ThumbKey] = ()
     #: Clip durations in seconds by case name (timeline scale); else the last sample's time.
     durations: Mapping[str, float] = field(default_factory=dict)
+    #: By stream (case, target, trial): the frame index of each missed event, by event index.
+    stream_misses: Mapping[tuple[str, str, int], Mapping[int, int]] = field(default_factory=dict)
+    #: By stream: the frame index of each false alarm whose frame the run kept, by emission time.
+    stream_alarms: Mapping[tuple[str, str, int], Mapping[Fraction, int]] = field(default_factory=dict)
     #: Directory the page will be written to: artifact links are made relative to it.
     output_dir: str | None = None
     #: Report files the summary was read from (``report``); empty for a run.
@@ -63,6 +72,13 @@ class HtmlOptions:
     #: The eval directory as the reader will type it (review commands, the header); None: the run's.
     #: The run records an absolute path, which on a CI runner means nothing to whoever reads the page.
     eval_dir: str | None = None
+    #: A run with arms: the arms compared (the side-by-side table and the flips); None without arms.
+    arms: ArmsReport | None = None
+
+    @property
+    def variants(self) -> dict[str, str]:
+        """Arm name -> the perturbation its frames went through ("" for plain pixels)."""
+        return arm_variants(self.arms.specs) if self.arms is not None else {}
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,9 @@ class Assets:
     def packaged(cls) -> Assets:
         from ..support.resources import read_text
 
-        return cls(read_text("assets", "html_report.css"), read_text("assets", "html_report.js"))
+        # One script (one hash in the policy): the stream timelines' part follows the main one.
+        return cls(read_text("assets", "html_report.css"),
+                   read_text("assets", "html_report.js") + read_text("assets", "html_report_streams.js"))
 
 
 def render_html(summary: RunSummary, options: HtmlOptions | None = None, assets: Assets | None = None) -> str:
@@ -85,19 +103,20 @@ def render_html(summary: RunSummary, options: HtmlOptions | None = None, assets:
     data = _rows(summary, options, eval_dir)
     data.update({"cases": list(_case_names(summary)), "targets": [t.name for t in summary.targets],
                  "targetDisplay": [t.display for t in summary.targets], "repeat": run.repeat,
-                 "anchors": anchors(summary), "timelines": _timelines(summary, options)})
+                 "anchors": anchors(summary), "timelines": _timelines(summary, options),
+                 "arms": list(options.arms.names) if options.arms is not None else []})
     verdict = "PASSED" if summary.success else "FAILED"
     title = f"glasskit_eval: {verdict} · {eval_dir}"
     body = "".join([
         _header(summary, verdict, options, eval_dir, data.pop("notes")),
-        gates(summary), _failures_section(summary),
+        gates(summary), *_arms_sections(summary, options), _failures_section(summary), stream_section(summary),
         trials(summary), groups("By target", "targets", summary.targets),
         groups("By case", "cases", summary.cases), baseline(options.baseline), latency(summary),
         stability(summary),
         '<section id="timelines"><h2>Timelines</h2><p class="hint">One strip per target over the '
         "clip: marks are samples, bands are ranges. Hover for the sample, click to jump to its row."
         '</p><div id="timeline-root"></div></section>',
-        _samples_section(summary), _LIGHTBOX, '<div id="tip" role="tooltip" hidden></div>',
+        _samples_section(summary, options.arms.names if options.arms is not None else ()), _LIGHTBOX, '<div id="tip" role="tooltip" hidden></div>',
     ])
     css, js = assets.css, assets.js
     csp = ("default-src 'none'; img-src data:; "
@@ -120,12 +139,20 @@ _LIGHTBOX = (
     '<button type="button" id="lb-next" aria-label="Next failure">Next ›</button>'
     '<button type="button" id="lb-close" aria-label="Close">✕</button></span></div>'
     '<div class="lb-body"><figure><img id="lightbox-img" alt=""><figcaption id="lightbox-caption"></figcaption>'
-    '</figure><div class="lb-info"><h3>Reason</h3><p id="lb-reason" class="lb-text"></p>'
+    '<ol id="lb-strip" class="strip lb-strip" hidden></ol></figure><div class="lb-info"><h3>Reason</h3><p id="lb-reason" class="lb-text"></p>'
     '<h3>Expected</h3><pre id="lb-expected" class="lb-pre"></pre>'
     '<h3>Observation</h3><pre id="lb-observation" class="lb-pre"></pre>'
     '<h3>Review this sample</h3><div class="cmd-box"><pre id="lb-cmd" class="cmd"></pre>'
     '<button type="button" id="lb-copy">Copy</button></div><p class="hint"><a id="lb-link" href="#">Link to '
     "this sample</a></p></div></div></div></div>")
+
+
+def _arms_sections(summary: RunSummary, options: HtmlOptions) -> list[str]:
+    if options.arms is None:
+        return []
+    from .html_arms import arms_table, flips_section
+
+    return [arms_table(options.arms), flips_section(summary, options.arms, options.thumbnails, options.variants)]
 
 
 def _sha256(text: str) -> str:
@@ -199,7 +226,9 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
     """One row per attempt, the embedded images and their notes; failures get images first, in page order.
 
     A row: trial, case, target, sample index, time, frame, status rank, expected, observed value,
-    reason, thumbnail, review command, full frame, whole observation (the last three for failures).
+    reason, thumbnail, review command, full frame, whole observation (the last three for failures),
+    arm (its index in ``arms``; null without arms), filmstrip (a failed clip sample's; see
+    ``html_images.Images.strip_of``).
     """
     cases = {name: i for i, name in enumerate(_case_names(summary))}
     targets = {t.name: i for i, t in enumerate(summary.targets)}
@@ -208,17 +237,28 @@ def _rows(summary: RunSummary, options: HtmlOptions, eval_dir: str) -> dict[str,
     failing = sorted((i for i, r in enumerate(attempts) if wants_thumbnail(r)),
                      key=lambda i: (RANK[attempts[i].status], cases[attempts[i].case],
                                     targets[attempts[i].target], attempts[i].timestamp_s))
+    variants = options.variants
+
+    def key_of(r: SampleResult) -> ThumbKey:
+        return pixel_key(r.case, r.frame_index or 0, variants.get(r.arm or "", ""))
+
     images = allocate(attempts, failing, thumbnails=options.thumbnails, frames=options.frames,
                       budget_bytes=options.budget_bytes, over_budget=options.over_budget,
-                      output_dir=options.output_dir)
+                      output_dir=options.output_dir, key_of=key_of,
+                      extra=stream_keys(summary, options.stream_misses, options.stream_alarms))
+    arm_index = {name: i for i, name in enumerate(options.arms.names)} if options.arms is not None else {}
     rows = []
     for i, r in enumerate(attempts):
         failed = r.status in (Status.FAILED, Status.ERROR)
         rows.append([trial_of[i], cases[r.case], targets[r.target], r.sample_index, r.timestamp_s, r.frame_index,
                      RANK[r.status], value_text(r.expected), value_text(r.observed_value),
                      clip(shown_reason(r)), images.thumb_of.get(i), review_command(eval_dir, r) if failed else None,
-                     images.frame_of.get(i), _observation(r) if failed else None])
-    return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes}
+                     images.frame_of.get(i), _observation(r) if failed else None,
+                     arm_index.get(r.arm) if r.arm is not None else None, images.strip_of.get(i)])
+    streams = stream_data(summary, durations=options.durations, misses=options.stream_misses,
+                          alarms=options.stream_alarms, thumb_of=images.extra_of)
+    return {"rows": rows, "thumbs": images.thumbs, "frames": images.frames, "notes": images.notes,
+            "streams": streams}
 
 
 def _timelines(summary: RunSummary, options: HtmlOptions) -> list[dict[str, Any]]:
@@ -285,7 +325,7 @@ def _header(summary: RunSummary, verdict: str, options: HtmlOptions, eval_dir: s
             f"</p>{source}<dl class=\"stats\">{items}</dl>{gates}{notes}</header>")
 
 
-def _samples_section(summary: RunSummary) -> str:
+def _samples_section(summary: RunSummary, arms: Sequence[str] = ()) -> str:
     def options(values: Sequence[tuple[int, str]]) -> str:
         return '<option value="">all</option>' + "".join(
             f'<option value="{i}">{esc(label)}</option>' for i, label in values)
@@ -302,6 +342,10 @@ def _samples_section(summary: RunSummary) -> str:
              ("reason", "Reason"), ("thumb", "Frame image")]
     if summary.run.repeat < 2:
         heads.remove(("trial", "Trial"))
+    arm_filter = ""
+    if arms:
+        heads.insert(1, ("arm", "Arm"))
+        arm_filter = '<label>Arm <select id="f-arm">' + options(list(enumerate(arms))) + "</select></label>"
     th = "".join(f'<th data-sort="{k}" tabindex="0">{esc(v)}</th>' for k, v in heads)
     return ('<section id="samples"><h2>Samples</h2><div class="filters">'
             f'<fieldset><legend>Status</legend>{statuses}</fieldset>'
@@ -309,7 +353,7 @@ def _samples_section(summary: RunSummary) -> str:
             + options(list(enumerate(_case_names(summary)))) + "</select></label>"
             '<label>Target <select id="f-target">'
             + options([(i, t.display) for i, t in enumerate(summary.targets)]) + "</select></label>"
-            f'{trials}<label>Search <input id="f-text" type="search" placeholder="expected, observed, reason">'
+            f'{arm_filter}{trials}<label>Search <input id="f-text" type="search" placeholder="expected, observed, reason">'
             '</label></div><p id="sample-count" class="hint"></p>'
             f'<div class="scroll"><table id="sample-table"><thead><tr>{th}</tr></thead>'
             '<tbody id="sample-body"></tbody></table></div>'

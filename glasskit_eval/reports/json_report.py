@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..summary import POWER, RunSummary, TrialSummary, mean
 from ..support.fsio import write_text_atomic
 from .calls import counts_json, groups_json, interval_json
+
+if TYPE_CHECKING:
+    from ..arms.compare import ArmsReport
 
 SCHEMA_VERSION = 1
 
@@ -45,8 +48,10 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
 
 def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT,
                  baseline: dict[str, Any] | None = None, shard: dict[str, Any] | None = None,
-                 observation_cache: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The whole report; ``baseline``, ``shard`` and ``observation_cache`` appear when given."""
+                 observation_cache: dict[str, Any] | None = None, arms: ArmsReport | None = None,
+                 jitter: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The whole report; ``baseline``, ``shard``, ``observation_cache``, the arms' blocks and ``jitter``
+    (``--jitter-frames``) appear when given."""
     run = summary.run
     total = summary.total
     first = summary.first
@@ -54,7 +59,16 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     stable = summary.stability_counts()
     duration = run.duration_seconds
     timing = summary.timing_mode
-    blocks = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache}
+    # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
+    streams = [s.to_json() for t in run.trials for s in t.streams] or None
+    blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
+                              "streams": streams, "jitter": jitter}
+    if streams is not None and run.repeat > 1:
+        from .streams import stream_stability
+
+        blocks["stream_stability"] = stream_stability(summary)
+    if arms is not None:
+        blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
     return {
         **{name: block for name, block in blocks.items() if block is not None},
         "cases": list(run.cases),

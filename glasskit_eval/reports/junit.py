@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 from ..results import Gate, SampleResult, Status, TrialResult
 from ..summary import Counts, RunSummary
-from .console import compact, time_label
 from .locations import Locations, relative_path
+from .tables import compact, time_label
 
 #: Characters XML 1.0 cannot carry at all (not even escaped), and lone surrogates, which UTF-8
 #: cannot encode; adapters may return any of them.
@@ -75,6 +75,10 @@ def failure_body(result: SampleResult, eval_dir: str) -> str:
         media = ("" if result.media_timestamp_s is None
                  else f" (media time {time_label(result.media_timestamp_s)}s)")
         lines.append(f"frame: {result.frame_index}{media}")
+    if result.clip is not None:
+        first, last = result.clip.timestamps[0], result.clip.timestamps[-1]
+        lines.append(f"clip frames: {', '.join(map(str, result.clip.frame_indexes))} "
+                     f"({len(result.clip.frame_indexes)} frames, {time_label(first)}s to {time_label(last)}s)")
     lines.append(f"reason: {result.reason}")
     if result.artifact_image is not None:
         lines.append(f"saved frame: {result.artifact_image}")
@@ -93,8 +97,9 @@ def _counts_attrs(element: ET.Element, counts: Counts, time: float) -> None:
 
 
 def _testcase(suite: ET.Element, result: SampleResult, context: JunitContext) -> None:
+    classname = result.case if result.arm is None else f"{result.arm}.{result.case}"
     case = ET.SubElement(suite, "testcase", name=_text(sample_name(result, context.time_width)),
-                         classname=_text(result.case))
+                         classname=_text(classname))
     where = context.locations.get(result.key)
     if where is not None:
         case.set("file", _text(relative_path(where.path, context.base)))
@@ -113,11 +118,13 @@ def _testcase(suite: ET.Element, result: SampleResult, context: JunitContext) ->
 
 
 def _trial_suites(root: ET.Element, trial: TrialResult, many: bool, context: JunitContext) -> None:
-    groups: dict[tuple[str, str], list[SampleResult]] = {}
+    groups: dict[tuple[str | None, str, str], list[SampleResult]] = {}
     for result in trial.results:
-        groups.setdefault((result.case, result.target), []).append(result)
-    for (case_name, target), results in groups.items():
-        name = f"{case_name} / {target}" + (f" [trial {trial.trial}]" if many else "")
+        groups.setdefault((result.arm, result.case, result.target), []).append(result)
+    for (arm, case_name, target), results in groups.items():
+        # A run with arms: each arm's suites of its own, named after it.
+        name = (f"{arm}: " if arm is not None else "") + f"{case_name} / {target}" + (
+            f" [trial {trial.trial}]" if many else "")
         suite = ET.SubElement(root, "testsuite", name=_text(name))
         counts = Counts.of(results)
         _counts_attrs(suite, counts, sum(r.evaluation_duration_seconds or 0.0 for r in results))
@@ -162,6 +169,9 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
     many = len(summary.run.trials) > 1
     for trial in summary.run.trials:
         _trial_suites(root, trial, many, context)
+    from .streams import junit_stream_suites
+
+    stream_tests, stream_failures = junit_stream_suites(root, summary, context.locations, context.base, _text)
     gates = _gates(summary)
     failed = sum(1 for _name, g in gates if not g.passed)
     suite = ET.SubElement(root, "testsuite", name="gates", tests=str(len(gates)), failures=str(failed),
@@ -177,8 +187,8 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
             failure = ET.SubElement(case, "failure", message=_text(gate.message), type="gate")
             failure.text = _text(gate.message) + "\n"
     total = summary.total
-    root.set("tests", str(total.evaluated + total.ignored + len(gates)))
-    root.set("failures", str(total.failed + failed))
+    root.set("tests", str(total.evaluated + total.ignored + len(gates) + stream_tests))
+    root.set("failures", str(total.failed + failed + stream_failures))
     root.set("errors", str(total.errors))
     root.set("skipped", str(total.ignored))
     root.set("time", _seconds(total.duration_total))

@@ -7,37 +7,110 @@ them, named after their file when there is more than one; nothing is re-evaluate
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ReportReadError
-from ..results import Gate, ResultFormatError, SampleResult, TimingMode, TrialResult
+from ..results import (
+    RESULT_SHAPE,
+    Gate,
+    ResultFormatError,
+    SampleResult,
+    StreamResult,
+    TimingMode,
+    TrialResult,
+)
 from ..summary import RunResult
+from ..support import strictjson as sj
+from .streamload import STREAM_SHAPE, stream_from_json
+
+if TYPE_CHECKING:
+    from ..arms.compare import ArmsReport
+
+_WRITTEN_BY = "pass the file written by `run --output-json`"
+_TIMING = sj.Str(nullable=True, choices=("individual", "batch_amortized", "batch"))
+_RATE = sj.Num(0, 1)
+_GATE = sj.Obj({"name": sj.Str(), "passed": sj.Bool(), "message": sj.Str()})
+_COUNT = sj.Int()
+_SECONDS = sj.Num(0, nullable=True)
+#: Our additions to both summaries: absent from upstream's reports, checked when present.
+_OURS = {"latency": sj.Obj(nullable=True), "batch_call_latency": sj.Obj(nullable=True),
+         "retried_samples": _COUNT, "timeout_errors": _COUNT, "usage": sj.MapOf(sj.Num()),
+         "pass_rate_ci": sj.Obj(nullable=True), "minimum_detectable_drop": sj.Obj(nullable=True)}
+TRIAL_SUMMARY_SHAPE = sj.Obj(
+    required={"passed": _COUNT, "failed": _COUNT, "errors": _COUNT, "ignored": _COUNT, "evaluated": _COUNT,
+              "pass_rate": _RATE, "duration_seconds": sj.Num(0), "average_evaluation_seconds_per_sample": _SECONDS,
+              "throughput_samples_per_second": _SECONDS, "evaluation_timing_mode": _TIMING},
+    optional=_OURS)
+SUMMARY_SHAPE = sj.Obj(
+    required={"attempt_pass_rate": _RATE, "average_evaluation_seconds_per_attempt": _SECONDS,
+              "consistently_failed_samples": _COUNT, "consistently_passed_samples": _COUNT,
+              "duration_seconds": sj.Num(0), "error_attempts": _COUNT, "error_samples": _COUNT,
+              "evaluated_attempts": _COUNT, "evaluated_samples": _COUNT, "evaluation_timing_mode": _TIMING,
+              "failed_attempts": _COUNT, "flaky_samples": _COUNT, "ignored_samples": _COUNT,
+              "maximum_trial_pass_rate": sj.Num(0, 1, nullable=True),
+              "mean_trial_pass_rate": sj.Num(0, 1, nullable=True),
+              "minimum_trial_pass_rate": sj.Num(0, 1, nullable=True), "passed_attempts": _COUNT,
+              "successful_trials": _COUNT, "throughput_attempts_per_second": _SECONDS, "trials": _COUNT},
+    optional=_OURS)
+_CHANGE = sj.Obj(optional={"kind": sj.Str(), "case": sj.Str(), "target": sj.Str(),
+                           "timestamp_s": sj.Num(nullable=True), "status": sj.Str(nullable=True),
+                           "baseline_status": sj.Str(nullable=True)})
+#: The ``baseline`` block a run with ``--baseline`` records (the HTML report shows it again).
+_BASELINE = sj.Obj(optional={"path": sj.Str(), "matched_samples": _COUNT, "counts": sj.MapOf(_COUNT),
+                             "changes": sj.Arr(_CHANGE), "significance": sj.Obj(nullable=True)})
+#: A run report (ours or upstream's ``schema_version`` 1) as the readers rely on it: every result and
+#: both kinds of summary fully; blocks no reader uses only by type. Unknown keys are allowed.
+REPORT_SHAPE = sj.Obj(
+    required={"report_type": sj.Str(choices=("eval_run",)), "schema_version": sj.Int(1, 1),
+              "summary": SUMMARY_SHAPE,
+              "trials": sj.Arr(sj.Obj(required={"trial": sj.Int(1), "results": sj.Arr(RESULT_SHAPE),
+                                                "gates": sj.Arr(_GATE), "success": sj.Bool(),
+                                                "summary": TRIAL_SUMMARY_SHAPE}))},
+    optional={"success": sj.Bool(), "eval_dir": sj.Str(), "cases": sj.Arr(sj.Str()), "repeat_count": sj.Int(1),
+              "gates": sj.Arr(_GATE), "checkpoint": sj.Obj(nullable=True), "stability": sj.Arr(sj.Obj()),
+              "by_target": sj.MapOf(sj.Obj()), "by_case": sj.MapOf(sj.Obj()), "baseline": _BASELINE,
+              "shard": sj.Obj(), "observation_cache": sj.Obj(), "streams": sj.Arr(STREAM_SHAPE),
+              "stream_stability": sj.Arr(sj.Obj())})
 
 
-def load_report_file(path: Path) -> dict[str, Any]:
+def load_report_file(path: Path, label: str | None = None) -> dict[str, Any]:
+    """Read a run report through the strict loader and check it against :data:`REPORT_SHAPE`.
+
+    Every reader of reports (``compare``, ``--baseline``, ``report``, ``merge-reports``, ``review
+    --report``) comes here; damage is a :class:`ReportReadError` naming the file (``label``, default
+    the path) and what is wrong where.
+    """
+    name = label or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReportReadError(f"{path}: no such report file; pass the path written by "
-                              "`run --output-json`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportReadError(f"{path}: cannot read the report ({exc})") from None
-    def refuse(name: str) -> None:
-        # Python's json reads NaN and Infinity; JSON (and our writer) does not.
-        raise ReportReadError(f"{path}: {name} is not valid JSON; pass the file written by `run --output-json`")
-
+        data = sj.load(path, sj.REPORT)
+    except sj.NotFound:
+        raise ReportReadError(f"{name}: no such report file; pass the path written by `run --output-json`") from None
+    except sj.LoadError as exc:
+        raise ReportReadError(f"{exc.located(name)}; {_WRITTEN_BY}") from None
+    if not isinstance(data, dict) or "trials" not in data or data.get("report_type", "eval_run") != "eval_run":
+        raise ReportReadError(f"{name}: not a glasskit_eval run report (no `trials` list); {_WRITTEN_BY}")
+    version = data.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > 1:
+        raise ReportReadError(f"{name}: report schema_version {version} is newer than this version reads (1); "
+                              "upgrade glasskit_eval")
     try:
-        data = json.loads(text, parse_constant=refuse)
-    except json.JSONDecodeError as exc:
-        raise ReportReadError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); pass the "
-                              "file written by `run --output-json`") from None
-    if not isinstance(data, dict) or not isinstance(data.get("trials"), list):
-        raise ReportReadError(f"{path}: not a glasskit_eval run report (no `trials` list); pass the file "
-                              "written by `run --output-json`")
+        sj.check(data, REPORT_SHAPE)
+    except sj.LoadError as exc:
+        raise ReportReadError(f"{name}: {exc}; {_WRITTEN_BY}") from None
+    for i, item in enumerate(data.get("streams") or []):
+        _stream(item, i, name)
     return data
+
+
+def _stream(item: Any, index: int, name: str | Path) -> StreamResult:
+    """One ``streams`` entry, its damage named by file and JSON path."""
+    try:
+        return stream_from_json(item)
+    except sj.LoadError as exc:
+        where = f"streams[{index}]" + ("" if exc.where in ("", "the top level") else f".{exc.where}")
+        raise ReportReadError(f"{name}: {where}: {exc.reason}; {_WRITTEN_BY}") from None
 
 
 def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResult:
@@ -72,8 +145,12 @@ def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResul
             into["gates"] += [_gate(g, label, path, f"{where}.gates") for g in trial.get("gates") or []]
             into["duration"] = max(into["duration"], _float(_get(trial, "summary", "duration_seconds")))
             mode = _get(trial, "summary", "evaluation_timing_mode")
-            if into["mode"] is None and mode in ("individual", "batch"):
-                into["mode"] = TimingMode(mode)
+            if into["mode"] is None and mode is not None:
+                into["mode"] = TimingMode.parse(mode)
+        for i, item in enumerate(data.get("streams") or []):
+            stream = _stream(item, i, path)
+            trials.setdefault(stream.trial, {"results": [], "gates": [], "duration": 0.0, "mode": None,
+                                             "streams": []}).setdefault("streams", []).append(stream)
     for trial_data in trials.values():
         for r in trial_data["results"]:
             if r.case not in cases:
@@ -82,7 +159,8 @@ def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResul
     return RunResult(
         eval_dir=eval_dir, cases=tuple(cases), repeat=max(repeat, len(trials)),
         trials=tuple(TrialResult(trial=n, results=tuple(v["results"]), gates=tuple(v["gates"]),
-                                 duration_seconds=v["duration"], timing_mode=v["mode"])
+                                 duration_seconds=v["duration"], timing_mode=v["mode"],
+                                 streams=tuple(v.get("streams", [])))
                      for n, v in sorted(trials.items())),
         gates=tuple(run_gates), duration_seconds=duration)
 
@@ -107,3 +185,36 @@ def _int(value: Any, default: int) -> int:
 
 def _float(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def arms_of_reports(reports: Sequence[tuple[Path, dict[str, Any]]], run: RunResult) -> ArmsReport | None:
+    """A run with arms compared again from its tagged results (None when no result has an arm).
+
+    The reports give what the results cannot: each arm's ``spec`` (which pixels it saw) and the
+    control (``arm_comparisons``); the arms keep the order their results first appear in (the run's).
+    """
+    from ..arms.compare import compare_arms
+
+    names = list(dict.fromkeys(r.arm for t in run.trials for r in t.results if r.arm is not None))
+    if not names:
+        return None
+    specs: dict[str, dict[str, Any]] = {}
+    controls: list[str] = []
+    confidence, alpha = 0.95, 0.05
+    for _path, data in reports:
+        arms = data.get("arms")
+        for name, block in (arms.items() if isinstance(arms, dict) else ()):
+            if isinstance(block, dict) and isinstance(block.get("spec"), dict):
+                specs.setdefault(name, block["spec"])
+        comparisons = data.get("arm_comparisons")
+        controls += [c["control"] for c in (comparisons if isinstance(comparisons, list) else ())
+                     if isinstance(c, dict) and isinstance(c.get("control"), str)]
+        level = _get(data, "summary", "pass_rate_ci", "level")
+        if isinstance(level, float) and 0 < level < 1:
+            confidence = level
+        level = _get(data, "summary", "minimum_detectable_drop", "alpha")
+        if isinstance(level, float) and 0 < level < 1:
+            alpha = level
+    control = next((c for c in controls if c in names), names[0])
+    order = [control, *(n for n in names if n != control)]
+    return compare_arms([t.results for t in run.trials], order, control, specs, alpha=alpha, confidence=confidence)

@@ -38,7 +38,15 @@ def sample_locations(cases: Iterable[Case]) -> dict[SampleKey, SampleLocation]:
                 for _ in range(block_count(block)):
                     out[(case.name, target.id, index)] = where
                     index += 1
+            for event in target.stream.events if target.stream is not None else ():
+                out[event_key(case.name, target.id, event.index)] = SampleLocation(
+                    case.path, case.document.line(("targets", target.id, "events", event.index)))
     return out
+
+
+def event_key(case: str, target: str, event_index: int) -> SampleKey:
+    """A stream event's key in :data:`Locations`: negative indexes, which no sample has."""
+    return (case, target, -1 - event_index)
 
 
 def relative_path(path: Path, base: str | Path) -> str:

@@ -82,7 +82,11 @@ class ReviewState:
     secrets: Secrets = field(default_factory=Secrets)
     initial: dict[str, Any] = field(default_factory=dict)
     markers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Per case, the report's stream emissions and missed events (see ``report.load_overlay``).
+    emissions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     report_path: str | None = None
+    #: The report's arms, the control first (empty without arms): the page's arm selector.
+    report_arms: list[str] = field(default_factory=list)
     frames: media.FrameCache = field(default_factory=media.FrameCache)
     #: File states served or written: what undo and redo may restore.
     revisions: edits.Revisions = field(default_factory=edits.Revisions)
@@ -94,7 +98,7 @@ class ReviewState:
     def detail(self, loaded: casedata.LoadedCase) -> dict[str, Any]:
         """The case as the page gets it, report markers annotated; remembers its revision."""
         self.revisions.add(loaded.revision, loaded.text)
-        return casedata.case_detail(loaded, self.markers.get(loaded.id))
+        return casedata.case_detail(loaded, self.markers.get(loaded.id), self.emissions.get(loaded.id))
 
 
 def handle(state: ReviewState, request: Request) -> Response:
@@ -156,6 +160,10 @@ def _save_samples(state: ReviewState, parts: list[str], body: Any) -> edits.Writ
     return edits.save_blocks(state.root, parts[2], parts[4], body, state.revisions)
 
 
+def _save_events(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
+    return edits.save_events(state.root, parts[2], parts[4], body)
+
+
 def _remove_target(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
     return edits.remove_target(state.root, parts[2], parts[4], body)
 
@@ -166,6 +174,7 @@ def _restore(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
 
 _WRITES: dict[tuple[str, tuple[str, ...]], Callable[[ReviewState, list[str], Any], edits.Written]] = {
     ("PUT", ("api", "cases", "*", "targets", "*", "samples")): _save_samples,
+    ("PUT", ("api", "cases", "*", "targets", "*", "events")): _save_events,
     ("DELETE", ("api", "cases", "*", "targets", "*")): _remove_target,
     ("PUT", ("api", "cases", "*", "restore")): _restore,
 }
@@ -229,7 +238,7 @@ def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Respo
     rest = parts[1:]
     if rest == ["session"]:
         return Response.json({"eval_dir": str(state.root), "initial": state.initial,
-                              "report": state.report_path})
+                              "report": state.report_path, "arms": state.report_arms})
     if rest == ["cases"]:
         return Response.json({"cases": casedata.list_cases(state.root)})
     if len(rest) >= 2 and rest[0] == "cases":
@@ -367,11 +376,24 @@ def _video(state: ReviewState, request: Request, case_id: str) -> Response:
                     FileBody(path, first, last - first + 1))
 
 
+def _clip(state: ReviewState, request: Request, case_id: str) -> Response:
+    from .clips import clip_json
+
+    loaded = casedata.load(state.root, case_id)
+    path = _loaded_video(state, case_id)
+    assert loaded.case is not None  # _loaded_video refuses an invalid case
+    target = (request.query.get("target") or [""])[0]
+    if not target:
+        raise ApiError(400, "bad_request", "missing query parameter 'target'")
+    return Response.json({"revision": loaded.revision,
+                          **clip_json(loaded.case, path, target, _time_param(request))})
+
+
 def _pins(state: ReviewState, request: Request, case_id: str) -> Response:
     loaded = casedata.load(state.root, case_id)
     return Response.json({"revision": loaded.revision, **state.pins.of(state.root, loaded)})
 
 
 _CASE_READS: dict[str, Callable[[ReviewState, Request, str], Response]] = {
-    "frame": _frame, "frames": _frames, "pins": _pins, "thumbs": _thumbs, "video": _video,
+    "clip": _clip, "frame": _frame, "frames": _frames, "pins": _pins, "thumbs": _thumbs, "video": _video,
 }

@@ -12,12 +12,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import Case, LocalVideo, SampleBlock, block_times
+from ..cases.model import DEFAULT_WINDOW, Case, LocalVideo, SampleBlock, TargetSpec, block_times
 from ..cases.parse import parse_case
 from ..compare.values import infer_mode
 from ..errors import Problem, VideoError
 from ..plan.pinfiles import pin_file_path
 from ..yamltext.source import YamlDocument, load_yaml_text
+from .clips import spec_json
 from .errors import NotFound
 from .media import content_type
 
@@ -86,8 +87,9 @@ def draft_count(case: Case) -> int:
 def status_of(loaded: LoadedCase) -> dict[str, Any]:
     if loaded.case is None or loaded.problems:
         return {"status": "invalid", "drafts": 0, "empty_targets": [], "problems": [_problem_json(p) for p in loaded.problems]}
+
     drafts = draft_count(loaded.case)
-    empty = [t.id for t in loaded.case.targets if not t.blocks]
+    empty = empty_targets(loaded.case)
     # `validate` refuses both; the page may hold them while labelling, but never calls them ready.
     return {"status": "drafts" if drafts or empty else "ready", "drafts": drafts,
             "empty_targets": empty, "problems": []}
@@ -117,6 +119,11 @@ def list_cases(root: Path) -> list[dict[str, Any]]:
         except NotFound:
             continue  # removed between listing and reading
     return out
+
+
+def empty_targets(case: Case) -> list[str]:
+    """Targets with nothing to evaluate: no sample blocks, or (a stream target) no events."""
+    return [t.id for t in case.targets if (not t.stream.events if t.stream is not None else not t.blocks)]
 
 
 def video_path(case: Case) -> Path:
@@ -186,6 +193,8 @@ def block_json(doc: YamlDocument, block: SampleBlock) -> dict[str, Any]:
         "ignore": block.ignore,
         "draft": not block.has_expect and block.ignore is None,
         "source": block.source(),
+        # Resolved (a default's clip too); the frames are computed per sample, on request.
+        "clip": spec_json(block.clip),
     }
 
 
@@ -199,8 +208,33 @@ def _defaults_json(doc: YamlDocument, target_id: str) -> dict[str, Any]:
     return {"field": merged.get("field"), "compare": merged.get("compare")}
 
 
-def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    from .report import annotate
+def stream_json(doc: YamlDocument, target: TargetSpec) -> dict[str, Any] | None:
+    """A stream target's events (file order, each with its window in media time) and quiet spans."""
+    stream = target.stream
+    if stream is None:
+        return None
+    try:
+        raws = doc.value["targets"][target.id]["events"]
+    except (KeyError, TypeError):
+        raws = []
+    events = sorted(stream.events, key=lambda e: e.index)
+    window = doc.value["targets"][target.id].get("stream") or {}
+    default = window.get("window") if isinstance(window, dict) else None
+    return {
+        "every_s": _num(stream.every_s),
+        "window": default if isinstance(default, list) else [float(DEFAULT_WINDOW[0]), float(DEFAULT_WINDOW[1])],
+        "events": [{"index": e.index, "raw": raws[e.index] if e.index < len(raws) else None,
+                    "line": doc.lines.get(("targets", target.id, "events", e.index)),
+                    "at": float(e.at), "span": [float(e.span[0]), float(e.span[1])],
+                    "has_expect": e.has_expect, "expect": e.expect} for e in events],
+        "quiet": [[float(a), float(b)] for a, b in stream.quiet or ()],
+        "field": stream.field,
+    }
+
+
+def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None,
+                emissions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    from .report import annotate, annotate_emissions
 
     out: dict[str, Any] = {
         **case_summary(loaded),
@@ -211,6 +245,9 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
         "video": None,
         "every_s": None,
         "markers": annotate(markers or [], loaded.case),
+        # A report's stream emissions and missed events (``--report``), each marked ``changed``
+        # when the case file no longer has the event or window the run scored.
+        "emissions": annotate_emissions(emissions or [], loaded.case),
         # Only whether there is a lock (one stat): the statuses cost decoding, so the page
         # asks /pins for them, and only for a locked case.
         "frame_lock": None,
@@ -226,7 +263,7 @@ def case_detail(loaded: LoadedCase, markers: list[dict[str, Any]] | None = None)
     out["frame_lock"] = lock.name if lock.is_file() else None
     out["targets"] = [
         {"id": t.id, "label": t.label, "defaults": _defaults_json(case.document, t.id),
-         "blocks": [block_json(case.document, b) for b in t.blocks]}
+         "blocks": [block_json(case.document, b) for b in t.blocks], "stream": stream_json(case.document, t)}
         for t in case.targets
     ]
     return out

@@ -31,13 +31,10 @@ def candidate_problems(path: Path, text: str, *, keep_empty: Collection[str] | N
     return past_end_problems(case)
 
 
-def empty_targets(case: Case) -> list[str]:
-    return [t.id for t in case.targets if not t.blocks]
-
-
 def past_end_problems(case: Case) -> list[Problem]:
-    """Sample times after the clip's end fail every ``run``: planning's own check, on each block's last time."""
+    """Sample times (and event onsets) after the clip's end fail every ``run``: planning's own checks."""
     from ..plan.planning import past_end_problems as planning_past_end
+    from ..plan.planning import stream_past_end_problems
     from ..video.probe import probe
     from .casedata import video_path
 
@@ -48,7 +45,8 @@ def past_end_problems(case: Case) -> list[Problem]:
         return []  # a missing video is shown on the page; it does not block labelling
     blocks = ((target.id, block.index, times[-1]) for target in case.targets for block in target.blocks
               if (times := block_times(block)))
-    return planning_past_end(case, blocks, info, path.name)
+    streams = [t for t in case.targets if t.stream is not None]
+    return planning_past_end(case, blocks, info, path.name) + stream_past_end_problems(case, streams, info, path.name)
 
 
 def short(problem: Problem) -> str:

@@ -1,4 +1,4 @@
-"""The review page's writes: a target's sample blocks, a target's removal, and restoring a state.
+"""The review page's writes: a target's sample blocks or events, a target's removal, and restoring a state.
 
 Every write names the revision (content hash) the page last saw and goes through
 one path: build the candidate text, check it with ``validate``'s code
@@ -18,7 +18,7 @@ from typing import Any
 
 from ..cases.write import content_hash
 from . import casedata
-from .checks import candidate_problems, empty_targets, short
+from .checks import candidate_problems, short
 from .errors import ApiError, NotFound
 from .pins import keep_in_step
 
@@ -157,6 +157,52 @@ def _merged_blocks(current: casedata.LoadedCase, base_text: str, target_id: str,
     return [page[i] if i in mine else now[i] for i in range(len(base))]
 
 
+#: Where a new key of an event goes: as the spec's examples write them.
+EVENT_KEY_ORDER = ("at", "window", "compare", "expect", "comment")
+
+
+def _events(body: Any) -> list[dict[str, Any]]:
+    events = body.get("events")
+    if not isinstance(events, list) or len(events) > MAX_BLOCKS:
+        raise ApiError(400, "bad_request", f"body.events must be a list of at most {MAX_BLOCKS} events")
+    for i, event in enumerate(events):
+        if not isinstance(event, dict):
+            raise ApiError(422, "invalid_edit", f"events[{i}] must be a mapping")
+    return events
+
+
+def save_events(root: Path, case_id: str, target_id: str, body: Any) -> Written:
+    """Replace ``targets.<target_id>.events`` (add, move, delete) with the minimal-diff writer.
+
+    The same guarantees as sample blocks: the candidate passes ``validate``'s checks (overlapping
+    windows, quiet time over a window, onsets past the end: located errors, nothing written) and
+    replaces the file only if it still has the revision the page saw (else a conflict).
+    """
+    from ..errors import CaseEditError
+    from ..yamltext.edit import plain, rewrite
+
+    revision = _revision(body)
+    events = _events(body)
+    with _save_lock:
+        loaded = _editable(root, case_id, revision)
+        _target(loaded, target_id)
+        assert loaded.case is not None
+        spec = loaded.case.target(target_id)
+        if spec is None or spec.stream is None:
+            raise ApiError(422, "invalid_edit", f"targets.{target_id} has samples, not events; edit its samples")
+        data = plain(loaded.case.document.value)
+        old = data["targets"][target_id].get("events")
+        rank = {key: n for n, key in enumerate(EVENT_KEY_ORDER)}
+        events = restore_numbers(events, old if isinstance(old, list) else [])
+        data["targets"][target_id]["events"] = [
+            {k: e[k] for k in sorted(e, key=lambda k: rank.get(k, len(rank)))} for e in events]
+        try:
+            result = rewrite(loaded.text, data)
+        except CaseEditError as exc:
+            raise ApiError(422, "invalid_edit", str(exc)) from None
+        return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+
+
 def remove_target(root: Path, case_id: str, target_id: str, body: Any) -> Written:
     """Delete ``targets.<target_id>`` (the page's answer to deleting a target's last sample)."""
     from ..errors import CaseEditError
@@ -218,7 +264,7 @@ def _target(loaded: casedata.LoadedCase, target_id: str) -> None:
 
 def _empty(loaded: casedata.LoadedCase) -> list[str]:
     assert loaded.case is not None
-    return empty_targets(loaded.case)
+    return casedata.empty_targets(loaded.case)
 
 
 def _write(root: Path, loaded: casedata.LoadedCase, text: str, fallback: bool, reason: str | None, *,

@@ -24,9 +24,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cases.model import Case, block_times
+from ..cases.model import Case, ClipSpec, block_times
 from ..errors import EvalError
-from ..plan.pinfiles import pin_file_path
+from ..plan.pinfiles import pin_file_path, read_pin_bytes
+from ..support.strictjson import LoadError
 from ..support.timevalues import format_time
 
 if TYPE_CHECKING:
@@ -68,7 +69,13 @@ def _state_key(loaded: LoadedCase, lock: Path) -> tuple[str, str, tuple[int, int
 
     assert loaded.case is not None
     stamp = FileStamp.of(video_path(loaded.case))
-    return (loaded.revision, hashlib.sha256(lock.read_bytes()).hexdigest(),
+    try:
+        data = read_pin_bytes(lock)
+    except LoadError as exc:
+        raise EvalError(f"{lock} {exc}") from None
+    if data is None:
+        raise EvalError(f"{lock} was removed while reading it")
+    return (loaded.revision, hashlib.sha256(data).hexdigest(),
             (stamp.size, stamp.mtime_ns, stamp.inode))
 
 
@@ -78,7 +85,7 @@ class _VideoState:
     def __init__(self, stamp: object) -> None:
         self.stamp = stamp
         self.sha256: str | None = None
-        self.by_time: dict[Fraction, FramePin] = {}
+        self.by_time: dict[tuple[Fraction, ClipSpec | None], FramePin] = {}
 
 
 class PinStatuses:
@@ -138,18 +145,25 @@ class PinStatuses:
         if lock is None:
             raise EvalError(f"{pin_file_path(case_plan.case)} was removed while reading it")
         video = self._video(case_plan.video_path)
-        missing = list({s.time: s for s in case_plan.samples if s.time not in video.by_time}.values())
+        missing = list({_frames_key(s): s for s in case_plan.samples
+                        if _frames_key(s) not in video.by_time}.values())
         # Decoded outside the lock: two requests may decode the same frame, never disagree on it.
-        for found in frame_pins(case_plan.video_path, missing):
-            video.by_time[found.time] = found
+        for sample, found in zip(missing, frame_pins(case_plan.video_path, missing), strict=True):
+            video.by_time[_frames_key(sample)] = found
         if video.sha256 is None:
             video.sha256 = sha256_file(case_plan.video_path)
         decoder = current_decoder(case_plan.video.codec if case_plan.video is not None else "unknown")
         all_times = [(s.target.id, s.time) for s in expand_case(case_plan.case)]
         return {(s.target.id, s.sample_index):
-                review_status(lock, replace(video.by_time[s.time], target=s.target.id, sample_index=s.sample_index),
+                review_status(lock, replace(video.by_time[_frames_key(s)], target=s.target.id,
+                                            sample_index=s.sample_index),
                               video_sha256=video.sha256, decoder=decoder, all_times=all_times)
                 for s in case_plan.samples}
+
+
+def _frames_key(sample: ScheduledSample) -> tuple[Fraction, ClipSpec | None]:
+    """What a sample's pin depends on besides the video: its time, and its clip's setting."""
+    return sample.time, sample.block.clip if sample.clip is not None else None
 
 
 def _failed(lock: Path, message: str) -> dict[str, Any]:
@@ -253,7 +267,10 @@ def _repin(root: Path, before: Case, after: LoadedCase) -> int:
             pin = match(lock, old.target.id, old.sample_index, old.time, old_in_use)
             if pin is not None:
                 kept.append(replace(pin, sample_index=new.sample_index))
-    fresh = [s for block in sorted(edited) for s in new_samples.get(block, [])]
+    # The plan's samples carry their clips; the expanded schedule does not.
+    planned = {(s.target.id, s.sample_index): s for s in case_plan.samples}
+    fresh = [planned.get((s.target.id, s.sample_index), s) for block in sorted(edited)
+             for s in new_samples.get(block, [])]
     pinned = frame_pins(case_plan.video_path, fresh) if fresh else []
     # The header (video hash, decoder) stays the pinned one: the causes reported for samples
     # the edit did not touch must stay true.

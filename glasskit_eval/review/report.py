@@ -1,64 +1,119 @@
-"""A run report as the review page overlays it: one marker per sample result.
+"""A run report as the review page overlays it: one marker per sample result, and per stream its emissions.
 
 Markers are read once at launch; each time the page gets a case, every marker is
 compared with the case file as it is now, so a sample whose expectation, field,
 comparison mode or ignore changed since the run (or that is gone) is marked
 ``changed`` instead of showing a pass or fail that no longer applies.
+
+Stream targets get one emission marker per scored emission (``hit``, ``repeat``, ``false_alarm``)
+and one per ``missed`` event, from the report's ``streams``; a hit or a miss whose event is no
+longer in the file at the same onset and window is ``changed`` the same way.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from ..cases.model import Case, SampleBlock, block_times
-from ..errors import UsageError
 from ..support.jsonvalues import json_equal
 
 Marker = dict[str, Any]
 
 def load_report(path: Path) -> dict[str, list[Marker]]:
-    """Per case, the markers of a ``run --output-json`` report."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read --report {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"--report {path} is not valid JSON: {exc}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("trials"), list):
-        raise UsageError(f"--report {path} is not a run report; write one with "
-                         "`run --output-json results.json`")
+    """Per case, the markers of a ``run --output-json`` report (read by the one strict loader)."""
+    return load_overlay(path)[0]
+
+
+def load_overlay(path: Path) -> tuple[dict[str, list[Marker]], list[str]]:
+    """The report's markers per case, and its arms in the run's order (the control first; none without arms).
+
+    With arms every marker carries its ``arm``: the page shows one arm's results at a time.
+    """
+    from ..reports.loading import load_report_file
+
+    report = load_report_file(path, f"--report {path}")
     markers: dict[str, list[Marker]] = {}
+    arms: dict[str, None] = {}
     for trial in report["trials"]:
-        if not isinstance(trial, dict):
+        for result in trial["results"]:
+            markers.setdefault(result["case"], []).append(_marker(trial["trial"], result))
+            if isinstance(result.get("arm"), str):
+                arms.setdefault(result["arm"])
+    return markers, list(arms)
+
+
+def load_emissions(path: Path) -> dict[str, list[Marker]]:
+    """Per case, the stream emission markers (hits, repeats, false alarms, misses) of a ``run --output-json`` report."""
+    from ..reports.loading import load_report_file
+
+    report = load_report_file(path, f"--report {path}")
+    emissions: dict[str, list[Marker]] = {}
+    streams = report.get("streams")
+    for stream in streams if isinstance(streams, list) else []:
+        if isinstance(stream, dict) and isinstance(stream.get("case"), str):
+            emissions.setdefault(stream["case"], []).extend(_stream_markers(stream))
+    return emissions
+
+
+def _time(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _stream_markers(stream: dict[str, Any]) -> list[Marker]:
+    """A stream's hits, repeats, false alarms and misses; entries that are not as ``run`` writes them are skipped."""
+    base = {"trial": stream.get("trial"), "target": stream.get("target")}
+    out: list[Marker] = []
+    for event in stream.get("events") or []:
+        if not isinstance(event, dict):
             continue
-        for result in trial.get("results") or []:
-            marker = _marker(trial.get("trial"), result)
-            if marker is not None:
-                markers.setdefault(result["case"], []).append(marker)
-    return markers
+        at, window = _time(event.get("at")), event.get("window_s")
+        span = [_time(w) for w in window] if isinstance(window, list) and len(window) == 2 else None
+        where = {"event": event.get("index"), "at": at, "window": span, "expected": event.get("expect")}
+        emission = event.get("emission")
+        if isinstance(emission, dict) and _time(emission.get("time_s")) is not None:
+            out.append({**base, **where, "kind": "hit", "time_s": _time(emission["time_s"]),
+                        "value": emission.get("value"), "latency_s": _time(event.get("latency_s"))})
+        elif at is not None:
+            out.append({**base, **where, "kind": "missed", "time_s": at, "value": None})
+    for kind, key in (("repeat", "repeats"), ("false_alarm", "false_alarms")):
+        for item in stream.get(key) or []:
+            if isinstance(item, dict) and _time(item.get("time_s")) is not None:
+                out.append({**base, "kind": kind, "time_s": _time(item["time_s"]), "value": item.get("value")})
+    return out
 
 
-def _marker(trial: Any, result: Any) -> Marker | None:
-    if not isinstance(result, dict) or not isinstance(result.get("case"), str):
-        return None
-    time = result.get("timestamp_s")
-    if not isinstance(time, (int, float)) or isinstance(time, bool) or not math.isfinite(time):
-        return None
+def annotate_emissions(markers: list[Marker], case: Case | None) -> list[Marker]:
+    """Emission markers with ``changed``: a hit's or miss's event is gone or moved (onset or window) since the run."""
+    events: dict[tuple[Any, int], tuple[float, float, float]] = {}
+    for target in case.targets if case is not None else ():
+        for e in target.stream.events if target.stream is not None else ():
+            events[(target.id, e.index)] = (round(float(e.at), 9), round(float(e.span[0]), 9), round(float(e.span[1]), 9))
+    out = []
+    for m in markers:
+        changed = False
+        if case is not None and m["kind"] in ("hit", "missed"):
+            now = events.get((m["target"], m["event"])) if isinstance(m.get("event"), int) else None
+            then = (m.get("at"), *(m.get("window") or (None, None)))
+            changed = now is None or any(a is None or round(a, 9) != b for a, b in zip(then, now))
+        out.append(dict(m, changed=changed))
+    return out
+
+
+def _marker(trial: int, result: dict[str, Any]) -> Marker:
     return {
         "trial": trial,
-        "target": result.get("target"),
-        "time_s": float(time),
-        "status": result.get("status"),
-        "reason": result.get("reason"),
-        "expected": result.get("expected"),
-        "field": result.get("field"),
-        "compare_mode": result.get("compare_mode"),
+        "target": result["target"],
+        "time_s": float(result["timestamp_s"]),
+        "status": result["status"],
+        "reason": result["reason"],
+        "expected": result["expected"],
+        "field": result["field"],
+        "compare_mode": result["compare_mode"],
         "observed": result.get("observed"),
         "observed_value": result.get("observed_value"),
         "frame_index": result.get("frame_index"),
+        "arm": result.get("arm"),
     }
 
 

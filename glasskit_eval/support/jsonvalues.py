@@ -17,13 +17,15 @@ objects compare by key regardless of insertion order.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Generator, Hashable
 from typing import Any, TypeAlias
 
 __all__ = [
     "MAX_DEPTH",
     "JsonPath",
     "canonical_key",
+    "checked_plain",
+    "checked_steps",
     "format_path",
     "json_equal",
     "json_problem",
@@ -59,51 +61,127 @@ def json_problem(value: object) -> str | None:
     NaN`` or ``object key 1 at result is not a string``. The walk is iterative, so
     neither self-referencing containers nor very deep nesting can crash the caller.
     """
-    # Entries are (value, path, depth) to inspect, or a container id whose subtree is
-    # done; ids on the current root-to-node chain detect cycles, while the same
-    # container reached twice through different parents is legitimately shared.
-    stack: list[tuple[object, JsonPath | None, int] | int] = [(value, None, 0)]
+    problem, _copy = _finish(checked_steps(value, copy=False))
+    return problem
+
+
+def checked_plain(value: object) -> tuple[str | None, Any]:
+    """:func:`json_problem` and :func:`to_plain` in one walk: ``(problem, None)`` or ``(None, copy)``."""
+    return _finish(checked_steps(value, copy=True))
+
+
+def _finish(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any]:
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: tuple[str | None, Any] = done.value
+            return result
+
+
+#: Items a walk visits between two pauses of :func:`checked_steps`.
+STEP_ITEMS = 1 << 14
+
+_END = object()
+
+
+def checked_steps(value: object, *, copy: bool) -> Generator[None, None, tuple[str | None, Any]]:
+    """The walk behind :func:`json_problem`, pausing (yielding) every :data:`STEP_ITEMS` items.
+
+    It returns ``(problem, None)`` or ``(None, plain copy)`` (the copy only with ``copy``).
+    A caller on an event loop lets the loop run at each pause, so a huge value an adapter
+    returned is checked without holding up Ctrl+C; containers are read lazily and a
+    container whose items alone exceed :data:`MAX_JSON_CHARS` is refused before its first item.
+    """
+    # A frame is a container being read: (its items, its path, its depth, its id, its copy).
+    # Ids on the frames (the root-to-node chain) detect cycles, while the same container
+    # reached twice through different parents is legitimately shared.
+    frames: list[tuple[Any, JsonPath | None, int, int, Any]] = []
     ancestors: set[int] = set()
+    root: list[Any] = []
     size = 0
-    while stack:
-        entry = stack.pop()
-        if isinstance(entry, int):
-            ancestors.discard(entry)
-            continue
-        item, path, depth = entry
-        problem = _scalar_problem(item)
-        if problem is not None:
-            return _at(problem, path)
+    visited = 0
+    item: object = value
+    path: JsonPath | None = None
+    depth = 0
+    parent: Any = root
+    slot: str | int = 0
+    while True:
+        visited += 1
+        if visited % STEP_ITEMS == 0:
+            yield
         # Counted per occurrence: one string shared a million times is a million copies in JSON.
+        # Strings are measured before they are checked: a 300 MB string is never encoded.
         size += str.__len__(item) + 2 if isinstance(item, str) else 4
         if size > MAX_JSON_CHARS:
-            return f"is larger than {MAX_JSON_CHARS >> 20} MiB as JSON"
-        if not isinstance(item, (list, tuple, dict)):
-            continue
-        ident = id(item)
-        if ident in ancestors:
-            return _at("refers back to a container that encloses it (cycle)", path)
-        if depth >= MAX_DEPTH:
-            return _at(f"is nested more than {MAX_DEPTH} levels deep", path)
-        ancestors.add(ident)
-        stack.append(ident)
-        children: list[tuple[object, JsonPath | None, int]] = []
-        if isinstance(item, dict):
-            for key, child in _items(item):
-                if not isinstance(key, str):
-                    where = f" at {format_path(path)}" if path is not None else ""
-                    return f"object key {_short_repr(key)}{where} is not a string"
-                key_problem = _string_problem(key)
-                if key_problem is not None:
-                    where = f" at {format_path(path)}" if path is not None else ""
-                    return f"object key{where} {key_problem}"
-                size += str.__len__(key) + 3
-                children.append((child, (path, key), depth + 1))
+            return f"is larger than {MAX_JSON_CHARS >> 20} MiB as JSON", None
+        problem = _scalar_problem(item)
+        if problem is not None:
+            return _at(problem, path), None
+        plain: Any = None
+        if isinstance(item, (list, tuple, dict)):
+            ident = id(item)
+            if ident in ancestors:
+                return _at("refers back to a container that encloses it (cycle)", path), None
+            if depth >= MAX_DEPTH:
+                return _at(f"is nested more than {MAX_DEPTH} levels deep", path), None
+            # Every item adds at least two characters (a digit or "" and a separator).
+            if size + 2 * len(item) > MAX_JSON_CHARS:
+                return f"is larger than {MAX_JSON_CHARS >> 20} MiB as JSON", None
+            ancestors.add(ident)
+            if isinstance(item, dict):
+                plain = {} if copy else None
+                frames.append((iter(_items(item)), path, depth, ident, plain))
+            else:
+                plain = [] if copy else None
+                frames.append((enumerate(_elements(item)), path, depth, ident, plain))
+        elif copy:
+            plain = _plain_scalar(item)
+        if copy:
+            if isinstance(parent, dict):
+                parent[slot] = plain
+            else:
+                parent.append(plain)
+        # The next item in document order: the first unread one of the innermost open container.
+        while True:
+            if not frames:
+                return None, root[0] if copy else None
+            items, path, depth, ident, parent = frames[-1]
+            try:
+                step: Any = next(items, _END)
+            except RuntimeError:  # another thread resized it while it was read
+                return _at("changed while it was being read", path), None
+            if step is _END:
+                frames.pop()
+                ancestors.discard(ident)
+                continue
+            key, item = step
+            break
+        if isinstance(items, enumerate):
+            slot = key
         else:
-            children = [(child, (path, index), depth + 1) for index, child in enumerate(_elements(item))]
-        # Reversed so the first problem in document order is the one reported.
-        stack.extend(reversed(children))
-    return None
+            if not isinstance(key, str):
+                where = f" at {format_path(path)}" if path is not None else ""
+                return f"object key {_short_repr(key)}{where} is not a string", None
+            key_problem = _string_problem(key)
+            if key_problem is not None:
+                where = f" at {format_path(path)}" if path is not None else ""
+                return f"object key{where} {key_problem}", None
+            size += str.__len__(key) + 3
+            slot = str.__str__(key)
+        path = (path, slot)
+        depth += 1
+
+
+def _plain_scalar(value: object) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    assert isinstance(value, str)
+    return str.__str__(value)
 
 
 def _items(value: dict[Any, Any]) -> Any:

@@ -40,7 +40,7 @@ class IndexTable(Frozen):
     """What the demuxer will deliver, as a frame table needs it."""
 
     _fields = ("time_base", "pts", "keyframes", "seek_points", "reordered", "packets", "track_id",
-               "sample_count")
+               "sample_count", "last_duration")
     time_base: Fraction
     pts: array[int]  # presentation timestamps of shown frames, ascending
     keyframes: list[int]  # frame indices of shown keyframes
@@ -49,9 +49,11 @@ class IndexTable(Frozen):
     packets: list[tuple[int, int, bool, bool]]  # first entries: (pts, dts, keyframe, discard)
     track_id: int
     sample_count: int
+    #: The last shown frame's ``stts`` duration, cut at the edit's end (0: none or damaged).
+    last_duration: int
 
-    def __init__(self, time_base: Fraction, pts: array[int], keyframes: list[int], seek_points: list[int], reordered: bool, packets: list[tuple[int, int, bool, bool]], track_id: int, sample_count: int) -> None:
-        self.__dict__.update(time_base=time_base, pts=pts, keyframes=keyframes, seek_points=seek_points, reordered=reordered, packets=packets, track_id=track_id, sample_count=sample_count)
+    def __init__(self, time_base: Fraction, pts: array[int], keyframes: list[int], seek_points: list[int], reordered: bool, packets: list[tuple[int, int, bool, bool]], track_id: int, sample_count: int, last_duration: int = 0) -> None:
+        self.__dict__.update(time_base=time_base, pts=pts, keyframes=keyframes, seek_points=seek_points, reordered=reordered, packets=packets, track_id=track_id, sample_count=sample_count, last_duration=last_duration)
 
 
 def index_table(track: Track, *, head: int = 8) -> IndexTable:
@@ -104,8 +106,12 @@ def index_table(track: Track, *, head: int = 8) -> IndexTable:
     packets = [(cts[k] + offset, dts[k] + ts_base, k in key_set, not lo <= cts[k] < hi)
                for k in range(first, min(last + 1, first + head))]
     reordered = any(map(operator.gt, window, itertools.islice(window, 1, None)))
+    # The frame shown last lasts its own stts delta, or until the edit ends if that is sooner.
+    shown_last = ordered[-1] - offset
+    k = cts.index(shown_last, first, last + 1)
+    last_duration = max(min(shown_last + dts[k + 1] - dts[k], hi) - shown_last, 0)
     return IndexTable(Fraction(1, track.timescale), ordered, keyframes, seek_points, reordered, packets,
-                      track.track_id, n)
+                      track.track_id, n, last_duration)
 
 
 def _keyframe_samples(track: Track) -> list[int]:

@@ -19,11 +19,29 @@ of a 1080p run's peak memory was such holes).
 
 from __future__ import annotations
 
+import errno
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from PIL import Image
+# Loaded with the frame engine, before any decoder: a large frame's decoder buffers can leave
+# too little address space to map Pillow's library later (an ImportError, not a memory error).
+from PIL import Image
+
+from ..errors import VideoError
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a decode failed for want of memory: Python's MemoryError, FFmpeg's ENOMEM, or its
+    EAGAIN (a decoder's threads could not be started: their stacks did not fit either)."""
+    return isinstance(exc, MemoryError) or getattr(exc, "errno", None) in (errno.ENOMEM, errno.EAGAIN)
+
+
+def frame_too_large(path: object, width: int, height: int) -> VideoError:
+    """The error for a frame that does not fit in memory (decoded, or as an RGB image)."""
+    size = f"a {width}x{height} frame" if width and height else "a frame"
+    need = f" (about {width * height * 4 / (1 << 20):,.0f} MiB as an RGB image)" if width and height else ""
+    return VideoError(f"not enough memory to decode {size} of {path}{need}; free memory or raise the "
+                      "process's memory limit (ulimit -v), or re-encode the video at a lower resolution")
 
 _local = threading.local()
 
@@ -39,8 +57,6 @@ def _reformatter() -> Any:
 
 def rgb_image(frame: Any) -> Image.Image:
     """The frame as an RGB image, pixel for pixel what ``frame.to_image()`` gives."""
-    from PIL import Image
-
     image = Image.new("RGB", (frame.width, frame.height), None)  # None: not filled, written below
     plane = _reformatter().reformat(frame, format="rgb24", threads=1).planes[0]
     if plane.line_size < 0:  # a bottom-up buffer: PyAV knows how to walk it

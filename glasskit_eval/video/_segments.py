@@ -32,7 +32,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
-from ._pixels import rgb_image
+from ._pixels import frame_too_large, out_of_memory, rgb_image
 from .damage import Damage
 from .frametable import FrameTable, open_container, take_spare, video_stream
 from .strategy import Piece
@@ -58,7 +58,17 @@ class TableMismatch(Exception):
 
 #: Turns a decoded PyAV frame into the display-oriented RGB image (tests count these).
 def to_display_image(frame: Any, table: FrameTable) -> Image.Image:
-    return table.orientation.apply(rgb_image(frame))
+    try:
+        return table.orientation.apply(rgb_image(frame))
+    except MemoryError:
+        # Converted apart from the decode (parallel decoders queue raw frames): named here too.
+        raise frame_too_large(table.path, frame.width, frame.height) from None
+
+
+#: Which frame of the table a decoded PyAV frame is; called once per frame the decoder outputs
+#: (tests count decodes here).
+def located(frame: Any, table: FrameTable) -> int | None:
+    return table.index_of(frame.pts) if frame.pts is not None else None
 
 
 class PieceDecoder:
@@ -156,7 +166,7 @@ class PieceDecoder:
                     self.damage.skip()
                     continue
                 for frame in decoded:
-                    index = table.index_of(frame.pts) if frame.pts is not None else None
+                    index = located(frame, table)
                     if index is None:
                         raise TableMismatch(f"{table.path}: decoded a frame (pts {frame.pts}) "
                                             "that the frame table does not have")
@@ -176,7 +186,9 @@ class PieceDecoder:
                     want += 1
                     if want == len(needed):
                         return
-        except av.error.FFmpegError as exc:
+        except (av.error.FFmpegError, MemoryError) as exc:
+            if out_of_memory(exc):
+                raise frame_too_large(table.path, ctx.width, ctx.height) from None
             raise VideoError(f"cannot decode video {table.path}: {exc}") from None
         raise TableMismatch(f"{table.path}: the video ended before frame {needed[want]}")
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VideoError
 from ._orientation import Orientation, orientation_from_side_data
-from ._pixels import rgb_image
+from ._pixels import frame_too_large, out_of_memory, rgb_image
 from ._segments import frame_threads as frame_thread_count
 from ._selection import DecodedFrame, NearestSelector
 from .damage import Damage, Warn, nearest_was_lost, report
@@ -188,7 +188,9 @@ def _attempt(path: Path, wanted: list[Fraction], damage: Damage,
                     if selector.done:
                         return
                     prev = this
-        except av.error.FFmpegError as exc:
+        except (av.error.FFmpegError, MemoryError) as exc:
+            if out_of_memory(exc):
+                raise frame_too_large(path, ctx.width, ctx.height) from None
             raise VideoError(f"cannot decode video {path}: {exc}") from None
         tail = clock.tail_lost()
         if tail and frame_threads:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import VideoError
 from ._orientation import Orientation, orientation_from_side_data
+from ._pixels import frame_too_large, out_of_memory
 from ._segments import TableMismatch, decode_pieces
 from ._selection import DecodedFrame, NearestSelector
 from ._sequential import decode_sequential
@@ -122,7 +123,10 @@ def stream_orientation(path: Path) -> Orientation:
                     continue
                 for frame in decoded:
                     return orientation_from_side_data(frame.side_data)
-        except av.error.FFmpegError as exc:
+        except (av.error.FFmpegError, MemoryError) as exc:
+            if out_of_memory(exc):
+                ctx = stream.codec_context
+                raise frame_too_large(path, ctx.width, ctx.height) from None
             raise VideoError(f"cannot decode video {path}: {exc}") from None
         return Orientation()
     finally:

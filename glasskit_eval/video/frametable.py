@@ -43,12 +43,13 @@ class PacketInfo(NamedTuple):
     pts: int | None
     dts: int | None
     keyframe: bool
+    duration: int = 0  # as the demuxer reports it; 0 when it does not know
 
 
 class FrameTable(Record):
     _fields = ("path", "codec", "format_name", "width", "height", "time_base", "average_rate", "pts",
                "keyframes", "seek_points", "orientation", "has_b_frames", "packets_without_pts",
-               "packet_count", "first_time", "trusted", "reason")
+               "packet_count", "first_time", "trusted", "reason", "last_duration")
     path: Path
     codec: str
     format_name: str
@@ -70,12 +71,16 @@ class FrameTable(Record):
     first_time: Fraction
     trusted: bool
     reason: str
+    #: How long the last frame (in presentation order) is shown, in ``time_base`` ticks: its
+    #: duration as the container gives it (``stts``, a Matroska block or default duration),
+    #: else the gap before it; 0 for a single frame without one. The clip ends there.
+    last_duration: int
 
     def __init__(self, path: Path, codec: str, format_name: str, width: int, height: int,
                  time_base: Fraction, average_rate: Fraction | None, pts: Sequence[int],
                  keyframes: tuple[int, ...], seek_points: tuple[int, ...], orientation: Orientation,
                  has_b_frames: bool, packets_without_pts: int, packet_count: int, first_time: Fraction,
-                 trusted: bool, reason: str = "") -> None:
+                 trusted: bool, reason: str = "", last_duration: int = 0) -> None:
         self.path = path
         self.codec = codec
         self.format_name = format_name
@@ -93,6 +98,7 @@ class FrameTable(Record):
         self.first_time = first_time
         self.trusted = trusted
         self.reason = reason
+        self.last_duration = last_duration
 
     @property
     def frame_count(self) -> int:
@@ -255,7 +261,7 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
                         head_done, head_pts, head_orientation = _head(decoder, packet)
                     continue
                 if index is None:
-                    packets.append(PacketInfo(packet.pts, packet.dts, packet.is_keyframe))
+                    packets.append(PacketInfo(packet.pts, packet.dts, packet.is_keyframe, packet.duration or 0))
                 if not head_done:
                     head_done, head_pts, head_orientation = _head(decoder, packet)
                 if head_done and index is not None and checked >= len(index.packets):
@@ -269,7 +275,8 @@ def build_frame_table(path: Path, *, use_index: bool = True) -> FrameTable:
             keep = use_index
             return _assemble(path, container, stream, time_base, average_rate, index.pts,
                              list(index.keyframes), list(index.seek_points), reason, head_orientation,
-                             has_b_frames=index.reordered, missing=0, packet_count=len(index.pts))
+                             has_b_frames=index.reordered, missing=0, packet_count=len(index.pts),
+                             last_duration=index.last_duration)
         if index is not None:
             # Nothing to check the index against yet: demux after all.
             return build_frame_table(path, use_index=False)
@@ -310,9 +317,13 @@ def _head_problem(head_pts: int | None, first_pts: int) -> str:
 def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, average_rate: Fraction | None,
               pts: array[int], keyframes: list[int], seek_points: list[int], reason: str,
               head_orientation: Orientation | None, *, has_b_frames: bool, missing: int,
-              packet_count: int) -> FrameTable:
+              packet_count: int, last_duration: int) -> FrameTable:
     ctx = stream.codec_context
     trusted = not reason
+    if last_duration <= 0 and len(pts) > 1:
+        # MediaRecorder's WebM gives no durations at all: the last frame lasts as long as the
+        # gap before it.
+        last_duration = pts[-1] - pts[-2]
     if trusted and (not keyframes or keyframes[0] != 0):
         # Frames before the first keyframe can only be reached from the start.
         keyframes.insert(0, 0)
@@ -335,6 +346,7 @@ def _assemble(path: Path, container: Any, stream: Any, time_base: Fraction, aver
         first_time=pts[0] * time_base if pts and not missing else Fraction(0),
         trusted=trusted,
         reason=reason,
+        last_duration=last_duration,
     )
 
 
@@ -371,9 +383,11 @@ def _table(path: Path, container: Any, stream: Any, time_base: Fraction,
         seek_points = [seek_ts for _index, seek_ts in marks]
     out_of_order = any(a.pts is not None and b.pts is not None and b.pts < a.pts
                        for a, b in itertools.pairwise(packets))
+    # The frame shown last is the packet with the greatest timestamp, wherever it is decoded.
+    _pts, last_duration = max(((p.pts, p.duration) for p in packets if p.pts is not None), default=(0, 0))
     return _assemble(path, container, stream, time_base, average_rate, pts_sorted, keyframes, seek_points,
                      reason, head_orientation, has_b_frames=out_of_order, missing=missing,
-                     packet_count=len(packets))
+                     packet_count=len(packets), last_duration=last_duration)
 
 
 def _seek_point(packet: PacketInfo) -> int:

@@ -1,7 +1,10 @@
 """What a video is, learned from its frame table (demuxing, no decoding): cheap even for long files.
 
-The clip's time span is measured from its first frame to its last, so a
-non-zero container start time never counts as playable time.
+The clip's time span is measured from its first frame to the end of its last: the last
+frame's timestamp plus its own duration (the frame table's ``last_duration``), so a
+non-zero container start time never counts as playable time, and a last frame that stays
+on screen longer than the others (a variable-rate recording that stopped on a still
+scene) is inside the clip for as long as it is shown.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from .frametable import FileKey, FrameTable, file_key, frame_table, open_contain
 __all__ = ["END_TOLERANCE_S", "VideoInfo", "open_container", "probe", "video_stream"]
 
 #: Sample times up to this far past the last frame's end are accepted: container
-#: durations are often rounded to a tick or two.
+#: durations are often rounded to a tick or two. A time in that margin gets the last frame.
 END_TOLERANCE_S = Fraction(1, 20)
 
 
@@ -108,11 +111,10 @@ def info_from_table(table: FrameTable) -> VideoInfo:
         pts = table.pts
         first = pts[0] * table.time_base
         last = (pts[-1] - pts[0]) * table.time_base
-        gaps = {b - a for a, b in itertools.pairwise(pts)}
-        variable = len(gaps) > 1
-        step = (min(gaps) * table.time_base) if gaps else (1 / average_rate if average_rate else Fraction(0))
-        if not variable and gaps:
-            step = gaps.pop() * table.time_base
+        variable = len({b - a for a, b in itertools.pairwise(pts)}) > 1
+        # The table falls back to the gap before the last frame; only a lone frame has neither.
+        step = table.last_duration * table.time_base if table.last_duration > 0 else (
+            1 / average_rate if average_rate else Fraction(0))
     keyframe_interval = None
     if table.trusted and len(table.keyframes) > 1:
         keyframe_interval = table.time_of(table.keyframes[-1]) / (len(table.keyframes) - 1)

@@ -212,8 +212,9 @@ def _block(data: Any, target_id: str, index: int) -> dict[str, Any]:
     return block
 
 
-# The order of the spec's examples; new keys go where a person would write them.
-BLOCK_KEY_ORDER = ("range", "at", "every_s", "field", "compare", "expect", "comment", "ignore")
+# The order of the spec's examples; new keys go where a person would write them (a clip
+# next to the times it widens, before what is expected of it).
+BLOCK_KEY_ORDER = ("range", "at", "every_s", "clip", "field", "compare", "expect", "comment", "ignore")
 
 
 def ordered_block(block: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,9 +41,14 @@ export const api = {
   frame: (caseId, t, signal) => request(`/api/cases/${enc(caseId)}/frame?t=${t}`, { signal }),
   // Each sample's frame-lock status (decodes the case's frames on the server; only for a locked case).
   pins: (caseId) => request(`/api/cases/${enc(caseId)}/pins`),
+  // The clip of targetId's sample at t: its window and exact frames (null clip: a single frame).
+  clip: (caseId, targetId, t) => request(`/api/cases/${enc(caseId)}/clip?target=${enc(targetId)}&t=${t}`),
   thumbs: async (caseId, times) => (await request(`/api/cases/${enc(caseId)}/thumbs?t=${times.join(",")}`)).thumbs,
   saveSamples: (caseId, targetId, revision, blocks) =>
     write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/samples`, { revision, blocks }),
+  // A stream target's events, all of them: add, move and delete are each one write of the new list.
+  saveEvents: (caseId, targetId, revision, events) =>
+    write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/events`, { revision, events }),
   removeTarget: (caseId, targetId, revision) =>
     write("DELETE", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}`, { revision }),
   // Undo and redo: write back a whole earlier state of the file, if the file is still `revision`.

@@ -4,15 +4,16 @@
 // inspector.
 import { api } from "./api.js";
 import { Writer } from "./autosave.js";
+import { ClipView } from "./clips.js";
 import * as edits from "./edits.js";
 import { Inspector } from "./inspector.js";
 import { installKeys, renderHelp } from "./keys.js";
 import { Player } from "./player.js";
 import { notify, renderCases, renderHeader, renderHistory, renderPinBadge, renderPrompt, renderSamplesTable, renderTargets, setStatus, showBanner } from "./render.js";
-import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, targetTimes } from "./state.js";
+import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, target, targetTimes } from "./state.js";
 import { Timeline } from "./timeline.js";
 import { forget as forgetUnsaved, restoreUnsaved, trackUnsaved, unsaved } from "./unsaved.js";
-import { clone, compact, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
+import { clone, compact, el, frameTime, nearestIndex, round6, sameTime, snapTime } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,6 +22,7 @@ const $ = (id) => document.getElementById(id);
 async function init() {
   state.session = await api.session();
   $("eval-dir").textContent = state.session.eval_dir;
+  setUpArms(state.session.arms || []);
   await refreshCases();
   const kept = unsaved();
   const resumed = kept && state.cases.some((c) => c.id === kept.caseId) ? kept : null;
@@ -31,6 +33,14 @@ async function init() {
   if (resumed && restoreUnsaved(resumed, editedBlock)) {
     notify("The text you typed before the reload is back in its field, not saved yet: press Enter to save it.", "info");
   } else if (kept) forgetUnsaved();
+}
+
+// A report with arms: the overlay shows one arm's results, the control's first.
+function setUpArms(arms) {
+  const select = $("report-arm");
+  select.replaceChildren(...arms.map((name, i) => el("option", { value: name, text: i === 0 ? `${name} (control)` : name })));
+  state.arm = arms[0] ?? null;
+  select.addEventListener("change", () => { state.arm = select.value; renderAll(false); });
 }
 
 // The block the inspector edits, for text typed but not committed.
@@ -49,7 +59,7 @@ function open(caseId) { openCase(caseId).catch(fail); }
 async function openCase(caseId, { target = null, time = null } = {}) {
   await writer.settled();
   const detail = await api.detail(caseId);
-  Object.assign(state, { caseId, conflict: false, selection: null, frame: null, frameTimes: [], prompt: null, pins: null });
+  Object.assign(state, { caseId, conflict: false, selection: null, eventSel: null, frame: null, frameTimes: [], prompt: null, pins: null });
   adopt(detail, null);
   state.targetId = detail.targets.some((t) => t.id === target) ? target : detail.targets[0]?.id || null;
   player.reset();
@@ -70,7 +80,10 @@ function adopt(detail, selection, { keepRaws = false, reveal = false } = {}) {
   state.detail = detail;
   if (!keepRaws) {
     state.raws = {};
+    state.events = {};
     for (const t of detail.targets) state.raws[t.id] = t.blocks.map((b) => clone(b.raw));
+    for (const t of detail.targets) if (t.stream) state.events[t.id] = t.stream.events.map((e) => clone(e.raw));
+    if (state.eventSel && !state.events[state.eventSel.target]?.[state.eventSel.index]) state.eventSel = null;
     state.selection = selection && state.raws[selection.target]?.[selection.block] ? selection : null;
     if (state.selection) state.targetId = state.selection.target;
   }
@@ -130,13 +143,14 @@ function reloadCase() {
 
 function renderEditing() {
   timeline.render();
+  clips.update();
   renderSamplesTable(select);
   inspector.render();
   renderPrompt();
   renderHistory();
   const canAdd = editable() && !!state.detail?.video && !state.detail.video.error;
   $("add-at").disabled = !canAdd;
-  $("add-range").disabled = !canAdd;
+  $("add-range").disabled = !canAdd || !!target()?.stream;
 }
 
 function renderAll(resetView = true) {
@@ -154,11 +168,12 @@ function fail(error) { showBanner(error.message || String(error)); }
 function seek(t) {
   player.seek(t);
   if (state.prompt) renderPrompt();
-  if (selectedRaw() && "range" in selectedRaw()) inspector.render();
+  if (selectedRaw() && "range" in selectedRaw()) { inspector.render(); clips.update(); }
 }
 
 function select(targetId, block, tick, time) {
   state.prompt = null;
+  state.eventSel = null;
   state.selection = block === null || block === undefined ? null : { target: targetId, block, tick: tick ?? null };
   if (state.selection && "range" in (selectedRaw() || {})) state.selection.tick = null;
   if (targetId !== state.targetId) { state.targetId = targetId; renderTargets(focusTarget); }
@@ -170,6 +185,7 @@ function focusTarget(targetId) {
   if (state.targetId === targetId) return;
   state.targetId = targetId;
   state.selection = null;
+  state.eventSel = null;
   state.prompt = null;
   renderTargets(focusTarget);
   renderEditing();
@@ -298,6 +314,7 @@ function split() {
 }
 
 function remove() {
+  if (state.eventSel && state.eventSel.target === state.targetId) { removeEvent(); return; }
   const sel = selected();
   if (!sel) return;
   const raw = selectedRaw();
@@ -327,6 +344,7 @@ function lastSample(sel) {
 
 function addSample() {
   if (!canEdit()) return;
+  if (target()?.stream) { addEvent(); return; }
   const t = playheadTime();
   if (findBlockAt(state.targetId, t)) { notify("A sample already exists here.", "info"); return; }
   apply(state.targetId, edits.insertBlock(blocksOf(state.targetId), { at: t, ...template() }));
@@ -354,6 +372,55 @@ function template() {
   const out = {};
   for (const key of ["expect", "field", "compare"]) if (before && key in before) out[key] = clone(before[key]);
   return out;
+}
+
+// --- a stream target's events: each edit writes the whole list (the server checks windows, quiet time, the end) ---
+
+function selectEvent(targetId, index) {
+  state.prompt = null;
+  state.selection = null;
+  state.eventSel = { target: targetId, index };
+  if (targetId !== state.targetId) { state.targetId = targetId; renderTargets(focusTarget); }
+  const raw = state.events[targetId]?.[index];
+  if (raw) seek(Number(raw.at));
+  renderEditing();
+}
+
+function editEvents(targetId, events, label, index) {
+  writer.editEvents(targetId, events, label, index === null ? null : { target: targetId, index });
+  renderEditing();
+}
+
+function addEvent() {
+  const t = playheadTime();
+  const list = state.events[state.targetId] || [];
+  if (list.some((e) => sameTime(Number(e.at), t))) { notify("An event already starts at this frame.", "info"); return; }
+  // A new event expects what the nearest earlier one does (or the first): events of a target are alike.
+  const like = list.filter((e) => Number(e.at) <= t).pop() || list[0];
+  const event = { at: t };
+  if (like && "expect" in like) event.expect = clone(like.expect);
+  const events = clone(list);
+  const k = events.findIndex((e) => Number(e.at) > t);
+  const at = k < 0 ? events.length : k;
+  events.splice(at, 0, event);
+  editEvents(state.targetId, events, `add event at ${t} s`, at);
+}
+
+function moveEvent(targetId, index, t) {
+  if (!canEdit()) { timeline.render(); return; }
+  const events = clone(state.events[targetId]);
+  events[index] = { ...events[index], at: round6(t) };
+  editEvents(targetId, events, `move event to ${round6(t)} s`, index);
+  seek(t);
+}
+
+function removeEvent() {
+  if (!canEdit()) return;
+  const sel = state.eventSel;
+  const events = clone(state.events[sel.target] || []);
+  if (!events[sel.index]) return;
+  const [gone] = events.splice(sel.index, 1);
+  editEvents(sel.target, events, `delete event at ${gone.at} s`, null);
 }
 
 function commitBlock(raw, label) {
@@ -431,11 +498,12 @@ function neighbourFrame(t, direction) {
 }
 
 const timeline = new Timeline($("timeline"), {
-  state, seek, select, commit: commitDrag, focusTarget, snap: (t) => snapTime(state.frameTimes, t),
+  state, seek, select, commit: commitDrag, focusTarget, snap: (t) => snapTime(state.frameTimes, t), selectEvent, moveEvent,
   frameAfter: (t) => neighbourFrame(t, 1),
   frameBefore: (t) => neighbourFrame(t, -1),
 });
 const player = new Player({ timeline, onError: (message) => showBanner(message) });
+const clips = new ClipView({ timeline, seek });
 const inspector = new Inspector({ state, commit: commitBlock, remove, playheadTime, blockTimes, useObserved, seek });
 const writer = new Writer({
   adopt, reload: (selection) => reloadAfterRefusal(selection).catch(fail), status: setStatus, notify,

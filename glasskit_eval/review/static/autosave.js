@@ -29,6 +29,14 @@ export class Writer {
       send: (revision) => api.saveSamples(state.caseId, targetId, revision, result.blocks) });
   }
 
+  // A stream target's new events, shown at once and written next; `eventSel` is the event to select.
+  editEvents(targetId, events, label, eventSel) {
+    state.events[targetId] = events;
+    state.eventSel = eventSel;
+    this.push({ kind: "edit", label, selectionBefore: clone(state.selection), selectionAfter: clone(state.selection),
+      send: (revision) => api.saveEvents(state.caseId, targetId, revision, events) });
+  }
+
   removeTarget(targetId) {
     this.push({ kind: "edit", label: `remove target ${targetId}`, selectionBefore: clone(state.selection),
       selectionAfter: null, send: (revision) => api.removeTarget(state.caseId, targetId, revision) });

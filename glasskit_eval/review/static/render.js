@@ -1,6 +1,6 @@
 // Drawing the page from the state: lists, the samples table, the header, messages.
 // Nothing here changes the state; clicks call the actions app.js passes in.
-import { state, blockTimes, target, targetTimes, markersOf, history, pinAt } from "./state.js";
+import { state, blockTimes, target, targetTimes, markersOf, history, pinAt, reportMarkers, shownArm } from "./state.js";
 import { activatable, el, compact, keepFocus, sameTime, typeOf } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -124,12 +124,14 @@ export function renderHeader() {
   $("problems").hidden = !problems.length && !videoError;
   $("problems").replaceChildren(el("strong", { text: problems.length ? "This case file is invalid:" : "Video problem:" }),
     el("ul", {}, ...(problems.length ? problems.map((p) => el("li", { text: p.text })) : [el("li", { text: videoError || "" })])));
-  const markers = detail?.markers || [];
+  const markers = reportMarkers();
   $("report-badge").hidden = !state.session?.report;
+  const arm = shownArm();
+  $("report-arm-box").hidden = arm === null;
   if (state.session?.report) {
     const count = (s) => markers.filter((m) => m.status === s && !m.changed).length;
     const changed = markers.filter((m) => m.changed).length;
-    $("report-badge").textContent = `report: ${count("passed")} passed · ${count("failed")} failed · ${count("error")} errors`
+    $("report-badge").textContent = `report${arm === null ? "" : ` (${arm})`}: ${count("passed")} passed · ${count("failed")} failed · ${count("error")} errors`
       + (changed ? ` · ${changed} changed since run` : "");
   }
   renderHistory();

@@ -4,13 +4,18 @@ import { atList, rawTimes, sameTime, snapTime, nearestIndex } from "./util.js";
 import { History } from "./history.js";
 
 export const state = {
-  session: null, // /api/session: eval dir, deep link, report path
+  session: null, // /api/session: eval dir, deep link, report path, report arms
+  arm: null, // a report with arms: the arm whose results the overlay shows (null: the control, the first)
   cases: [], // case summaries for the list
   caseId: null,
   // The case as the server last confirmed it: file text (source), revision, parsed blocks, markers.
   detail: null,
   // targetId -> raw sample blocks as shown; ahead of `detail` while a write is in flight.
   raws: {},
+  // targetId -> a stream target's raw events as shown (file order), ahead of `detail` likewise.
+  events: {},
+  // The selected event of a stream target: {target, index} (apart from `selection`, which is a sample block's).
+  eventSel: null,
   targetId: null,
   // What edits act on: {target, block, tick}; tick is the index in an `at` list, null for a range.
   selection: null,
@@ -23,6 +28,8 @@ export const state = {
   // error, counts, problems, byTime: Map "target@time" -> {status, label, problem, message}};
   // null for a case without a lock, {loading: true} while the server decodes.
   pins: null,
+  // The selected sample's clip as /clip sent it ({target, time_s, clip: {window, frames, ...}}), or null.
+  clip: null,
   histories: new Map(), // caseId -> History
   saves: 0, // writes completed (tests wait on it)
 };
@@ -44,7 +51,8 @@ export function frameIndexNow() {
 }
 
 export function targetTimes(targetId) {
-  return (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw)).sort((a, b) => a - b);
+  const onsets = (state.events[targetId] || []).map((raw) => Number(raw.at));
+  return (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw)).concat(onsets).sort((a, b) => a - b);
 }
 
 // The block (and tick of an `at` list) holding a sample at t, or in whose range t lies.
@@ -94,7 +102,17 @@ export function pinProblems() {
   return out.sort((a, b) => a.time - b.time || a.rank - b.rank);
 }
 
-export const markersOf = (targetId) => (state.detail?.markers || []).filter((m) => m.target === targetId);
+// The report's markers the page shows: with arms, the chosen arm's only.
+export const shownArm = () => {
+  const arms = state.session?.arms || [];
+  return arms.length ? (arms.includes(state.arm) ? state.arm : arms[0]) : null;
+};
+export const reportMarkers = () => {
+  const all = state.detail?.markers || [];
+  const arm = shownArm();
+  return arm === null ? all : all.filter((m) => m.arm === arm);
+};
+export const markersOf = (targetId) => reportMarkers().filter((m) => m.target === targetId);
 export const markersAt = (targetId, t) => markersOf(targetId).filter((m) => sameTime(m.time_s, t));
 export const isFailure = (m) => (m.status === "failed" || m.status === "error") && !m.changed;
 
@@ -103,7 +121,7 @@ export function failures() {
   const order = new Map((state.detail?.targets || []).map((t, i) => [t.id, i]));
   const seen = new Set();
   const out = [];
-  for (const m of state.detail?.markers || []) {
+  for (const m of reportMarkers()) {
     const key = `${m.target}@${m.time_s.toFixed(6)}`;
     if (!isFailure(m) || !order.has(m.target) || seen.has(key)) continue;
     seen.add(key);

@@ -3,7 +3,9 @@
 // ranges share moves both (Alt: one). Bars and ticks are focusable: Tab to them, Enter selects.
 import { activatable, compact, el, rawTimes, atList, fmtS, keepFocus } from "./util.js";
 import { clearOfRanges, dragEdge, moveRange, moveTick } from "./edits.js";
-import { pinAt } from "./state.js";
+import { pinAt, markersOf } from "./state.js";
+import { clipWindow } from "./clips.js";
+import { eventSpan, streamItems } from "./events.js";
 
 const NAME_WIDTH = 140;
 const DRAG_THRESHOLD_PX = 3;
@@ -11,7 +13,9 @@ const DRAG_THRESHOLD_PX = 3;
 export class Timeline {
   constructor(root, ctx) {
     this.root = root;
-    this.ctx = ctx; // {state, seek, select(target, block, tick, time), commit(target, result), focusTarget, snap, frameAfter, frameBefore}
+    // {state, seek, select(target, block, tick, time), commit(target, result), focusTarget, snap, frameAfter, frameBefore,
+    //  selectEvent(target, index), moveEvent(target, index, t)}
+    this.ctx = ctx;
     this.zoom = 1;
     this.playheads = [];
     this.bars = {}; // targetId -> block index -> range bar, for drag previews
@@ -39,6 +43,7 @@ export class Timeline {
     let last = 0;
     for (const target of state.detail?.targets || []) {
       for (const raw of state.raws[target.id] || []) last = Math.max(last, ...rawTimes(raw, state.detail.every_s), 0);
+      for (const raw of target.stream ? state.events[target.id] || [] : []) last = Math.max(last, eventSpan(raw, target.stream)[1]);
     }
     return last;
   }
@@ -83,13 +88,17 @@ export class Timeline {
     track.style.width = `${width}px`;
     const raws = state.raws[target.id] || [];
     this.bars[target.id] = {};
+    // Under the bars and ticks, so they stay clickable.
+    const clip = state.clip?.target === target.id ? clipWindow((t) => this.x(t)) : null;
+    if (clip) track.append(clip);
+    if (target.stream) streamItems(this, track, target);
     raws.forEach((raw, index) => {
       const sel = state.selection && state.selection.target === target.id && state.selection.block === index ? state.selection : null;
       const flags = [raw.ignore ? "ignored" : "", "expect" in raw || raw.ignore ? "" : "draft"].join(" ");
       if ("range" in raw) track.append(this.rangeBar(target.id, index, raw, `${flags} ${sel ? "selected" : ""}`));
       else atList(raw).forEach((t, tick) => track.append(this.atTick(target.id, index, tick, t, `${flags} ${sel && (sel.tick ?? 0) === tick ? "selected" : ""}`)));
     });
-    for (const marker of state.detail.markers.filter((m) => m.target === target.id)) {
+    for (const marker of markersOf(target.id)) {
       const status = marker.changed ? "changed" : marker.status;
       const what = marker.changed ? `changed since run (the run said ${marker.status})` : marker.status;
       const dot = el("div", { class: `tl-marker ${status}`, dataset: { time: marker.time_s },

@@ -1,7 +1,7 @@
 // Small pure helpers shared by the review page modules.
 
 export const MODES = ["exact", "numeric", "json_subset", "set_equals", "set_contains_any", "set_contains_all"];
-export const BLOCK_KEY_ORDER = ["at", "range", "every_s", "expect", "field", "compare", "comment", "ignore"];
+export const BLOCK_KEY_ORDER = ["at", "range", "every_s", "clip", "expect", "field", "compare", "comment", "ignore"];
 
 export function clone(value) {
   return value === undefined ? undefined : JSON.parse(JSON.stringify(value));

@@ -1,0 +1,224 @@
+"""Stream targets in case files: ``events`` (with ``stream`` and ``quiet``) parsed into a :class:`StreamSpec`.
+
+A target is a stream target when it has ``events`` instead of ``samples``. Every problem is
+located like a sample block's; rules that relate two entries (overlapping windows, quiet
+time over a window) name the other entry's line too, so both can be found from one message.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+from typing import Any
+
+from ..support.timevalues import format_time, to_fraction
+from ..yamltext.source import PathKey, format_path
+from .checks import UNSET, Checker, type_name
+from .model import DEFAULT_WINDOW, EventSpec, StreamSpec
+
+#: Keys a target may have only when it is a stream target.
+STREAM_TARGET_KEYS = {"stream", "events", "quiet"}
+_STREAM_KEYS = {"every_s", "window"}
+_EVENT_KEYS = {"at", "expect", "window", "compare", "comment"}
+
+
+def parse_stream(c: Checker, path: PathKey, mapping: dict[str, Any], defaults: dict[str, Any],
+                 allow_empty: bool) -> StreamSpec | None:
+    """The stream of target ``mapping`` (at ``path``), or None with its problems added to ``c``."""
+    before = len(c.problems)
+    if "samples" in mapping:
+        c.add((*path, "events"), "a target has either `samples` (one frame at a time) or `events` (a stream "
+              "fed in order), not both; move the samples to a target of their own")
+    if defaults.get("clip") is not None and "clip" in (_own_defaults(mapping) or {}):
+        c.add((*path, "sample_defaults", "clip"), "clip applies to samples; a stream target is fed every "
+              "frame (or the stream.every_s grid) in order, so remove clip here")
+    every_s: Fraction | None = None
+    window = DEFAULT_WINDOW
+    raw_stream = mapping.get("stream")
+    if raw_stream is not None:
+        spath = (*path, "stream")
+        stream = c.section(raw_stream, spath, "stream", _STREAM_KEYS)
+        if stream is not None:
+            if stream.get("every_s") is not None:
+                every_s = c.positive_interval(stream["every_s"], (*spath, "every_s"))
+            if stream.get("window") is not None:
+                window = _window(c, stream["window"], (*spath, "window")) or window
+    events: list[EventSpec] = []
+    raw_events = mapping.get("events", UNSET)
+    epath = (*path, "events")
+    if raw_events is None or raw_events is UNSET:
+        c.add(epath, "events must be a list of {at, expect} entries")
+    elif not isinstance(raw_events, list):
+        c.add(epath, f"events must be a list, got {type_name(raw_events)}")
+    else:
+        if not raw_events and not allow_empty:
+            c.add(epath, "events is empty; add an event or pass --allow-empty")
+        for i, raw in enumerate(raw_events):
+            event = _event(c, i, raw, (*epath, i), window, defaults)
+            if event is not None:
+                events.append(event)
+        _check_window_overlaps(c, events, epath)
+    quiet = None
+    if mapping.get("quiet") is not None:
+        quiet = _quiet(c, mapping["quiet"], (*path, "quiet"))
+        if quiet is not None:
+            _check_quiet_windows(c, quiet, events, path)
+    if len(c.problems) > before:
+        return None
+    return StreamSpec(every_s=every_s, events=tuple(sorted(events, key=lambda e: e.at)), quiet=quiet,
+                      field=defaults.get("field"), compare=defaults.get("compare"))
+
+
+def stream_keys_without_events(c: Checker, path: PathKey, mapping: dict[str, Any]) -> None:
+    """``stream`` or ``quiet`` on a target without ``events``: say what they belong to."""
+    for key in ("stream", "quiet"):
+        if key in mapping:
+            c.add((*path, key), f"{key} applies to stream targets; add `events:` (onsets to detect) or "
+                  f"remove {key}")
+
+
+def _own_defaults(mapping: dict[str, Any]) -> dict[str, Any] | None:
+    value = mapping.get("sample_defaults")
+    return value if isinstance(value, dict) else None
+
+
+def _seconds(c: Checker, value: Any, path: PathKey, what: str) -> Fraction | None:
+    """A finite number of seconds, negative allowed (window edges are relative to onset)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        c.add(path, f"{what} must be a finite number of seconds, got {type_name(value)}")
+        return None
+    if isinstance(value, int) and abs(value) > 10**15:
+        c.add(path, f"{what} must be a plausible number of seconds, got {value}")
+        return None
+    return to_fraction(value)
+
+
+def _window(c: Checker, value: Any, path: PathKey) -> tuple[Fraction, Fraction] | None:
+    if not isinstance(value, list) or len(value) != 2:
+        c.add(path, "window must be a two-element list [a, b] of seconds relative to the event's `at` "
+              "(for example [-0.2, 1.5])")
+        return None
+    a = _seconds(c, value[0], (*path, 0), "window start")
+    b = _seconds(c, value[1], (*path, 1), "window end")
+    if a is None or b is None:
+        return None
+    if b <= a:
+        c.add(path, f"window end must be greater than its start, got [{value[0]}, {value[1]}]")
+        return None
+    return a, b
+
+
+def _event(c: Checker, index: int, raw: Any, path: PathKey, window: tuple[Fraction, Fraction],
+           defaults: dict[str, Any]) -> EventSpec | None:
+    mapping = c.section(raw, path, "an event", _EVENT_KEYS)
+    if mapping is None:
+        return None
+    before = len(c.problems)
+    at = None
+    if "at" not in mapping:
+        c.add(path, "an event needs `at:`, its onset in seconds")
+    else:
+        at = c.time(mapping["at"], (*path, "at"), "at")
+    if mapping.get("window") is not None:
+        window = _window(c, mapping["window"], (*path, "window")) or window
+    has_expect = "expect" in mapping
+    expect = mapping.get("expect")
+    if has_expect:
+        c.json_like(expect, (*path, "expect"), "expect")
+    compare = defaults.get("compare")
+    if "compare" in mapping:
+        compare = c.compare(mapping["compare"], (*path, "compare"))
+    if has_expect and compare is not None:
+        if compare.mode == "numeric" and (isinstance(expect, bool) or not isinstance(expect, (int, float))):
+            c.add((*path, "expect"), f"numeric comparison needs a number in expect, got {type_name(expect)}")
+        if compare.mode.startswith("set_") and not isinstance(expect, list):
+            c.add((*path, "expect"), f"{compare.mode} comparison needs a list in expect, got {type_name(expect)}")
+    comment = None
+    if mapping.get("comment") is not None:
+        comment = c.text(mapping["comment"], (*path, "comment"), "comment")
+    if len(c.problems) > before or at is None:
+        return None
+    return EventSpec(index=index, at=at, window=window, has_expect=has_expect, expect=expect,
+                     compare=compare if "compare" in mapping else None, comment=comment)
+
+
+def _quiet(c: Checker, value: Any, path: PathKey) -> tuple[tuple[Fraction, Fraction], ...] | None:
+    if not isinstance(value, list):
+        c.add(path, f"quiet must be a list of [start, end] spans in seconds, got {type_name(value)}")
+        return None
+    before = len(c.problems)
+    spans: list[tuple[Fraction, Fraction, int]] = []
+    for i, raw in enumerate(value):
+        qpath = (*path, i)
+        if not isinstance(raw, list) or len(raw) != 2:
+            c.add(qpath, "each quiet span must be a two-element list [start, end] in seconds")
+            continue
+        start = c.time(raw[0], (*qpath, 0), "quiet start")
+        end = c.time(raw[1], (*qpath, 1), "quiet end")
+        if start is None or end is None:
+            continue
+        if end <= start:
+            c.add(qpath, f"quiet span end must be greater than its start, got [{raw[0]}, {raw[1]}]")
+            continue
+        spans.append((start, end, i))
+    ordered = sorted(spans)
+    for (_s1, e1, i1), (s2, _e2, i2) in itertools.pairwise(ordered):
+        if s2 < e1:
+            later, earlier = max(i1, i2), min(i1, i2)
+            c.add((*path, later), f"quiet[{later}] overlaps quiet[{earlier}] (line {c.doc.line((*path, earlier))}); "
+                  "merge them into one span")
+    if len(c.problems) > before:
+        return None
+    return tuple((s, e) for s, e, _i in ordered)
+
+
+def _describe_span(span: tuple[Fraction, Fraction]) -> str:
+    return f"[{format_time(span[0])}, {format_time(span[1])}]s"
+
+
+def _check_window_overlaps(c: Checker, events: list[EventSpec], path: PathKey) -> None:
+    # Closed windows: touching ends overlap (one emission at that instant could detect both).
+    ordered = sorted(events, key=lambda e: (e.span[0], e.index))
+    reach: EventSpec | None = None
+    for event in ordered:
+        if reach is not None and event.span[0] <= reach.span[1]:
+            first, second = sorted((reach, event), key=lambda e: e.index)
+            other = (*path, first.index)
+            c.add((*path, second.index), f"the window {_describe_span(second.span)} of events[{second.index}] "
+                  f"overlaps the window {_describe_span(first.span)} of events[{first.index}] "
+                  f"({format_path(other)}, line {c.doc.line(other)}); windows of one target may not overlap "
+                  "(both ends are closed): narrow a window or move an event")
+        if reach is None or event.span[1] > reach.span[1]:
+            reach = event
+
+
+def _check_quiet_windows(c: Checker, quiet: tuple[tuple[Fraction, Fraction], ...], events: list[EventSpec],
+                         path: PathKey) -> None:
+    raw = c.doc.value
+    written = _written_quiet(raw, path)
+    for span in quiet:
+        index = written.get(span, 0)
+        for event in events:
+            start, end = event.span
+            if span[0] <= end and start <= span[1]:
+                other = (*path, "events", event.index)
+                c.add((*path, "quiet", index), f"quiet span {_describe_span(span)} overlaps the window "
+                      f"{_describe_span(event.span)} of events[{event.index}] ({format_path(other)}, line "
+                      f"{c.doc.line(other)}); quiet time may not overlap a window (both are closed): shorten "
+                      "the span")
+                break
+
+
+def _written_quiet(root: Any, path: PathKey) -> dict[tuple[Fraction, Fraction], int]:
+    """Each parsed quiet span's position in the file (spans are sorted once parsed)."""
+    node = root
+    for part in (*path, "quiet"):
+        node = node[part]
+    out: dict[tuple[Fraction, Fraction], int] = {}
+    for i, item in enumerate(node):
+        start, end = to_fraction(item[0]), to_fraction(item[1])
+        if start is not None and end is not None:
+            out.setdefault((start, end), i)
+    return out

@@ -1,0 +1,98 @@
+"""A run's arms made ready before any adapter call: selected, resolved and each one checked.
+
+Every selected arm is resolved to what the engine runs (an adapter spec, its config, its
+perturbations) and checked here, so a typo in the third arm costs no paid call of the first:
+its adapter file or command must exist and its config file must load. Problems are usage
+errors (exit 2) naming the arm.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..arms.spec import ArmSelection, ArmSpec, select_arms
+from ..errors import EvalError, UsageError
+from ..evaluation.fanout import Arm, ArmPlan
+from .requests import RunRequest
+
+if TYPE_CHECKING:
+    from ..cases.evaldir import EvalConfig
+
+
+def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:
+    """The arms the request selects from config.yaml's declarations; None for a plain run."""
+    if not request.with_arms:
+        return None
+    selection = select_arms(config.arms, request.arms, request.perturb, request.control)
+    assert selection is not None
+    if request.gate_arm is not None and request.gate_arm not in selection.names:
+        from ..arms.spec import did_you_mean
+
+        raise UsageError(f"--gate-arm {request.gate_arm}: not a selected arm"
+                         f"{did_you_mean(request.gate_arm, selection.names)} (selected: {', '.join(selection.names)})")
+    return selection
+
+
+def prepare_arms(selection: ArmSelection, request: RunRequest, root: Path, stderr: TextIO) -> ArmPlan:
+    """Each selected arm resolved against the run's adapter and checked; raises UsageError on the first bad one."""
+    arms = []
+    for spec in selection.arms:
+        try:
+            arms.append(_resolve(spec, request, root, stderr))
+        except UsageError:
+            raise
+        except EvalError as exc:
+            raise UsageError(f"arm {spec.name!r}: {exc}") from None
+    return ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
+                   request.alpha)
+
+
+def _resolve(spec: ArmSpec, request: RunRequest, root: Path, stderr: TextIO) -> Arm:
+    from ..adapters.choose import adapter_spec, python_target, uses_python
+    from ..cases.evaldir import load_adapter_config
+
+    if spec.changes_adapter:
+        kinds: tuple[str | None, ...] = (spec.adapter, spec.adapter_command, spec.adapter_http, spec.adapter_exec)
+    else:
+        kinds = (request.adapter, request.adapter_command, request.adapter_http, request.adapter_exec)
+    adapter, command, http, exec_ = kinds
+    config: dict[str, Any]
+    if spec.adapter_config is not None:
+        config = dict(spec.adapter_config)
+    elif spec.adapter_config_path is not None:
+        path = Path(spec.adapter_config_path)
+        if not path.is_file():
+            raise UsageError(f"arm {spec.name!r}: adapter config {path} does not exist")
+        config = load_adapter_config(root, str(path))
+    else:
+        config = dict(request.adapter_config or {})
+    if uses_python(adapter, command, http, exec_, config):
+        adapter = python_target(adapter, root)
+        _check_python(spec.name, adapter)
+    for text, option in ((command, "adapter_command"), (exec_, "adapter_exec")):
+        if text is not None:
+            _check_program(spec.name, text, option)
+    adapter_spec_ = adapter_spec(adapter, command, root, stderr, adapter_http=http, adapter_exec=exec_,
+                                 adapter_config=config)
+    return Arm(spec.name, adapter_spec_, config, spec.perturb, spec.to_json(), spec.is_perturbation)
+
+
+def _check_python(name: str, target: str) -> None:
+    module, _sep, _attr = target.rpartition(":")
+    if (module.endswith(".py") or "/" in module) and not Path(module).is_file():
+        raise UsageError(f"arm {name!r}: adapter file not found: {module}")
+
+
+def _check_program(name: str, command: str, option: str) -> None:
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"arm {name!r}: cannot parse {option} {command!r}: {exc}") from None
+    if not argv:
+        raise UsageError(f"arm {name!r}: {option} is empty")
+    program = argv[0]
+    if ("/" in program and not Path(program).exists()) or ("/" not in program and shutil.which(program) is None):
+        raise UsageError(f"arm {name!r}: {option} program {program!r} not found")

@@ -1,0 +1,93 @@
+"""The console's side-by-side table of a run's arms (at most 100 columns), rendered from an ArmsReport."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from ..arms.compare import ArmComparison, ArmsReport
+from ..support.timevalues import format_duration
+
+#: The table never gets wider than this.
+MAX_WIDTH = 100
+_NAME = 14
+#: Flips listed under the table per arm, at most.
+FLIP_LINES = 5
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _span(low: float, high: float, signed: bool = False) -> str:
+    if signed:
+        return f"{low * 100:+.1f}..{high * 100:+.1f}"
+    return f"{low * 100:.1f}-{high * 100:.1f}"
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= _NAME else text[:_NAME - 1] + "…"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else format_duration(value)
+
+
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def table_lines(report: ArmsReport) -> list[str]:
+    """The header line, one row per arm (control first), then the flips against the control."""
+    level = next((s.interval.level for s in report.summaries.values() if s.interval is not None), 0.95)
+    ci = f"{level * 100:g}% CI"
+    cost = any(s.counts.cost is not None for s in report.summaries.values())
+    headers = ["Arm", "Pass", ci, "Δ pts", ci, "p(Holm)", "Flips", "p50", "p95"]
+    widths = [_NAME, 6, 11, 6, 13, 7, 5, 7, 7]
+    if cost:
+        headers.append("Cost")
+        widths.append(8)
+    headers.append("Pareto")
+    widths.append(6)
+    rows = []
+    for name in report.names:
+        s = report.summaries[name]
+        latency = s.counts.latency
+        cells = [_name(name), _pct(s.pass_rate), _span(s.interval.low, s.interval.high) if s.interval else "-"]
+        comparison = report.overall(name)
+        cells += _comparison_cells(comparison) if name != report.control else ["ctrl", "", "", ""]
+        cells += [_seconds(latency.p50 if latency else None), _seconds(latency.p95 if latency else None)]
+        if cost:
+            cells.append(_cost(s.counts.cost))
+        cells.append("yes" if name in report.pareto else "")
+        rows.append(cells)
+
+    def line(cells: list[str]) -> str:
+        return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [line(headers), *(line(r) for r in rows)]
+    for name in report.names:
+        comparison = report.overall(name)
+        if comparison is None or not comparison.flips:
+            continue
+        out.append(f"Flips {report.control} -> {_name(name)} ({len(comparison.flips)}):")
+        for flip in comparison.flips[:FLIP_LINES]:
+            out.append(f"  {flip.case}/{flip.target} at {flip.timestamp_s:g}s: {flip.control_status.value} -> "
+                       f"{flip.arm_status.value}" + (f" (trial {flip.trial})" if report.repeat > 1 else ""))
+        if len(comparison.flips) > FLIP_LINES:
+            out.append(f"  ... and {len(comparison.flips) - FLIP_LINES} more (JSON: arm_comparisons)")
+    return [text[:MAX_WIDTH] for text in out]
+
+
+def _comparison_cells(comparison: ArmComparison | None) -> list[str]:
+    test = comparison.test if comparison is not None else None
+    if comparison is None or test is None:
+        return ["-", "-", "-", str(len(comparison.flips)) if comparison is not None else "-"]
+    mark = "*" if test.significant else ""
+    return [f"{test.delta_pass_rate * 100:+.1f}", _span(test.low, test.high, signed=True),
+            f"{test.p_value:.3g}{mark}", str(len(comparison.flips))]
+
+
+def print_arms(report: ArmsReport, out: TextIO) -> None:
+    print(f"\nArms (same frames; each compared with {report.control}, paired; * significant):", file=out)
+    for text in table_lines(report):
+        print(text, file=out)

@@ -1,0 +1,157 @@
+"""Streams and checkpoints: a run SIGKILLed mid-stream resumes to the uninterrupted result.
+
+Finished streams are recorded in the checkpoint and reused; the stream that was cut off is fed
+again from its first frame (an app's state cannot be resumed mid-stream), so the adapter sees
+that stream start twice and every other stream once.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evalkit import ROOT, make_eval, read_json, run_cli
+
+from glasskit_eval.checkpoints.store import RECORDS_NAME, decode_records
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
+
+CASE = """\
+video: cfr_h264.mp4
+targets:
+  door:
+    samples:
+    - at: [0.5, 1.0]
+      expect: {ok: true}
+  pan:
+    sample_defaults: {field: alert}
+    stream: {window: [0, 0.5]}
+    events:
+    - at: 0.3
+      expect: boiling
+    - at: 1.2
+      expect: boiling
+"""
+
+#: Fires 2 frames after each onset frame (3 and 12 at 10 fps), a false alarm at frame 9; in the
+#: marked case it stops at frame 10 (writes ``mark`` and waits to be killed) once ``hang`` exists.
+ADAPTER = """
+import os, time
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def log(line):
+    with open(os.path.join(HERE, "calls.log"), "a") as f:
+        f.write(line + "\\n")
+
+class Streamer:
+    def evaluate(self, sample, target):
+        return {"ok": True}
+
+    def start_stream(self, target, stream):
+        self.case = stream.case
+        log(f"start {stream.case} {target.id}")
+
+    def on_frame(self, sample, target):
+        if self.case == "b" and sample.frame_index == 10 and os.path.exists(os.path.join(HERE, "hang")):
+            open(os.path.join(HERE, "mark"), "w").close()
+            time.sleep(120)
+        if sample.frame_index in (5, 14):
+            return {"alert": "boiling", "frame": sample.frame_index}
+        if sample.frame_index == 9:
+            return {"alert": "boiling", "frame": sample.frame_index}
+        return None
+
+def create_evaluator(config):
+    return Streamer()
+"""
+
+VOLATILE = {"duration_seconds", "evaluation_duration_seconds", "average_evaluation_seconds_per_attempt",
+            "average_evaluation_seconds_per_sample", "throughput_attempts_per_second",
+            "throughput_samples_per_second", "eval_dir", "path", "resumed", "latency", "call_duration_seconds"}
+
+
+def normalized(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def stream_records(checkpoint: Path) -> list[list[Any]]:
+    decoded = decode_records((checkpoint / RECORDS_NAME).read_bytes(), checkpoint)
+    return [r["key"] for r in decoded.records if r["key"][3] == "stream"]
+
+
+def test_sigkill_mid_stream_then_resume_gives_the_uninterrupted_result(tmp_path: Path) -> None:
+    cases = {"a": CASE, "b": CASE}
+    reference_dir = make_eval(tmp_path / "ref", cases, adapter=ADAPTER)
+    reference = tmp_path / "reference.json"
+    code, _out, err = run_cli("run", "--eval-dir", reference_dir, "--output-json", reference, "--repeat", "2")
+    assert code == 0, err
+    expected = read_json(reference)
+    assert [(s["case"], s["trial"], s["metrics"]["detected"], s["metrics"]["false_alarms"])
+            for s in expected["streams"]] == [("a", 1, 2, 1), ("b", 1, 2, 1), ("a", 2, 2, 1), ("b", 2, 2, 1)]
+
+    eval_dir = make_eval(tmp_path / "crash", cases, adapter=ADAPTER)
+    (eval_dir / "hang").touch()
+    report = tmp_path / "crash.json"
+    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir),
+                             "--output-json", str(report), "--repeat", "2"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (eval_dir / "mark").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (eval_dir / "mark").exists(), proc.stderr.read() if proc.stderr else ""
+        checkpoint = next((eval_dir / "runs" / "checkpoints").iterdir())
+        # Case a's stream finished before b's began: wait until its record is durable, then kill.
+        while not stream_records(checkpoint) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert stream_records(checkpoint) == [[1, "a", "pan", "stream"]]
+    before = (eval_dir / "calls.log").read_text().splitlines()
+    assert before == ["start a pan", "start b pan"]
+
+    (eval_dir / "hang").unlink()
+    code, out, err = run_cli("run", "--resume", checkpoint)
+    assert code == 0, out + err
+    after = (eval_dir / "calls.log").read_text().splitlines()[len(before):]
+    # Trial 1: a's stream is reused, b's is fed again from its start; trial 2 runs both.
+    assert after == ["start b pan", "start a pan", "start b pan"]
+    final = read_json(report)
+    assert normalized(final) == normalized(expected)
+    assert json.dumps(final["streams"]) == json.dumps(expected["streams"])
+
+
+def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path) -> None:
+    from glasskit_eval.checkpoints.framing import encode_record
+
+    eval_dir = make_eval(tmp_path, {"a": CASE}, adapter=ADAPTER)
+    (eval_dir / "hang").touch()
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--output-json", tmp_path / "r.json")
+    assert code == 0, err
+    checkpoint = next((eval_dir / "runs" / "checkpoints").iterdir())
+    manifest = checkpoint / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["status"] = "in_progress"
+    manifest.write_text(json.dumps(data))
+    with open(checkpoint / RECORDS_NAME, "ab") as handle:
+        handle.write(encode_record({"key": [1, "a", "pan", "stream"],
+                                    "payload": {"emissions": [{"time": "0.4", "value": 1}],
+                                                "frames_delivered": 3, "frames_dropped": 0}}))
+    code, out, err = run_cli("run", "--resume", checkpoint)
+    assert code == 2, out + err
+    assert "stream a/pan (trial 1) is damaged" in err and "emissions[0].time" in err
+    assert "Traceback" not in err
