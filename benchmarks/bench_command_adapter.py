@@ -3,7 +3,9 @@
     python benchmarks/bench_command_adapter.py [--samples 200] [--concurrency 4]
 
 Everything runs on one deterministic video that the script generates with PyAV
-(1920x1080, 30 fps, 120 s, h264) and caches in the temp directory. It reports:
+(1920x1080, 30 fps, 120 s) encoded the way cameras and encoders ship it: x264
+``veryfast``, CRF 23, High profile, a keyframe every 2 s, with B-frames (x264's
+default 3, reordered by the decoder). It is cached in the temp directory. It reports:
 
 1. The bridge's cost per frame, on real decoded frames: PNG encoding at every zlib
    level (time and size) with our encoder and, for reference, with Pillow's; base64;
@@ -18,7 +20,13 @@ Everything runs on one deterministic video that the script generates with PyAV
    child process whose own peak RSS is reported: an in-process Python adapter, then
    trivial command adapters (the same Python adapter served by protocol_server, and a
    Node adapter on the JavaScript helper). The summary gives each command adapter's
-   wall time as a ratio of the minimal client's.
+   wall time as a ratio of the minimal client's. ``--load N`` runs N CPU-bound
+   processes (``while True: pass``) beside every run, as on a busy CI machine; they
+   are killed when the runs are done. ``--runs-only`` skips 1 and 2, ``--only NAME``
+   picks runs by a word of their name (``python``, ``protocol``, ``node``).
+
+Peak RSS is the run's own process (``RUSAGE_SELF`` in the child, which is what the
+memory goal is about); the largest adapter process's peak is printed beside it.
 
 Run from the repository root (or with glasskit_eval importable).
 """
@@ -53,7 +61,10 @@ from glasskit_eval.adapters._wire import PNG_COMPRESS_LEVEL
 from glasskit_eval.video.png import encode_png
 
 WIDTH, HEIGHT = 1920, 1080
-VIDEO_VERSION = 1
+VIDEO_VERSION = 2
+FPS_GOP_SECONDS = 2
+#: x264 as most encoders ship it: B-frames make the decoder hold frames for reordering.
+X264_OPTIONS = {"preset": "veryfast", "crf": "23", "profile": "high", "bf": "3"}
 PIPE_CHILD = (
     "import sys\n"
     "out = sys.stdout.buffer\n"
@@ -76,7 +87,8 @@ def make_video(path: Path, seconds: int, fps: int) -> None:
     with av.open(str(tmp), "w") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        stream.options = {"preset": "ultrafast", "crf": "23", "g": str(fps)}
+        gop = str(FPS_GOP_SECONDS * fps)
+        stream.options = {**X264_OPTIONS, "g": gop, "keyint_min": gop}
         for index in range(seconds * fps):
             x, y = (index * 3) % 640, (index * 2) % 360
             frame = scene.crop((x, y, x + WIDTH, y + HEIGHT))
@@ -95,7 +107,7 @@ def make_video(path: Path, seconds: int, fps: int) -> None:
 def cached_video(seconds: int, fps: int) -> Path:
     folder = Path(tempfile.gettempdir()) / "glasskit-eval-bench"
     folder.mkdir(exist_ok=True)
-    path = folder / f"scene-v{VIDEO_VERSION}-{WIDTH}x{HEIGHT}-{fps}fps-{seconds}s.mp4"
+    path = folder / f"scene-v{VIDEO_VERSION}-bframes-{WIDTH}x{HEIGHT}-{fps}fps-{seconds}s.mp4"
     if not path.exists():
         print(f"generating {path} (once; later runs reuse it) ...", flush=True)
         started = time.perf_counter()
@@ -280,19 +292,40 @@ def make_eval(root: Path, video: Path, count: int, seconds: int) -> Path:
     return eval_dir
 
 
-#: Runs the CLI in a child process and reports that process's own peak RSS (not its
-#: adapter's, which RUSAGE_CHILDREN would fold in) on stderr's last line.
+#: Runs the CLI in a child process and reports that process's own peak RSS (VmHWM: a forked
+#: child's ``ru_maxrss`` starts at its parent's RSS, which exec keeps) and its largest adapter
+#: process's (RUSAGE_CHILDREN: the largest reaped child, not a sum) on stderr's last line.
 RUN_IN_CHILD = (
-    "import resource, sys\n"
+    "import re, resource, sys\n"
     "from glasskit_eval.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "sys.stderr.write('\\nmaxrss_kib=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    "with open('/proc/self/status') as status:\n"
+    "    own = int(re.search(r'VmHWM:\\s*(\\d+)', status.read()).group(1))\n"
+    "sys.stderr.write('\\nmaxrss_kib=%d,%d\\n' % (own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
     "raise SystemExit(code)\n"
 )
 
 
-def timed_run(eval_dir: Path, count: int, concurrency: int, adapter: Sequence[str]) -> tuple[float, float]:
-    """Samples per second of one whole ``glasskit_eval run`` process, and its peak RSS in MiB."""
+class Load:
+    """CPU-bound processes beside the runs (a busy machine); killed on exit."""
+
+    def __init__(self, count: int) -> None:
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+    def __enter__(self) -> Load:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+
+
+def timed_run(eval_dir: Path, count: int, concurrency: int,
+              adapter: Sequence[str]) -> tuple[float, float, float]:
+    """Samples per second of one whole ``glasskit_eval run`` process, its peak RSS and its
+    largest child's (the adapter's) in MiB."""
     report = eval_dir.parent / "report.json"
     root = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH")))))
@@ -307,8 +340,8 @@ def timed_run(eval_dir: Path, count: int, concurrency: int, adapter: Sequence[st
     summary = json.loads(report.read_text())["summary"]
     assert summary["passed_attempts"] == count, summary
     shutil.rmtree(eval_dir / "runs", ignore_errors=True)
-    peak_kib = int(proc.stderr.rsplit("maxrss_kib=", 1)[1])
-    return count / elapsed, peak_kib / 1024
+    own_kib, child_kib = (int(k) for k in proc.stderr.rsplit("maxrss_kib=", 1)[1].split(","))
+    return count / elapsed, own_kib / 1024, child_kib / 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,6 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=2, help="runs per configuration; best is kept")
     parser.add_argument("--skip-bridge", action="store_true", help="skip the per-frame breakdown")
+    parser.add_argument("--runs-only", action="store_true", help="only the whole runs (no bridge, no baseline)")
+    parser.add_argument("--only", action="append", default=[],
+                        help="only runs whose name has this word (python, protocol, node); repeatable")
+    parser.add_argument("--load", type=int, default=0,
+                        help="CPU-bound processes to run beside every run (a loaded machine)")
     parser.add_argument("--upstream-estimate", action="store_true",
                         help="also time the level-6 baseline that upstream's speed is estimated from "
                              "(minutes on a 2-core machine)")
@@ -329,25 +367,58 @@ def main(argv: list[str] | None = None) -> int:
     print(f"video: {video} ({video.stat().st_size / 1e6:.0f} MB), {args.samples} samples, "
           f"{os.cpu_count()} CPUs, PNG level {PNG_COMPRESS_LEVEL}")
 
-    if not args.skip_bridge:
+    if not (args.skip_bridge or args.runs_only):
         frames = list(decode_selected(video, times[:: max(1, len(times) // 6)]))
         bridge_costs(frames)
 
+    baselines: dict[str, float] = {}
+    minimal = None
+    if not args.runs_only:
+        minimal = baseline_rates(video, times, args, baselines)
+
+    print(f"\n== glasskit_eval run, {args.samples} samples, --concurrency {args.concurrency}, "
+          f"{args.load} CPU-bound processes beside it, load average {os.getloadavg()[0]:.2f} "
+          "(whole process, peak RSS of the run itself; largest adapter process) ==")
+    results = whole_runs(video, args)
+    if not results:
+        return 0
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    in_process = results.get("in-process Python adapter", (None,))[0]
+    print("\n== Summary ==")
+    for name, (rate, rss, _child) in results.items():
+        if not name.startswith("command"):
+            continue
+        line = f"{name}: peak RSS {rss:.0f} MiB (goal <= 250 MiB)"
+        if minimal is not None:
+            line += f", wall {minimal / rate:.2f}x the minimal level-{PNG_COMPRESS_LEVEL} client (goal <= 0.7x)"
+        if in_process is not None:
+            bridge_ms = (1 / rate - 1 / in_process) * 1000
+            line += (f", {rate / in_process:.2f}x in-process throughput "
+                     f"(the bridge adds {bridge_ms:.1f} ms per sample)")
+        if args.upstream_estimate:
+            upstream = baselines["Pillow PNG, level 6 (as upstream)"] / 2.4
+            line += f", {rate / upstream:.2f}x the upstream estimate (level-6 baseline / 2.4)"
+        print(line)
+    return 0
+
+
+def baseline_rates(video: Path, times: Sequence[Fraction], args: argparse.Namespace,
+                   baselines: dict[str, float]) -> float:
     print("\n== Raw single-threaded baseline: decode + PNG + base64 + pipe ==")
     encoders: list[tuple[str, Callable[[Image.Image], bytes]]] = [
         (f"our PNG, level {PNG_COMPRESS_LEVEL}", lambda im: encode_png(im, PNG_COMPRESS_LEVEL)),
     ]
     if args.upstream_estimate:
         encoders.append(("Pillow PNG, level 6 (as upstream)", lambda im: pillow_png(im, 6)))
-    baselines = {}
     for name, encoder in encoders:
         baselines[name] = max(raw_baseline(video, times, encoder) for _ in range(args.repeat))
         print(f"{name:<34} {baselines[name]:6.2f} samples/s")
-    minimal = baselines[encoders[0][0]]
+    return baselines[encoders[0][0]]
 
-    print(f"\n== glasskit_eval run, {args.samples} samples, --concurrency {args.concurrency} "
-          "(whole process, peak RSS of the run itself) ==")
-    results: dict[str, tuple[float, float]] = {}
+
+def whole_runs(video: Path, args: argparse.Namespace) -> dict[str, tuple[float, float, float]]:
+    """Per configuration: best samples/s, the largest peak RSS of the run and of its adapter (MiB)."""
+    results: dict[str, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="glasskit-bench-") as tmp:
         eval_dir = make_eval(Path(tmp), video, args.samples, args.seconds)
         configs: dict[str, list[str]] = {
@@ -362,27 +433,17 @@ def main(argv: list[str] | None = None) -> int:
             configs["command: Node helper"] = [
                 "--adapter-command", shlex.join(["node", str(eval_dir / "adapter.mjs")])
             ]
-        for name, adapter in configs.items():
-            runs = [timed_run(eval_dir, args.samples, args.concurrency, adapter) for _ in range(args.repeat)]
-            results[name] = (max(rate for rate, _ in runs), statistics.median(rss for _, rss in runs))
-            print(f"{name:<28} {results[name][0]:6.2f} samples/s, peak RSS {results[name][1]:.0f} MiB "
-                  f"(runs: {', '.join(f'{rss:.0f}' for _, rss in runs)} MiB)")
-
-    in_process = results["in-process Python adapter"][0]
-    print("\n== Summary ==")
-    for name, (rate, rss) in results.items():
-        if not name.startswith("command"):
-            continue
-        bridge_ms = (1 / rate - 1 / in_process) * 1000
-        line = (f"{name}: wall {minimal / rate:.2f}x the minimal level-{PNG_COMPRESS_LEVEL} client "
-                f"(goal <= 0.7x), peak RSS {rss:.0f} MiB (goal <= 250 MiB), "
-                f"{rate / in_process:.2f}x in-process throughput "
-                f"(the bridge adds {bridge_ms:.1f} ms per sample)")
-        if args.upstream_estimate:
-            upstream = baselines["Pillow PNG, level 6 (as upstream)"] / 2.4
-            line += f", {rate / upstream:.2f}x the upstream estimate (level-6 baseline / 2.4)"
-        print(line)
-    return 0
+        if args.only:
+            configs = {k: v for k, v in configs.items() if any(w.lower() in k.lower() for w in args.only)}
+        with Load(args.load):
+            for name, adapter in configs.items():
+                runs = [timed_run(eval_dir, args.samples, args.concurrency, adapter) for _ in range(args.repeat)]
+                results[name] = (max(rate for rate, _, _ in runs), max(rss for _, rss, _ in runs),
+                                 max(child for _, _, child in runs))
+                print(f"{name:<28} {results[name][0]:6.2f} samples/s, peak RSS {results[name][1]:.0f} MiB "
+                      f"(runs: {', '.join(f'{rss:.0f}' for _, rss, _ in runs)} MiB; "
+                      f"adapter process {results[name][2]:.0f} MiB)", flush=True)
+    return results
 
 
 if __name__ == "__main__":

@@ -314,7 +314,21 @@ def child(args: argparse.Namespace) -> None:
         wall, cpu = child_baseline_latency(video, seconds)
     else:
         raise SystemExit(f"unknown child {kind}")
-    print(json.dumps({"wall": wall, "cpu": cpu}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "hwm_kib": _peak_rss_kib()}))
+
+
+def _peak_rss_kib() -> int | None:
+    """This process's own peak RSS (VmHWM): a forked child's ``ru_maxrss`` starts at its parent's
+    RSS (exec keeps the high-water mark of the copied address space), and the parent may have just
+    generated the videos."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 # --------------------------------------------------------------------------- parent
@@ -332,7 +346,7 @@ def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float, float
     if proc.returncode != 0:
         raise SystemExit(f"{kind} failed with exit code {proc.returncode}")
     result = json.loads(output)
-    return result["wall"], result["cpu"], usage.ru_maxrss / 1024
+    return result["wall"], result["cpu"], (result.get("hwm_kib") or usage.ru_maxrss) / 1024
 
 
 #: scenario -> (video key, engine child, baseline child)

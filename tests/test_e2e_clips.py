@@ -304,7 +304,7 @@ def test_the_observation_cache_keys_on_every_clip_frame(tmp_path: Path) -> None:
     second = run("second")
     assert [r.get("cached", False) for r in second] == [True, True]
     assert [r["observed"] for r in second] == [r["observed"] for r in first]
-    assert calls.read_text().split() == ["0.5", "1.0"]
+    assert sorted(calls.read_text().split()) == ["0.5", "1.0"]  # concurrent calls log in any order
     # A wider clip names other frames: a miss, though the anchor's pixels are the same.
     (eval_dir / "cases" / "c.yaml").write_text(text.replace("before_s: 0.2", "before_s: 0.3"))
     third = run("third")

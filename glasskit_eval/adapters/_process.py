@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AdapterError, AdapterGone, ProtocolBroken
+from ._linewriter import LineWriter
 from ._procio import (
     GroupReaper,
     StderrMirror,
     describe_returncode,
+    enlarge_pipe,
     live_group_members,
     pipe_holders,
     read_chunks,
@@ -42,9 +44,8 @@ from ._protocol import (
     Reply,
     State,
     encode_params,
-    oversized_request_error,
 )
-from ._wire import encode_sample, sample_parts, share_usage
+from ._wire import batch_params, sample_parts, share_usage
 from .base import FactoryConfig, Sample, Target, add_usage, frames_too_large
 
 __all__ = ["CommandEvaluator"]
@@ -62,9 +63,9 @@ _EXIT_STATUS_WAIT_S: Final = 1.0
 _KILL_WAIT_S: Final = 2.0
 # How often the exit status is looked at while the adapter runs.
 _EXIT_POLL_S: Final = 0.05
-# Encoding a batch stops early once its size passes the message limit; frames are
-# encoded this many at a time between checks.
-_BATCH_ENCODE_STEP: Final = 4
+#: Frames encoded or being written at once, whatever ``--concurrency`` (each is about half a
+#: frame's pixels in base64); calls beyond these wait holding only their image.
+PAYLOADS_IN_FLIGHT: Final = 2
 
 
 class CommandEvaluator:
@@ -83,14 +84,15 @@ class CommandEvaluator:
             max_incoming_bytes=spec.max_message_bytes, max_outgoing_bytes=spec.max_message_bytes
         )
         self._futures: dict[int, asyncio.Future[Reply]] = {}
-        self._drain_lock = asyncio.Lock()
+        self._lines = LineWriter(self._stdin)
+        self._payloads = asyncio.Semaphore(PAYLOADS_IN_FLIGHT)
         self._failure: AdapterError | None = None
         self._failure_delivered = False
         self._failed = asyncio.Event()
         self._stopping = False
         self._closed = False
         track_group(proc.pid, tag)
-        self._enlarge_stdin_pipe()
+        enlarge_pipe(self._stdin.transport)
         self._stderr = StderrMirror(spec.stderr)
         self._stderr_task = asyncio.ensure_future(self._stderr.pump(proc.stderr))
         self._stdout_task = asyncio.ensure_future(self._pump_stdout(proc.stdout))
@@ -115,51 +117,31 @@ class CommandEvaluator:
 
     async def evaluate(self, sample: Sample, target: Target) -> Any:
         self._check_usable()
-        # The runner closes the image once this call returns, and the encode finishes
-        # before we await anything else.
+        await self._payloads.acquire()
         try:
-            parts = await asyncio.get_running_loop().run_in_executor(
-                None, sample_parts, sample, self._spec.png_compress_level
-            )
-        except MemoryError:
-            raise frames_too_large([sample], "encoding the frame as PNG for the command adapter") from None
-        params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
-        del parts
-        reply = await self._request("evaluate", params)
+            # The runner closes the image once this call returns, and the encode finishes
+            # before we await anything else.
+            try:
+                parts = await asyncio.get_running_loop().run_in_executor(
+                    None, sample_parts, sample, self._spec.png_compress_level
+                )
+            except MemoryError:
+                raise frames_too_large([sample], "encoding the frame as PNG for the command adapter") from None
+            params = [b'{"sample":', *parts, b',"target":', encode_params(target.to_wire()), b"}"]
+            del parts
+        except BaseException:
+            self._payloads.release()
+            raise
+        # The slot is free again once the line is in the pipe, not when the answer comes.
+        reply = await self._request("evaluate", params, on_sent=self._payloads.release)
         if reply.usage is not None:
             add_usage(sample.usage, reply.usage)
         return reply.result
 
     async def evaluate_many(self, samples: Sequence[Sample], target: Target) -> list[Any]:
         self._check_usable()
-        loop = asyncio.get_running_loop()
-        limit = self._spec.max_message_bytes
-        target_json = encode_params(target.to_wire())
-        encoded: list[bytes] = []
-        size = len(target_json)
-        for start in range(0, len(samples), _BATCH_ENCODE_STEP):
-            chunk = samples[start : start + _BATCH_ENCODE_STEP]
-            try:
-                encoded += await asyncio.gather(
-                    *(
-                        loop.run_in_executor(
-                            None, encode_sample, sample, self._spec.png_compress_level
-                        )
-                        for sample in chunk
-                    )
-                )
-            except MemoryError:
-                raise frames_too_large(samples, "encoding the frames as PNG for the command adapter") from None
-            size += sum(len(item) + 1 for item in encoded[-len(chunk) :])
-            self._check_usable()
-            if size > limit:
-                # Stop before holding a batch far larger than could ever be sent.
-                raise oversized_request_error("evaluateMany", size, limit, len(samples))
-        params = [b'{"samples":[']
-        for index, item in enumerate(encoded):
-            params += (b",", item) if index else (item,)
-        params += (b'],"target":', target_json, b"}")
-        del encoded
+        params = await batch_params(samples, target, self._spec.png_compress_level,
+                                    self._spec.max_message_bytes, self._check_usable)
         reply = await self._request("evaluateMany", params, expected_results=len(samples))
         share_usage(samples, reply.usage)
         return list(reply.result)
@@ -237,20 +219,6 @@ class CommandEvaluator:
         await self._reaper.terminate(self._spec.terminate_grace_s)
         await self._stop_tasks()
 
-    def _enlarge_stdin_pipe(self) -> None:
-        # Frames are megabytes; the default 64 KiB pipe makes every frame cost dozens
-        # of wake-ups on both sides. Best effort, Linux only.
-        try:
-            import fcntl
-        except ImportError:
-            return
-        setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
-        pipe = self._stdin.transport.get_extra_info("pipe")
-        if setpipe is None or pipe is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            fcntl.fcntl(pipe.fileno(), setpipe, 1 << 20)
-
     # -- calls ----------------------------------------------------------------
 
     def _check_usable(self) -> None:
@@ -264,48 +232,57 @@ class CommandEvaluator:
         return (await self._request(method, params, expected_results=expected_results)).result
 
     async def _request(self, method: str, params: bytes | list[bytes], *,
-                       expected_results: int | None = None) -> Reply:
-        """Send a request and wait for its answer.
+                       expected_results: int | None = None,
+                       on_sent: Callable[[], None] | None = None) -> Reply:
+        """Send a request and wait for its answer; ``on_sent`` is called once the line is written.
 
-        Params given as a list of pieces are consumed (the list is emptied) once the
-        line is built, and the line is dropped once written: a call waiting for its
-        answer holds no copy of its frames.
+        Params given as a list of pieces are consumed, each piece dropped once written.
         """
-        if method != "close":
-            self._check_usable()
-        request_id, data = self._conn.request_encoded(
-            method, params, expected_results=expected_results
-        )
-        if isinstance(params, list):
-            params.clear()
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        self._futures[request_id] = future
-        try:
-            if self._stdin.is_closing():
-                await self._wait_for_failure(f"{self._label} closed its stdin")
-            else:
-                self._stdin.write(data)
-                del data
-                await self._drain()
-            return await future
-        except asyncio.CancelledError:
-            # The caller gave up (fail-fast elsewhere, or an interrupt): let the
-            # adapter stop working on it.
-            self._abandon(request_id)
-            raise
-        except AdapterError as exc:
-            if exc is self._failure:
-                self._failure_delivered = True
-            raise
-        finally:
-            self._futures.pop(request_id, None)
+        unsent = [on_sent] if on_sent is not None else []
 
-    async def _drain(self) -> None:
-        # Serialized because concurrent StreamWriter.drain() calls are not supported
-        # on every Python version we run on.
+        def mark_sent() -> None:
+            while unsent:
+                unsent.pop()()
+
         try:
-            async with self._drain_lock:
-                await self._stdin.drain()
+            if method != "close":
+                self._check_usable()
+            request_id, pieces = self._conn.request_pieces(
+                method, params, expected_results=expected_results
+            )
+            if isinstance(params, list):
+                params.clear()
+            future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+            self._futures[request_id] = future
+            try:
+                if self._stdin.is_closing():
+                    await self._wait_for_failure(f"{self._label} closed its stdin")
+                else:
+                    # Shielded: a line cut short would corrupt every message after it.
+                    writing = asyncio.ensure_future(self._write_pieces(pieces))
+                    del pieces
+                    # Its error, if its caller stopped waiting, is the connection's failure.
+                    writing.add_done_callback(lambda task: task.cancelled() or task.exception())
+                    await asyncio.shield(writing)
+                mark_sent()
+                return await future
+            except asyncio.CancelledError:
+                # The caller gave up (fail-fast elsewhere, or an interrupt): let the
+                # adapter stop working on it.
+                self._abandon(request_id)
+                raise
+            except AdapterError as exc:
+                if exc is self._failure:
+                    self._failure_delivered = True
+                raise
+            finally:
+                self._futures.pop(request_id, None)
+        finally:
+            mark_sent()
+
+    async def _write_pieces(self, pieces: list[bytes]) -> None:
+        try:
+            await self._lines.write_line(pieces)
         except (ConnectionError, OSError) as exc:
             await self._wait_for_failure(
                 f"{self._label} stopped reading its stdin ({type(exc).__name__})"
@@ -321,9 +298,8 @@ class CommandEvaluator:
 
     def _abandon(self, request_id: int) -> None:
         notification = self._conn.cancel(request_id)
-        if notification and self._failure is None and not self._stdin.is_closing():
-            with contextlib.suppress(Exception):
-                self._stdin.write(notification)
+        if notification and self._failure is None:
+            self._lines.write_message(notification)
 
     def _dispatch(self, events: Iterable[Event]) -> None:
         for event in events:

@@ -302,3 +302,21 @@ class GroupReaper:
             if self._tag is not None:
                 signal_tagged(self._tag, signal.SIGKILL)
         untrack_group(pgid)
+
+
+def enlarge_pipe(transport: Any, size: int = 1 << 20) -> None:
+    """Give a pipe a larger kernel buffer (best effort, Linux only).
+
+    Frames are megabytes; the default 64 KiB pipe makes every frame cost dozens of wake-ups on
+    both sides.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    pipe = transport.get_extra_info("pipe")
+    if setpipe is None or pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(pipe.fileno(), setpipe, size)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from ..errors import AdapterError, ProtocolError
+from ._handshake import PROTOCOL_VERSION, Capabilities, parse_initialize_result
 from ._messages import (
     NonFinite,
     encode_params,
@@ -58,7 +59,6 @@ __all__ = [
     "parse_initialize_result",
 ]
 
-PROTOCOL_VERSION: Final = 1
 #: A stream's requests; the adapter reports them with the ``frame`` capability.
 STREAM_METHODS: Final = ("startStream", "frame", "endStream")
 
@@ -110,16 +110,6 @@ _ON_REPLY: Final[Mapping[tuple[State, str, bool], State]] = {
     (State.CLOSING, "close", True): State.CLOSED,
     (State.CLOSING, "close", False): State.CLOSED,
 }
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """The evaluation methods an adapter reported in its ``initialize`` result."""
-
-    evaluate: bool
-    evaluate_many: bool
-    #: ``startStream`` / ``frame`` / ``endStream``: the adapter can be fed stream targets.
-    frame: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,15 +212,23 @@ class Connection:
         """Like :meth:`request`, with params already serialized by :func:`encode_params`.
 
         This lets the caller build the expensive part (base64 frames) off the event
-        loop. Params given as pieces are joined into the line at once: a frame's
-        megabytes are copied once, not once per layer of the message.
-        ``expected_results`` is the batch size of an ``evaluateMany`` request, whose
+        loop; pieces are joined once. ``expected_results`` is the batch size of an ``evaluateMany`` request, whose
         result must be a list of exactly that length.
 
-        Raises:
-            LocalProtocolError: ``method`` may not be sent now.
-            AdapterError: the message would exceed ``max_outgoing_bytes``.
+        Raises ``LocalProtocolError`` when ``method`` may not be sent now, ``AdapterError``
+        when the message would exceed ``max_outgoing_bytes``.
         """
+        request_id, pieces = self.request_pieces(method, params_json, expected_results=expected_results)
+        return request_id, b"".join(pieces)
+
+    def request_pieces(
+        self,
+        method: str,
+        params_json: bytes | Sequence[bytes],
+        *,
+        expected_results: int | None = None,
+    ) -> tuple[int, list[bytes]]:
+        """:meth:`request_encoded`, with the line as pieces, never joined (``_linewriter``)."""
         self._check_sendable(method)
         if (method == "evaluateMany") != (expected_results is not None):
             raise LocalProtocolError("expected_results is required for evaluateMany only")
@@ -244,7 +242,7 @@ class Connection:
         self._pending[request_id] = _Pending(method, expected_results)
         if method in _ON_SEND:
             self.state = _ON_SEND[method]
-        return request_id, b"".join((head, *parts, b"}\n"))
+        return request_id, [head, *parts, b"}\n"]
 
     def cancel(self, request_id: int) -> bytes:
         """Abandon a pending request; return the ``cancel`` notification to write.
@@ -463,38 +461,3 @@ class Connection:
                 f"order: sent {pending.expected_results} samples, got {got}"
             )
         return Reply(request_id, method, result=result, usage=usage)
-
-
-def parse_initialize_result(result: object) -> Capabilities:
-    """Check an ``initialize`` result and return the capabilities it reports."""
-    if not isinstance(result, dict):
-        raise ProtocolError(
-            "the adapter's initialize result must be an object "
-            '{"protocolVersion": 1, "capabilities": {...}}'
-        )
-    version = result.get("protocolVersion")
-    if version != PROTOCOL_VERSION or isinstance(version, bool):
-        raise ProtocolError(
-            f"the adapter speaks protocol version {version!r}, but glasskit_eval speaks "
-            f"version {PROTOCOL_VERSION}; use a protocol helper for version "
-            f"{PROTOCOL_VERSION} (the JavaScript helper in the adapter reference, or "
-            "python -m glasskit_eval.protocol_server)"
-        )
-    caps = result.get("capabilities")
-    if not isinstance(caps, dict):
-        raise ProtocolError("the adapter's initialize result lacks a capabilities object")
-    flags: dict[str, bool] = {}
-    for name in ("evaluate", "evaluateMany", "frame"):
-        value = caps.get(name, False)
-        if not isinstance(value, bool):
-            raise ProtocolError(
-                f"capabilities.{name} in the adapter's initialize result must be true or "
-                f"false, got {value!r}"
-            )
-        flags[name] = value
-    if not any(flags.values()):
-        raise ProtocolError(
-            "the adapter reports none of the evaluate, evaluateMany and frame capabilities; "
-            "the object its factory returns must implement evaluate, evaluateMany or onFrame"
-        )
-    return Capabilities(flags["evaluate"], flags["evaluateMany"], flags["frame"])

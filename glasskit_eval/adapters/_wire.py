@@ -9,6 +9,7 @@ targets is encoded once the same way.
 
 from __future__ import annotations
 
+import asyncio
 import binascii
 import io
 import threading
@@ -18,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AdapterError
 from ..video.png import encode_png, png_pieces
-from ._protocol import encode_params
-from .base import Sample, Target, add_usage
+from ._protocol import encode_params, oversized_request_error
+from .base import Sample, Target, add_usage, frames_too_large
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -230,3 +231,38 @@ class StreamIds:
         found = self.of(target)
         del self._ids[target.id]
         return found
+
+
+#: Encoding a batch stops early once its size passes the message limit; frames are encoded this
+#: many at a time between checks.
+BATCH_ENCODE_STEP: Final = 4
+
+
+async def batch_params(samples: Sequence[Sample], target: Target, level: int, limit: int,
+                       check: Callable[[], None]) -> list[bytes]:
+    """An ``evaluateMany`` request's params, as pieces; frames are PNG-encoded on the thread pool.
+
+    ``check`` runs between steps (it raises when the adapter went away); a batch past ``limit``
+    raises before the rest of it is encoded.
+    """
+    loop = asyncio.get_running_loop()
+    target_json = encode_params(target.to_wire())
+    encoded: list[bytes] = []
+    size = len(target_json)
+    for start in range(0, len(samples), BATCH_ENCODE_STEP):
+        chunk = samples[start : start + BATCH_ENCODE_STEP]
+        try:
+            encoded += await asyncio.gather(
+                *(loop.run_in_executor(None, encode_sample, sample, level) for sample in chunk))
+        except MemoryError:
+            raise frames_too_large(samples, "encoding the frames as PNG for the command adapter") from None
+        size += sum(len(item) + 1 for item in encoded[-len(chunk) :])
+        check()
+        if size > limit:
+            # Stop before holding a batch far larger than could ever be sent.
+            raise oversized_request_error("evaluateMany", size, limit, len(samples))
+    params = [b'{"samples":[']
+    for index, item in enumerate(encoded):
+        params += (b",", item) if index else (item,)
+    params += (b'],"target":', target_json, b"}")
+    return params

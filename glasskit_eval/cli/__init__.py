@@ -111,6 +111,13 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
         # under an address-space limit a thread's stack cannot be mapped either.
         if isinstance(exc, RuntimeError) and not str(exc).startswith("can't start new thread"):
             raise
+        # The loop's shutdown starts a thread too: when that fails, the error it masks is the one to tell.
+        cause = exc.__context__
+        if isinstance(cause, EvalError):
+            from ..support.outside import guard_lines
+
+            print(guard_lines(f"error: {cause}"), file=err)
+            return int(exit_code_for(cause))
         print("error: out of memory; free memory or raise the process's memory limit (ulimit -v), "
               "lower --concurrency, or use smaller videos", file=err)
         return int(ExitCode.ERROR)

@@ -15,7 +15,7 @@ import asyncio
 import concurrent.futures
 import functools
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,7 @@ FrameKeeper = Callable[[SampleResult, Any, Sequence[Any]], None]
 _SAVED = (Status.FAILED, Status.ERROR)
 
 #: The ``(sample, frames)`` stream a case's calls consume, when it is not the case's own decode.
-FrameSource = Callable[[], AsyncIterator[tuple[ScheduledSample, HeldFrames]]]
+FrameSource = Callable[[], AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]]
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,11 @@ def target_of(sample: ScheduledSample) -> Target:
 
 
 #: Frames decoded ahead of the adapter calls: enough to keep the decoder busy while
-#: calls run, few enough that memory stays O(concurrency) frames.
-FRAME_QUEUE_DEPTH = 2
+#: calls run, few enough that memory stays O(concurrency) frames. The decoding thread
+#: holds one more while it waits for room, and a frame is taken from the queue only
+#: once a call slot is free, so at most ``concurrency + FRAME_QUEUE_DEPTH + 1`` images
+#: exist past the decoders (the frame store of declaration order has its own budget).
+FRAME_QUEUE_DEPTH = 1
 
 
 class _DecodeFailed:
@@ -130,7 +133,7 @@ def _single_frames(items: Items) -> ClipItems:
         items.close()
 
 
-async def _frames(make_items: Callable[[], ClipItems]) -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
+async def _frames(make_items: Callable[[], ClipItems]) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
     """Run an ``ordering`` generator on a worker thread, feeding a small bounded queue.
 
     Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
@@ -201,7 +204,7 @@ def _make_sample(sample: ScheduledSample, held: HeldFrames, video_path: Path) ->
 
 
 def _source(work: CaseWork, pending: Sequence[ScheduledSample],
-            order: str) -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
+            order: str) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
     return work.frames() if work.frames is not None else _frames(case_items(work, pending, order))
 
 
@@ -293,13 +296,26 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
 
     current_target: str | None = None
+    frames = _source(work, pending, order)
     try:
-        async for sample, held in _source(work, pending, order):
+        while not failure:
+            # A call slot first, then the frame: a frame waiting for a slot waits in the queue.
+            await slots.acquire()
+            try:
+                sample, held = await anext(frames)
+            except StopAsyncIteration:
+                slots.release()
+                break
             if order != TIME and sample.target.id != current_target:
                 # The next target starts once every call of the current one has finished.
-                await settle()
+                slots.release()
+                try:
+                    await settle()
+                    await slots.acquire()
+                except BaseException:
+                    held.release()
+                    raise
                 current_target = sample.target.id
-            await slots.acquire()
             if failure:
                 slots.release()
                 held.release()
@@ -309,6 +325,7 @@ async def _run_individual(work: CaseWork, pending: list[ScheduledSample],
             task.add_done_callback(tasks.discard)
         await settle()
     finally:
+        await frames.aclose()
         if tasks:
             if failure:
                 await caller.cancel_pending()

@@ -23,7 +23,7 @@ import concurrent.futures
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -162,7 +162,7 @@ class FrameTee:
     def source(self, index: int) -> FrameSource:
         """Arm ``index``'s frame stream, in the form :class:`~.case.CaseWork` takes (its factory is not used)."""
 
-        def frames() -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
+        def frames() -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
             return self._consume(index)
 
         return frames
@@ -224,7 +224,7 @@ class FrameTee:
                     future.cancel()
                     return False
 
-    async def _consume(self, index: int) -> AsyncIterator[tuple[ScheduledSample, HeldFrames]]:
+    async def _consume(self, index: int) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
         queue = self._queues[index]
         finished = False
         try:

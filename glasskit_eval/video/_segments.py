@@ -10,14 +10,22 @@ Frames no piece needs are not converted; for codecs whose non-reference frames c
 dropped safely, the decoder is told to skip the ones nobody needs.
 
 With several workers, piece ``i`` goes to worker ``i % workers``; each worker has its
-own container and decoder (PyAV releases the GIL while decoding and converting) and a
-small bounded queue, and the consumer drains the queues in piece order. So delivery
-order is the plan's order, and at most ``workers * depth`` converted frames wait.
+own container and decoder (PyAV releases the GIL while decoding) and a small bounded
+queue, and the consumer drains the queues in piece order. So delivery order is the
+plan's order. What waits in the queues are decoded frames, not RGB images: a worker
+running ahead holds at most ``QUEUE_DEPTH + 1`` frames in the decoder's own format
+(1.5 bytes a pixel for 4:2:0, where the image takes 4), and each frame is converted
+only when the consumer takes it, so the converted images in this stage are one.
+
+Decoder threads are bounded too: a frame-threaded decoder gets at most
+``MAX_FRAME_THREADS`` threads (FFmpeg's automatic count is one per core plus one, each
+holding a frame in flight), a piece decoder running beside others gets one.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import threading
 from collections.abc import Generator, Iterator, Sequence
@@ -36,8 +44,11 @@ if TYPE_CHECKING:
 NONREF_SKIP_CODECS = ("h264", "hevc")
 #: Pieces at least this long (frames) are decoded with frame threads on a single decoder.
 THREADED_PIECE = 48
-#: Converted frames a worker may hold before the consumer takes them.
+#: Decoded frames a worker may queue before the consumer takes them (it holds one more
+#: while it waits for room).
 QUEUE_DEPTH = 2
+#: Frame threads of a single frame-threaded decoder, at most.
+MAX_FRAME_THREADS = 4
 _POLL_S = 0.05
 
 
@@ -47,7 +58,11 @@ class TableMismatch(Exception):
 
 #: Turns a decoded PyAV frame into the display-oriented RGB image (tests count these).
 def to_display_image(frame: Any, table: FrameTable) -> Image.Image:
-    return table.orientation.apply(rgb_image(frame))
+    try:
+        return table.orientation.apply(rgb_image(frame))
+    except MemoryError:
+        # Converted apart from the decode (parallel decoders queue raw frames): named here too.
+        raise frame_too_large(table.path, frame.width, frame.height) from None
 
 
 #: Which frame of the table a decoded PyAV frame is; called once per frame the decoder outputs
@@ -87,6 +102,7 @@ class PieceDecoder:
         ctx = self._stream.codec_context
         if self.frame_threads:
             ctx.thread_type = "AUTO"
+            ctx.thread_count = frame_threads()
         else:
             ctx.thread_type = "SLICE"
             ctx.thread_count = 1
@@ -121,6 +137,11 @@ class PieceDecoder:
 
     def frames(self, piece: Piece) -> Iterator[tuple[int, Image.Image]]:
         """Decode ``piece``; yield ``(index, image)`` for each needed frame, in order."""
+        for index, frame in self.decoded(piece):
+            yield index, to_display_image(frame, self.table)
+
+    def decoded(self, piece: Piece) -> Iterator[tuple[int, Any]]:
+        """Decode ``piece``; yield ``(index, decoded frame)`` for each needed frame, in order."""
         import av
 
         table = self.table
@@ -161,7 +182,7 @@ class PieceDecoder:
                         continue
                     if index > needed[want]:
                         raise TableMismatch(f"{table.path}: frame {needed[want]} was never decoded")
-                    yield index, to_display_image(frame, table)
+                    yield index, frame
                     want += 1
                     if want == len(needed):
                         return
@@ -188,6 +209,15 @@ def decode_pieces(table: FrameTable, pieces: Sequence[Piece], workers: int, skip
         yield from _parallel(table, pieces, workers, skip_nonref, damage)
 
 
+def frame_threads() -> int:
+    """Threads for a frame-threaded decoder: one per core available, at most ``MAX_FRAME_THREADS``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_FRAME_THREADS))
+
+
 def _serial(table: FrameTable, pieces: Sequence[Piece], skip_nonref: bool,
             damage: Damage | None, threaded: bool) -> Iterator[tuple[int, Image.Image]]:
     decoder = PieceDecoder(table, frame_threads=threaded, skip_nonref=skip_nonref, damage=damage)
@@ -211,11 +241,9 @@ def _put_until(q: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
 def _drain(q: queue.Queue[Any]) -> None:
     while True:
         try:
-            item = q.get_nowait()
+            q.get_nowait()
         except queue.Empty:
             return
-        if isinstance(item, tuple) and len(item) == 2 and hasattr(item[1], "close"):
-            item[1].close()
 
 
 _END = "end"
@@ -233,9 +261,8 @@ def _parallel(table: FrameTable, pieces: Sequence[Piece], workers: int,
 
         try:
             for piece in pieces[w::workers]:
-                for item in decoder.frames(piece):
+                for item in decoder.decoded(piece):
                     if not _put_until(q, item, stop):
-                        item[1].close()
                         return
                 if not _put_until(q, _END, stop):
                     return
@@ -257,7 +284,10 @@ def _parallel(table: FrameTable, pieces: Sequence[Piece], workers: int,
                     break
                 if item[0] == _ERROR:
                     raise item[1]
-                yield item
+                index, frame = item
+                del item
+                yield index, to_display_image(frame, table)
+                del frame
     finally:
         stop.set()
         for q in queues:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VideoError
 from ._orientation import Orientation, orientation_from_side_data
 from ._pixels import frame_too_large, out_of_memory, rgb_image
+from ._segments import frame_threads as frame_thread_count
 from ._selection import DecodedFrame, NearestSelector
 from .damage import Damage, Warn, nearest_was_lost, report
 from .frametable import open_container, video_stream
@@ -152,6 +153,7 @@ def _attempt(path: Path, wanted: list[Fraction], damage: Damage,
         ctx = stream.codec_context
         if frame_threads:
             ctx.thread_type = "AUTO"
+            ctx.thread_count = frame_thread_count()
         else:
             ctx.thread_type = "SLICE"
         time_base = Fraction(stream.time_base) if stream.time_base else Fraction(1, 90000)
