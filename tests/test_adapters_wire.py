@@ -73,3 +73,34 @@ def test_a_sample_without_a_clip_has_its_anchor_as_frames_and_no_frames_on_the_w
                     case_name="walk")
     assert sample.frames == (Frame(image, 0.5, 0.5, 15),) and not sample.is_clip
     assert "frames" not in json.loads(encode_sample(sample))
+
+
+def test_an_image_collected_while_the_encodings_lock_is_held_does_not_deadlock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The collector runs finalizers at any allocation, so an image's ``_forget`` can run on the
+    # thread that is inside ``text`` holding the lock (a stream adapter encoding its next frame).
+    import threading
+
+    from glasskit_eval.adapters import _wire
+
+    class CollectingEncoding(_wire._Encoding):
+        def __init__(self) -> None:
+            gc.collect()  # what an allocation inside the lock may set off
+            super().__init__()
+
+    encodings = _wire.FrameEncodings()
+    doomed = Image.new("RGB", (4, 4))
+    cycle: list[object] = [doomed]
+    cycle.append(cycle)  # only the cyclic collector frees it
+    encodings.text(doomed, "png", lambda image: b"first")
+    del doomed, cycle
+    monkeypatch.setattr(_wire, "_Encoding", CollectingEncoding)
+    done = threading.Event()
+
+    def encode_another() -> None:
+        encodings.text(Image.new("RGB", (4, 4)), "png", lambda image: b"second")
+        done.set()
+
+    threading.Thread(target=encode_another, daemon=True).start()
+    assert done.wait(10), "the encodings lock deadlocked on a finalizer"
+    assert encodings.made == 2

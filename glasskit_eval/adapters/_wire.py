@@ -131,7 +131,9 @@ class FrameEncodings:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: the collector may run an image's finalizer (``_forget``) on a thread that holds
+        # the lock, at any allocation inside it; a plain lock would deadlock that thread.
+        self._lock = threading.RLock()
         self._entries: dict[tuple[int, str], _Encoding] = {}
         #: Encodings made (tests count them).
         self.made = 0
