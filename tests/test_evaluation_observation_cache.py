@@ -183,8 +183,8 @@ def test_two_concurrent_runs_on_one_cache_lose_nothing(eval_dir: Path, tmp_path:
                                "--cache", str(cache), "--keep-going", *selection],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for selection in selections]
-    for proc in procs:
-        _out, err = proc.communicate(timeout=120)
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]  # both finish before any assert
+    for proc, err in zip(procs, errors):
         assert proc.returncode in (0, 1), err
     assert 7 <= calls(eval_dir) <= 14
     results, _out = run(eval_dir, cache)
@@ -425,3 +425,19 @@ def test_a_cache_written_before_the_tag_is_still_pruned_and_then_tagged(tmp_path
     (root / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
     with pytest.raises(Exception, match="not written by glasskit_eval"):
         store.prune(0)
+
+
+def test_a_tag_another_run_is_still_writing_is_waited_for(tmp_path: Path) -> None:
+    import threading
+
+    from glasskit_eval.evaluation import observation_store as store
+
+    (tmp_path / "CACHEDIR.TAG").write_text("")  # created by the other run, not yet filled
+    filler = threading.Timer(0.2, (tmp_path / "CACHEDIR.TAG").write_text, args=(store._TAG_TEXT,))
+    filler.start()
+    try:
+        assert store._not_a_cache(tmp_path) is None
+    finally:
+        filler.join()
+    (tmp_path / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n")
+    assert store._not_a_cache(tmp_path) == "its CACHEDIR.TAG was not written by glasskit_eval"

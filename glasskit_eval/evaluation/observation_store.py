@@ -203,12 +203,18 @@ def _not_a_cache(root: Path) -> str | None:
     except OSError as exc:
         return exc.strerror or type(exc).__name__
     if _TAG_NAME in names:
-        try:
-            with open(root / _TAG_NAME, "rb") as handle:
-                if handle.read(len(_TAG_TEXT) + 1).decode("ascii", "replace") == _TAG_TEXT:
-                    return None
-        except OSError:
-            pass
+        # Another run may be writing the tag this moment (created, not yet filled): give it a second.
+        for _attempt in range(20):
+            try:
+                with open(root / _TAG_NAME, "rb") as handle:
+                    text = handle.read(len(_TAG_TEXT) + 1).decode("ascii", "replace")
+            except OSError:
+                break
+            if text == _TAG_TEXT:
+                return None
+            if not _TAG_TEXT.startswith(text):
+                break
+            time.sleep(0.05)
         return f"its {_TAG_NAME} was not written by glasskit_eval"
     if not names <= {_VERSION_DIR}:
         return f"it holds other files, e.g. {sorted(names - {_VERSION_DIR})[0]!r}"
