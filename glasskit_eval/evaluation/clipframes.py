@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame
 from .framestore import MEMORY_BUDGET, FrameStore, image_bytes
-from .ordering import TIME, Decoder, plan_passes, target_groups
+from .ordering import TIME, Decoder, plan_passes, served_in_passes, target_groups
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -234,20 +234,7 @@ def clip_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder, 
     else:
         groups = target_groups(samples)
         numbers = plan_passes(path, groups, frame_times, once=True)
-    store = store if store is not None else SharedStore()
-    passes: dict[int, _SharedPass] = {}
-    try:
-        for number, group in zip(numbers, groups):
-            if number not in passes:
-                members = [s for n, g in zip(numbers, groups) if n == number for s in g]
-                passes[number] = _SharedPass(number, path, members, decode, store)
-            current = passes[number]
-            for sample in group:
-                yield sample, current.hold(sample)
-            if number != 0:
-                current.close()  # an own pass serves one target
-                del passes[number]
-    finally:
-        for each in passes.values():
-            each.close()
-        store.close()
+    mine = store if store is not None else SharedStore()
+    yield from served_in_passes(groups, numbers,
+                                lambda number, members: _SharedPass(number, path, members, decode, mine),
+                                lambda current, sample: current.hold(sample), mine.close)

@@ -27,11 +27,10 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig
-from ..adapters.calls import Caller, DirectCaller
-from ..adapters.resilient import RateLimiter, ResilientCaller
-from ..arms.perturb import Perturbation, apply_chain, chain_spec, frame_seed
-from ..errors import UsageError
+from ..adapters.base import AdapterSpec, Evaluator
+from ..adapters.calls import Caller
+from ..adapters.resilient import RateLimiter
+from ..arms.perturb import Perturbation, apply_chain, frame_seed
 from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, TrialResult
 from ..summary import RunResult
@@ -288,32 +287,12 @@ async def _run_arms(engine: Engine) -> RunResult:
                      duration_seconds=time.perf_counter() - started)
 
 
-async def _open(engine: Engine, arm: Arm, limiter: RateLimiter | None, trial: int,
-                splits: Sequence[_CaseSplit]) -> tuple[Evaluator, Caller]:
-    from .trials import _one_frame_adapter_problem
-
-    options = engine.options
-    config = FactoryConfig(eval_dir=engine.plan.eval_dir.root, config=dict(arm.adapter_config),
-                           artifacts_dir=options.artifacts_dir, verbose=options.verbose)
-    evaluator = await arm.spec.create(config)
-    refusal = _one_frame_adapter_problem(arm.spec, evaluator, splits)
-    if refusal is not None:
-        with contextlib.suppress(Exception):
-            await evaluator.close()
-        raise UsageError(f"arm {arm.name!r}: {refusal}")
-    caller: Caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, limiter)
-    if engine.cache is not None:
-        caller = engine.cache.caller(caller, evaluator, config.config, trial, spec=arm.spec,
-                                     perturb=chain_spec(arm.perturb) if arm.perturb else None)
-    return evaluator, caller
-
-
 def _active(split: _CaseSplit) -> bool:
     return any(not s.ignored for s in split.pending)
 
 
 async def _trial(engine: Engine, plan: ArmPlan, trial: int, limiters: Mapping[str, RateLimiter | None]) -> TrialResult:
-    from .trials import _announcing, _close, _split, _tick, _timing_mode
+    from .trials import _announcing, _close, _open, _split, _tick, _timing_mode
 
     options, listener = engine.options, engine.listener
     # Each arm resumes on its own: the samples a checkpoint holds for it are reused, the rest run.
@@ -329,7 +308,7 @@ async def _trial(engine: Engine, plan: ArmPlan, trial: int, limiters: Mapping[st
     try:
         for index, arm in enumerate(plan.arms):
             if any(_active(split) for split in by_arm[index]):
-                opened[index] = await _open(engine, arm, limiters[arm.name], trial, by_arm[index])
+                opened[index] = await _open(engine, trial, limiters[arm.name], by_arm[index], arm=arm)
         callers = [opened[i][1] if i in opened else None for i in range(len(plan.arms))]
         for case_index in range(len(engine.plan.cases)):
             results.extend(await _case(engine, plan, [splits[case_index] for splits in by_arm], trial, callers,

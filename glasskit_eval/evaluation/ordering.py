@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame, available_cores, decode_at
@@ -215,21 +216,41 @@ def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], deco
                             store: FrameStore | None = None) -> Items:
     """Samples in declaration order, each with its frame; one decode where it pays."""
     groups = target_groups(samples)
-    numbers = plan_passes(path, groups)
-    store = store if store is not None else FrameStore()
-    passes: dict[int, _Pass] = {}
+    mine = store if store is not None else FrameStore()
+    yield from served_in_passes(groups, plan_passes(path, groups),
+                                lambda number, members: _Pass(number, path, members, decode, mine),
+                                lambda current, sample: current.frame_for(sample.time), mine.close)
+
+
+P = TypeVar("P", bound="_Closing")
+X = TypeVar("X")
+
+
+class _Closing(Protocol):
+    def close(self) -> None: ...
+
+
+def served_in_passes(groups: Sequence[Sequence[ScheduledSample]], numbers: Sequence[int],
+                     open_pass: Callable[[int, list[ScheduledSample]], P], take: Callable[[P, ScheduledSample], X],
+                     close_store: Callable[[], None]) -> Iterator[tuple[ScheduledSample, X]]:
+    """Each group's samples with what ``take`` gets them from their pass (``numbers[i]``: group i's).
+
+    Pass 0 is shared and opened once for all its groups' samples; any other pass serves one
+    target and is closed after it. Every pass still open, and then the store, is closed at the end.
+    """
+    passes: dict[int, P] = {}
     try:
         for number, group in zip(numbers, groups):
             if number not in passes:
                 members = [s for n, g in zip(numbers, groups) if n == number for s in g]
-                passes[number] = _Pass(number, path, members, decode, store)
+                passes[number] = open_pass(number, members)
             current = passes[number]
             for sample in group:
-                yield sample, current.frame_for(sample.time)
+                yield sample, take(current, sample)
             if number != 0:
                 current.close()  # an own pass serves one target
                 del passes[number]
     finally:
         for each in passes.values():
             each.close()
-        store.close()
+        close_store()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
 from ..adapters.calls import Caller, DirectCaller, DirectStreamCaller, StreamCaller
 from ..adapters.resilient import RateLimiter, ResilientCaller, ResilientStreamCaller
+from ..arms.perturb import chain_spec
 from ..cases.model import TargetSpec
 from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
@@ -40,7 +41,7 @@ from .streamgates import CaseStreamGates, stream_gates
 from .streams import StreamFrameKeeper, StreamWork, missing_on_frame, run_streams
 
 if TYPE_CHECKING:
-    from .fanout import ArmPlan
+    from .fanout import Arm, ArmPlan
 
 
 class RunListener(Protocol):
@@ -254,21 +255,27 @@ def _split(plan: Plan, trial: int, store: ResultStore | None, pace: float | None
     return splits
 
 
-async def _open(engine: Engine, trial: int, limiter: RateLimiter | None,
-                splits: Sequence[_CaseSplit]) -> tuple[Evaluator, Caller]:
-    """The trial's evaluator and the stack of callers around it: cache, then call policy, then the call."""
+async def _open(engine: Engine, trial: int, limiter: RateLimiter | None, splits: Sequence[_CaseSplit], *,
+                arm: Arm | None = None) -> tuple[Evaluator, Caller]:
+    """The trial's evaluator and the stack of callers around it: cache, then call policy, then the call.
+
+    With ``arm``, that arm's adapter, config and perturbations instead of the run's.
+    """
     options = engine.options
-    config = FactoryConfig(eval_dir=engine.plan.eval_dir.root, config=dict(options.adapter_config),
+    spec = arm.spec if arm is not None else engine.spec
+    config = FactoryConfig(eval_dir=engine.plan.eval_dir.root,
+                           config=dict(arm.adapter_config if arm is not None else options.adapter_config),
                            artifacts_dir=options.artifacts_dir, verbose=options.verbose)
-    evaluator = await engine.spec.create(config)
-    refusal = _one_frame_adapter_problem(engine.spec, evaluator, splits)
+    evaluator = await spec.create(config)
+    refusal = _one_frame_adapter_problem(spec, evaluator, splits)
     if refusal is not None:
         with contextlib.suppress(Exception):
             await evaluator.close()
-        raise UsageError(refusal)
+        raise UsageError(refusal if arm is None else f"arm {arm.name!r}: {refusal}")
     caller: Caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, limiter)
     if engine.cache is not None:
-        caller = engine.cache.caller(caller, evaluator, config.config, trial)
+        perturb = chain_spec(arm.perturb) if arm is not None and arm.perturb else None
+        caller = engine.cache.caller(caller, evaluator, config.config, trial, spec=spec, perturb=perturb)
     return evaluator, caller
 
 
