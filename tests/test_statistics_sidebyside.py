@@ -74,3 +74,40 @@ def test_pareto_front_by_hand() -> None:
     assert pareto_front({"a": [0.9, 0.1], "b": [0.9, 0.2]}, [HIGHER, LOWER]) == ["a"]
     with pytest.raises(ValueError):
         pareto_front({"a": [0.9]}, [HIGHER, LOWER])
+
+
+# --- calibration by simulation (fixed seeds) ------------------------------------------------
+
+
+def test_aa_arms_of_a_flaky_model_rarely_differ_significantly_either_way() -> None:
+    # Both arms the same model: 4 cases x 100 samples, 90% pass, results repeating with probability 0.8.
+    import random
+
+    from test_statistics_kit import flaky_run
+
+    rng = random.Random(4242)
+    flagged = covered = 0
+    for _ in range(200):
+        pairs = [list(zip(flaky_run(rng, 100, 0.9), flaky_run(rng, 100, 0.9))) for _ in range(4)]
+        test = paired_difference_test(pairs)
+        assert test is not None
+        flagged += test.significant
+        covered += test.low <= 0.0 <= test.high
+    assert flagged <= 16  # at most 8% of 200 at alpha 0.05, two-sided
+    assert covered >= 180
+
+
+@pytest.mark.parametrize("arm_rate", [0.8, 0.99])
+def test_a_ten_point_difference_is_found_in_either_direction(arm_rate: float) -> None:
+    import random
+
+    from test_statistics_kit import independent_run
+
+    rng = random.Random(int(arm_rate * 100))
+    flagged = 0
+    for _ in range(200):
+        pairs = [list(zip(independent_run(rng, 100, 0.9), independent_run(rng, 100, arm_rate))) for _ in range(4)]
+        test = paired_difference_test(pairs)
+        assert test is not None
+        flagged += test.significant and (test.delta_pass_rate < 0) == (arm_rate < 0.9)
+    assert flagged >= 160  # power of at least 80%
