@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -31,10 +32,15 @@ def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "checkout"
     shutil.copytree(ROOT / "fixtures" / "demo", root / "fixtures" / "demo",
                     ignore=shutil.ignore_patterns("runs", "__pycache__"))
-    # `python3` in the blocks is this interpreter, running this checkout's package.
+    # `python3` in the blocks is this interpreter, running this checkout's package. A wrapper that
+    # execs it by its own path, not a symlink: Python finds its virtual environment (pyvenv.cfg)
+    # next to the path it was started by, so a symlink elsewhere would run the base interpreter
+    # without the venv's packages.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
+    wrapper = bin_dir / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
     return root
 
 
