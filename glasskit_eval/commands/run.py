@@ -156,12 +156,12 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
                           checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
                           baseline=absolute(request.baseline))
-    # Every arm evaluates every sample: its records are its own.
-    per_sample = len(arms.arms) if arms is not None else 1
+    # Every arm evaluates every sample and feeds every stream: its records are its own.
+    per_arm = len(arms.arms) if arms is not None else 1
     streams = sum(len(c.streams) for c in plan.cases)
     life.has_streams = streams > 0
     life.start(request.to_json(), full, request.case, digests,
-               total=(plan.sample_count * per_sample + streams) * request.repeat,
+               total=(plan.sample_count + streams) * per_arm * request.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
 
@@ -289,7 +289,7 @@ def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, ou
     plan = prepared.arms
     report = compare_arms([t.results for t in result.trials], plan.names, plan.control,
                           {a.name: a.description or {} for a in plan.arms}, alpha=request.alpha,
-                          confidence=request.confidence)
+                          confidence=request.confidence, streams=[s for t in result.trials for s in t.streams])
     print_arms(report, out)
     return report
 
