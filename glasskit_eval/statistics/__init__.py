@@ -30,6 +30,10 @@ How to use (import from the modules; this ``__init__`` imports nothing):
 - ``power.minimum_detectable_drop(effective_pairs, pass_rate, flip_rate=None, alpha=0.05, power=0.8)
   -> float | None``: the smallest drop seen with 80% power; a non-significant comparison with
   ``-delta`` below it is inconclusive.
+- ``anytime.start(planned, units, scale, alpha)`` / ``anytime.observe(state, passes, size) -> RateSequence``:
+  the anytime-valid bound (betting confidence sequence, sampling without replacement) on the pass
+  rate of a whole finite population evaluated in a random order of blocks; ``.low``, ``.high``,
+  ``.verdict(minimum)``; ``gate_alpha(alpha, gates)`` splits one alpha across gates.
 - Lower level: ``lag1_autocorrelation`` (as measured), ``corrected_autocorrelation`` (the r
   used everywhere), ``effective_factor``, ``wilson_bounds``,
   ``mcnemar_drop_p_value``, ``paired_difference_interval``, ``regularized_beta``,
