@@ -24,10 +24,11 @@ from ..cases.model import TargetSpec
 from ..errors import AdapterError, SampleFailure, UsageError
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
 from ..plan.schedule import ScheduledSample
-from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
+from ..results import EarlyStop, Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import allocator, threads
 from ..video.damage import Warn
+from . import earlystop
 from .case import CaseWork, FrameKeeper, ResultSink, run_case
 from .failures import FailureSaver
 from .framestore import image_bytes
@@ -194,9 +195,13 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     ticker = asyncio.create_task(_tick(listener))
     results: list[SampleResult] = []
     streams: list[StreamResult] = []
+    early: EarlyStop | None = None
     try:
+        if options.early_stop is not None:
+            results, early = await _early(engine, splits, trial, caller, sink)
         for split in splits:
-            results.extend(await _case(engine, split, trial, caller, sink))
+            if options.early_stop is None:
+                results.extend(await _case(engine, split, trial, caller, sink))
             fresh: list[StreamResult] = []
             pending = split.streams_pending
             if pending and stream_caller is not None:
@@ -228,9 +233,11 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
     if evaluator is not None:
         await _close(evaluator)
     gates = _trial_gates(engine, results) + _stream_gates(engine, streams) if engine.gating else []
+    if early is not None:
+        gates = earlystop.decided_gates(gates, early)
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
-                       timing_mode=_timing_mode(results, caller), streams=tuple(streams))
+                       timing_mode=_timing_mode(results, caller), streams=tuple(streams), early_stop=early)
 
 
 def _split(plan: Plan, trial: int, store: ResultStore | None, pace: float | None = None,
@@ -303,6 +310,49 @@ async def _case(engine: Engine, split: _CaseSplit, trial: int, caller: Caller | 
         listener.case_finished(header, [merged[s.sample_index] for s in split.pending or split.plan.samples],
                                trial, options.repeat)
     return [merged[s.sample_index] for s in split.plan.samples]
+
+
+async def _early(engine: Engine, splits: Sequence[_CaseSplit], trial: int, caller: Caller | None,
+                 sink: ResultSink) -> tuple[list[SampleResult], EarlyStop]:
+    """``--early-stop``: blocks in their seeded order, each decoded in time order, until every gate is
+    decided; results an earlier attempt finished are read in the same order (a resume decides alike)."""
+    options, listener = engine.options, engine.listener
+    assert options.early_stop is not None
+    blocks = earlystop.order([split.plan.samples for split in splits], options.early_stop, trial)
+    tracker = earlystop.Tracker(earlystop.goals(engine.plan, options.gates), blocks, options.early_stop)
+    by_case = {split.plan.case.name: split for split in splits}
+    for split in splits:
+        if split.shown:
+            listener.case_started(split.header(), trial, options.repeat)
+    seen: dict[tuple[str, int], SampleResult] = {}
+    for block in blocks:
+        if tracker.done:
+            break
+        split = by_case[block.case]
+        pending = [s for s in block.samples if s.sample_index not in split.reused]
+        new: list[SampleResult] = []
+        if caller is not None and any(not s.ignored for s in pending):
+            work = CaseWork(pending, split.plan.video_path, engine.judge, keep_frame=engine.keep_frame,
+                            warn=_warner(listener), saver=engine.saver, trial=trial)
+            new = await run_case(work, caller, concurrency=options.concurrency, keep_going=options.keep_going,
+                                 sink=sink, order="time")
+        else:
+            new = [ignored_result(s) for s in pending]
+            for result in new:
+                sink(result)
+        got = {**split.reused, **{r.sample_index: r for r in new}}
+        mine = [got[s.sample_index] for s in block.samples]
+        tracker.observe(block, mine)
+        seen.update(((block.case, r.sample_index), r) for r in mine)
+    results = []
+    for split in splits:
+        name = split.plan.case.name
+        mine = [seen.get((name, s.sample_index))
+                or (ignored_result(s) if s.ignored else earlystop.not_evaluated(s)) for s in split.plan.samples]
+        results.extend(mine)
+        if split.shown:
+            listener.case_finished(split.header(), mine, trial, options.repeat)
+    return results, tracker.record()
 
 
 def _one_frame_adapter_problem(spec: AdapterSpec, evaluator: Evaluator, splits: Sequence[_CaseSplit]) -> str | None:
