@@ -13,17 +13,26 @@ import av
 FPS = 10
 
 ADAPTER = """
-import json, pathlib
+import json, pathlib, time
 
 def create_evaluator(config):
     outcomes = json.loads(pathlib.Path(config.config["outcomes"]).read_text())
     log = pathlib.Path(config.config["log"])
     cost = config.config.get("cost")
+    mark = config.config.get("mark")
+    if mark is not None and pathlib.Path(mark).exists():
+        mark = None  # a resume: the kill has happened
+    made = []
 
     def evaluate(sample, target):
         index = round(sample.timestamp_s * 10)
         with log.open("a") as f:
             f.write(f"{index}\\n")
+        made.append(index)
+        if mark is not None and len(made) >= config.config["mark_after"]:
+            # Slow from here on, so a signal sent once the mark exists lands mid-run.
+            pathlib.Path(mark).touch()
+            time.sleep(0.05)
         if cost is not None:
             sample.report_usage(cost=cost)
         return {"ok": bool(outcomes[index])}
@@ -72,7 +81,7 @@ def iid_outcomes(rng: random.Random, n: int, pass_rate: float) -> list[int]:
 
 
 def make_eval(root: Path, video: Path, outcomes: list[int], *, min_pass_rate: float | None = 0.9,
-              cost: float | None = None) -> Path:
+              cost: float | None = None, mark_after: int | None = None) -> Path:
     """``root/eval`` with one case sampling ``video`` every 0.1 s; returns the eval directory."""
     eval_dir = root / "eval"
     (eval_dir / "cases").mkdir(parents=True)
@@ -90,9 +99,11 @@ def make_eval(root: Path, video: Path, outcomes: list[int], *, min_pass_rate: fl
         """))
     (eval_dir / "adapter.py").write_text(ADAPTER)
     (root / "outcomes.json").write_text(json.dumps(outcomes))
-    config = {"outcomes": str(root / "outcomes.json"), "log": str(root / "calls.log")}
+    config: dict[str, object] = {"outcomes": str(root / "outcomes.json"), "log": str(root / "calls.log")}
     if cost is not None:
         config["cost"] = cost
+    if mark_after is not None:
+        config |= {"mark": str(root / "mark"), "mark_after": mark_after}
     (eval_dir / "adapter.yaml").write_text(json.dumps(config))
     if min_pass_rate is not None:
         (eval_dir / "config.yaml").write_text(f"thresholds:\n  min_pass_rate: {min_pass_rate}\n")

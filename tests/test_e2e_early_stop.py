@@ -1,0 +1,149 @@
+"""``run --early-stop`` through the real CLI: a Python adapter replays pre-drawn outcomes (keyed by
+sample time) on a synthetic 240 s video sampled every 0.1 s (2,400 samples)."""
+
+from __future__ import annotations
+
+import random
+import re
+import signal
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from earlystopkit import burst_outcomes, calls, iid_outcomes, make_eval, make_video
+from evalkit import interrupt_when_marked, read_json, run_cli
+
+pytestmark = pytest.mark.e2e
+
+PLANNED = 2400
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_video(tmp_path_factory.mktemp("video") / "long.mp4", PLANNED // 10)
+
+
+def early_run(root: Path, eval_dir: Path, *extra: str) -> tuple[int, str, str, dict]:
+    report = root / "report.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--early-stop", "--early-stop-block", "0.5",
+                             "--output-json", report, "--junit-xml", root / "junit.xml", *extra)
+    return code, out, err, read_json(report) if report.exists() else {}
+
+
+@pytest.mark.parametrize(("rate", "verdict", "code"), [(0.97, "pass", 0), (0.80, "fail", 1)])
+def test_decides_early_and_every_report_agrees(tmp_path: Path, video: Path, rate: float, verdict: str,
+                                               code: int) -> None:
+    eval_dir = make_eval(tmp_path, video, iid_outcomes(random.Random(7), PLANNED, rate), cost=0.01)
+    exit_code, out, err, report = early_run(tmp_path, eval_dir)
+    assert exit_code == code, err
+    made = calls(tmp_path)
+    assert len(made) == len(set(made)) <= 0.25 * PLANNED
+
+    block = report["early_stop"]
+    assert (block["samples_evaluated"], block["samples_planned"], block["seed"], block["block_s"]) == (
+        len(made), PLANNED, 0, 0.5)
+    assert block["calls_saved"] == PLANNED - len(made)
+    assert block["cost_saved"] == pytest.approx(0.01 * (PLANNED - len(made)))
+    (gate,) = block["gates"]
+    assert (gate["name"], gate["verdict"], gate["early"]) == ("eval_min_pass_rate", verdict, True)
+    assert (gate["low"] >= 0.9) if verdict == "pass" else (gate["high"] < 0.9)
+
+    # Not-evaluated samples are never failures: the counts are those of the calls made.
+    results = report["trials"][0]["results"]
+    statuses = {r["sample_index"]: r["status"] for r in results}
+    assert {i for i, s in statuses.items() if s != "not_evaluated"} == set(made)
+    summary = report["trials"][0]["summary"]
+    assert summary["evaluated"] == len(made) and summary["not_evaluated"] == PLANNED - len(made)
+    assert summary["failed"] == sum(1 for s in statuses.values() if s == "failed")
+    (trial_gate,) = [g for g in report["trials"][0]["gates"] if g["name"] == "eval_min_pass_rate"]
+    assert trial_gate["passed"] is (verdict == "pass")
+
+    line = re.search(r"Decided early: (PASS|FAIL) eval_min_pass_rate >= 90% after ([\d,]+) of 2,400 samples "
+                     r"\(95% anytime-valid bound (\d+\.\d)%\)", out)
+    assert line is not None and line.group(1) == verdict.upper()
+    assert int(line.group(2).replace(",", "")) == gate["after"] == len(made)
+    bound = gate["low"] if verdict == "pass" else gate["high"]
+    assert float(line.group(3)) == pytest.approx(bound * 100, abs=0.05)
+    assert out.strip().splitlines()[-1].startswith("PASSED" if verdict == "pass" else "FAILED")
+    assert line.group(0) in out.strip().splitlines()[-1]
+    assert f"{PLANNED - len(made):,} of 2,400 adapter calls saved" in out
+
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert int(junit.get("skipped", "")) == PLANNED - len(made)
+    assert int(junit.get("failures", "")) == summary["failed"] + (verdict == "fail")
+    gates = next(s for s in junit if s.get("name") == "gates")
+    case = next(c for c in gates if c.get("name") == "eval_min_pass_rate")
+    assert (case.find("failure") is None) is (verdict == "pass")
+    assert line.group(0) in [p.get("value") for p in gates.iter("property")]
+
+
+def test_same_seed_same_order_another_seed_another(tmp_path: Path, video: Path) -> None:
+    outcomes = iid_outcomes(random.Random(3), PLANNED, 0.97)
+    logs = []
+    for name, seed in (("a", "0"), ("b", "0"), ("c", "1")):
+        root = tmp_path / name
+        eval_dir = make_eval(root, video, outcomes)
+        code, _out, err, _report = early_run(root, eval_dir, "--seed", seed)
+        assert code == 0, err
+        logs.append(calls(root))
+    assert logs[0] == logs[1]
+    assert logs[0] != logs[2] and logs[0][:5] != logs[2][:5]
+    # Each block's frames in time order: 0.5 s blocks are runs of 5 consecutive sample times.
+    assert all(b - a == 1 for a, b in zip(logs[0][:5], logs[0][1:5], strict=False))
+
+
+def test_failures_in_runs_decide_as_the_whole_set(tmp_path: Path, video: Path) -> None:
+    """Failures in runs of ~20 samples at 0.85 and 0.95: the early verdict is the full population's."""
+    for name, rate, expected in (("low", 0.85, 1), ("high", 0.95, 0)):
+        root = tmp_path / name
+        eval_dir = make_eval(root, video, burst_outcomes(random.Random(11), PLANNED, rate))
+        code, _out, err, report = early_run(root, eval_dir)
+        assert code == expected, err
+        assert report["early_stop"]["samples_evaluated"] < PLANNED
+
+
+def test_refused_before_any_call(tmp_path: Path, video: Path) -> None:
+    eval_dir = make_eval(tmp_path, video, [1] * PLANNED, min_pass_rate=None)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--early-stop")
+    assert code == 2 and "--min-pass-rate" in err and "has none" in err
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--early-stop", "--min-pass-rate", "0.9",
+                              "--shard", "1/2", "--output-json", tmp_path / "r.json")
+    assert code == 2 and "--shard" in err
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--early-stop-block", "2", "--min-pass-rate", "0.9")
+    assert code == 2 and "needs --early-stop" in err
+    assert calls(tmp_path) == []
+    # A gate on the command line is enough.
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--early-stop", "--min-pass-rate", "0.5")
+    assert code == 0, err
+    assert 0 < len(calls(tmp_path)) < PLANNED
+
+
+def test_a_plain_run_has_no_early_stop_keys(tmp_path: Path, video: Path) -> None:
+    outcomes = [1] * 300
+    eval_dir = make_eval(tmp_path, video, outcomes)
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--output-json", tmp_path / "r.json")
+    report = read_json(tmp_path / "r.json")
+    assert code == 0 and "early_stop" not in report and "not_evaluated" not in report["summary"]
+    assert "Decided early" not in out and "not evaluated" not in out
+    assert calls(tmp_path) == list(range(300))
+
+
+def test_sigkill_and_resume_reach_the_same_decision(tmp_path: Path, video: Path) -> None:
+    outcomes = iid_outcomes(random.Random(5), PLANNED, 0.96)
+    whole = tmp_path / "whole"
+    code, _out, err, expected = early_run(whole, make_eval(whole, video, outcomes))
+    assert code == 0, err
+    killed = tmp_path / "killed"
+    eval_dir = make_eval(killed, video, outcomes, mark_after=40)
+    code, err = interrupt_when_marked(["run", "--eval-dir", str(eval_dir), "--early-stop", "--early-stop-block", "0.5",
+                                       "--output-json", str(killed / "report.json")], killed / "mark", signal.SIGKILL)
+    assert code == -signal.SIGKILL, err
+    before = calls(killed)
+    assert 40 <= len(before) < expected["early_stop"]["samples_evaluated"]
+    (checkpoint,) = (eval_dir / "runs" / "checkpoints").iterdir()
+    code, _out, err = run_cli("run", "--resume", checkpoint)
+    assert code == 0, err
+    resumed = read_json(killed / "report.json")
+    assert resumed["early_stop"]["gates"] == expected["early_stop"]["gates"]
+    done = {r["sample_index"] for r in resumed["trials"][0]["results"] if r["status"] != "not_evaluated"}
+    assert done == set(calls(whole)) == set(calls(killed))
