@@ -147,3 +147,32 @@ def test_sigkill_and_resume_reach_the_same_decision(tmp_path: Path, video: Path)
     assert resumed["early_stop"]["gates"] == expected["early_stop"]["gates"]
     done = {r["sample_index"] for r in resumed["trials"][0]["results"] if r["status"] != "not_evaluated"}
     assert done == set(calls(whole)) == set(calls(killed))
+
+
+STREAMING = """
+def create_evaluator(config):
+    return Both()
+
+class Both:
+    def evaluate(self, sample, target):
+        return {"ok": True}
+
+    def on_frame(self, sample, target):
+        return None
+"""
+
+
+def test_a_stream_target_runs_whole_beside_early_stopped_samples(tmp_path: Path) -> None:
+    from evalkit import make_eval as make_fixture_eval
+
+    text = ("video: cfr_h264.mp4\ntargets:\n  ok:\n    samples:\n    - range: [0, 2]\n      every_s: 0.05\n"
+            "      field: ok\n      expect: true\n  pan:\n    events: [{at: 1, expect: x}]\n")
+    eval_dir = make_fixture_eval(tmp_path, {"c": text}, adapter=STREAMING)
+    report = tmp_path / "r.json"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--early-stop", "--early-stop-block", "0.1",
+                              "--min-pass-rate", "0.5", "--output-json", report)
+    data = read_json(report)
+    assert code == 0, err
+    assert data["early_stop"]["samples_evaluated"] < data["early_stop"]["samples_planned"] == 40
+    (stream,) = data["streams"]
+    assert stream["frames_delivered"] == 20  # every frame of the 2 s, 10 fps clip

@@ -100,7 +100,7 @@ def add_run(sub: Any) -> None:
                        "whole selection's pass rate, at --alpha across the gates")
     early.add_argument("--early-stop-block", type=opts.time_value, metavar="SECONDS",
                        help="--early-stop's block: the consecutive samples of one target within this many "
-                       "seconds of video (default: 1)")
+                       "seconds of video (default: 0.5)")
     p.set_defaults(handler=run_run, option_defaults=_defaults(p))
 
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 from .schedule import ScheduledSample
 
 #: ``--early-stop-block`` default in seconds (see benchmarks/bench_early_stop.py).
-DEFAULT_BLOCK_S = Fraction(1)
+DEFAULT_BLOCK_S = Fraction(1, 2)
 
 
 @dataclass(frozen=True, slots=True)
