@@ -140,7 +140,6 @@ def _big_video(path: Path, seconds: int) -> Path:
 
 
 def part_decode(seeds: int, cache: Path) -> None:
-    from glasskit_eval.plan.blocks import Block
     from glasskit_eval.video.frames import available_cores, decode_at
     from glasskit_eval.video.frametable import frame_table
     from glasskit_eval.video.strategy import plan
@@ -164,7 +163,7 @@ def part_decode(seeds: int, cache: Path) -> None:
         size = round(block_s * 10)
         rng = random.Random(0)
         outcomes = iid_outcomes(rng, PLANNED, 0.97)
-        runs = sorted((decide(outcomes, size, random.Random(s))[1] for s in range(seeds)))
+        runs = sorted(decide(outcomes, size, random.Random(s))[1] for s in range(seeds))
         evaluated = runs[len(runs) // 2]
         blocks = [times[i:i + size] for i in range(0, PLANNED, size)]
         random.Random(0).shuffle(blocks)
@@ -190,7 +189,6 @@ def part_decode(seeds: int, cache: Path) -> None:
         print(f"| {block_s:g} s | {count:,} | {in_blocks:,} | {in_blocks / count:.2f} | {in_time:,} | "
               f"{in_blocks / in_time:.2f}x | {block_wall:.2f} | {time_wall:.2f} |")
     print(f"\n(cores available: {available_cores()}; wall times on one decoder thread)\n")
-    _ = Block
 
 
 def part_dense(cache: Path) -> None:

@@ -109,6 +109,8 @@ class _GoalState:
         self.failures = 0
         self.verdict: str | None = None
         self.after = 0
+        #: The bounds when the goal was decided (the sequence goes on tightening after).
+        self.bounds: tuple[float, float] | None = None
         if self.planned == 0:
             # Nothing to evaluate: the ordinary gate's verdict is already known.
             self.verdict = "pass" if goal.minimum is None or goal.minimum <= 0 else "fail"
@@ -128,6 +130,7 @@ class _GoalState:
             self.verdict = self._decide()
             if self.verdict is not None:
                 self.after = self.seen
+                self.bounds = self._bounds()
 
     def _decide(self) -> str | None:
         if self.goal.max_failures is not None:
@@ -137,17 +140,18 @@ class _GoalState:
         assert self.goal.minimum is not None
         return self.sequence.verdict(self.goal.minimum)
 
+    def _bounds(self) -> tuple[float, float]:
+        if self.goal.max_failures is not None:
+            return float(self.failures), float(self.failures + self.planned - self.seen)
+        return self.sequence.low, self.sequence.high
+
     def decision(self) -> GateDecision:
         goal = self.goal
-        minimum: float
-        if goal.max_failures is not None:
-            low, high, minimum = float(self.failures), float(self.failures + self.planned - self.seen), goal.max_failures
-        else:
-            assert goal.minimum is not None
-            low, high, minimum = self.sequence.low, self.sequence.high, goal.minimum
+        low, high = self.bounds or self._bounds()
+        minimum = float(goal.max_failures if goal.max_failures is not None else goal.minimum or 0.0)
         verdict = self.verdict or "undecided"
         after = self.after if self.verdict is not None else self.seen
-        return GateDecision(goal.name, verdict, low, high, float(minimum), after, self.planned,
+        return GateDecision(goal.name, verdict, low, high, minimum, after, self.planned,
                             self.verdict is not None and self.after < self.planned)
 
 
