@@ -176,3 +176,17 @@ def test_a_stream_target_runs_whole_beside_early_stopped_samples(tmp_path: Path)
     assert data["early_stop"]["samples_evaluated"] < data["early_stop"]["samples_planned"] == 40
     (stream,) = data["streams"]
     assert stream["frames_delivered"] == 20  # every frame of the 2 s, 10 fps clip
+
+
+def test_blocks_side_by_side_with_concurrency_decide_alike(tmp_path: Path, video: Path) -> None:
+    """--concurrency 10 runs two 5-sample blocks at once: the same samples on every rerun."""
+    outcomes = iid_outcomes(random.Random(9), PLANNED, 0.97)
+    made = []
+    for name in ("a", "b"):
+        root = tmp_path / name
+        code, _out, err, report = early_run(root, make_eval(root, video, outcomes), "--concurrency", "10")
+        assert code == 0, err
+        made.append(sorted(calls(root)))
+        assert len(made[-1]) == report["early_stop"]["samples_evaluated"]
+        assert len(made[-1]) % 10 == 0  # whole batches of two blocks
+    assert made[0] == made[1]

@@ -20,6 +20,8 @@ from fractions import Fraction
 
 from ..cases.model import Thresholds
 from ..plan.blocks import Block, make_blocks, shuffled
+
+__all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
 from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status

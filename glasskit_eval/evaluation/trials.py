@@ -325,25 +325,43 @@ async def _early(engine: Engine, splits: Sequence[_CaseSplit], trial: int, calle
         if split.shown:
             listener.case_started(split.header(), trial, options.repeat)
     seen: dict[tuple[str, int], SampleResult] = {}
-    for block in blocks:
-        if tracker.done:
-            break
+    # Blocks run side by side in fixed batches (a function of the order and --concurrency alone, so
+    # a resume tests after the same blocks); the calls in flight stay within --concurrency.
+    side_by_side = max(1, options.concurrency // max((len(b.samples) for b in blocks), default=1))
+    each = max(1, options.concurrency // side_by_side)
+
+    async def evaluate(block: earlystop.Block) -> list[SampleResult]:
         split = by_case[block.case]
         pending = [s for s in block.samples if s.sample_index not in split.reused]
         new: list[SampleResult] = []
         if caller is not None and any(not s.ignored for s in pending):
             work = CaseWork(pending, split.plan.video_path, engine.judge, keep_frame=engine.keep_frame,
                             warn=_warner(listener), saver=engine.saver, trial=trial)
-            new = await run_case(work, caller, concurrency=options.concurrency, keep_going=options.keep_going,
-                                 sink=sink, order="time")
+            new = await run_case(work, caller, concurrency=each, keep_going=options.keep_going, sink=sink,
+                                 order="time")
         else:
             new = [ignored_result(s) for s in pending]
             for result in new:
                 sink(result)
         got = {**split.reused, **{r.sample_index: r for r in new}}
-        mine = [got[s.sample_index] for s in block.samples]
-        tracker.observe(block, mine)
-        seen.update(((block.case, r.sample_index), r) for r in mine)
+        return [got[s.sample_index] for s in block.samples]
+
+    for start in range(0, len(blocks), side_by_side):
+        if tracker.done:
+            break
+        batch = blocks[start:start + side_by_side]
+        tasks = [asyncio.ensure_future(evaluate(b)) for b in batch]
+        try:
+            done = await asyncio.gather(*tasks)
+        except BaseException:
+            # A fail-fast stop or an interrupt in one block: the others' calls are abandoned too.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        for block, mine in zip(batch, done, strict=True):
+            tracker.observe(block, mine)
+            seen.update(((block.case, r.sample_index), r) for r in mine)
     results = []
     for split in splits:
         name = split.plan.case.name
