@@ -34,7 +34,7 @@ def early_run(root: Path, eval_dir: Path, *extra: str) -> tuple[int, str, str, d
 def test_decides_early_and_every_report_agrees(tmp_path: Path, video: Path, rate: float, verdict: str,
                                                code: int) -> None:
     eval_dir = make_eval(tmp_path, video, iid_outcomes(random.Random(7), PLANNED, rate), cost=0.01)
-    exit_code, out, err, report = early_run(tmp_path, eval_dir)
+    exit_code, out, err, report = early_run(tmp_path, eval_dir, "--html", tmp_path / "report.html")
     assert exit_code == code, err
     made = calls(tmp_path)
     assert len(made) == len(set(made)) <= 0.25 * PLANNED
@@ -67,6 +67,10 @@ def test_decides_early_and_every_report_agrees(tmp_path: Path, video: Path, rate
     assert out.strip().splitlines()[-1].startswith("PASSED" if verdict == "pass" else "FAILED")
     assert line.group(0) in out.strip().splitlines()[-1]
     assert f"{PLANNED - len(made):,} of 2,400 adapter calls saved" in out
+
+    page = (tmp_path / "report.html").read_text()
+    assert f"Not evaluated (decided early)</dt><dd>{PLANNED - len(made)}<" in page
+    assert line.group(0).replace(">", "&gt;") in page and 'value="4" checked> not_evaluated' in page
 
     junit = ET.parse(tmp_path / "junit.xml").getroot()
     assert int(junit.get("skipped", "")) == PLANNED - len(made)
