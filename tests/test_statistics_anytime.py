@@ -176,3 +176,22 @@ def test_decides_early_far_from_the_gate() -> None:
             used.append(state.seen_samples)
         assert sorted(used)[2] <= 0.25 * 2400
     assert not math.isnan(state.low)
+
+
+@pytest.mark.parametrize("passes", [0, 2, 4, 5, 7])
+def test_exact_miss_rate_over_every_order_of_a_small_population(passes: int) -> None:
+    """Every one of the 7! orders of a 7-sample population, each equally likely: the share in which
+    the true total ever leaves the bound is at most alpha (exact, no sampling)."""
+    import itertools
+
+    population = [1] * passes + [0] * (7 - passes)
+    misses = orders = 0
+    for order in set(itertools.permutations(population)):
+        orders += 1
+        state = start(7, 7, 1, 0.1)
+        for value in order:
+            state = observe(state, value, 1)
+            if not state.low_total <= passes <= state.high_total:
+                misses += 1
+                break
+    assert misses <= 0.1 * orders
