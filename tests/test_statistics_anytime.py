@@ -8,27 +8,10 @@ import math
 import random
 
 import pytest
+from earlystopkit import burst_outcomes
 
 from glasskit_eval.statistics import anytime
 from glasskit_eval.statistics.anytime import gate_alpha, observe, start
-
-
-def burst_population(rng: random.Random, n: int, pass_rate: float, run: int = 20) -> list[int]:
-    """``n`` outcomes with exactly ``round(n * (1 - pass_rate))`` failures, placed in runs of about
-    ``run`` consecutive samples (lengths geometric with that mean) at random places."""
-    outcomes = [1] * n
-    failures = round(n * (1 - pass_rate))
-    placed = 0
-    while placed < failures:
-        length = min(failures - placed, 1 + int(rng.expovariate(1 / (run - 1))))
-        begin = rng.randrange(n)
-        for index in range(begin, min(n, begin + length)):
-            if outcomes[index]:
-                outcomes[index] = 0
-                placed += 1
-                if placed == failures:
-                    break
-    return outcomes
 
 
 def blocks_of(outcomes: list[int], size: int) -> list[list[int]]:
@@ -74,7 +57,7 @@ def reference_bounds(units: list[list[int]], planned: int, alpha: float) -> list
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_bounds_equal_the_published_formula_computed_from_scratch(seed: int) -> None:
     rng = random.Random(seed)
-    outcomes = burst_population(rng, 60, [0.7, 0.9, 0.95][seed - 1], run=4)
+    outcomes = burst_outcomes(rng, 60, [0.7, 0.9, 0.95][seed - 1], run=4)
     units = blocks_of(outcomes, 4)
     units[-1] = units[-1][:2]  # a short last block: scale stays 4
     planned = sum(len(u) for u in units)
@@ -125,7 +108,7 @@ def test_coverage_over_time_on_correlated_populations() -> None:
     runs = 120
     for seed in range(runs):
         rng = random.Random(seed)
-        outcomes = burst_population(rng, 300, rng.choice([0.6, 0.8, 0.9, 0.97]), run=20)
+        outcomes = burst_outcomes(rng, 300, rng.choice([0.6, 0.8, 0.9, 0.97]), run=20)
         units = blocks_of(outcomes, 5)
         rng.shuffle(units)
         total = sum(outcomes)
@@ -145,7 +128,7 @@ def test_few_wrong_decisions_near_the_gate_with_failures_in_runs(rate: float, bl
     wrong = 0
     for seed in range(8):
         rng = random.Random(1000 + seed)
-        outcomes = burst_population(rng, 1200, rate, run=20)
+        outcomes = burst_outcomes(rng, 1200, rate, run=20)
         truth = "pass" if sum(outcomes) >= 0.9 * 1200 - 1e-9 else "fail"
         units = blocks_of(outcomes, block)
         rng.shuffle(units)
