@@ -26,7 +26,6 @@ from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
-from ..support.timevalues import format_time
 from .gates import GateOptions
 
 
@@ -126,6 +125,8 @@ class _GoalState:
         passes = sum(1 for r in judged if r.status is Status.PASSED)
         self.seen += len(judged)
         self.failures += sum(1 for r in judged if r.status is Status.FAILED)
+        if self.verdict is not None:
+            return  # decided: its bounds are kept as they were then
         if self.goal.minimum is not None:
             self.sequence = anytime.observe(self.sequence, passes, len(judged))
         if self.verdict is None:
@@ -198,7 +199,7 @@ def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
 def decision_line(decision: GateDecision, alpha: float) -> str:
     """``Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples (95% anytime-valid bound 93.1%)``."""
     verdict = decision.verdict.upper()
-    if decision.minimum is not None and decision.name.endswith("_max_failures"):
+    if decision.name.endswith("_max_failures"):
         return (f"Decided early: {verdict} {decision.name} <= {decision.minimum:g} after {decision.after:,} of "
                 f"{decision.planned:,} samples ({decision.low:g} failures seen)")
     bound = decision.low if decision.verdict == "pass" else decision.high
@@ -208,7 +209,3 @@ def decision_line(decision: GateDecision, alpha: float) -> str:
 
 def _pct(value: float) -> str:
     return f"{value * 100:.4g}%"
-
-
-def block_text(block_s: Fraction) -> str:
-    return f"{format_time(block_s)} s"
