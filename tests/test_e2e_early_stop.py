@@ -3,6 +3,7 @@ sample time) on a synthetic 240 s video sampled every 0.1 s (2,400 samples)."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import signal
@@ -194,3 +195,28 @@ def test_blocks_side_by_side_with_concurrency_decide_alike(tmp_path: Path, video
         assert len(made[-1]) == report["early_stop"]["samples_evaluated"]
         assert len(made[-1]) % 10 == 0  # whole batches of two blocks
     assert made[0] == made[1]
+
+
+def test_each_arm_stops_when_its_own_gates_are_decided(tmp_path: Path, video: Path) -> None:
+    eval_dir = make_eval(tmp_path, video, iid_outcomes(random.Random(0), PLANNED, 0.97))
+    worse = iid_outcomes(random.Random(1), PLANNED, 0.80)
+    (tmp_path / "worse.json").write_text(json.dumps(worse))
+    config = eval_dir / "config.yaml"
+    arm = {"adapter_config": {"outcomes": str(tmp_path / "worse.json"), "log": str(tmp_path / "worse.log")}}
+    config.write_text(config.read_text() + f"arms:\n  worse: {json.dumps(arm)}\n")
+    code, out, err, report = early_run(tmp_path, eval_dir, "--arm", "worse")
+    assert code == 1, err
+    control, other = calls(tmp_path), [int(x) for x in (tmp_path / "worse.log").read_text().split()]
+    gates = {g["name"]: g for g in report["early_stop"]["gates"]}
+    assert (gates["control/eval_min_pass_rate"]["verdict"], gates["worse/eval_min_pass_rate"]["verdict"]) == (
+        "pass", "fail")
+    assert gates["control/eval_min_pass_rate"]["after"] == len(control)
+    assert gates["worse/eval_min_pass_rate"]["after"] == len(other) < len(control)
+    # One seeded order for every arm: the arm that stopped first evaluated a prefix of the other's.
+    assert other == control[:len(other)]
+    assert report["early_stop"]["samples_evaluated"] == len(control) + len(other)
+    assert "Decided early: FAIL worse/eval_min_pass_rate >= 90%" in out
+    # The paired comparison pairs the samples both arms evaluated.
+    (overall,) = [c for c in report["arm_comparisons"] if c["target"] is None]
+    flips = {(f["control_status"], f["arm_status"]) for f in overall["flips"]}
+    assert "not_evaluated" not in {s for pair in flips for s in pair}
