@@ -133,25 +133,51 @@ def test_a_plain_run_has_no_early_stop_keys(tmp_path: Path, video: Path) -> None
     assert calls(tmp_path) == list(range(300))
 
 
-def test_sigkill_and_resume_reach_the_same_decision(tmp_path: Path, video: Path) -> None:
+def with_arm(root: Path, eval_dir: Path, outcomes: list[int]) -> None:
+    """config.yaml declares arm `worse`: the same adapter replaying ``outcomes`` into its own log."""
+    (root / "worse.json").write_text(json.dumps(outcomes))
+    arm = {"adapter_config": {"outcomes": str(root / "worse.json"), "log": str(root / "worse.log")}}
+    config = eval_dir / "config.yaml"
+    config.write_text(config.read_text() + f"arms:\n  worse: {json.dumps(arm)}\n")
+
+
+def arm_calls(root: Path) -> list[int]:
+    log = root / "worse.log"
+    return [int(x) for x in log.read_text().split()] if log.exists() else []
+
+
+@pytest.mark.parametrize("arms", [False, True])
+def test_sigkill_and_resume_reach_the_same_decision(tmp_path: Path, video: Path, arms: bool) -> None:
     outcomes = iid_outcomes(random.Random(5), PLANNED, 0.96)
+    worse = iid_outcomes(random.Random(6), PLANNED, 0.85)
+    extra = ["--arm", "worse"] if arms else []
     whole = tmp_path / "whole"
-    code, _out, err, expected = early_run(whole, make_eval(whole, video, outcomes))
-    assert code == 0, err
+    eval_dir = make_eval(whole, video, outcomes)
+    if arms:
+        with_arm(whole, eval_dir, worse)
+    code, _out, err, expected = early_run(whole, eval_dir, *extra)
+    assert code == (1 if arms else 0), err
     killed = tmp_path / "killed"
     eval_dir = make_eval(killed, video, outcomes, mark_after=40)
+    if arms:
+        with_arm(killed, eval_dir, worse)
     code, err = interrupt_when_marked(["run", "--eval-dir", str(eval_dir), "--early-stop", "--early-stop-block", "0.5",
-                                       "--output-json", str(killed / "report.json")], killed / "mark", signal.SIGKILL)
+                                       "--output-json", str(killed / "report.json"), *extra], killed / "mark",
+                                      signal.SIGKILL)
     assert code == -signal.SIGKILL, err
     before = calls(killed)
-    assert 40 <= len(before) < expected["early_stop"]["samples_evaluated"]
+    assert 40 <= len(before) < expected["early_stop"]["gates"][0]["after"]
     (checkpoint,) = (eval_dir / "runs" / "checkpoints").iterdir()
     code, _out, err = run_cli("run", "--resume", checkpoint)
-    assert code == 0, err
+    assert code == (1 if arms else 0), err
     resumed = read_json(killed / "report.json")
     assert resumed["early_stop"]["gates"] == expected["early_stop"]["gates"]
-    done = {r["sample_index"] for r in resumed["trials"][0]["results"] if r["status"] != "not_evaluated"}
-    assert done == set(calls(whole)) == set(calls(killed))
+    assert resumed["early_stop"]["samples_evaluated"] == expected["early_stop"]["samples_evaluated"]
+    for arm in ([None, "worse"] if arms else [None]):
+        done = {r["sample_index"] for r in resumed["trials"][0]["results"]
+                if r["status"] != "not_evaluated" and r.get("arm") in (arm, "control" if arm is None else arm)}
+        made = calls if arm is None else arm_calls
+        assert done == set(made(whole)) == set(made(killed))
 
 
 STREAMING = """
@@ -199,14 +225,10 @@ def test_blocks_side_by_side_with_concurrency_decide_alike(tmp_path: Path, video
 
 def test_each_arm_stops_when_its_own_gates_are_decided(tmp_path: Path, video: Path) -> None:
     eval_dir = make_eval(tmp_path, video, iid_outcomes(random.Random(0), PLANNED, 0.97))
-    worse = iid_outcomes(random.Random(1), PLANNED, 0.80)
-    (tmp_path / "worse.json").write_text(json.dumps(worse))
-    config = eval_dir / "config.yaml"
-    arm = {"adapter_config": {"outcomes": str(tmp_path / "worse.json"), "log": str(tmp_path / "worse.log")}}
-    config.write_text(config.read_text() + f"arms:\n  worse: {json.dumps(arm)}\n")
+    with_arm(tmp_path, eval_dir, iid_outcomes(random.Random(1), PLANNED, 0.80))
     code, out, err, report = early_run(tmp_path, eval_dir, "--arm", "worse")
     assert code == 1, err
-    control, other = calls(tmp_path), [int(x) for x in (tmp_path / "worse.log").read_text().split()]
+    control, other = calls(tmp_path), arm_calls(tmp_path)
     gates = {g["name"]: g for g in report["early_stop"]["gates"]}
     assert (gates["control/eval_min_pass_rate"]["verdict"], gates["worse/eval_min_pass_rate"]["verdict"]) == (
         "pass", "fail")
