@@ -29,7 +29,8 @@ def test_votes_that_agree_against_the_label_make_a_suspect() -> None:
     assert (suspect.expected, suspect.consensus, suspect.votes_against, suspect.votes) == (True, False, 3, 3)
     assert suspect.to_json() | {"values": None} == {
         "case": "walk", "target": "door", "sample_index": 0, "at": 0.0, "expected": True, "consensus": False,
-        "votes_against": 3, "votes_for": 0, "votes": 3, "field": "open", "compare_mode": None, "values": None}
+        "votes_against": 3, "votes_for": 0, "votes": 3, "field": "open", "compare_mode": None, "values": None,
+        "frame_index": None}
     assert check.ambiguous == () and check.claimed and check.judged == 2
 
 

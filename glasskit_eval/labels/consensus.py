@@ -72,6 +72,8 @@ class LabelFinding:
     compare_mode: str | None
     #: Every observed value with its count, most frequent first (ambiguous samples show their split).
     values: tuple[tuple[Any, int], ...] = ()
+    #: The frame the votes were cast on (None for results without one).
+    frame_index: int | None = None
 
     @property
     def key(self) -> Key:
@@ -81,7 +83,7 @@ class LabelFinding:
         return {"case": self.case, "target": self.target, "sample_index": self.sample_index, "at": self.at,
                 "expected": self.expected, "consensus": self.consensus, "votes_against": self.votes_against,
                 "votes_for": self.votes_for, "votes": self.votes, "field": self.field,
-                "compare_mode": self.compare_mode,
+                "compare_mode": self.compare_mode, "frame_index": self.frame_index,
                 "values": [{"value": value, "count": count} for value, count in self.values]}
 
 
@@ -194,7 +196,8 @@ def _weigh(votes: list[SampleResult], quorum: Fraction, config: CompareConfig) -
         case=first.case, target=first.target, target_label=first.target_label, sample_index=first.sample_index,
         at=first.timestamp_s, expected=first.expected, consensus=_modal(largest)[0][0] if largest else None,
         votes_against=len(largest), votes_for=len(agreeing), votes=n, field=first.field, compare_mode=first.compare_mode,
-        values=_modal([*agreeing, *(v for g in groups for v in g)]))
+        values=_modal([*agreeing, *(v for g in groups for v in g)]),
+        frame_index=next((r.frame_index for r in votes if r.frame_index is not None), None))
     if len(largest) >= quorum * n:
         return finding, "suspect"
     if len(agreeing) >= quorum * n:
