@@ -165,8 +165,8 @@ def _print(first: Path, second: Path, rows: list[TargetAgreement], overall: Kapp
         body.append(["Overall", str(overall.items), f"{overall.observed * 100:.1f}%", _ci(overall), ""])
     print(table("", ["Target", "Samples", "Agreement", f"Cohen's kappa ({level} CI)", "Within tolerance"], body,
                 [False, True, True, False, False]).lstrip("\n"), file=out)
-    print(f"Kappa intervals: kappa ± z·SE, the {VARIANCE} standard error; overall pools targets "
-          "(a sample's category is its target and label).", file=out)
+    print(f"Kappa intervals: kappa ± z·SE with the {VARIANCE} standard error.\n"
+          "Overall pools the targets: a sample's category is its target and its label.", file=out)
     if disagreements:
         print(f"Disagreements ({len(disagreements)}" + (f", first {SHOWN}" if len(disagreements) > SHOWN else "")
               + "):", file=out)

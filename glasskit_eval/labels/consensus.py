@@ -113,7 +113,7 @@ class LabelCheck:
 
     def rule(self) -> str:
         q = self.quorum
-        return (f"suspect: at least {q.numerator}/{q.denominator} of a sample's votes agree on one value other than "
+        return (f"Suspect: at least {q.numerator}/{q.denominator} of a sample's votes agree on one value other than "
                 f"the label; ambiguous: neither that nor {q.numerator}/{q.denominator} for the label "
                 f"(votes: passed or failed results of every trial and non-perturbation arm)")
 

@@ -514,7 +514,7 @@ const timeline = new Timeline($("timeline"), {
 });
 const player = new Player({ timeline, onError: (message) => showBanner(message) });
 const clips = new ClipView({ timeline, seek });
-const suspects = new SuspectsBar({ go: goToSample, relabel: (value) => setValue(value, "C") });
+const suspects = new SuspectsBar({ go: goToSample, relabel: (value) => { setValue(value, "C"); return !state.prompt; } });
 const inspector = new Inspector({ state, commit: commitBlock, remove, playheadTime, blockTimes, useObserved, seek });
 const writer = new Writer({
   adopt, reload: (selection) => reloadAfterRefusal(selection).catch(fail), status: setStatus, notify,

@@ -6,7 +6,8 @@ import { clone, compact } from "./util.js";
 const $ = (id) => document.getElementById(id);
 
 export class SuspectsBar {
-  // ctx: {go(suspect): Promise (open its case, select its sample), relabel(value)}
+  // ctx: {go(suspect): Promise (open its case, select its sample), relabel(value): true once the edit is
+  // on its way (false while the page asks first, as for a range)}
   constructor(ctx) {
     this.ctx = ctx;
     this.list = [];
@@ -37,7 +38,10 @@ export class SuspectsBar {
   async relabel() {
     const suspect = this.current();
     await this.ctx.go(suspect);
-    this.ctx.relabel(clone(suspect.consensus));
+    if (this.ctx.relabel(clone(suspect.consensus))) {
+      suspect.relabelled = true;
+      this.render();
+    }
   }
 
   render() {
@@ -48,6 +52,7 @@ export class SuspectsBar {
     $("suspect-label").textContent = compact(s.expected, 40);
     $("suspect-consensus").textContent = compact(s.consensus, 40);
     $("suspect-votes").textContent = `${s.votes_against} of ${s.votes} votes`;
+    $("suspect-done").hidden = !s.relabelled;
     $("suspect-prev").disabled = this.at === 0;
     $("suspect-next").disabled = this.at === this.list.length - 1;
   }
