@@ -5,7 +5,8 @@ Computed once after every trial is done, from the run's results, and handed to e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..evaluation.fanout import ArmPlan
@@ -26,3 +27,17 @@ def run_label_check(plan: Plan, arms: ArmPlan | None, result: RunResult) -> Labe
                if s.compare is not None}
     return check_labels((r for t in result.trials for r in t.results), abstaining_arms=abstaining,
                         compare_of=compare_from(configs))
+
+
+def merged_label_check(result: RunResult, specs: Mapping[str, Mapping[str, Any]] | None) -> LabelCheck | None:
+    """The check of shards merged (``merge-reports``): arms as the shards' reports describe them.
+
+    No plan here: votes are compared by their recorded mode at tolerance 0 (a numeric target's
+    close values then count as different values).
+    """
+    if result.repeat < 2 and specs is None:
+        return None
+    from ..labels.consensus import check_labels
+
+    abstaining = [name for name, spec in (specs or {}).items() if spec.get("perturb")]
+    return check_labels((r for t in result.trials for r in t.results), abstaining_arms=abstaining)
