@@ -57,6 +57,12 @@ def test_console_json_and_html_list_the_same_suspects(eval_dir: Path, tmp_path: 
     command = re.search(r"^Review them: (.+)$", out, re.MULTILINE)
     assert command is not None and command.group(1) == "python -m glasskit_eval review --report r.json --suspects"
     assert command.group(1) in page
+    # `report` renders the same section from the JSON report alone.
+    code, _out, err = run_cli("report", "r.json", "--html", "again.html")
+    assert code == 0, err
+    again = (tmp_path / "again.html").read_text()
+    assert [float(t) for t in re.findall(r'class="flip label-suspect"[^>]*data-at="([0-9.]+)"', again)] == SUSPECT_TIMES
+    assert command.group(1) in again
 
 
 def test_the_printed_review_command_opens_the_first_suspect(eval_dir: Path, tmp_path: Path) -> None:
