@@ -1,4 +1,5 @@
-"""A run whose votes contradict three labels: the fixture video read by a real Python adapter, three voting arms.
+"""A run whose votes contradict three labels: the fixture video read by a real Python adapter (the arms
+scenario's: ``ok`` unless its config lists the frame), three voting arms.
 
 Every frame's truth is ``ok: true`` (the adapter reads the frame index from the pixels); the case
 labels frames 3, 7 and 12 ``false``, so those three are the suspects. Arm ``b`` fails frame 5 and
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit import TESTS, make_eval
+from evalkit import make_eval
+from test_e2e_arms import ADAPTER
 
 CASE = """\
 video: cfr_h264.mp4
@@ -26,22 +28,6 @@ targets:
     - at: [0.7, 1.2]
       field: ok
       expect: false
-"""
-
-ADAPTER = f"""
-import sys
-sys.path.insert(0, {str(TESTS)!r})
-from framecode import read_frame_index
-
-def create_evaluator(config):
-    fail = set(config.config.get("fail", []))
-    def evaluate(sample, target):
-        try:
-            seen = read_frame_index(sample.image)
-        except ValueError:
-            seen = None
-        return {{"ok": seen is not None and seen not in fail, "seen": seen}}
-    return evaluate
 """
 
 CONFIG = """\

@@ -22,25 +22,12 @@ import yaml
 from evalkit import ROOT
 from labelkit import RUN, labels_eval
 from PIL import Image
-from reviewpage import CHROMIUM_ARGS, Page, need_playwright
+from reviewpage import Page, browser  # noqa: F401  (browser: the module's Chromium fixture)
 
 pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from reviewpage import CHROMIUM
-
-    sync_playwright = need_playwright()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture
@@ -117,10 +104,11 @@ def in_view(page: Page, selector: str, viewport: dict[str, int]) -> None:
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_printed_command_steps_through_the_suspects_and_relabels_them(
-        chromium: Any, printed: tuple[Path, list[str]], tmp_path: Path, viewport: dict[str, int]) -> None:
+        browser: Any, printed: tuple[Path, list[str]], tmp_path: Path,  # noqa: F811
+        viewport: dict[str, int]) -> None:
     root, words = printed
     name = "desktop" if viewport is DESKTOP else "phone"
-    with review(tmp_path, words) as url, opened(chromium, url, viewport) as page:
+    with review(tmp_path, words) as url, opened(browser, url, viewport) as page:
         tab = page.tab
         tab.wait_for_selector("#suspects-bar:not([hidden])")
         page.frame(3)
