@@ -92,3 +92,9 @@ def test_missing_input_is_a_usage_error(tmp_path: Path) -> None:
     a = make(tmp_path, "a", case_text(DOORS_A, COUNT_A))
     code, _out, err = run_cli("agreement", a, tmp_path / "nowhere")
     assert code == 2 and "no such eval directory or case file" in err
+
+
+def test_a_directory_and_a_file_are_not_compared(tmp_path: Path) -> None:
+    a = make(tmp_path, "a", case_text(DOORS_A, COUNT_A))
+    code, _out, err = run_cli("agreement", a, a / "cases" / "walk.yaml")
+    assert code == 2 and "not one of each" in err

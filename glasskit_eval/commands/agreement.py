@@ -57,6 +57,8 @@ class TargetAgreement:
 def execute_agreement(first: Path, second: Path, out: TextIO, *, output_json: Path | None = None,
                       confidence: float = 0.95) -> None:
     single = first.is_file() and second.is_file()
+    if first.is_file() != second.is_file() and first.exists() and second.exists():
+        raise UsageError(f"give two eval directories or two case files, not one of each: {first}, {second}")
     a, b = _labels(first, single), _labels(second, single)
     _check_same_samples(first, a, second, b)
     keys = list(a)
