@@ -35,7 +35,7 @@ def test_console_json_and_html_list_the_same_suspects(eval_dir: Path, tmp_path: 
     code, out, err = run_cli("run", "--eval-dir", eval_dir, *RUN, "--output-json", "r.json", "--html", "r.html")
     assert code == 0, err
     assert "Labels to check: 3 suspect, 0 ambiguous of 20 samples" in out
-    assert "(dim perturbed: not voting)" in out
+    assert "Voting arms: control, b, c (dim perturbed: not voting)" in out
     assert console_suspects(out) == SUSPECT_TIMES
     report = read_json(tmp_path / "r.json")
     suspects = report["label_suspects"]

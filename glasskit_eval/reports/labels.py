@@ -45,9 +45,10 @@ def label_lines(check: LabelCheck, review: str | None) -> list[str]:
     if not check.claimed:
         return ["Labels to check", f"  {check.note}"]
     head = (f"Labels to check: {len(check.suspects)} suspect, {len(check.ambiguous)} ambiguous "
-            f"of {check.judged} samples with {_votes_text(check)}")
+            f"of {check.judged} samples with 2+ votes")
+    arms = _arms_text(check)
     if not check.suspects:
-        return [head, "  No label is contradicted by a consensus of the votes."]
+        return [head, "  No label is contradicted by a consensus of the votes.", *([arms] if arms else [])]
     rows = [[s.case, s.target, f"{time_label(s.at)}s", _short(s.expected), _short(s.consensus),
              f"{s.votes_against}/{s.votes}"] for s in check.suspects[:CONSOLE_ROWS]]
     lines = table(head, ["Case", "Target", "Time", "Label", "Consensus", "Against"], rows,
@@ -55,6 +56,8 @@ def label_lines(check: LabelCheck, review: str | None) -> list[str]:
     more = len(check.suspects) - CONSOLE_ROWS
     if more > 0:
         lines.append(f"... and {more} more (JSON report: label_suspects)")
+    if arms:
+        lines.append(arms)
     if review is not None:
         lines.append(f"Review them: {review}")
     else:
@@ -113,10 +116,17 @@ def _card(s: LabelFinding, thumbnails: Mapping[ThumbKey, bytes]) -> str:
             f"({s.votes_against} of {s.votes} votes)</div></figcaption></figure></div></li>")
 
 
-def _votes_text(check: LabelCheck) -> str:
-    arms = f" across arms {', '.join(check.voting_arms)}" if check.voting_arms else ""
+def _arms_text(check: LabelCheck) -> str:
+    """Which arms voted ("" in a run without arms)."""
+    if not check.voting_arms and not check.abstaining_arms:
+        return ""
     skipped = f" ({', '.join(check.abstaining_arms)} perturbed: not voting)" if check.abstaining_arms else ""
-    return f"2+ votes{arms}{skipped}"
+    return f"Voting arms: {', '.join(check.voting_arms) or 'none'}{skipped}"
+
+
+def _votes_text(check: LabelCheck) -> str:
+    arms = _arms_text(check)
+    return "2+ votes" + (f"; {arms[0].lower()}{arms[1:]}" if arms else "")
 
 
 def _split(f: LabelFinding) -> str:
