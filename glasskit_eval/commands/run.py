@@ -31,6 +31,7 @@ from ..evaluation.observation_cache import ObservationCache
 from ..evaluation.observation_store import ObservationStore
 from ..evaluation.reuse import RunStore
 from ..evaluation.trials import run_trials
+from ..labels.consensus import LabelCheck
 from ..plan.pinfiles import any_pinned
 from ..plan.pinning import check_plan, raise_strict
 from ..plan.planning import Plan, build_plan, clip_durations
@@ -43,6 +44,7 @@ from ..reports.console import ConsoleListener, print_end, print_summary
 from ..reports.html import HtmlOptions
 from ..reports.jitter import print_jitter
 from ..reports.json_report import build_report, write_report
+from ..reports.labels import print_labels, review_suspects_command
 from ..reports.publish import shown_eval_dir, write_html
 from ..reports.thumbnails import ThumbnailStore, arm_variants
 from ..summary import RunResult, RunSummary
@@ -51,6 +53,7 @@ from ..support.interrupts import interruptible, reinstall_sigterm
 from . import ci_outputs as ci
 from .arm_baselines import ArmBaselines, arm_baselines
 from .arming import prepare_arms, select
+from .labelling import run_label_check
 from .preflight import preflight
 from .requests import RUN_KIND, RunRequest, absolute
 
@@ -254,6 +257,9 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
 
         print_early_stop(summary, out)
     arms = _arms_report(prepared, result, request, out)
+    labels = run_label_check(prepared.plan, prepared.arms, result)
+    review = review_suspects_command(prepared.shown_eval_dir, request.output_json)
+    print_labels(labels, out, review)
     if jitter is not None:
 
         print_jitter(jitter, out)
@@ -270,11 +276,11 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
             shard=shard, observation_cache=cache_block, arms=arms,
-            jitter=jitter.to_json() if jitter is not None else None))
+            jitter=jitter.to_json() if jitter is not None else None, labels=labels))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms, (labels, review))
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -342,7 +348,8 @@ def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None,
+                labels: tuple[LabelCheck | None, str | None] = (None, None)) -> None:
 
     # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
@@ -352,7 +359,8 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
                                           stream_misses=thumbnails.streams.misses,
                                           stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir, arms=arms))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms, labels=labels[0],
+                                          labels_review=labels[1]))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
