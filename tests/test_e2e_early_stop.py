@@ -242,3 +242,19 @@ def test_each_arm_stops_when_its_own_gates_are_decided(tmp_path: Path, video: Pa
     (overall,) = [c for c in report["arm_comparisons"] if c["target"] is None]
     flips = {(f["control_status"], f["arm_status"]) for f in overall["flips"]}
     assert "not_evaluated" not in {s for pair in flips for s in pair}
+
+
+def test_with_repeat_each_trial_decides_on_its_own_order(tmp_path: Path, video: Path) -> None:
+    eval_dir = make_eval(tmp_path, video, iid_outcomes(random.Random(4), PLANNED, 0.97))
+    code, out, err, report = early_run(tmp_path, eval_dir, "--repeat", "2")
+    assert code == 0, err
+    made = calls(tmp_path)
+    block = report["early_stop"]
+    first, second = (g for g in block["gates"])
+    assert (first["trial"], second["trial"]) == (1, 2) and first["verdict"] == second["verdict"] == "pass"
+    assert block["samples_evaluated"] == len(made) == first["after"] + second["after"]
+    assert made[:first["after"]] != made[first["after"]:][:first["after"]]  # another order
+    assert block["samples_planned"] == 2 * PLANNED
+    assert "[1/2] Decided early: PASS" in out and "[2/2] Decided early: PASS" in out
+    for trial, gate in zip(report["trials"], (first, second), strict=True):
+        assert trial["summary"]["evaluated"] == gate["after"]

@@ -106,6 +106,8 @@ async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
                     listener.notice(line)
             if options.early_stop is not None:
                 results, early = await run_blocks(engine, lanes, by_arm, trial, sink)
+                for line in missing_field_notes(results):
+                    listener.notice(line)
             for case_index in range(len(engine.plan.cases)):
                 splits = [splits[case_index] for splits in by_arm]
                 if options.early_stop is None:
