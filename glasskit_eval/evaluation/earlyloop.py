@@ -95,21 +95,27 @@ async def run_blocks(engine: Engine, lanes: Sequence[Lane | None], by_arm: Seque
                       for s in case_plan.samples]
         header = shown[k]
         if header is not None:
+            if len(cases) > 1:
+                listener.case_started(header, trial, options.repeat)
             listener.case_finished(header, every, trial, options.repeat)
         results += every
     return results, _record(engine, trackers)
 
 
 def _announce(engine: Engine, by_arm: Sequence[Sequence[CaseSplit]], trial: int) -> list[CaseHeader | None]:
-    """Each case's header, announced before the first block (None: a resume with nothing left in it)."""
+    """Each case's header (None: a resume with nothing left in it). One case is announced before the
+    first block (the live progress line counts its samples); several, whose blocks interleave, each
+    just before its summary."""
     headers: list[CaseHeader | None] = []
+    now = len(engine.plan.cases) == 1
     for k, case_plan in enumerate(engine.plan.cases):
         splits = [splits[k] for splits in by_arm]
         pending = {s.sample_index for split in splits for s in split.pending}
         union = CaseSplit(case_plan, {}, [s for s in case_plan.samples if s.sample_index in pending])
         if union.pending or not any(split.reused for split in splits):
             header = union.header()
-            engine.listener.case_started(header, trial, engine.options.repeat)
+            if now:
+                engine.listener.case_started(header, trial, engine.options.repeat)
             headers.append(header)
         else:
             headers.append(None)
