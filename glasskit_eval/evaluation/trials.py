@@ -237,8 +237,6 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult], streams: Seque
 def _run_gates(engine: Engine, trials: Sequence[TrialResult]) -> list[Gate]:
     """The run-level gates per gated arm, then the robustness gate of each perturbation arm."""
     arms, thresholds = engine.arms, engine.plan.eval_dir.config.thresholds
-    if arms.plain:
-        return run_gates(trials, engine.options.gates, thresholds)
     gates = per_arm(arms, lambda arm: run_gates(arm_trials(trials, arm), engine.options.gates, thresholds))
     if arms.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
