@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..evaluation.fanout import ArmPlan
+    from ..arms.plan import ArmPlan
     from ..labels.consensus import CompareOf, LabelCheck
     from ..plan.planning import Plan
     from ..summary import RunResult

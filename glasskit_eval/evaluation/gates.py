@@ -10,9 +10,10 @@ no selected results, but one naming a target no selected case declares fails
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..results import Gate, SampleResult, Status, TrialResult, stability
 from ..summary import Counts
@@ -159,3 +160,20 @@ def run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: T
     if max_cost is not None:
         gates.append(cost_gate(counts.cost, max_cost))
     return gates
+
+
+def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:
+    """``gates_of(arm)`` for every gated arm, named ``<arm>/<gate>``; a plain run's gates keep their names."""
+    if arms.plain:
+        return list(gates_of(None))
+    out: list[Gate] = []
+    for arm in arms.arms:
+        if arms.gated(arm.name):
+            out += [Gate(f"{arm.name}/{g.name}", g.passed, g.message) for g in gates_of(arm.name)]
+    return out
+
+
+def arm_trials(trials: Sequence[TrialResult], arm: str | None) -> list[TrialResult]:
+    """Each trial as ``arm`` alone saw it: its results and streams, without the trial's gates."""
+    return [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds, t.timing_mode,
+                        streams=tuple(s for s in t.streams if s.arm == arm)) for t in trials]

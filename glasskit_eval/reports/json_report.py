@@ -71,6 +71,8 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
         blocks["stream_stability"] = stream_stability(summary)
     if arms is not None:
         blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
+        if arms.streams:
+            blocks["arm_stream_comparisons"] = arms.stream_comparisons_json()
     if labels is not None:
         from .labels import labels_json
 
