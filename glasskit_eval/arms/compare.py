@@ -96,6 +96,8 @@ class ArmComparison:
             "p_value_raw": t.p_value_raw if t is not None else None,
             "significant": t.significant if t is not None else False,
             "target": self.target,
+            "method": t.method if t is not None else None,
+            "family_tests": t.family_tests if t is not None else None,
         }
 
 

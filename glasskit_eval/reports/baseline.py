@@ -10,7 +10,11 @@ a regression.
 Beside the list of changes, the matched samples are tested for a real drop of the pass rate
 (``statistics.paired``: each sample's outcome is its pass fraction over its trials, relabelled
 samples left out), per target and overall with Holm across them, and their paired latencies give
-the median latency change with a block-bootstrap interval (``statistics.bootstrap``).
+the median latency change with a block-bootstrap interval (``statistics.bootstrap``). When
+either run has repeats, the test learns its noise from each sample's trials (within-version
+residuals), never from the between-version differences; without repeats, an inconclusive verdict
+names the longest stretch of consecutive pass->fail samples and the ``--repeat`` that would let
+the test see a drop of that size.
 """
 
 from __future__ import annotations
@@ -23,8 +27,15 @@ from typing import Any
 from ..errors import UsageError
 from ..results import Gate, SampleResult, StreamResult
 from ..statistics.bootstrap import LatencyChange, median_latency_change
-from ..statistics.paired import PairedTest, RegressionFamily, regression_family
-from ..statistics.power import minimum_detectable_drop
+from ..statistics.effective import corrected_autocorrelation, effective_factor
+from ..statistics.paired import (
+    NOISE_FROM_DIFFERENCES,
+    PairedTest,
+    RegressionFamily,
+    regression_family,
+    trial_noise,
+)
+from ..statistics.power import minimum_detectable_drop, repeats_to_detect
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
 from ..support.timevalues import format_duration
 from .calls import points
@@ -57,6 +68,34 @@ class Outcome:
     passes: float | None = None
     #: Mean evaluation duration of its evaluated trials (seconds), where reported.
     latency: float | None = None
+    #: Each evaluated trial's outcome (1 passed, 0 not), in trial order.
+    trials: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Stretch:
+    """The longest run of consecutive matched samples that went pass -> fail (one case and target)."""
+
+    case: str
+    target: str
+    from_s: float
+    to_s: float
+    samples: int
+    #: The ``--repeat`` at which a drop of this size would be detectable (None: not even at 50).
+    repeat: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "target": self.target, "from_s": self.from_s, "to_s": self.to_s,
+                "samples": self.samples, "suggested_repeat": self.repeat}
+
+    def text(self) -> str:
+        where = (f"{self.samples} consecutive pass->fail samples in case {self.case}, target {self.target}, "
+                 f"{time_label(self.from_s)}s to {time_label(self.to_s)}s")
+        advice = (f"rerun both versions with --repeat {self.repeat} so the test learns the model's noise "
+                  "from its trials and can see a drop of that size" if self.repeat is not None
+                  else "even --repeat 50 would not make a drop of that size detectable; add samples")
+        return (f"why inconclusive: {where}; without repeats the noise is estimated from the differences, "
+                f"where a stretch like this looks like correlated noise; {advice}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +137,8 @@ class BaselineDiff:
     alpha: float = DEFAULT_ALPHA
     #: Stream events and false alarms (None when neither side has streams).
     streams: StreamDiff | None = None
+    #: Without repeats: the longest stretch of consecutive pass->fail (None when there is none).
+    stretch: Stretch | None = None
 
     @property
     def verdict(self) -> str | None:
@@ -111,6 +152,16 @@ class BaselineDiff:
             seen = f"drops under {points(self.detectable)}" if self.detectable is not None else "any drop"
             return f"inconclusive: this eval cannot see {seen}"
         return "no significant drop"
+
+    @property
+    def why_inconclusive(self) -> Stretch | None:
+        """The stretch to name when the verdict is inconclusive and the noise came from the differences."""
+        overall = self.significance.overall if self.significance is not None else None
+        verdict = self.verdict
+        if (overall is None or verdict is None or not verdict.startswith("inconclusive")
+                or overall.noise_source != NOISE_FROM_DIFFERENCES):
+            return None
+        return self.stretch
 
     def count(self, kind: str) -> int:
         return sum(1 for c in self.changes if c.kind == kind)
@@ -143,6 +194,9 @@ class BaselineDiff:
         if self.significance is not None and test is self.significance.overall:
             extra |= {"verdict": self.verdict,
                       "minimum_detectable_drop": {"drop": self.detectable, "alpha": self.alpha, "power": POWER}}
+            why = self.why_inconclusive
+            if why is not None:
+                extra["inconclusive_stretch"] = why.to_json()
         return test.to_json() | extra
 
     def gate(self, mode: str = "any") -> Gate:
@@ -195,6 +249,7 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
     out: dict[MatchKey, Outcome] = {}
     # Per sample: [evaluated trials, passed trials, summed durations, trials with a duration].
     tally: dict[MatchKey, list[float]] = {}
+    trials: dict[MatchKey, list[float]] = {}
     for r in results:
         key = match_key(r["case"], r["target"], float(r["timestamp_s"]))
         status = str(r["status"])
@@ -202,6 +257,7 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
         if status != "ignored":
             counts[0] += 1
             counts[1] += status == "passed"
+            trials.setdefault(key, []).append(1.0 if status == "passed" else 0.0)
             duration = r.get("evaluation_duration_seconds")
             if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:
                 counts[2] += duration
@@ -213,7 +269,8 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
         elif _RANK.get(status, 0) > _RANK.get(seen.status, 0):
             out[key] = replace(seen, status=status, reason=str(r.get("reason") or ""))
     return {key: replace(o, passes=tally[key][1] / tally[key][0] if tally[key][0] else None,
-                         latency=tally[key][2] / tally[key][3] if tally[key][3] else None)
+                         latency=tally[key][2] / tally[key][3] if tally[key][3] else None,
+                         trials=tuple(trials.get(key, ())))
             for key, o in out.items()}
 
 
@@ -268,12 +325,14 @@ def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], 
     changes.sort(key=lambda c: order[c.kind])  # stable: run order within a kind
     family = _significance(before, after, alpha, confidence)
     detectable = None
+    stretch = None
     if family is not None and family.overall is not None:
         overall = family.overall
         detectable = minimum_detectable_drop(overall.effective_pairs, overall.baseline_pass_rate,
                                              overall.flip_rate or None, alpha=alpha, power=POWER)
+        stretch = _longest_stretch(_matched(before, after), overall, alpha)
     return BaselineDiff(path, tuple(changes), matched, family, _latency(before, after, confidence), detectable,
-                        alpha)
+                        alpha, stretch=stretch)
 
 
 def _paired(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
@@ -292,12 +351,65 @@ def _paired(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome
             for target, cases in sorted(found.items())}
 
 
+Matched = dict[str, dict[str, list[tuple[Outcome, Outcome]]]]
+
+
+def _matched(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome]) -> Matched:
+    """The tested samples' (baseline, candidate) outcomes: by target, then by case, in time order."""
+    found: dict[str, dict[str, list[tuple[float, Outcome, Outcome]]]] = {}
+    for key, now in after.items():
+        old = before.get(key)
+        if old is None or old.expected != now.expected or old.passes is None or now.passes is None:
+            continue
+        found.setdefault(now.target, {}).setdefault(now.case, []).append((now.timestamp_s, old, now))
+    return {target: {case: [(old, now) for _t, old, now in sorted(items, key=lambda item: item[0])]
+                     for case, items in sorted(cases.items())}
+            for target, cases in sorted(found.items())}
+
+
 def _significance(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], alpha: float,
                   confidence: float) -> RegressionFamily | None:
-    pairs = _paired(before, after, lambda o: o.passes, lambda old, now: old.expected == now.expected)
-    if not pairs:
+    matched = _matched(before, after)
+    if not matched:
         return None
-    return regression_family({t: list(cases.values()) for t, cases in pairs.items()}, alpha, confidence)
+    series = {t: [[(old.passes or 0.0, now.passes or 0.0) for old, now in items] for items in cases.values()]
+              for t, cases in matched.items()}
+    repeated = any(len(o.trials) >= 2 for cases in matched.values() for items in cases.values()
+                   for pair in items for o in pair)
+    noise = None
+    if repeated:
+        noise = {t: trial_noise([[(old.trials, now.trials) for old, now in items] for items in cases.values()])
+                 for t, cases in matched.items()}
+    return regression_family(series, alpha, confidence, noise)
+
+
+def _longest_stretch(matched: Matched, overall: PairedTest, alpha: float) -> Stretch | None:
+    """The longest run of consecutive pass -> fail samples, and the ``--repeat`` that would see its drop.
+
+    The suggestion treats the stretch as the drop and everything else as noise: the flips outside
+    it, with the autocorrelation of the differences left when the stretch is taken out.
+    """
+    best: tuple[int, str, str, int] | None = None  # (length, target, case, end index)
+    for target, cases in matched.items():
+        for case, items in cases.items():
+            run = 0
+            for index, (old, now) in enumerate(items):
+                run = run + 1 if old.passes == 1.0 and now.passes == 0.0 else 0
+                if run and (best is None or run > best[0]):
+                    best = (run, target, case, index)
+    if best is None:
+        return None
+    length, target, case, end = best
+    items = matched[target][case]
+    rest = [[(now.passes or 0.0) - (old.passes or 0.0) for i, (old, now) in enumerate(series)
+             if not (t == target and c == case and end - length < i <= end)]
+            for t, cases in matched.items() for c, series in cases.items()]
+    r = corrected_autocorrelation(rest)
+    other_flips = sum(abs(d) for values in rest for d in values)
+    n = overall.pairs
+    repeat = repeats_to_detect(length / n, n * effective_factor(r), overall.baseline_pass_rate, other_flips / n,
+                               alpha=alpha, power=POWER)
+    return Stretch(case, target, items[end - length + 1][0].timestamp_s, items[end][0].timestamp_s, length, repeat)
 
 
 def _latency(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
@@ -378,10 +490,20 @@ def _latency_text(change: LatencyChange) -> str:
 def _test_text(test: PairedTest | None) -> str:
     if test is None:
         return "no matched samples"
+    family = f", Holm over {test.family_tests} tests" if test.family_tests > 1 else ""
     return (f"{test.baseline_pass_rate * 100:.1f}% -> {test.candidate_pass_rate * 100:.1f}% "
             f"({test.delta_pass_rate * 100:+.1f} points, {test.level * 100:g}% CI {test.low * 100:+.1f} to "
-            f"{test.high * 100:+.1f}; p = {test.p_value:.3g} one-sided, Holm; "
-            f"{test.effective_pairs:.0f} effective of {test.pairs} pairs)")
+            f"{test.high * 100:+.1f}; {p_text(test.p_value)} one-sided{family}; "
+            f"{test.effective_pairs:.0f} effective of {test.pairs} pairs, noise from the {test.noise_source})")
+
+
+def p_text(p: float) -> str:
+    """``p = 0.0156``; the ends as bounds (a one-sided count never shows ``p = 1``)."""
+    if p > 0.999:
+        return "p > 0.999"
+    if p < 0.0001:
+        return "p < 0.0001"
+    return f"p = {p:.3g}"
 
 
 def significance_lines(d: BaselineDiff) -> list[str]:
@@ -390,6 +512,9 @@ def significance_lines(d: BaselineDiff) -> list[str]:
     if family is None or family.overall is None:
         return []
     lines = [f"Pass rate {_test_text(family.overall)}: {d.verdict}"]
+    why = d.why_inconclusive
+    if why is not None:
+        lines.append(f"  {why.text()}")
     if len(family.per_target) > 1:
         for target, test in sorted(family.per_target.items()):
             word = "significant drop" if test.significant else "not significant"

@@ -68,3 +68,27 @@ def minimum_detectable_drop(effective_pairs: float, pass_rate: float, flip_rate:
         else:
             low = middle
     return high
+
+
+#: The largest ``--repeat`` :func:`repeats_to_detect` suggests.
+MOST_REPEATS = 50
+
+
+def repeats_to_detect(drop: float, effective_pairs: float, pass_rate: float, noise_flip_rate: float,
+                      alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Smallest ``--repeat`` N >= 2 at which a consistent drop of ``drop`` is detected with ``power``.
+
+    With repeats the test learns its noise within each version, so a drop that every trial shows
+    keeps its size while the noise flips (``noise_flip_rate``: the share of pairs flipping for
+    other reasons, e.g. outside the stretch that dropped) average down over N independent trials:
+    the flip rate becomes ``noise_flip_rate / N + drop``. ``effective_pairs`` is n_eff under the
+    noise's own correlation. None when even :data:`MOST_REPEATS` is not enough.
+    """
+    if not 0.0 < drop <= 1.0:
+        raise ValueError(f"drop must be in (0, 1], got {drop!r}")
+    for repeats in range(2, MOST_REPEATS + 1):
+        flips = min(1.0, noise_flip_rate / repeats + drop)
+        found = minimum_detectable_drop(effective_pairs, max(pass_rate, drop), flips, alpha=alpha, power=power)
+        if found is not None and found <= drop + 1e-12:
+            return repeats
+    return None
