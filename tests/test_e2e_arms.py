@@ -219,3 +219,21 @@ def test_a_missing_command_adapter_is_refused_before_any_call(eval_dir: Path) ->
     assert json.dumps(err)  # printable, no traceback
     assert "Traceback" not in err
 
+
+
+def test_arms_are_never_pooled_and_a_perturbation_is_no_candidate(eval_dir: Path, tmp_path: Path) -> None:
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--arm", "small", "--perturb", "jpeg:30",
+                              "--output-json", "r.json")
+    assert code == 0, out
+    report = read_json(tmp_path / "r.json")
+    summary = report["summary"]
+    # The headline is the control's own (the plain adapter fails frames 3 and 7 of 20), not 60 pooled samples.
+    assert summary["arm"] == "control"
+    assert (summary["evaluated_attempts"], summary["passed_attempts"]) == (20, 18)
+    assert summary["pass_rate_ci"] == pass_rate_interval([[0.0 if i in (3, 7) else 1.0 for i in range(20)]]).to_json()
+    assert report["by_target"]["ok"]["pass_rate_ci"]["effective_samples"] <= 20
+    assert "Samples: 20 evaluated, 18 passed, 2 failed" in out and "Arm: control (the control" in out
+    assert "60 evaluated" not in out
+    # jpeg:30 passes as often as the control at the same latency class, but it is a condition.
+    assert "jpeg:30" not in report["pareto"]
+    assert report["arms"]["jpeg:30"]["summary"]["passed"] == 18

@@ -138,6 +138,8 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     p()
     p(f"Eval: {run.eval_dir}")
     p(f"Cases: {len(run.cases)}")
+    if summary.arm is not None:
+        p(f"Arm: {summary.arm} (the control; arms are never pooled: each arm's figures are in the arms table)")
     if not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
