@@ -21,16 +21,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import random
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.base import AdapterSpec, Evaluator
 from ..adapters.calls import Caller
 from ..adapters.resilient import RateLimiter
-from ..arms.perturb import Perturbation, apply_chain, frame_seed
+from ..arms.perturb import Elsewhere, Perturbation, apply_chain, frame_seed, is_blind
 from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, TrialResult
 from ..summary import RunResult
@@ -38,11 +40,13 @@ from ..support import threads
 from ..video.frames import DecodedFrame
 from .case import FRAME_QUEUE_DEPTH, CaseWork, FrameSource, ResultSink, case_items, run_case
 from .clipframes import ClipItems, HeldFrames
-from .gates import run_gates
+from .gates import blind_gate, run_gates
 from .judge import ignored_result, judge
 from .ordering import DECLARATION
 
 if TYPE_CHECKING:
+    from PIL import Image
+
     from ..plan.planning import Plan
     from .case import FrameKeeper
     from .failures import FailureSaver
@@ -77,6 +81,13 @@ class ArmPlan:
     #: ``--max-robustness-drop`` and the test's level.
     max_robustness_drop: float | None = None
     alpha: float = 0.05
+    #: ``--max-blind-pass-rate``.
+    max_blind_pass_rate: float | None = None
+
+    @property
+    def blind(self) -> tuple[str, ...]:
+        """The arms whose frames show nothing of the sample (``blank``, ``mean``, ``shuffle``)."""
+        return tuple(a.name for a in self.arms if is_blind(a.perturb) and a.name != self.control)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -110,13 +121,15 @@ def _countdown(held: HeldFrames, holders: int) -> Callable[[], None]:
     return release
 
 
-def _perturbed(sample: ScheduledSample, held: HeldFrames, arm: Arm, seed: int) -> HeldFrames:
+def _perturbed(sample: ScheduledSample, held: HeldFrames, arm: Arm, seed: int,
+               video: Path | None = None) -> HeldFrames:
     """The arm's own copy of every frame of ``held``, each seeded by its requested time."""
     frames: list[DecodedFrame] = []
     try:
         for frame, time_ in zip(held.frames, held.times):
+            elsewhere = _elsewhere(video, frame.index) if video is not None else None
             image = apply_chain(frame.image, arm.perturb,
-                                frame_seed(seed, sample.case.name, sample.target.id, time_, arm.name))
+                                frame_seed(seed, sample.case.name, sample.target.id, time_, arm.name), elsewhere)
             if image is frame.image:
                 image = image.copy()  # never close the shared original
             frames.append(DecodedFrame(frame.index, frame.media_time, image))
@@ -133,6 +146,24 @@ def _perturbed(sample: ScheduledSample, held: HeldFrames, arm: Arm, seed: int) -
     return HeldFrames(tuple(frames), held.times, held.anchor, held.clip, release)
 
 
+def _elsewhere(video: Path, index: int) -> Elsewhere:
+    """``shuffle``'s frame: one of the video's frames at least a quarter of them away from ``index``,
+    chosen by the step's generator, decoded (display orientation) when asked for."""
+    from ..video.frames import decode_at
+    from ..video.frametable import frame_table
+
+    def pick(rng: random.Random) -> Image.Image:
+        times = frame_table(video).times
+        gap = max(1, len(times) // 4)
+        far = [i for i in range(len(times)) if abs(i - index) >= gap] or [0]
+        want = times[far[rng.randrange(len(far))]]
+        for _time, frame in decode_at(video, [want]):
+            return frame.image
+        raise ValueError(f"{video}: no frame at {want}")
+
+    return pick
+
+
 class FrameTee:
     """One decode's ``(sample, frames)`` items, delivered to every arm that wants them, exactly once.
 
@@ -143,8 +174,10 @@ class FrameTee:
     """
 
     def __init__(self, make_items: Callable[[], ClipItems], arms: Sequence[Arm], seed: int, depth: int,
-                 wants: Sequence[frozenset[int]] | None = None) -> None:
+                 wants: Sequence[frozenset[int]] | None = None, video: Path | None = None) -> None:
         self.make_items = make_items
+        #: The case's video, where ``shuffle`` takes its frames from.
+        self.video = video
         self.arms = arms
         self.seed = seed
         self.depth = depth
@@ -173,7 +206,8 @@ class FrameTee:
         try:
             for i, arm in enumerate(self.arms):
                 if wanted[i] and arm.perturb:
-                    out[i] = _perturbed(sample, held, arm, self.seed)
+                    shuffles = any(p.kind == "shuffle" for p in arm.perturb)
+                    out[i] = _perturbed(sample, held, arm, self.seed, self.video if shuffles else None)
         except BaseException:
             for made in out:
                 if made is not None:
@@ -392,7 +426,7 @@ async def fan_out_case(engine: Engine, plan: ArmPlan, lanes: Sequence[Lane], tri
     order = DECLARATION if any(c is not None and c.batch for c in callers) else options.order
     arms = [plan.arms[i] for i, _s, _c in lanes]
     tee = FrameTee(case_items(probe, wanted, order), arms, plan.seed, ARM_QUEUE_DEPTH + options.concurrency,
-                   wants)
+                   wants, case_plan.video_path)
     tee.start()
     tasks = []
     for position, (arm, (_i, split, caller)) in enumerate(zip(arms, lanes)):
@@ -452,6 +486,8 @@ def arm_run_gates(engine: Engine, plan: ArmPlan, trials: Sequence[TrialResult]) 
     if plan.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
         for arm in plan.arms:
-            if arm.perturbation_only and arm.name != plan.control:
+            if arm.perturbation_only and arm.name != plan.control and arm.name not in plan.blind:
                 gates.append(robustness_gate(every, plan.control, arm.name, plan.max_robustness_drop, plan.alpha))
+    if plan.max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, plan.control, plan.blind, plan.max_blind_pass_rate))
     return gates

@@ -27,7 +27,6 @@ from typing import Any
 from ..errors import UsageError
 from ..results import Gate, SampleResult, StreamResult
 from ..statistics.bootstrap import LatencyChange, median_latency_change
-from ..statistics.effective import corrected_autocorrelation, effective_factor
 from ..statistics.paired import (
     NOISE_FROM_DIFFERENCES,
     PairedTest,
@@ -35,11 +34,12 @@ from ..statistics.paired import (
     regression_family,
     trial_noise,
 )
-from ..statistics.power import minimum_detectable_drop, repeats_to_detect
+from ..statistics.power import minimum_detectable_drop
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
 from ..support.timevalues import format_duration
 from .calls import points
 from .streambaseline import StreamDiff, format_stream_diff, stream_diff
+from .stretch import Matched, Stretch, longest_stretch
 from .tables import compact, table, time_label
 
 #: Change kinds, in the order tables list them.
@@ -70,32 +70,6 @@ class Outcome:
     latency: float | None = None
     #: Each evaluated trial's outcome (1 passed, 0 not), in trial order.
     trials: tuple[float, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Stretch:
-    """The longest run of consecutive matched samples that went pass -> fail (one case and target)."""
-
-    case: str
-    target: str
-    from_s: float
-    to_s: float
-    samples: int
-    #: The ``--repeat`` at which a drop of this size would be detectable (None: not even at 50).
-    repeat: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"case": self.case, "target": self.target, "from_s": self.from_s, "to_s": self.to_s,
-                "samples": self.samples, "suggested_repeat": self.repeat}
-
-    def text(self) -> str:
-        where = (f"{self.samples} consecutive pass->fail samples in case {self.case}, target {self.target}, "
-                 f"{time_label(self.from_s)}s to {time_label(self.to_s)}s")
-        advice = (f"rerun both versions with --repeat {self.repeat} so the test learns the model's noise "
-                  "from its trials and can see a drop of that size" if self.repeat is not None
-                  else "even --repeat 50 would not make a drop of that size detectable; add samples")
-        return (f"why inconclusive: {where}; without repeats the noise is estimated from the differences, "
-                f"where a stretch like this looks like correlated noise; {advice}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +304,7 @@ def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], 
         overall = family.overall
         detectable = minimum_detectable_drop(overall.effective_pairs, overall.baseline_pass_rate,
                                              overall.flip_rate or None, alpha=alpha, power=POWER)
-        stretch = _longest_stretch(_matched(before, after), overall, alpha)
+        stretch = longest_stretch(_matched(before, after), overall, alpha, POWER)
     return BaselineDiff(path, tuple(changes), matched, family, _latency(before, after, confidence), detectable,
                         alpha, stretch=stretch)
 
@@ -351,10 +325,7 @@ def _paired(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome
             for target, cases in sorted(found.items())}
 
 
-Matched = dict[str, dict[str, list[tuple[Outcome, Outcome]]]]
-
-
-def _matched(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome]) -> Matched:
+def _matched(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome]) -> Matched[Outcome]:
     """The tested samples' (baseline, candidate) outcomes: by target, then by case, in time order."""
     found: dict[str, dict[str, list[tuple[float, Outcome, Outcome]]]] = {}
     for key, now in after.items():
@@ -381,35 +352,6 @@ def _significance(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, O
         noise = {t: trial_noise([[(old.trials, now.trials) for old, now in items] for items in cases.values()])
                  for t, cases in matched.items()}
     return regression_family(series, alpha, confidence, noise)
-
-
-def _longest_stretch(matched: Matched, overall: PairedTest, alpha: float) -> Stretch | None:
-    """The longest run of consecutive pass -> fail samples, and the ``--repeat`` that would see its drop.
-
-    The suggestion treats the stretch as the drop and everything else as noise: the flips outside
-    it, with the autocorrelation of the differences left when the stretch is taken out.
-    """
-    best: tuple[int, str, str, int] | None = None  # (length, target, case, end index)
-    for target, cases in matched.items():
-        for case, items in cases.items():
-            run = 0
-            for index, (old, now) in enumerate(items):
-                run = run + 1 if old.passes == 1.0 and now.passes == 0.0 else 0
-                if run and (best is None or run > best[0]):
-                    best = (run, target, case, index)
-    if best is None:
-        return None
-    length, target, case, end = best
-    items = matched[target][case]
-    rest = [[(now.passes or 0.0) - (old.passes or 0.0) for i, (old, now) in enumerate(series)
-             if not (t == target and c == case and end - length < i <= end)]
-            for t, cases in matched.items() for c, series in cases.items()]
-    r = corrected_autocorrelation(rest)
-    other_flips = sum(abs(d) for values in rest for d in values)
-    n = overall.pairs
-    repeat = repeats_to_detect(length / n, n * effective_factor(r), overall.baseline_pass_rate, other_flips / n,
-                               alpha=alpha, power=POWER)
-    return Stretch(case, target, items[end - length + 1][0].timestamp_s, items[end][0].timestamp_s, length, repeat)
 
 
 def _latency(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
