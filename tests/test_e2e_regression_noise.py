@@ -77,7 +77,7 @@ def test_without_repeats_the_inconclusive_verdict_names_the_stretch(eval_dir: Pa
     assert run(eval_dir, set(), "before.json")[0] == 0
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
     code, out, _err = run(eval_dir, STRETCH, "after.json", "--baseline", "before.json",
-                          "--fail-on-regression", "significant", "--annotations", "github")
+                          "--fail-on-regression", "significant", "--annotations", "github", "--html", "after.html")
     assert code == 0, out
     significance = read_json(tmp_path / "after.json")["baseline"]["significance"]
     assert significance["noise_source"] == "differences"
@@ -89,3 +89,6 @@ def test_without_repeats_the_inconclusive_verdict_names_the_stretch(eval_dir: Pa
             "without repeats")
     assert line in out and "--repeat 2" in out and "p = 1 " not in out
     assert line in (tmp_path / "summary.md").read_text()
+    html = (tmp_path / "after.html").read_text()
+    assert "longest pass-&gt;fail stretch: 10 samples of clip/ok, 0.5s to 0.95s; rerun with --repeat 2" in html
+    assert ", one-sided; " in html  # one target: tested once, no Holm

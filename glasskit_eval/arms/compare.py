@@ -25,7 +25,7 @@ from typing import Any
 
 from ..results import Gate, SampleResult, Status
 from ..statistics.intervals import PassRateInterval, pass_rate_interval
-from ..statistics.paired import PairedTest, paired_regression_test
+from ..statistics.paired import PairedTest, p_text, paired_regression_test
 from ..statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
 from ..summary import Counts
 
@@ -250,5 +250,5 @@ def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max
     drop = -test.delta_pass_rate
     failed = drop > max_drop + 1e-12 and test.significant
     change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
-    return Gate(name, not failed, f"pass rate {change} {control} (one-sided p = {test.p_value:.3g}; gate: no "
+    return Gate(name, not failed, f"pass rate {change} {control} (one-sided {p_text(test.p_value)}; gate: no "
                 f"significant drop beyond {max_drop:.1%})")

@@ -31,6 +31,7 @@ from ..statistics.paired import (
     NOISE_FROM_DIFFERENCES,
     PairedTest,
     RegressionFamily,
+    p_text,
     regression_family,
     trial_noise,
 )
@@ -438,14 +439,6 @@ def _test_text(test: PairedTest | None) -> str:
             f"{test.high * 100:+.1f}; {p_text(test.p_value)} one-sided{family}; "
             f"{test.effective_pairs:.0f} effective of {test.pairs} pairs, noise from the {test.noise_source})")
 
-
-def p_text(p: float) -> str:
-    """``p = 0.0156``; the ends as bounds (a one-sided count never shows ``p = 1``)."""
-    if p > 0.999:
-        return "p > 0.999"
-    if p < 0.0001:
-        return "p < 0.0001"
-    return f"p = {p:.3g}"
 
 
 def significance_lines(d: BaselineDiff) -> list[str]:

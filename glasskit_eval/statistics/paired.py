@@ -301,6 +301,15 @@ def paired_regression_test(series: PairedSeries, alpha: float = 0.05, confidence
                       candidate_pass_rate=candidate_rate, noise_source=source)
 
 
+def p_text(p: float) -> str:
+    """``p = 0.0156`` for reports; the ends as bounds, so a one-sided count never shows ``p = 1``."""
+    if p > 0.999:
+        return "p > 0.999"
+    if p < 0.0001:
+        return "p < 0.0001"
+    return f"p = {p:.3g}"
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values, in the input order: monotone in rank, capped at 1."""
     m = len(p_values)
