@@ -255,3 +255,34 @@ def test_repeats_find_a_contiguous_stretch_the_differences_hide() -> None:
         hidden += alone.significant
     assert found >= 80
     assert hidden < found
+
+
+def test_with_repeats_the_counts_are_scaled_to_the_noise_variance() -> None:
+    # Independent check with scipy's incomplete beta: the continuous binomial tail at the scaled
+    # counts b' = b * s, c' = c * s with s = (b + c) / max(V (1 + r) / (1 - r), sum d^2).
+    from scipy.special import betainc
+
+    rng = random.Random(7)
+    series, noise = repeated_pair(rng, stretch=True)
+    test = paired_regression_test(series, noise=noise)
+    assert test is not None
+    r = test.autocorrelation
+    pairs = [pair for values in series for pair in values]
+    b = sum(max(0.0, x - y) for x, y in pairs)
+    c = sum(max(0.0, y - x) for x, y in pairs)
+    squares = sum((y - x) ** 2 for x, y in pairs)
+    scale = (b + c) / max(noise.variance * (1 + r) / (1 - r), squares)
+    n, k = (b + c) * scale, b * scale
+
+    def tail(at: float) -> float:
+        return 1.0 if at <= 0 else (0.0 if n - at + 1 <= 0 else float(betainc(at, n - at + 1, 0.5)))
+
+    assert test.p_value == pytest.approx(0.5 * (tail(k) + tail(k + 1)), rel=1e-9)
+    assert 0.7 < r < 0.9  # the residuals' own correlation, the chains' 0.8
+
+
+def test_p_text_never_shows_one() -> None:
+    from glasskit_eval.statistics.paired import p_text
+
+    assert p_text(0.015625) == "p = 0.0156" and p_text(0.9996) == "p > 0.999"
+    assert p_text(0.00001) == "p < 0.0001" and p_text(0.5) == "p = 0.5"

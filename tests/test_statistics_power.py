@@ -68,3 +68,19 @@ def test_an_always_passing_eval_sees_its_detectable_drop_about_80_percent_of_the
     found = sum(mcnemar_drop_p_value(sum(rng.random() < drop for _ in range(n)), 0.0) <= 0.05
                 for _ in range(2000))
     assert 0.7 <= found / 2000 <= 0.95
+
+
+def test_repeats_to_detect_is_the_smallest_n_whose_detectable_drop_reaches_the_drop() -> None:
+    from glasskit_eval.statistics.power import MOST_REPEATS, repeats_to_detect
+
+    # A deterministic stretch: no noise elsewhere, so the first repeat count already sees it.
+    assert repeats_to_detect(10 / 30, 30.0, 1.0, 0.0) == 2
+    # Noise elsewhere: the suggestion is the first N at which the flip rate (noise / N + drop) allows it.
+    n = repeats_to_detect(0.1, 100.0, 0.9, 0.3)
+    assert n is not None and 2 < n <= MOST_REPEATS
+    for repeats, ok in ((n - 1, False), (n, True)):
+        found = minimum_detectable_drop(100.0, 0.9, 0.3 / repeats + 0.1)
+        assert (found is not None and found <= 0.1 + 1e-12) is ok
+    assert repeats_to_detect(0.01, 10.0, 0.9, 0.5) is None
+    with pytest.raises(ValueError):
+        repeats_to_detect(0.0, 10.0, 0.9, 0.1)

@@ -323,6 +323,8 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     if many:
         headers, right = ["Trial", *headers], [True, *right]
     noun = "failed or errored attempts" if many else "failed or errored samples"
+    if arms:
+        noun += f" in {len({f.result.arm for f in failures})} arms"
     title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
         f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
     lines = table(title, headers, rows, right, width=WIDTH).splitlines()
