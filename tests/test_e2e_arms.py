@@ -237,3 +237,9 @@ def test_arms_are_never_pooled_and_a_perturbation_is_no_candidate(eval_dir: Path
     # jpeg:30 passes as often as the control at the same latency class, but it is a condition.
     assert "jpeg:30" not in report["pareto"]
     assert report["arms"]["jpeg:30"]["summary"]["passed"] == 18
+    # compare of two arms reports: their control arms, not every arm taken for a repeat of one sample.
+    code, out, _err = run_cli("compare", "r.json", "r.json", "--output-json", "diff.json")
+    assert code == 0, out
+    diff = read_json(tmp_path / "diff.json")
+    assert diff["matched_samples"] == 20 and diff["significance"]["noise_source"] == "differences"
+    assert diff["significance"]["delta_pass_rate"] == 0.0

@@ -275,6 +275,22 @@ def report_results(report: object, where: str) -> list[Mapping[str, Any]]:
     return results
 
 
+def control_results(report: Mapping[str, Any], results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A report with arms compared as its control arm alone: arms are side by side, never pooled
+    (nor mistaken for repeats); a plain report's results as they are."""
+    if all(r.get("arm") is None for r in results):
+        return results
+    summary = report.get("summary")
+    control = summary.get("arm") if isinstance(summary, Mapping) else None
+    comparisons = report.get("arm_comparisons")
+    if not isinstance(control, str) and isinstance(comparisons, list) and comparisons \
+            and isinstance(comparisons[0], Mapping):
+        control = comparisons[0].get("control")
+    if not isinstance(control, str):
+        control = "control"
+    return [r for r in results if r.get("arm") == control]
+
+
 def load_report(path: Path, label: str | None = None) -> dict[str, Any]:
     """A run report read through the one strict loader (:func:`.loading.load_report_file`)."""
     from .loading import load_report_file
@@ -389,8 +405,8 @@ def report_streams(report: Mapping[str, Any]) -> list[StreamResult]:
 def compare_reports(baseline: Path, current: Path, *, alpha: float = DEFAULT_ALPHA,
                     confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
     old, new = load_report(baseline), load_report(current)
-    before = outcomes(report_results(old, str(baseline)))
-    after = outcomes(report_results(new, str(current)))
+    before = outcomes(control_results(old, report_results(old, str(baseline))))
+    after = outcomes(control_results(new, report_results(new, str(current))))
     found = diff(before, after, str(baseline), alpha=alpha, confidence=confidence)
     return replace(found, streams=stream_diff(report_streams(old), report_streams(new)))
 
