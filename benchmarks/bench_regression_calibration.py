@@ -7,9 +7,10 @@ The design of the suite's simulations (``tests/test_statistics_kit.py``): 4 case
 probability 0.8), independent across trials and versions. Printed, for the test that learns its
 noise from the repeats and for the one that learns it from the differences (no repeats): the
 share of A/A pairs flagged at alpha 0.05, and the share flagged when the candidate also fails
-every trial on one contiguous stretch of 15 samples per case. Without repeats (one trial a side),
-the same two figures for the differences-based test, and the median ``--repeat`` the inconclusive
-message suggests for the stretch. No timing claims: the figures are counts.
+every trial on one contiguous stretch of 15 samples per case. Without repeats (one trial a side,
+through ``reports.baseline.diff`` and the ``significant`` gate): the same two figures, how many
+inconclusive verdicts named a stretch, the median ``--repeat`` they suggested, and the power of the
+design rerun with that many trials a side. No timing claims: the figures are counts.
 """
 
 from __future__ import annotations
@@ -51,18 +52,27 @@ def main() -> None:
         print(f"3 trials a side, {label}: noise from repeats {repeats / args.pairs:.1%}, "
               f"from differences {differences / args.pairs:.1%} of {args.pairs} pairs")
     for stretch in (False, True):
-        flagged = 0
+        flagged = named = 0
         suggested: list[int] = []
         for _ in range(args.pairs):
             found = single_trial_diff(rng, stretch)
             flagged += not found.gate("significant").passed
             why = found.why_inconclusive
+            named += why is not None
             if why is not None and why.repeat is not None:
                 suggested.append(why.repeat)
         label = "stretch of 15 (power)" if stretch else "A/A (false alarms)"
         median = sorted(suggested)[len(suggested) // 2] if suggested else None
         print(f"1 trial a side, {label}: flagged {flagged / args.pairs:.1%} of {args.pairs} pairs; "
-              f"{len(suggested)} inconclusive with a stretch named, median suggestion --repeat {median}")
+              f"{named} inconclusive naming a stretch, {len(suggested)} with a suggestion, median --repeat {median}")
+        if stretch and median is not None:
+            # Does the suggestion hold? The same design rerun with that many trials a side.
+            found = 0
+            for _ in range(args.pairs):
+                series, noise = repeated_pair(rng, True, median)
+                test = paired_regression_test(series, noise=noise)
+                found += test is not None and test.significant
+            print(f"{median} trials a side, stretch of 15: noise from repeats {found / args.pairs:.1%}")
 
 
 def single_trial_diff(rng: random.Random, stretch: bool) -> BaselineDiff:

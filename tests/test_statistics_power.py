@@ -70,17 +70,19 @@ def test_an_always_passing_eval_sees_its_detectable_drop_about_80_percent_of_the
     assert 0.7 <= found / 2000 <= 0.95
 
 
-def test_repeats_to_detect_is_the_smallest_n_whose_detectable_drop_reaches_the_drop() -> None:
+def test_repeats_to_detect_is_the_normal_approximation_for_a_consistent_drop() -> None:
     from glasskit_eval.statistics.power import MOST_REPEATS, repeats_to_detect
 
     # A deterministic stretch: no noise elsewhere, so the first repeat count already sees it.
-    assert repeats_to_detect(10 / 30, 30.0, 1.0, 0.0) == 2
-    # Noise elsewhere: the suggestion is the first N at which the flip rate (noise / N + drop) allows it.
-    n = repeats_to_detect(0.1, 100.0, 0.9, 0.3)
-    assert n is not None and 2 < n <= MOST_REPEATS
-    for repeats, ok in ((n - 1, False), (n, True)):
-        found = minimum_detectable_drop(100.0, 0.9, 0.3 / repeats + 0.1)
-        assert (found is not None and found <= 0.1 + 1e-12) is ok
-    assert repeats_to_detect(0.01, 10.0, 0.9, 0.5) is None
+    assert repeats_to_detect(10 / 30, 30, 0.0, 0.0) == 2
+    # 16 of 400 pairs drop; 18% of the others flip, their r is 0.8 (inflation 9):
+    # N = (1.645 + 0.842)^2 * 0.18 * 9 / (400 * 0.04^2) = 15.6 -> 16.
+    z = NormalDist().inv_cdf(0.95) + NormalDist().inv_cdf(0.8)
+    expected = math.ceil(z * z * 0.18 * 9 / (400 * 0.04 ** 2))
+    assert expected == 16 and repeats_to_detect(0.04, 400, 0.18, 0.8) == expected
+    # At that N the drop's z reaches z(0.95) + z(0.8); one fewer falls short.
+    for repeats, ok in ((15, False), (16, True)):
+        assert (400 * 0.04 >= z * math.sqrt(400 * 0.18 / repeats * 9)) is ok
+    assert repeats_to_detect(0.01, 10, 0.5, 0.5) is None and MOST_REPEATS == 50
     with pytest.raises(ValueError):
-        repeats_to_detect(0.0, 10.0, 0.9, 0.1)
+        repeats_to_detect(0.0, 10, 0.1, 0.0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from ..statistics.effective import corrected_autocorrelation, effective_factor
+from ..statistics.effective import corrected_autocorrelation
 from ..statistics.paired import PairedTest
 from ..statistics.power import repeats_to_detect
 from .tables import time_label
@@ -61,8 +61,9 @@ class Stretch:
 def longest_stretch(matched: Matched[P], overall: PairedTest, alpha: float, power: float) -> Stretch | None:
     """The longest run of consecutive pass -> fail samples, and the ``--repeat`` that would see its drop.
 
-    The suggestion treats the stretch as the drop and everything else as noise: the flips outside
-    it, with the autocorrelation of the differences left when the stretch is taken out.
+    The suggestion treats the stretch as the drop and everything else as noise: the flip rate of
+    the pairs outside it, with the autocorrelation of the differences left when the stretch is
+    taken out (:func:`~glasskit_eval.statistics.power.repeats_to_detect`).
     """
     best: tuple[int, str, str, int] | None = None  # (length, target, case, end index)
     for target, cases in matched.items():
@@ -79,11 +80,10 @@ def longest_stretch(matched: Matched[P], overall: PairedTest, alpha: float, powe
     rest = [[(now.passes or 0.0) - (old.passes or 0.0) for i, (old, now) in enumerate(series)
              if not (t == target and c == case and end - length < i <= end)]
             for t, cases in matched.items() for c, series in cases.items()]
-    r = corrected_autocorrelation(rest)
-    other_flips = sum(abs(d) for values in rest for d in values)
+    others = sum(len(values) for values in rest)
+    noise = sum(d * d for values in rest for d in values) / others if others else 0.0
     n = overall.pairs
-    repeat = repeats_to_detect(length / n, n * effective_factor(r), overall.baseline_pass_rate, other_flips / n,
-                               alpha=alpha, power=power)
+    repeat = repeats_to_detect(length / n, n, noise, corrected_autocorrelation(rest), alpha=alpha, power=power)
     return Stretch(case, target, items[end - length + 1][0].timestamp_s, items[end][0].timestamp_s, length, repeat)
 
 
