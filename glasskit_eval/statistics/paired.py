@@ -10,7 +10,9 @@ The test (one-sided: did the pass rate drop?)
     [0, 0.99]). Both discordant counts are scaled by ``(1 - r) / (1 + r)``, and the p-value is the
     one-sided McNemar mid-p on the scaled counts: with ``X ~ Binomial(b' + c', 1/2)``,
     ``p = (P(X >= b') + P(X >= b' + 1)) / 2`` through the continuous binomial tail of
-    :mod:`.binomial`. For r <= 0 this is exactly the one-sided McNemar mid-p.
+    :mod:`.binomial`. For r <= 0 this is exactly the one-sided McNemar mid-p. With pass
+    fractions (``--repeat``) the null variance of a difference is ``d * d``, below ``|d|``, so the
+    counts are further scaled by ``(b + c) / sum(d * d)`` (1 for 0/1 outcomes).
 
     Why this is calibrated: under "no change" the sum of the differences has variance ``(b + c)``
     times the AR(1) variance inflation ``(1 + r) / (1 - r)``; McNemar on counts shrunk by the same
