@@ -124,3 +124,19 @@ def test_the_blind_gate_needs_a_blind_arm(eval_dir: Path) -> None:
     assert code == 2 and "--max-blind-pass-rate needs a blind arm" in err
     code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--max-blind-pass-rate", "0.5")
     assert code == 2 and "--max-blind-pass-rate needs arms to compare" in err
+
+
+def test_shards_carry_the_blind_gate_to_merge_reports(eval_dir: Path, tmp_path: Path) -> None:
+    (eval_dir / "adapter.py").write_text(CONSTANT)
+    shards = []
+    for index in (1, 2):
+        path = f"shard-{index}.json"
+        code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--shard", f"{index}/2", "--perturb", "blank",
+                                  "--max-blind-pass-rate", "0.5", "--output-json", path)
+        assert code == 0, out  # a shard is not gated
+        assert read_json(tmp_path / path)["shard"]["arms"]["blind"] == ["blank"]
+        shards.append(path)
+    code, out, _err = run_cli("merge-reports", *shards, "--output-json", "merged.json")
+    assert code == 1, out
+    gate = blind_gate(read_json(tmp_path / "merged.json"))
+    assert gate["passed"] is False and gate["message"].startswith("blank passes 12 of the 12 control passes")
