@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..evaluation.fanout import ArmPlan
     from ..evaluation.jitter import JitterArm
     from ..evaluation.observation_cache import ObservationCache
+    from ..labels.consensus import LabelCheck
     from ..plan.planning import Plan
     from ..reports.adapter_output import AdapterOutput
     from ..reports.baseline import BaselineDiff
@@ -247,8 +248,10 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     """The summary, every report the request asks for, then the checkpoint's end."""
     from ..reports.console import print_end, print_summary
     from ..reports.json_report import build_report, write_report
+    from ..reports.labels import print_labels, review_suspects_command
     from ..summary import RunSummary
     from . import ci_outputs as ci
+    from .labelling import run_label_check
 
     request = prepared.request
     checkpoint = life.checkpoint
@@ -267,6 +270,9 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
     arms = _arms_report(prepared, result, request, out)
+    labels = run_label_check(prepared.plan, prepared.arms, result)
+    review = review_suspects_command(prepared.shown_eval_dir, request.output_json)
+    print_labels(labels, out, review)
     if jitter is not None:
         from ..reports.jitter import print_jitter
 
@@ -284,11 +290,11 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
             shard=shard, observation_cache=cache_block, arms=arms,
-            jitter=jitter.to_json() if jitter is not None else None))
+            jitter=jitter.to_json() if jitter is not None else None, labels=labels))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms, (labels, review))
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -363,7 +369,8 @@ def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None,
+                labels: tuple[LabelCheck | None, str | None] = (None, None)) -> None:
     from ..plan.planning import clip_durations
     from ..reports.html import HtmlOptions
     from ..reports.publish import write_html
@@ -376,7 +383,8 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
                                           stream_misses=thumbnails.streams.misses,
                                           stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir, arms=arms))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms, labels=labels[0],
+                                          labels_review=labels[1]))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
