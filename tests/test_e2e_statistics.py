@@ -245,6 +245,7 @@ def test_a_deterministic_stretch_is_significant_with_repeats(thirty: Path, tmp_p
     assert code == 1, out
     significance = read_json(tmp_path / "after.json")["baseline"]["significance"]
     assert significance["noise_source"] == "repeats" and significance["autocorrelation"] == 0.0
+    assert significance["method"] == "one-sided McNemar mid-p, counts scaled to the null variance the repeats estimate"
     assert significance["family_tests"] == 1 and significance["p_value"] == significance["p_value_raw"]
     assert significance["p_value"] == pytest.approx(0.5 ** 10 / 2)  # McNemar mid-p of b = 10, c = 0
     assert significance["verdict"] == "significant drop"

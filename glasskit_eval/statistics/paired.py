@@ -73,6 +73,7 @@ from .intervals import check_confidence, finite, wilson_bounds
 #: ``method`` of the regression test and of the arms' comparisons.
 ONE_SIDED = "one-sided McNemar mid-p, counts scaled by (1 - r) / (1 + r)"
 TWO_SIDED = "two-sided McNemar mid-p, counts scaled by (1 - r) / (1 + r)"
+ONE_SIDED_REPEATS = "one-sided McNemar mid-p, counts scaled to the null variance the repeats estimate"
 #: ``noise_source``: where r came from.
 NOISE_FROM_DIFFERENCES = "differences"
 NOISE_FROM_REPEATS = "repeats"
@@ -300,7 +301,8 @@ def paired_regression_test(series: PairedSeries, alpha: float = 0.05, confidence
                       p_value=p_value, p_value_raw=p_value, significant=p_value <= alpha,
                       alpha=alpha, effective_pairs=effective_pairs, pairs=n, drops=drops,
                       gains=gains, autocorrelation=r, baseline_pass_rate=baseline_rate,
-                      candidate_pass_rate=candidate_rate, noise_source=source)
+                      candidate_pass_rate=candidate_rate, noise_source=source,
+                      method=ONE_SIDED if noise is None else ONE_SIDED_REPEATS)
 
 
 def p_text(p: float) -> str:
