@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .results import (
@@ -233,10 +233,18 @@ class RunSummary:
     #: The smallest pass-rate drop a rerun compared with this one would show as significant with
     #: 80% power at ``alpha``; None when the eval is too small to see any.
     minimum_detectable_drop: float | None = None
+    #: In a run with arms: the arm whose figures these are (the control); arms are never pooled.
+    arm: str | None = None
 
     @classmethod
     def of(cls, run: RunResult, *, confidence: float = DEFAULT_CONFIDENCE,
-           alpha: float = DEFAULT_ALPHA) -> RunSummary:
+           alpha: float = DEFAULT_ALPHA, control: str | None = None) -> RunSummary:
+        """The run's figures; with arms, the ``control`` arm's alone (the others are in the arms
+        report), while ``run`` and ``failures`` keep every arm's results."""
+        whole = run
+        if control is not None:
+            run = replace(run, trials=tuple(replace(t, results=tuple(r for r in t.results if r.arm == control))
+                                            for t in run.trials))
         trials = tuple(TrialSummary(t, Counts.of(t.results), pass_rate_interval(outcome_series([t]), confidence))
                        for t in run.trials)
         stable = stability(run.trials)
@@ -251,12 +259,14 @@ class RunSummary:
         detectable = None
         if interval is not None:
             detectable = minimum_detectable_drop(interval.effective_samples, interval.rate, alpha=alpha, power=POWER)
-        return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
+        trials = tuple(replace(mine, trial=t) for mine, t in zip(trials, whole.trials))
+        return cls(run=whole, total=Counts.of(everything), trials=trials, stability=stable,
                    trial_rates=tuple(t.counts.pass_rate or 0.0 for t in trials),
                    targets=targets, cases=cases,
-                   failures=tuple(Failure(t.trial, r) for t in run.trials for r in t.results
+                   failures=tuple(Failure(t.trial, r) for t in whole.trials for r in t.results
                                   if r.status in (Status.FAILED, Status.ERROR)),
-                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable)
+                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable,
+                   arm=control)
 
     @property
     def success(self) -> bool:

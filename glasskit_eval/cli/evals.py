@@ -162,12 +162,13 @@ def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
     perturb = tuple(args.perturb or ())
     if not arms and not perturb:
         for given, option in ((args.control, "--control"), (args.gate_arm, "--gate-arm"),
-                              (args.max_robustness_drop, "--max-robustness-drop")):
+                              (args.max_robustness_drop, "--max-robustness-drop"),
+                              (args.max_blind_pass_rate, "--max-blind-pass-rate")):
             if given is not None:
                 raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
     return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
             "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop,
-            "jitter_frames": args.jitter_frames}
+            "jitter_frames": args.jitter_frames, "max_blind_pass_rate": args.max_blind_pass_rate}
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look

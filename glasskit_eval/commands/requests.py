@@ -144,6 +144,8 @@ class RunRequest(AdapterRequest):
     gate_arm: str | None = None
     #: ``--max-robustness-drop``: how far a perturbation arm's pass rate may significantly fall.
     max_robustness_drop: float | None = None
+    #: ``--max-blind-pass-rate``: the most of the control's passes a blind arm may still pass.
+    max_blind_pass_rate: float | None = None
     #: ``--jitter-frames``: the control arm also judged on this many frames either side (0: off).
     jitter_frames: int = 0
 
@@ -371,7 +373,7 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "fail_on_latency_regression_s": _optional(nonnegative_number),
     "confidence": open_fraction, "alpha": open_fraction, "shard": _optional(is_shard),
     "arms": str_list, "perturb": str_list, "control": opt_str, "seed": _is_int, "gate_arm": opt_str,
-    "max_robustness_drop": _optional(rate), "jitter_frames": count,
+    "max_robustness_drop": _optional(rate), "jitter_frames": count, "max_blind_pass_rate": _optional(rate),
     "min_recall": _optional(rate), "max_false_alarms_per_min": _optional(nonnegative_number),
     "max_detection_latency_p95_s": _optional(nonnegative_number), "pace": _optional(positive_number),
     "early_stop": is_bool, "early_stop_block": _optional(lambda v: isinstance(v, str) and _is_time(v)),
@@ -382,7 +384,7 @@ _EARLY_STOP_DEFAULTS: dict[str, Any] = {"early_stop": False, "early_stop_block":
 
 #: The arm options' defaults: left out of a manifest while unused.
 _ARM_DEFAULTS: dict[str, Any] = {"arms": [], "perturb": [], "control": None, "seed": 0, "gate_arm": None,
-                                 "max_robustness_drop": None, "jitter_frames": 0}
+                                 "max_robustness_drop": None, "jitter_frames": 0, "max_blind_pass_rate": None}
 
 _CALL_DEFAULTS: dict[str, Any] = {"timeout_s": None, "retries": 0, "retry_backoff_s": 1.0,
                                   "max_calls_per_second": None}

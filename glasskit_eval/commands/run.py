@@ -242,7 +242,8 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     assert checkpoint is not None
     checkpoint.close()
     result, baseline, arm_diffs = _compare_baseline(prepared, result)
-    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
+    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha,
+                            control=prepared.arms.control if prepared.arms is not None else None)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
         "path": str(checkpoint.path), "resumable_adapter_errors": errors, "resumed": checkpoint.resumed}

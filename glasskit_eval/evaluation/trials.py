@@ -39,7 +39,7 @@ from .engine import (
 )
 from .failures import FailureSaver
 from .framestore import image_bytes
-from .gates import CaseThresholds, arm_trials, evaluate_gates, per_arm, run_gates
+from .gates import CaseThresholds, arm_trials, blind_gate, evaluate_gates, per_arm, run_gates
 from .judge import Judge, ignored_result, judge
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
@@ -241,8 +241,10 @@ def _run_gates(engine: Engine, trials: Sequence[TrialResult]) -> list[Gate]:
     if arms.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
         for arm in arms.arms:
-            if arm.perturbation_only and arm.name != arms.control:
+            if arm.perturbation_only and arm.name != arms.control and arm.name not in arms.blind:
                 gates.append(robustness_gate(every, arms.control, arm.name, arms.max_robustness_drop, arms.alpha))
+    if arms.max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
     return gates
 
 

@@ -141,6 +141,8 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     p()
     p(f"Eval: {run.eval_dir}")
     p(f"Cases: {len(run.cases)}")
+    if summary.arm is not None:
+        p(f"Arm: {summary.arm} (the control; arms are never pooled: each arm's figures are in the arms table)")
     if not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
@@ -327,6 +329,8 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     if many:
         headers, right = ["Trial", *headers], [True, *right]
     noun = "failed or errored attempts" if many else "failed or errored samples"
+    if arms:
+        noun += f" in {len({f.result.arm for f in failures})} arms"
     title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
         f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
     lines = table(title, headers, rows, right, width=WIDTH).splitlines()

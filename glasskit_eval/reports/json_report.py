@@ -116,6 +116,7 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
             "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,
             "trials": len(run.trials),
             **counts_json(total),
+            **({"arm": summary.arm} if summary.arm is not None else {}),
         },
         "by_target": groups_json(summary.targets),
         "by_case": groups_json(summary.cases),
