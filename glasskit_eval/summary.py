@@ -54,10 +54,12 @@ class Counts:
     durations: tuple[float, ...] = ()
     #: Whole-call durations of batch results (one per sample of each call), sorted.
     call_durations: tuple[float, ...] = ()
+    #: ``run --early-stop``: samples left without a call once every gate was decided.
+    not_evaluated: int = 0
 
     @classmethod
     def of(cls, results: Iterable[SampleResult]) -> Counts:
-        passed = failed = errors = ignored = retried = timeouts = 0
+        passed = failed = errors = ignored = retried = timeouts = not_evaluated = 0
         duration = 0.0
         usage: dict[str, float] = {}
         durations: list[float] = []
@@ -81,12 +83,14 @@ class Counts:
                 failed += 1
             elif status is Status.ERROR:
                 errors += 1
+            elif status is Status.NOT_EVALUATED:
+                not_evaluated += 1
             else:
                 ignored += 1
             if r.evaluation_duration_seconds:
                 duration += r.evaluation_duration_seconds
         return cls(passed, failed, errors, ignored, duration, retried, timeouts, tuple(sorted(usage.items())),
-                   tuple(sorted(durations)), tuple(sorted(calls)))
+                   tuple(sorted(durations)), tuple(sorted(calls)), not_evaluated)
 
     @property
     def latency(self) -> Latency | None:

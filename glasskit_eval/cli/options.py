@@ -373,8 +373,8 @@ def statistics_options(p: Any) -> None:
     p.add_argument("--confidence", type=open_fraction, default=0.95, metavar="FLOAT",
                    help="confidence level of the pass-rate and comparison intervals (default: 0.95)")
     p.add_argument("--alpha", type=open_fraction, default=0.05, metavar="FLOAT",
-                   help="false-alarm rate of the regression test against a baseline, across its targets "
-                   "(default: 0.05)")
+                   help="false-alarm rate of the regression test against a baseline, across its targets; "
+                   "with --early-stop, the chance that any early decision is wrong (default: 0.05)")
 
 
 def arm_options(p: Any) -> Any:
@@ -392,7 +392,8 @@ def arm_options(p: Any) -> Any:
     arms.add_argument("--control", metavar="NAME",
                       help="the arm every other arm is compared with (default: the plain adapter, `control`)")
     arms.add_argument("--seed", type=int, default=0, metavar="INTEGER",
-                      help="seed of the perturbations' random choices (default: 0)")
+                      help="seed of the perturbations' random choices and of --early-stop's block order "
+                      "(default: 0)")
     arms.add_argument("--gate-arm", metavar="NAME",
                       help="only this arm's gates decide the run (default: every arm's)")
     arms.add_argument("--max-robustness-drop", type=rate, metavar="FLOAT",

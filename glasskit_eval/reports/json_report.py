@@ -63,8 +63,10 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     timing = summary.timing_mode
     # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
     streams = [s.to_json() for t in run.trials for s in t.streams] or None
+    from .early_stop import early_stop_json
+
     blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
-                              "streams": streams, "jitter": jitter}
+                              "streams": streams, "jitter": jitter, "early_stop": early_stop_json(summary)}
     if streams is not None and run.repeat > 1:
         from .streams import stream_stability
 

@@ -35,6 +35,10 @@ How to use (import from the modules; this ``__init__`` imports nothing):
   -> float | None``: the smallest drop seen with 80% power; a non-significant comparison with
   ``-delta`` below it is inconclusive. ``power.repeats_to_detect(drop, pairs, noise_flip_rate, r)``:
   the ``--repeat`` that would let the test see a consistent drop of that size.
+- ``anytime.start(planned, units, scale, alpha)`` / ``anytime.observe(state, passes, size) -> RateSequence``:
+  the anytime-valid bound (betting confidence sequence, sampling without replacement) on the pass
+  rate of a whole finite population evaluated in a random order of blocks; ``.low``, ``.high``,
+  ``.verdict(minimum)``; ``gate_alpha(alpha, gates)`` splits one alpha across gates.
 - ``agreement.cohen_kappa(pairs, confidence=0.95) -> Kappa | None``: two labellers' labels of the same
   items (any hashables); percent agreement, kappa and its Fleiss-Cohen-Everitt interval.
   ``within_tolerance(pairs, tolerance)``: the share of numeric pairs within a tolerance.
