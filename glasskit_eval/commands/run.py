@@ -31,6 +31,7 @@ from ..evaluation.observation_cache import ObservationCache
 from ..evaluation.observation_store import ObservationStore
 from ..evaluation.reuse import RunStore
 from ..evaluation.trials import run_trials
+from ..labels.consensus import LabelCheck
 from ..plan.pinfiles import any_pinned
 from ..plan.pinning import check_plan, raise_strict
 from ..plan.planning import Plan, build_plan, clip_durations
@@ -43,6 +44,7 @@ from ..reports.console import ConsoleListener, print_end, print_summary
 from ..reports.html import HtmlOptions
 from ..reports.jitter import print_jitter
 from ..reports.json_report import build_report, write_report
+from ..reports.labels import print_labels, review_suspects_command
 from ..reports.publish import shown_eval_dir, write_html
 from ..reports.thumbnails import ThumbnailStore, arm_variants
 from ..summary import RunResult, RunSummary
@@ -51,6 +53,7 @@ from ..support.interrupts import interruptible, reinstall_sigterm
 from . import ci_outputs as ci
 from .arm_baselines import ArmBaselines, arm_baselines
 from .arming import prepare_arms, select
+from .labelling import run_label_check
 from .preflight import preflight
 from .requests import RUN_KIND, RunRequest, absolute
 
@@ -146,6 +149,8 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
     arms = _arms(request, plan, output.stderr)
+    if request.early_stop:
+        _check_early_stop(request, plan)
     if request.jitter_frames and request.shard is not None:
         raise UsageError("--jitter-frames is not supported together with --shard yet; run the jitter unsharded")
     check_writable(destinations(request, root))
@@ -164,6 +169,19 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                total=(plan.sample_count + streams) * per_arm * request.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
+
+
+def _check_early_stop(request: RunRequest, plan: Plan) -> None:
+    """What ``--early-stop`` cannot do, refused before any call."""
+    from ..evaluation.earlystop import goals, missing_gate_message
+
+    if request.shard is not None:
+        raise UsageError("--early-stop cannot be combined with --shard: a shard cannot see the other shards' "
+                         "evidence; run the selection unsharded")
+    if request.jitter_frames:
+        raise UsageError("--early-stop is not supported together with --jitter-frames")
+    if not any(g.minimum is not None for g in goals(plan, request.trial_options(request.filters()).gates)):
+        raise UsageError(missing_gate_message())
 
 
 def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
@@ -224,7 +242,8 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     assert checkpoint is not None
     checkpoint.close()
     result, baseline, arm_diffs = _compare_baseline(prepared, result)
-    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
+    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha,
+                            control=prepared.arms.control if prepared.arms is not None else None)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
         "path": str(checkpoint.path), "resumable_adapter_errors": errors, "resumed": checkpoint.resumed}
@@ -234,7 +253,14 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
+    if request.early_stop:
+        from ..reports.early_stop import print_early_stop
+
+        print_early_stop(summary, out)
     arms = _arms_report(prepared, result, request, out)
+    labels = run_label_check(prepared.plan, prepared.arms, result)
+    review = review_suspects_command(prepared.shown_eval_dir, request.output_json)
+    print_labels(labels, out, review)
     if jitter is not None:
 
         print_jitter(jitter, out)
@@ -251,11 +277,11 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
             shard=shard, observation_cache=cache_block, arms=arms,
-            jitter=jitter.to_json() if jitter is not None else None))
+            jitter=jitter.to_json() if jitter is not None else None, labels=labels))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms, (labels, review))
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -323,7 +349,8 @@ def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None,
+                labels: tuple[LabelCheck | None, str | None] = (None, None)) -> None:
 
     # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
@@ -333,7 +360,8 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
                                           stream_misses=thumbnails.streams.misses,
                                           stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir, arms=arms))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms, labels=labels[0],
+                                          labels_review=labels[1]))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
