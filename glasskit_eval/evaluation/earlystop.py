@@ -20,13 +20,13 @@ from fractions import Fraction
 
 from ..cases.model import Thresholds
 from ..plan.blocks import Block, make_blocks, shuffled
-
-__all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
 from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
 from .gates import GateOptions
+
+__all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,20 +192,5 @@ def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResu
 def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
     """``gates`` with each early decision in place of the ordinary gate of the same name."""
     early = {d.name: d for d in record.gates if d.early}
-    return [Gate(g.name, early[g.name].verdict == "pass", decision_line(early[g.name], record.alpha))
+    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
             if g.name in early else g for g in gates]
-
-
-def decision_line(decision: GateDecision, alpha: float) -> str:
-    """``Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples (95% anytime-valid bound 93.1%)``."""
-    verdict = decision.verdict.upper()
-    if decision.name.endswith("_max_failures"):
-        return (f"Decided early: {verdict} {decision.name} <= {decision.minimum:g} after {decision.after:,} of "
-                f"{decision.planned:,} samples ({decision.low:g} failures seen)")
-    bound = decision.low if decision.verdict == "pass" else decision.high
-    return (f"Decided early: {verdict} {decision.name} >= {_pct(decision.minimum)} after {decision.after:,} of "
-            f"{decision.planned:,} samples ({_pct(1 - alpha)} anytime-valid bound {bound * 100:.1f}%)")
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.4g}%"
