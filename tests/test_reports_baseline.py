@@ -10,6 +10,7 @@ import pytest
 from cikit import ci_eval
 from evalkit import read_json, run_cli
 
+from glasskit_eval.evaluation.gates import baseline_gate
 from glasskit_eval.reports.baseline import diff, outcomes
 
 UPSTREAM = Path(__file__).parent / "data" / "baseline" / "upstream-report.json"
@@ -139,7 +140,7 @@ def test_repeats_take_the_worst_trial_and_times_match_to_nine_decimals() -> None
     found = diff(outcomes([_result("passed")]), outcomes([_result("ignored")]), "b")
     assert [c.kind for c in found.changes] == ["status_changed"] and found.regressions == 0
     found = diff(outcomes([_result("failed")]), outcomes([_result("error"), _result("passed")]), "b")
-    assert [c.kind for c in found.changes] == ["new_error"] and found.gate().passed is False
+    assert [c.kind for c in found.changes] == ["new_error"] and baseline_gate(found).passed is False
 
 
 def test_the_html_report_shows_the_baseline_changes(in_tmp: Path) -> None:

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import Gate, SampleResult, Status
+from ..results import SampleResult, Status
 from ..statistics.intervals import PassRateInterval, pass_rate_interval
-from ..statistics.paired import PairedTest, paired_regression_test
+from ..statistics.paired import PairedTest
 from ..statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
 from ..summary import Counts
 
@@ -225,20 +225,3 @@ def pareto(summaries: Mapping[str, ArmSummary]) -> list[str]:
         points[name] = values
     directions = [HIGHER, LOWER, LOWER] if with_cost else [HIGHER, LOWER]
     return pareto_front(points, directions)
-
-
-def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
-                    alpha: float = 0.05) -> Gate:
-    """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
-    the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
-    name = f"{arm}/max_robustness_drop"
-    mine = [r for r in results if r.arm == arm]
-    theirs = [r for r in results if r.arm == control]
-    test = paired_regression_test(paired_series(theirs, mine), alpha)
-    if test is None:
-        return Gate(name, True, f"no samples both {control} and {arm} evaluated (gate: drop <= {max_drop:.1%})")
-    drop = -test.delta_pass_rate
-    failed = drop > max_drop + 1e-12 and test.significant
-    change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
-    return Gate(name, not failed, f"pass rate {change} {control} (one-sided p = {test.p_value:.3g}; gate: no "
-                f"significant drop beyond {max_drop:.1%})")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..cases.model import Thresholds
 from ..errors import OutputError
+from ..evaluation.gates import baseline_gate, baseline_latency_gate
 from ..plan.planning import Plan
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
 from ..reports.locations import Locations, SampleLocation, relative_path, sample_locations
@@ -44,9 +45,9 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
 
 def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
     """The gates ``--fail-on-regression`` and ``--fail-on-latency-regression`` add."""
-    gates = [found.gate(comparison.fail_on_regression)] if comparison.fail_on_regression else []
+    gates = [baseline_gate(found, comparison.fail_on_regression)] if comparison.fail_on_regression else []
     if comparison.fail_on_latency_regression_s is not None:
-        gates.append(found.latency_gate(comparison.fail_on_latency_regression_s))
+        gates.append(baseline_latency_gate(found, comparison.fail_on_latency_regression_s))
     return gates
 
 

@@ -440,7 +440,7 @@ def arm_trial_gates(engine: Engine, plan: ArmPlan, results: Sequence[SampleResul
 
 def arm_run_gates(engine: Engine, plan: ArmPlan, trials: Sequence[TrialResult]) -> list[Gate]:
     """The run-level gates per gated arm, then the robustness gate of each perturbation arm."""
-    from ..arms.compare import robustness_gate
+    from .gates import robustness_gate
 
     gates: list[Gate] = []
     thresholds = engine.plan.eval_dir.config.thresholds
