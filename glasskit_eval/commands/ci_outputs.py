@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..cases.model import Thresholds
+from ..cases.model import STREAM_GATE_NAMES, Thresholds
 from ..errors import OutputError
 from ..evaluation.gates import baseline_gate, baseline_latency_gate
 from ..plan.planning import Plan
@@ -75,7 +75,7 @@ def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
 def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    streams = {target: {name: getattr(gates, name) for name in gates._fields}
+    streams = {target: {name: getattr(gates, name) for name in STREAM_GATE_NAMES}
                for target, gates in (t.stream_gates or {}).items()}
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
             "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None}

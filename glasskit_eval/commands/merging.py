@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import StreamGates, Thresholds
+from ..cases.model import STREAM_GATE_NAMES, StreamGates, Thresholds
 from ..errors import UsageError
 from ..evaluation.gates import (
     CaseThresholds,
@@ -147,7 +147,7 @@ def _stream_thresholds_ok(data: object) -> bool:
         return True
     gates = data["stream_gates"]
     return isinstance(gates, Mapping) and all(
-        isinstance(g, Mapping) and set(g) <= set(StreamGates._fields)
+        isinstance(g, Mapping) and set(g) <= set(STREAM_GATE_NAMES)
         and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in g.values())
         for g in gates.values())
 

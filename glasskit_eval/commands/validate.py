@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from ..errors import AdapterError, EvalError, Interrupted, UsageError, ValidationError
 from ..plan.schedule import Filters
-from ..support.records import Frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..plan.planning import Plan
 
 
-class ValidationReport(Frozen):
-    """What ``validate`` found. A hand-written record: ``dataclasses`` costs start-up time here."""
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    """What ``validate`` found."""
 
-    _fields = ("passed", "root", "sample_count", "details", "hint", "warnings", "event_count")
     passed: bool
     root: Path | None
     sample_count: int
     #: Problems (failed) or per-video descriptions (passed, when asked for).
     details: tuple[str, ...]
-    hint: str | None
+    hint: str | None = None
     #: Frame-lock findings that do not fail validation (without --strict-pins).
-    warnings: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
     #: Events of the selected stream targets.
-    event_count: int
-
-    def __init__(self, passed: bool, root: Path | None, sample_count: int, details: tuple[str, ...],
-                 hint: str | None = None, warnings: tuple[str, ...] = (), event_count: int = 0) -> None:
-        self.__dict__.update(passed=passed, root=root, sample_count=sample_count, details=details, hint=hint,
-                             warnings=warnings, event_count=event_count)
+    event_count: int = 0
 
     def lines(self) -> list[str]:
         if not self.passed:

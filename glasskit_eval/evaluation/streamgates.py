@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..cases.model import StreamGates, Thresholds
+from ..cases.model import STREAM_GATE_NAMES, StreamGates, Thresholds
 from ..results import Gate, StreamMetrics, StreamResult
 from .gates import false_alarm_gate, latency_p95_gate, recall_gate, stream_errors_gate
 from .streamscore import pooled
@@ -38,7 +38,7 @@ def _gates(prefix: str, metrics: StreamMetrics, wanted: StreamGates) -> list[Gat
 def _merge(option: StreamGates, config: StreamGates | None) -> StreamGates:
     config = config or StreamGates()
     return StreamGates(*(getattr(option, n) if getattr(option, n) is not None else getattr(config, n)
-                         for n in StreamGates._fields))
+                         for n in STREAM_GATE_NAMES))
 
 
 def stream_gates(streams: Sequence[StreamResult], *, options: StreamGates, eval_thresholds: Thresholds | None,

@@ -10,12 +10,12 @@ of its own: it asks for the entries' times.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
 from ..cases.model import MAX_CLIP_FRAMES, Case, ClipSpec
 from ..errors import Problem
-from ..support.records import Frozen
 from ..support.timevalues import format_time
 from ..video.frametable import FrameTable
 from ..video.probe import END_TOLERANCE_S
@@ -32,15 +32,12 @@ class ClipEntry(NamedTuple):
     media_time: Fraction
 
 
-class Clip(Frozen):
+@dataclass(frozen=True, slots=True)
+class Clip:
     """A sample's clip: entries in time order; ``anchor`` is the position of the sample time's entry."""
 
-    _fields = ("entries", "anchor")
     entries: tuple[ClipEntry, ...]
     anchor: int
-
-    def __init__(self, entries: tuple[ClipEntry, ...], anchor: int) -> None:
-        self.__dict__.update(entries=entries, anchor=anchor)
 
     def __len__(self) -> int:
         return len(self.entries)
