@@ -1,7 +1,10 @@
 """The command line's face: argparse only, and the one place errors become exit codes.
 
 What lives here: each command's ``add_<cmd>`` (its options) and ``run_<cmd>`` (options to a
-call of its body in ``commands/``), the parser, and :func:`main`. What it may not know: how a
+call of its body in ``commands/``), grouped by kind: ``evals`` (run, seed, validate,
+list-samples, export-frames), ``reports`` (report, compare, merge-reports) and ``tools`` (review,
+video-store, build-zipapp); the option plumbing they share (``options``), the help epilogues
+(``helptext``), the parser, and :func:`main`. What it may not know: how a
 command does its work. The bodies never see argparse.
 
 The start-up rule, stated once: only this face must stay light. ``--help``, ``--version`` and

@@ -2,10 +2,18 @@
 
 What lives here: trials and their call stacks (``trials``, ``options``), one case's samples
 through the adapter (``case``), decode order and the shared frame store (``ordering``,
-``framestore``), clip samples' frames shared by reference (``clipframes``), judging a call into its one result (``judge``), gates (``gates``), reuse of
-checkpointed results (``reuse``), failure artifacts (``failures``), the observation cache
-(``observation_cache``, ``observation_store``; whole replay streams: ``streamcache``), arms on one decode (``fanout``), neighbouring
-frames of knife-edge labels (``jitter``) and seed's proposals (``proposals``).
+``framestore``), clip samples' frames shared by reference (``clipframes``), judging a call into
+its one result (``judge``), every gate (``gates``; which stream targets get theirs:
+``streamgates``), reuse of checkpointed results (``reuse``), failure artifacts (``failures``),
+the observation cache (``observation_cache``, ``observation_store``; whole replay streams:
+``streamcache``), stream targets fed from one decode (``streams``), scored (``streamscore``),
+paced (``pacing``) and kept for resume (``streamrecord``), arms on one decode (``fanout``),
+neighbouring frames of knife-edge labels (``jitter``) and seed's proposals (``proposals``).
+
+Doors (the only modules the rooms above, ``commands/`` and ``cli/``, may import): ``trials``,
+``options``, ``case``, ``fanout``, ``gates``, ``streamgates``, ``streams``, ``reuse``,
+``failures``, ``jitter``, ``proposals``, ``observation_cache`` and ``observation_store``.
+The others are back rooms, used only from inside the engine.
 
 What it may not know: argparse, requests or what a command prints; it talks to the outside
 through a listener, a result store and the options it is given.

@@ -2,7 +2,9 @@
 
 What lives here: effective sample sizes of autocorrelated outcome series, Wilson intervals of
 pass rates, the paired regression test with its Holm family adjustment and difference interval,
-the block bootstrap of median latency changes and the minimum detectable drop. Every function
+the block bootstrap of median latency changes and the minimum detectable drop; the arms' two-sided
+paired test and Pareto sets (``sidebyside``), binomial tails (``binomial``), and the one
+percentile, quantile and mean every report uses (``descriptive``). Every function
 takes plain sequences of floats, returns a small frozen dataclass (with ``to_json()`` where it
 becomes report JSON) or a float, and has no I/O, no state and no randomness except a seeded
 ``random.Random`` it makes itself. The modules use only the standard library and import
