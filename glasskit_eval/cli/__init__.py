@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import cast
 
 from .. import __version__
 from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_code_for
@@ -69,8 +68,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     with secrets_scope():
         # Every line we print passes here, whoever made its text (an adapter's exception, a
         # server's error body): known secrets are cut at the last moment.
-        return _main(argv, cast("TextIO", RedactingStream(out or sys.stdout)),
-                     cast("TextIO", RedactingStream(err or sys.stderr)))
+        return _main(argv, RedactingStream.around(out or sys.stdout), RedactingStream.around(err or sys.stderr))
 
 
 def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
