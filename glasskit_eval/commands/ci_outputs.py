@@ -18,7 +18,9 @@ from ..cases.model import STREAM_GATE_NAMES, Thresholds
 from ..errors import OutputError
 from ..evaluation.gates import baseline_gate, baseline_latency_gate
 from ..plan.planning import Plan
+from ..reports.annotations import github_annotations, step_summary
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
+from ..reports.junit import JunitContext, render_junit
 from ..reports.locations import Locations, SampleLocation, relative_path, sample_locations
 from ..results import Gate
 from ..summary import RunResult, RunSummary
@@ -133,8 +135,6 @@ def annotations_on(mode: str, env: Mapping[str, str]) -> bool:
 
 def write_junit(path: Path, summary: RunSummary, locations: Locations, eval_root: Path,
                 found: BaselineDiff | None) -> None:
-    from ..reports.junit import JunitContext, render_junit
-
     cwd = Path.cwd()
     context = JunitContext(locations=locations, base=str(cwd), eval_dir=relative_path(eval_root, cwd),
                            properties=found.properties() if found is not None else ())
@@ -148,8 +148,6 @@ def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, f
 
     Returns what was written, as ``Wrote ...`` names it.
     """
-    from ..reports.annotations import github_annotations, step_summary
-
     workspace = env.get("GITHUB_WORKSPACE") or str(Path.cwd())
     lines = github_annotations(summary, locations, workspace=workspace,
                                eval_dir=relative_path(eval_root, Path.cwd()), gate_places=gate_places)

@@ -6,12 +6,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..adapters.base import FactoryConfig
+from ..adapters.choose import adapter_spec
+from ..cases.evaldir import load_adapter_config, misnamed_yml_problems
 from ..errors import AdapterError, EvalError, Interrupted, UsageError, ValidationError
+from ..plan.pinfiles import any_pinned
+from ..plan.pinning import check_plan, pin_case, raise_strict
+from ..plan.planning import Plan, build_plan, undeclared_gate_targets
 from ..plan.schedule import Filters
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ..plan.planning import Plan
+from ..plan.videos import video_resolver
+from ..video.frames import stream_orientation
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +59,12 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
              describe_videos: bool = False, stderr: TextIO, pin: bool = False,
              strict_pins: bool = False) -> ValidationReport:
     """Every check ``run`` makes before its first adapter call; usage errors are raised, not reported."""
-    from ..plan.planning import build_plan
-    from ..plan.videos import video_resolver
-
     try:
         plan = build_plan(eval_dir, filters, allow_empty=allow_empty,
                           resolve_video=video_resolver(lambda message: print(message, file=stderr)))
         if adapter is not None or adapter_command is not None:
             _check_adapter(adapter, adapter_command, adapter_config, plan.eval_dir.root, stderr)
         elif adapter_config is None:
-            from ..cases.evaldir import misnamed_yml_problems
-
             # `run` would refuse it when it looks for adapter.yaml; say so before it gets there.
             stray = misnamed_yml_problems(plan.eval_dir.root, "adapter")
             if stray:
@@ -77,15 +76,12 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
         return ValidationReport(False, None, 0, tuple(str(p) for p in exc.problems) or (str(exc),), exc.hint)
     except EvalError as exc:
         return ValidationReport(False, None, 0, (str(exc),))
-    from ..plan.planning import undeclared_gate_targets
 
     for target, why in undeclared_gate_targets(plan, filters).items():
         # Valid YAML, but `run` will fail this gate: say so now.
         print(f"warning: gate eval_{target}_min_pass_rate will fail: {why}", file=stderr)
     details: list[str] = []
     if describe_videos:
-        from ..video.frames import stream_orientation
-
         for case_plan in plan.cases:
             if case_plan.video is not None:
                 orientation = stream_orientation(case_plan.video_path)
@@ -95,11 +91,8 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
 
 
 def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
-    from ..plan.pinfiles import any_pinned
-
     if not any_pinned(c.case for c in plan.cases):
         return ()
-    from ..plan.pinning import check_plan, raise_strict
 
     check = check_plan(plan)
     if strict:
@@ -109,8 +102,6 @@ def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
 
 def _pin(plan: Plan) -> tuple[str, ...]:
     """``--pin``: write each selected case's lock; the lines say what changed since the last one."""
-    from ..plan.pinning import pin_case
-
     lines = []
     for case_plan in plan.cases:
         if not case_plan.samples:
@@ -124,11 +115,10 @@ def _pin(plan: Plan) -> tuple[str, ...]:
 def _check_adapter(adapter: str | None, adapter_command: str | None, adapter_config: str | None,
                    root: Path, stderr: TextIO) -> None:
     """Construct and close the adapter once, as a trial would."""
+    # Here, not at the top: asyncio brings ssl, which a `validate` of local videos without an
+    # adapter does not pay for (tests/test_startup.py).
     import asyncio
 
-    from ..adapters.base import FactoryConfig
-    from ..adapters.choose import adapter_spec
-    from ..cases.evaldir import load_adapter_config
     from ..support.interrupts import interruptible
 
     spec = adapter_spec(adapter, adapter_command, root, stderr)
