@@ -6,16 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ..adapters.base import FactoryConfig
-from ..adapters.choose import adapter_spec
 from ..cases.evaldir import load_adapter_config, misnamed_yml_problems
 from ..errors import AdapterError, EvalError, Interrupted, UsageError, ValidationError
 from ..plan.pinfiles import any_pinned
-from ..plan.pinning import check_plan, pin_case, raise_strict
 from ..plan.planning import Plan, build_plan, undeclared_gate_targets
 from ..plan.schedule import Filters
 from ..plan.videos import video_resolver
-from ..video.frames import stream_orientation
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +78,9 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
         print(f"warning: gate eval_{target}_min_pass_rate will fail: {why}", file=stderr)
     details: list[str] = []
     if describe_videos:
+        # The decoder and Pillow: only for --describe-videos.
+        from ..video.frames import stream_orientation
+
         for case_plan in plan.cases:
             if case_plan.video is not None:
                 orientation = stream_orientation(case_plan.video_path)
@@ -93,6 +92,9 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
 def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
     if not any_pinned(c.case for c in plan.cases):
         return ()
+    # Frame locks hash decoded pixels: the decoder, Pillow and hashlib only for an eval that has them.
+    from ..plan.pinning import check_plan, raise_strict
+
 
     check = check_plan(plan)
     if strict:
@@ -102,6 +104,9 @@ def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
 
 def _pin(plan: Plan) -> tuple[str, ...]:
     """``--pin``: write each selected case's lock; the lines say what changed since the last one."""
+    # As in _check_pins.
+    from ..plan.pinning import pin_case
+
     lines = []
     for case_plan in plan.cases:
         if not case_plan.samples:
@@ -116,9 +121,11 @@ def _check_adapter(adapter: str | None, adapter_command: str | None, adapter_con
                    root: Path, stderr: TextIO) -> None:
     """Construct and close the adapter once, as a trial would."""
     # Here, not at the top: asyncio brings ssl, which a `validate` of local videos without an
-    # adapter does not pay for (tests/test_startup.py).
+    # adapter does not pay for (tests/test_startup.py); the adapter protocol neither.
     import asyncio
 
+    from ..adapters.base import FactoryConfig
+    from ..adapters.choose import adapter_spec
     from ..support.interrupts import interruptible
 
     spec = adapter_spec(adapter, adapter_command, root, stderr)
