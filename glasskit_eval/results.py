@@ -420,6 +420,8 @@ class StreamResult:
     staleness_p95: Fraction | None = None
     #: Why the stream stopped early (an adapter error under ``--keep-going``); None when it ran to the end.
     error: str | None = None
+    #: The arm whose adapter was fed this stream; None without arms (and then not in the JSON).
+    arm: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         staleness = None
@@ -433,4 +435,6 @@ class StreamResult:
                 "target": self.target, "target_label": self.target_label, "trial": self.trial}
         if self.error is None:
             del data["error"]
+        if self.arm is not None:
+            data["arm"] = self.arm
         return data

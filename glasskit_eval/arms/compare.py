@@ -8,6 +8,7 @@ Everything is computed from the run's tagged results, once, and rendered by the 
 * per target and overall, each arm against the control on the samples both evaluated: the
   paired delta (arm minus control) with its interval, the two-sided p-value Holm-adjusted across
   the arms at that scope, and the flips (one passed, the other did not);
+* each arm against the control on the stream targets' events (``streamcompare``);
 * the Pareto set on pass rate (higher), p95 latency (lower) and cost (lower; left out when no
   arm reports a cost, and an arm reporting none counts as free when others do).
 
@@ -21,11 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import SampleResult, Status
+from ..results import SampleResult, Status, StreamResult
 from ..statistics.intervals import PassRateInterval, pass_rate_interval
 from ..statistics.paired import PairedTest
 from ..statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
 from ..summary import Counts
+from .streamcompare import StreamComparison, compare_arm_streams
 
 #: (case, target, sample_index)
 Key = tuple[str, str, int]
@@ -114,6 +116,8 @@ class ArmsReport:
     repeat: int = 1
     #: ``--baseline``: each arm's diff against its own arm of the baseline (JSON form), by arm.
     baselines: Mapping[str, Mapping[str, Any]] | None = None
+    #: Each arm against the control on the stream targets' events (``streamcompare``).
+    streams: tuple[StreamComparison, ...] = ()
 
     def arms_json(self) -> dict[str, Any]:
         found = self.baselines
@@ -124,6 +128,9 @@ class ArmsReport:
 
     def comparisons_json(self) -> list[dict[str, Any]]:
         return [c.to_json(self.repeat > 1) for c in self.comparisons]
+
+    def stream_comparisons_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.streams]
 
     def overall(self, arm: str) -> ArmComparison | None:
         return next((c for c in self.comparisons if c.arm == arm and c.target is None), None)
@@ -178,8 +185,9 @@ def flips(control: Sequence[SampleResult], arm: Sequence[SampleResult], target: 
 
 def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str], control: str,
                  specs: Mapping[str, Mapping[str, Any]] | None = None, *, alpha: float = 0.05,
-                 confidence: float = 0.95) -> ArmsReport:
-    """The arms report of a run: ``trials`` are each trial's results (every arm's, tagged)."""
+                 confidence: float = 0.95, streams: Sequence[StreamResult] = ()) -> ArmsReport:
+    """The arms report of a run: ``trials`` are each trial's results (every arm's, tagged), ``streams``
+    every trial's stream results."""
     by_arm: dict[str, list[SampleResult]] = {n: [] for n in names}
     per_trial: dict[str, list[list[SampleResult]]] = {n: [[] for _ in trials] for n in names}
     for number, results in enumerate(trials):
@@ -205,7 +213,7 @@ def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str],
                           for f in flips(per_trial[control][number], per_trial[n][number], scope)]
             comparisons.append(ArmComparison(control, n, scope, adjusted.get(n), tuple(found)))
     return ArmsReport(tuple(names), control, dict(specs or {}), summaries, by_target, tuple(comparisons),
-                      tuple(pareto(summaries)), len(trials))
+                      tuple(pareto(summaries)), len(trials), streams=tuple(compare_arm_streams(streams, names, control)))
 
 
 def _named(name: str, results: Sequence[SampleResult], confidence: float) -> ArmSummary:

@@ -295,6 +295,7 @@ def add_seed(sub: Any) -> None:
     p.add_argument("--keep-going", action="store_true",
                    help="checkpoint per-sample errors and continue; case files stay unchanged unless "
                    "every selected expectation succeeds")
+    opts.call_options(p)
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete seed checkpoint by its printed path or id")
     opts.checkpoint_dir_option(p)
@@ -319,7 +320,9 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                               targets=tuple(args.target), adapter_config_path=args.adapter_config,
                               concurrency=args.concurrency, replace=args.replace,
                               keep_going=args.keep_going, verbose=args.verbose,
-                              checkpoint_dir=args.checkpoint_dir)
+                              checkpoint_dir=args.checkpoint_dir, timeout_s=args.timeout_s, retries=args.retries,
+                              retry_backoff_s=args.retry_backoff_s,
+                              max_calls_per_second=args.max_calls_per_second)
         done = execute_seed(request, out, err)
     return ExitCode.OK if done else ExitCode.FAILED
 

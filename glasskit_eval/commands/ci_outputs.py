@@ -28,7 +28,7 @@ from ..support.fsio import write_text_atomic
 from .requests import Comparison, RunRequest
 
 if TYPE_CHECKING:
-    from ..evaluation.fanout import ArmPlan
+    from ..arms.plan import ArmPlan
 
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",

@@ -45,11 +45,17 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
                                        lambda line: print(line, file=err), pictured)
         notes += more
     shown = shown_eval_dir(run.eval_dir, str(eval_dir) if eval_dir is not None else None)
+    from ..reports.labels import review_suspects_command
+    from .labelling import merged_label_check
+
+    labels = merged_label_check(run, arms.specs if arms is not None else None)
+    # `review --suspects` reads one report; shards merged here have none that lists them all.
+    review = review_suspects_command(shown, str(paths[0])) if len(paths) == 1 else None
     write_html(html, summary, HtmlOptions(thumbnails=store, frames=store.frames, budget_bytes=budget_bytes,
                                           over_budget=store.over_budget, durations=durations,
                                           sources=tuple(str(p) for p in paths), notes=tuple(notes),
                                           baseline=baselines[0] if len(baselines) == 1 else None, eval_dir=shown,
-                                          arms=arms))
+                                          arms=arms, labels=labels, labels_review=review))
     print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
           f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
     return summary

@@ -209,10 +209,26 @@ class SeedRequest(AdapterRequest):
     #: The ``--adapter-config`` path (read again on resume); ``run`` records the loaded contents.
     adapter_config_path: str | None = None
     replace: bool = False
+    #: The call policy, as ``run``'s (``--timeout`` or config.yaml ``run: timeout_s``, resolved once).
+    timeout_s: float | None = None
+    retries: int = 0
+    retry_backoff_s: float = 1.0
+    max_calls_per_second: float | None = None
 
     def trial_options(self) -> TrialOptions:
         return TrialOptions(concurrency=self.concurrency, keep_going=self.keep_going,
+                            call_policy=CallPolicy(timeout_s=self.timeout_s, retries=self.retries,
+                                                   backoff_s=self.retry_backoff_s,
+                                                   max_calls_per_second=self.max_calls_per_second),
                             filters=Filters(case=self.case, targets=self.targets), verbose=self.verbose)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        # The call policy is recorded only when set, so a seed's manifest is what it always was.
+        for name, default in _CALL_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> SeedRequest:
@@ -353,4 +369,9 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
 _ARM_DEFAULTS: dict[str, Any] = {"arms": [], "perturb": [], "control": None, "seed": 0, "gate_arm": None,
                                  "max_robustness_drop": None, "jitter_frames": 0}
 
-SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {"adapter_config_path": opt_str, "replace": is_bool}
+_CALL_DEFAULTS: dict[str, Any] = {"timeout_s": None, "retries": 0, "retry_backoff_s": 1.0,
+                                  "max_calls_per_second": None}
+
+SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {
+    "adapter_config_path": opt_str, "replace": is_bool, "timeout_s": _optional(positive_number), "retries": count,
+    "retry_backoff_s": nonnegative_number, "max_calls_per_second": _optional(positive_number)}

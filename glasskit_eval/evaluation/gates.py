@@ -16,11 +16,12 @@ no selected results, but one naming a target no selected case declares fails
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..arms.compare import paired_series
+from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..reports.baseline import BaselineDiff, latency_change_text, paired_test_text
 from ..results import Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
@@ -256,3 +257,20 @@ def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max
     change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
     return Gate(name, not failed, f"pass rate {change} {control} (one-sided p = {test.p_value:.3g}; gate: no "
                 f"significant drop beyond {max_drop:.1%})")
+
+
+def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:
+    """``gates_of(arm)`` for every gated arm, named ``<arm>/<gate>``; a plain run's gates keep their names."""
+    if arms.plain:
+        return list(gates_of(None))
+    out: list[Gate] = []
+    for arm in arms.arms:
+        if arms.gated(arm.name):
+            out += arm_gates(arm.name, gates_of(arm.name))
+    return out
+
+
+def arm_trials(trials: Sequence[TrialResult], arm: str | None) -> list[TrialResult]:
+    """Each trial as ``arm`` alone saw it: its results and streams, without the trial's gates."""
+    return [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds, t.timing_mode,
+                        streams=tuple(s for s in t.streams if s.arm == arm)) for t in trials]

@@ -78,7 +78,8 @@ class ConsoleListener:
         prefix = f"[{trial}/{total}] " if total > 1 else ""
         dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
-        self._print(f"  {prefix}stream {result.target}: {result.frames_delivered} frames{dropped}, "
+        arm = f" [{result.arm}]" if result.arm is not None else ""
+        self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
                     f"{m.detected}/{m.events} events detected, {m.repeats} repeats, {m.false_alarms} false alarms"
                     f"{stopped}")
 

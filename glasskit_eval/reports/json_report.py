@@ -13,6 +13,7 @@ from .calls import counts_json, groups_json, interval_json
 
 if TYPE_CHECKING:
     from ..arms.compare import ArmsReport
+    from ..labels.consensus import LabelCheck
 
 SCHEMA_VERSION = 1
 
@@ -50,9 +51,10 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
 def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT,
                  baseline: dict[str, Any] | None = None, shard: dict[str, Any] | None = None,
                  observation_cache: dict[str, Any] | None = None, arms: ArmsReport | None = None,
-                 jitter: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 jitter: list[dict[str, Any]] | None = None, labels: LabelCheck | None = None) -> dict[str, Any]:
     """The whole report; ``baseline``, ``shard``, ``observation_cache``, the arms' blocks and ``jitter``
-    (``--jitter-frames``) appear when given."""
+    (``--jitter-frames``) and the label check (``label_check``, ``label_suspects``, ``label_ambiguous``)
+    appear when given."""
     run = summary.run
     total = summary.total
     first = summary.first
@@ -70,6 +72,12 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
         blocks["stream_stability"] = stream_stability(summary)
     if arms is not None:
         blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
+        if arms.streams:
+            blocks["arm_stream_comparisons"] = arms.stream_comparisons_json()
+    if labels is not None:
+        from .labels import labels_json
+
+        blocks |= labels_json(labels)
     return {
         **{name: block for name, block in blocks.items() if block is not None},
         "cases": list(run.cases),
