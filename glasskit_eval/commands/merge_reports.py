@@ -13,9 +13,11 @@ from ..reports.arms_table import print_arms
 from ..reports.baseline import BaselineDiff, diff_against, load_report
 from ..reports.console import print_end, print_summary
 from ..reports.json_report import build_report, write_report
+from ..reports.labels import print_labels, review_suspects_command
 from ..summary import RunSummary
 from . import ci_outputs as ci
 from .arm_baselines import arm_baselines
+from .labelling import merged_label_check
 from .merging import merge_reports
 from .requests import Comparison
 
@@ -55,8 +57,6 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
             arms = replace(arms, baselines=arm_diffs.to_json())
     else:
         ci.print_baseline(found, out)
-    from ..reports.labels import print_labels, review_suspects_command
-    from .labelling import merged_label_check
 
     labels = merged_label_check(result, merged.arms.specs if merged.arms is not None else None)
     print_labels(labels, out, review_suspects_command(result.eval_dir, output_json))
