@@ -29,6 +29,8 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
 
 @dataclass(frozen=True, slots=True)
 class EvalConfig:
+    """config.yaml: eval-level thresholds, video stores, the call timeout and declared arms."""
+
     thresholds: Thresholds | None = None
     video_stores: Mapping[str, VideoStoreConfig] = field(default_factory=dict)
     #: ``run: timeout_s``: the per-call timeout when ``--timeout`` is not given.
@@ -43,6 +45,8 @@ class EvalConfig:
 
 @dataclass(frozen=True, slots=True)
 class EvalDir:
+    """An eval directory: its root, its config.yaml and its case files."""
+
     root: Path
     config: EvalConfig
     case_paths: tuple[Path, ...]

@@ -26,6 +26,8 @@ CLIP_EDGES = ("error", "clamp")
 
 @dataclass(frozen=True, slots=True)
 class LocalVideo:
+    """A case's video on this machine, as its ``video:`` path names it."""
+
     path: Path
 
     def describe(self) -> str:
@@ -34,6 +36,8 @@ class LocalVideo:
 
 @dataclass(frozen=True, slots=True)
 class CloudVideo:
+    """A case's video in a configured video store: the store, the object key and its SHA-256."""
+
     store: str
     key: str
     sha256: str
@@ -64,6 +68,8 @@ STREAM_GATE_NAMES = tuple(f.name for f in fields(StreamGates))
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
+    """``thresholds:`` of config.yaml or a case file: the gates' settings (None: not set)."""
+
     min_pass_rate: float | None = None
     max_failures: int | None = None
     per_target: Mapping[str, float] | None = None
@@ -170,6 +176,8 @@ class StreamSpec:
 
 @dataclass(frozen=True, slots=True)
 class TargetSpec:
+    """One entry of a case's ``targets``: its sample blocks, or its events for a stream target."""
+
     id: str
     index: int
     label: str | None
@@ -181,6 +189,8 @@ class TargetSpec:
 
 @dataclass(frozen=True, slots=True)
 class Case:
+    """A parsed case file: its video, targets and thresholds, and the YAML it came from."""
+
     name: str
     path: Path
     video: VideoRef

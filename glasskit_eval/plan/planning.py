@@ -26,6 +26,8 @@ from .schedule import Filters, ScheduledSample, select_cases, selected_streams
 
 @dataclass(frozen=True, slots=True)
 class CasePlan:
+    """One case as a command runs it: its selected samples and stream targets, and its probed video."""
+
     case: Case
     samples: tuple[ScheduledSample, ...]
     video_path: Path
@@ -36,6 +38,8 @@ class CasePlan:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """What a command runs: every selected case of an eval directory."""
+
     eval_dir: EvalDir
     cases: tuple[CasePlan, ...]
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ScheduledSample:
+    """One sample to evaluate: a time of one block of one target of a case (with its clip, once planned)."""
+
     case: Case
     target: TargetSpec
     block: SampleBlock
@@ -70,6 +72,8 @@ class ScheduledSample:
 
 @dataclass(frozen=True, slots=True)
 class Filters:
+    """Which samples a command selects: ``--case``, ``--targets``, ``--at``, ``--from`` and ``--until``."""
+
     case: str | None = None
     targets: tuple[str, ...] = ()
     at: tuple[Fraction, ...] = ()

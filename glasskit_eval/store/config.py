@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class VideoStoreConfig:
+    """One ``video_stores`` entry of config.yaml: the bucket, where it is and where its credentials come from."""
+
     name: str
     bucket: str
     type: str = "s3"

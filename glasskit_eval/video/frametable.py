@@ -48,6 +48,8 @@ class PacketInfo(NamedTuple):
 
 @dataclass(slots=True)
 class FrameTable:
+    """Every frame's presentation time and the keyframes of one video (see the module's docstring)."""
+
     path: Path
     codec: str
     format_name: str

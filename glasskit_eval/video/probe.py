@@ -28,6 +28,8 @@ END_TOLERANCE_S = Fraction(1, 20)
 
 @dataclass(frozen=True, slots=True)
 class VideoInfo:
+    """Facts about a video: its stream, frame count, clip length and rate, and how it is decoded."""
+
     path: Path
     codec: str
     width: int
