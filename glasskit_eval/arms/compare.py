@@ -10,7 +10,9 @@ Everything is computed from the run's tagged results, once, and rendered by the 
   the arms at that scope, and the flips (one passed, the other did not);
 * each arm against the control on the stream targets' events (``streamcompare``);
 * the Pareto set on pass rate (higher), p95 latency (lower) and cost (lower; left out when no
-  arm reports a cost, and an arm reporting none counts as free when others do).
+  arm reports a cost, and an arm reporting none counts as free when others do), among the
+  candidates only: an arm with perturbations is a condition the model is tested under
+  (robustness, ``evaluation.gates.robustness_gate``), not something to ship, so it is never in the set.
 
 Outcomes are as everywhere: 1 passed, 0 failed or error, ignored samples left out; with
 ``--repeat`` a sample's outcome is its pass fraction across trials.
@@ -98,6 +100,8 @@ class ArmComparison:
             "p_value_raw": t.p_value_raw if t is not None else None,
             "significant": t.significant if t is not None else False,
             "target": self.target,
+            "method": t.method if t is not None else None,
+            "family_tests": t.family_tests if t is not None else None,
         }
 
 
@@ -213,7 +217,13 @@ def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str],
                           for f in flips(per_trial[control][number], per_trial[n][number], scope)]
             comparisons.append(ArmComparison(control, n, scope, adjusted.get(n), tuple(found)))
     return ArmsReport(tuple(names), control, dict(specs or {}), summaries, by_target, tuple(comparisons),
-                      tuple(pareto(summaries)), len(trials), streams=tuple(compare_arm_streams(streams, names, control)))
+                      tuple(pareto({n: s for n, s in summaries.items() if not is_condition((specs or {}).get(n))})),
+                      len(trials), streams=tuple(compare_arm_streams(streams, names, control)))
+
+
+def is_condition(spec: Mapping[str, Any] | None) -> bool:
+    """An arm that perturbs its frames: a condition for robustness, never a Pareto candidate."""
+    return bool(spec and spec.get("perturb"))
 
 
 def _named(name: str, results: Sequence[SampleResult], confidence: float) -> ArmSummary:

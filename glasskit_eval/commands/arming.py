@@ -43,8 +43,12 @@ def prepare_arms(selection: ArmSelection, request: RunRequest, root: Path, stder
             raise
         except EvalError as exc:
             raise UsageError(f"arm {spec.name!r}: {exc}") from None
-    return ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
-                   request.alpha)
+    plan = ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
+                   request.alpha, request.max_blind_pass_rate)
+    if plan.max_blind_pass_rate is not None and not plan.blind:
+        raise UsageError("--max-blind-pass-rate needs a blind arm to gate: add --perturb blank, --perturb mean "
+                         "or --perturb shuffle")
+    return plan
 
 
 def _resolve(spec: ArmSpec, request: RunRequest, root: Path, stderr: TextIO) -> Arm:

@@ -11,12 +11,14 @@ stream targets get theirs: ``streamgates``); reuse of checkpointed results (``re
 artifacts (``failures``); the observation cache (``observation_cache``, ``observation_store``;
 whole replay streams: ``streamcache``); stream targets fed and scored (``streams``, the paced
 clock ``pacing``, every lane's streams ``streamlanes``, ``streamscore``, ``streamrecord``);
-neighbouring frames of knife-edge labels (``jitter``) and seed's proposals (``proposals``).
+neighbouring frames of knife-edge labels (``jitter``), seed's proposals (``proposals``), and
+``run --early-stop``: the gates it decides and each arm's tracker (``earlystop``), its blocks in
+the trial loop (``earlyloop``).
 
 Doors (the only modules the rooms above, ``commands/`` and ``cli/``, may import): ``trials``,
 ``options``, ``lanes``, ``case``, ``gates``, ``streamgates``, ``streams``, ``reuse``,
-``failures``, ``jitter``, ``proposals``, ``observation_cache`` and ``observation_store``.
-The others are back rooms, used only from inside the engine.
+``failures``, ``jitter``, ``proposals``, ``earlystop``, ``observation_cache`` and
+``observation_store``. The others are back rooms, used only from inside the engine.
 
 What it may not know: argparse, requests or what a command prints; it talks to the outside
 through a listener, a result store and the options it is given.

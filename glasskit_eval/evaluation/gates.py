@@ -24,8 +24,8 @@ from ..arms.compare import paired_series
 from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..reports.baseline import BaselineDiff, latency_change_text, paired_test_text
-from ..results import Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
-from ..statistics.paired import paired_regression_test
+from ..results import EarlyStop, Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
+from ..statistics.paired import p_text, paired_regression_test
 from ..summary import Counts
 from ..support.timevalues import format_duration
 
@@ -255,7 +255,7 @@ def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max
     drop = -test.delta_pass_rate
     failed = drop > max_drop + 1e-12 and test.significant
     change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
-    return Gate(name, not failed, f"pass rate {change} {control} (one-sided p = {test.p_value:.3g}; gate: no "
+    return Gate(name, not failed, f"pass rate {change} {control} (one-sided {p_text(test.p_value)}; gate: no "
                 f"significant drop beyond {max_drop:.1%})")
 
 
@@ -274,3 +274,38 @@ def arm_trials(trials: Sequence[TrialResult], arm: str | None) -> list[TrialResu
     """Each trial as ``arm`` alone saw it: its results and streams, without the trial's gates."""
     return [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds, t.timing_mode,
                         streams=tuple(s for s in t.streams if s.arm == arm)) for t in trials]
+
+
+#: ``--max-blind-pass-rate``'s gate.
+BLIND_GATE = "blind_pass_rate"
+
+
+def blind_gate(trials: Sequence[TrialResult], control: str, blind: Sequence[str], maximum: float) -> Gate:
+    """``--max-blind-pass-rate``: fails when a blind arm (frames blanked, averaged or shuffled) still
+    passes more than ``maximum`` of the attempts the control passes (same trial and sample).
+
+    An adapter that reads its pixels cannot pass a sample it cannot see, except where the blind
+    answer happens to be right; one that ignores them passes all the control passes.
+    """
+    results = [(t.trial, r) for t in trials for r in t.results]
+    passed = {(n, r.key) for n, r in results if r.arm == control and r.status is Status.PASSED}
+    if not blind:
+        return Gate(BLIND_GATE, True, f"no blind arm (gate: <= {_pct(maximum)} of the control's passes)")
+    if not passed:
+        return Gate(BLIND_GATE, True, f"{control} passed no sample (gate: <= {_pct(maximum)} of its passes)")
+    rates = []
+    for arm in blind:
+        kept = sum(1 for n, r in results if r.arm == arm and r.status is Status.PASSED and (n, r.key) in passed)
+        rates.append((arm, kept, kept / len(passed)))
+    worst = max(rate for _arm, _kept, rate in rates)
+    text = "; ".join(f"{arm} passes {kept} of the {len(passed)} {control} passes ({_pct(rate)})"
+                     for arm, kept, rate in rates)
+    return Gate(BLIND_GATE, worst <= maximum + 1e-12,
+                f"{text} (gate: <= {_pct(maximum)}; above it the adapter is not looking at the frames)")
+
+
+def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
+    """``--early-stop``: ``gates`` with each early decision in place of the ordinary gate of the same name."""
+    early = {d.name: d for d in record.gates if d.early}
+    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
+            if g.name in early else g for g in gates]
