@@ -31,23 +31,7 @@ def add_run(sub: Any) -> None:
     p.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="number of sequential trials, each with a fresh evaluator (default: 1)")
     opts.call_options(p)
-    p.add_argument("--min-pass-rate", type=opts.rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
-    p.add_argument("--min-target-pass-rate", type=opts.rate, metavar="FLOAT",
-                   help="pass-rate gate applied to every selected target")
-    p.add_argument("--max-failures", type=opts.nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
-    p.add_argument("--max-flaky-samples", type=opts.nonnegative_int, metavar="INTEGER",
-                   help="maximum samples whose status varies across trials (needs --repeat >= 2)")
-    p.add_argument("--max-p95-latency", dest="max_p95_latency_s", type=opts.nonnegative_number,
-                   metavar="SECONDS", help="gate: the run's p95 evaluation latency (config.yaml: "
-                   "thresholds.max_p95_latency_s)")
-    p.add_argument("--max-cost", type=opts.nonnegative_number, metavar="NUMBER",
-                   help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
-    p.add_argument("--min-recall", type=opts.rate, metavar="FLOAT",
-                   help="gate: each stream target's recall, 0.0 to 1.0 (gate <target>_min_recall)")
-    p.add_argument("--max-false-alarms-per-min", type=opts.nonnegative_number, metavar="NUMBER",
-                   help="gate: each stream target's false alarms per minute of quiet time")
-    p.add_argument("--max-detection-latency-p95", dest="max_detection_latency_p95_s", type=opts.nonnegative_number,
-                   metavar="SECONDS", help="gate: each stream target's p95 detection latency")
+    opts.gate_options(p)
     p.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
                    help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
                    "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
@@ -97,7 +81,7 @@ def add_run(sub: Any) -> None:
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..commands.requests import RunRequest, time_text
+    from ..commands import requests as rq
     from ..commands.run import execute_run
 
     if args.resume is not None:
@@ -108,48 +92,33 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     check_exclusive(args.adapter, args.adapter_command, args.adapter_http, args.adapter_exec)
     opts.filters(args).check()
+    arms = _arm_options(args)
+    arms.check()
     cache_dir = opts.cache_dir(args)
-    request = RunRequest(
+    request = rq.RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
         adapter_config_path=args.adapter_config, case=args.case, targets=tuple(args.target),
-        at=tuple(str(t) for t in args.at), from_s=time_text(args.from_s), until_s=time_text(args.until_s),
-        concurrency=args.concurrency, repeat=args.repeat, min_pass_rate=args.min_pass_rate,
-        min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
-        max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
-        output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
-        html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
-        baseline=args.baseline, fail_on_regression=args.fail_on_regression,
-        fail_on_latency_regression_s=args.fail_on_latency_regression_s, confidence=args.confidence,
-        alpha=args.alpha, shard=opts.shard_text(args),
-        keep_checkpoints=args.keep_checkpoints, cache_dir=cache_dir, cache_mode=args.cache_mode or "readwrite",
-        cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
-        retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
-        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
-        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order,
-        min_recall=args.min_recall, max_false_alarms_per_min=args.max_false_alarms_per_min,
-        max_detection_latency_p95_s=args.max_detection_latency_p95_s, pace=args.pace,
-        **_arm_fields(args))
+        concurrency=args.concurrency, keep_going=args.keep_going, verbose=args.verbose,
+        checkpoint_dir=args.checkpoint_dir, calls=opts.group(rq.CallOptions, args),
+        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec, strict_pins=args.strict_pins,
+        selection=opts.group(rq.Selection, args, at=tuple(str(t) for t in args.at),
+                             from_s=rq.time_text(args.from_s), until_s=rq.time_text(args.until_s)),
+        trials=opts.group(rq.Trials, args), gates=opts.group(rq.Gates, args),
+        comparison=opts.comparison(args), ci=opts.group(rq.CiOutputs, args, shard=opts.shard_text(args)),
+        outputs=opts.group(rq.Outputs, args),
+        cache=rq.CacheOptions(cache_dir, args.cache_mode or "readwrite", args.cache_max_mb or 512), arms=arms)
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
-def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The arm options as the request records them: ``NAME=PATH`` paths made absolute (from the cwd)."""
-    from ..commands.requests import absolute
+def _arm_options(args: argparse.Namespace) -> Any:
+    """The arms group as the request records it: ``NAME=PATH`` paths made absolute (from the cwd)."""
+    from ..commands.requests import ArmOptions, absolute
 
     arms = []
     for text in args.arm or ():
         name, sep, path = text.partition("=")
         arms.append(f"{name}={absolute(path) if path else ''}" if sep else text)
-    perturb = tuple(args.perturb or ())
-    if not arms and not perturb:
-        for given, option in ((args.control, "--control"), (args.gate_arm, "--gate-arm"),
-                              (args.max_robustness_drop, "--max-robustness-drop")):
-            if given is not None:
-                raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
-    return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
-            "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop,
-            "jitter_frames": args.jitter_frames}
+    return opts.group(ArmOptions, args, arms=tuple(arms), perturb=tuple(args.perturb or ()))
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
@@ -304,7 +273,7 @@ def add_seed(sub: Any) -> None:
 
 
 def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..commands.requests import SeedRequest
+    from ..commands.requests import CallOptions, SeedRequest
     from ..commands.seed import execute_seed
 
     opts.check_adapter_options(args)
@@ -320,9 +289,7 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                               targets=tuple(args.target), adapter_config_path=args.adapter_config,
                               concurrency=args.concurrency, replace=args.replace,
                               keep_going=args.keep_going, verbose=args.verbose,
-                              checkpoint_dir=args.checkpoint_dir, timeout_s=args.timeout_s, retries=args.retries,
-                              retry_backoff_s=args.retry_backoff_s,
-                              max_calls_per_second=args.max_calls_per_second)
+                              checkpoint_dir=args.checkpoint_dir, calls=opts.group(CallOptions, args))
         done = execute_seed(request, out, err)
     return ExitCode.OK if done else ExitCode.FAILED
 

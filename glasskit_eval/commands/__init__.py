@@ -2,7 +2,7 @@
 
 What lives here: ``run``, ``seed``, ``validate``, ``list_samples``, ``export_frames``, ``report``,
 ``compare``, ``merge_reports`` (with ``merging``), ``video_store``, ``review``, ``agreement`` and
-``build_zipapp``; the label check of a finished run (``labelling``); the request records and every manifest check (``requests``); the run's CI
+``build_zipapp``; the label check of a finished run (``labelling``); the request records, one frozen group per option group (``requests``), and how a request records and checks its options in the manifest (``recorded``); the run's CI
 outputs (``ci_outputs``). Each body is ``execute_<command>(...)``.
 
 What it may not know: argparse. The faces in ``cli/`` turn options into a call of a body;

@@ -23,13 +23,13 @@ from .requests import RunRequest
 
 def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:
     """The arms the request selects from config.yaml's declarations; None for a plain run."""
-    if not request.with_arms:
+    if not request.arms.used:
         return None
-    selection = select_arms(config.arms, request.arms, request.perturb, request.control)
+    selection = select_arms(config.arms, request.arms.arms, request.arms.perturb, request.arms.control)
     assert selection is not None
-    if request.gate_arm is not None and request.gate_arm not in selection.names:
-        raise UsageError(f"--gate-arm {request.gate_arm}: not a selected arm"
-                         f"{did_you_mean(request.gate_arm, selection.names)} (selected: {', '.join(selection.names)})")
+    if request.arms.gate_arm is not None and request.arms.gate_arm not in selection.names:
+        raise UsageError(f"--gate-arm {request.arms.gate_arm}: not a selected arm"
+                         f"{did_you_mean(request.arms.gate_arm, selection.names)} (selected: {', '.join(selection.names)})")
     return selection
 
 
@@ -43,8 +43,8 @@ def prepare_arms(selection: ArmSelection, request: RunRequest, root: Path, stder
             raise
         except EvalError as exc:
             raise UsageError(f"arm {spec.name!r}: {exc}") from None
-    return ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
-                   request.alpha)
+    return ArmPlan(tuple(arms), selection.control, request.arms.seed, request.arms.gate_arm, request.arms.max_robustness_drop,
+                   request.comparison.alpha)
 
 
 def _resolve(spec: ArmSpec, request: RunRequest, root: Path, stderr: TextIO) -> Arm:
