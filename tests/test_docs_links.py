@@ -193,3 +193,19 @@ def test_the_docs_index_lists_every_page_in_order() -> None:
     listed = [target for _n, target in links(ROOT / "docs" / "README.md") if "#" not in target]
     firsts = [name for i, name in enumerate(listed) if name in PAGES and name not in listed[:i]]
     assert firsts == PAGES, f"docs/README.md must link the pages in reading order, links them as {firsts}"
+
+
+def _bullets(path: Path, title: str) -> list[str]:
+    """The top-level bullets of the section under the heading ``title`` (up to the next heading)."""
+    lines = prose(path.read_text(encoding="utf-8"))
+    start = next(i for i, line in enumerate(lines) if (m := HEADING.match(line)) and m[2] == title)
+    end = next((i for i in range(start + 1, len(lines)) if HEADING.match(lines[i])), len(lines))
+    return [line for line in lines[start + 1:end] if line.startswith("- ")]
+
+
+def test_the_readme_sums_up_every_difference_from_upstream() -> None:
+    summary = _bullets(ROOT / "README.md", "Differences from upstream")
+    full = _bullets(ROOT / "docs" / "reference.md", "Differences from upstream")
+    assert len(summary) == len(full), (
+        f"docs/reference.md lists {len(full)} deliberate differences from upstream; README.md's summary "
+        f"has {len(summary)} lines: give each difference one line in README.md")

@@ -44,6 +44,8 @@ class Watcher:
         self.fed[target.id] = []
 
     def on_frame(self, sample, target):
+        if os.environ.get("ARMS_STREAMS_FAIL_K") == str(self.k):
+            raise RuntimeError("stream backend down")
         fed = self.fed[target.id]
         assert not fed or sample.frame_index > fed[-1], "out of order"
         fed.append(sample.frame_index)
@@ -124,3 +126,27 @@ def test_a_resumed_run_with_arms_reuses_each_arms_finished_streams(tmp_path: Pat
     keys = [json.loads(line.split(" ", 1)[1])["key"] for line in checkpoint.read_text().splitlines()[1:]]
     assert sorted(tuple(k) for k in keys if "stream" in k) == [(1, "c", "pan", "stream", "control"),
                                                                (1, "c", "pan", "stream", "late")]
+
+
+def test_a_run_with_arms_stopped_on_a_stream_error_resumes_every_arms_streams(
+        tmp_path: Path, eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARMS_STREAMS_FAIL_K", "4")  # the late arm's stream backend is down: fail-fast
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "late", "--checkpoint-dir", tmp_path / "ck")
+    assert code == 2, out + err
+    assert "on_frame at frame 0" in err and "stream backend down" in err
+    resume = next(line for line in err.splitlines() if "--resume" in line)
+    checkpoint = resume.split("--resume ", 1)[1].split()[0].strip("`'\".")
+    fed_before = len(frames_log(tmp_path))
+    monkeypatch.delenv("ARMS_STREAMS_FAIL_K")
+    report_path = tmp_path / "r.json"
+    code, out, err = run_cli("run", "--resume", checkpoint, "--output-json", report_path)
+    assert code == 0, out + err
+    # Neither arm's stream had finished: both are fed again from their first frame, each its own.
+    after = frames_log(tmp_path)[fed_before:]
+    assert sorted(k for k, _i, _m in after) == [2] * len(TIMES) + [4] * len(TIMES)
+    report = read_json(report_path)
+    streams = {s["arm"]: s for s in report["streams"]}
+    assert sorted(streams) == ["control", "late"]
+    assert all(s["metrics"]["recall"] == 1.0 and "error" not in s for s in streams.values())
+    # The sample target's results were reused from the checkpoint, one per arm.
+    assert sorted(r["arm"] for t in report["trials"] for r in t["results"]) == ["control", "late"]

@@ -1,7 +1,8 @@
 """Arms: the same decoded frames handed to several adapters or image conditions, side by side.
 
 What lives here so far: the image perturbations an arm applies before its adapter sees a frame
-(``perturb``: JPEG, blur, brightness, contrast, noise, downscale, occlusion, rotation), parsed from
+(``perturb``: JPEG, blur, brightness, contrast, noise, downscale, occlusion, rotation, and the blind
+kinds blank, mean and shuffle, whose frame from elsewhere the engine supplies), parsed from
 ``--perturb`` specs and ``config.yaml`` mappings, deterministic for a given seed; what an arm is
 as declared (``spec``) and as the engine runs it, a plain run being one arm (``plan``); the arms
 compared on samples (``compare``) and on stream targets' events (``streamcompare``); what

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.base import AdapterSpec
-from .perturb import Perturbation
+from .perturb import Perturbation, is_blind
 
 #: The name a plain run's one arm goes by inside the engine (never on a result: those say None).
 PLAIN = ""
@@ -45,6 +45,8 @@ class ArmPlan:
     #: ``--max-robustness-drop`` and the test's level.
     max_robustness_drop: float | None = None
     alpha: float = 0.05
+    #: ``--max-blind-pass-rate``.
+    max_blind_pass_rate: float | None = None
     #: A plain run: one arm whose results carry no arm name and whose gates keep their own names.
     plain: bool = False
 
@@ -52,6 +54,11 @@ class ArmPlan:
     def single(cls, spec: AdapterSpec, adapter_config: Mapping[str, Any]) -> ArmPlan:
         """A run without arms, as one arm: the run's adapter and config, no perturbations."""
         return cls((Arm(PLAIN, spec, adapter_config),), PLAIN, plain=True)
+
+    @property
+    def blind(self) -> tuple[str, ...]:
+        """The arms whose frames show nothing of the sample (``blank``, ``mean``, ``shuffle``)."""
+        return tuple(a.name for a in self.arms if is_blind(a.perturb) and a.name != self.control)
 
     @property
     def names(self) -> tuple[str, ...]:

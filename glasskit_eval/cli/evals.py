@@ -77,6 +77,14 @@ def add_run(sub: Any) -> None:
                     help="run part I of N of the selected samples (or `auto` from the CI's or cluster's job "
                     "variables); gates are applied by merge-reports")
     opts.arm_options(p)
+    early = p.add_argument_group("early stop (decide a pass-rate gate from part of the samples)")
+    early.add_argument("--early-stop", action="store_true",
+                       help="evaluate samples in a random order of blocks (seeded by --seed) and stop calling "
+                       "the adapter once every pass-rate gate is decided by an anytime-valid bound on the "
+                       "whole selection's pass rate, at --alpha across the gates")
+    early.add_argument("--early-stop-block", type=opts.time_value, metavar="SECONDS",
+                       help="--early-stop's block: the consecutive samples of one target within this many "
+                       "seconds of video (default: 0.5)")
     p.set_defaults(handler=run_run, option_defaults=_defaults(p))
 
 
@@ -106,8 +114,19 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         trials=opts.group(rq.Trials, args), gates=opts.group(rq.Gates, args),
         comparison=opts.comparison(args), ci=opts.group(rq.CiOutputs, args, shard=opts.shard_text(args)),
         outputs=opts.group(rq.Outputs, args),
-        cache=rq.CacheOptions(cache_dir, args.cache_mode or "readwrite", args.cache_max_mb or 512), arms=arms)
+        cache=rq.CacheOptions(cache_dir, args.cache_mode or "readwrite", args.cache_max_mb or 512), arms=arms,
+        early=opts.group(rq.EarlyStop, args, early_stop_block=_early_stop_block(args)))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
+
+
+def _early_stop_block(args: argparse.Namespace) -> str | None:
+    if args.early_stop_block is None:
+        return None
+    if not args.early_stop:
+        raise UsageError("--early-stop-block needs --early-stop")
+    if args.early_stop_block <= 0:
+        raise UsageError("--early-stop-block must be a positive number of seconds")
+    return str(args.early_stop_block)
 
 
 def _arm_options(args: argparse.Namespace) -> Any:

@@ -43,8 +43,13 @@ def prepare_arms(selection: ArmSelection, request: RunRequest, root: Path, stder
             raise
         except EvalError as exc:
             raise UsageError(f"arm {spec.name!r}: {exc}") from None
-    return ArmPlan(tuple(arms), selection.control, request.arms.seed, request.arms.gate_arm, request.arms.max_robustness_drop,
-                   request.comparison.alpha)
+    given = request.arms
+    plan = ArmPlan(tuple(arms), selection.control, given.seed, given.gate_arm, given.max_robustness_drop,
+                   request.comparison.alpha, given.max_blind_pass_rate)
+    if plan.max_blind_pass_rate is not None and not plan.blind:
+        raise UsageError("--max-blind-pass-rate needs a blind arm to gate: add --perturb blank, --perturb mean "
+                         "or --perturb shuffle")
+    return plan
 
 
 def _resolve(spec: ArmSpec, request: RunRequest, root: Path, stderr: TextIO) -> Arm:

@@ -124,7 +124,8 @@ def arms_block(plan: ArmPlan) -> dict[str, Any]:
     return {"names": list(plan.names), "control": plan.control,
             "specs": {a.name: dict(a.description or {}) for a in plan.arms},
             "perturbation_only": [a.name for a in plan.arms if a.perturbation_only],
-            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha}
+            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha,
+            "blind": list(plan.blind), "max_blind_pass_rate": plan.max_blind_pass_rate}
 
 
 def annotations_on(mode: str, env: Mapping[str, str]) -> bool:

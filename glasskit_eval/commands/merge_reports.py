@@ -40,7 +40,8 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
                              streams=[s for t in result.trials for s in t.streams],
                              alpha=comparison.alpha, confidence=comparison.confidence)
         result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, comparison)))
-    summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha)
+    summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha,
+                            control=merged.arms.control if merged.arms is not None else None)
     print(f"Merged {len(paths)} shard reports", file=out)
     print_summary(summary, out)
     arms = None

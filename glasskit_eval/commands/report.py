@@ -26,9 +26,10 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
     run = run_from_reports(loaded)
     # A run made with --baseline recorded its comparison; one report's is shown as it was.
     baselines = [data["baseline"] for _p, data in loaded if isinstance(data.get("baseline"), dict)]
-    summary = RunSummary.of(run)
-    results = [r for t in run.trials for r in t.results]
     arms = arms_of_reports(loaded, run)
+    # Arms are never pooled: the headline is the control's, every arm's figures are in the arms table.
+    summary = RunSummary.of(run, control=arms.control if arms is not None else None)
+    results = [r for t in run.trials for r in t.results]
     store = ThumbnailStore(budget_bytes, variants=arm_variants(arms.specs) if arms is not None else None)
     store.add_from_artifacts(results)
     # A flip shows both arms' frames: the passing side's too, where the video can give it (plain pixels).

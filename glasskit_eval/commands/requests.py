@@ -22,8 +22,10 @@ from typing import Any, ClassVar, TypeVar
 from ..adapters.resilient import CallPolicy
 from ..cases.model import StreamGates
 from ..errors import CheckpointError, UsageError
+from ..evaluation.earlystop import EarlyStopOptions
 from ..evaluation.gates import GateOptions
 from ..evaluation.options import TrialOptions
+from ..plan.blocks import DEFAULT_BLOCK_S
 from ..plan.schedule import Filters
 from ..support.timevalues import parse_cli_time
 from .recorded import (
@@ -203,12 +205,15 @@ class ArmOptions:
     gate_arm: str | None = option(None, opt_str)
     #: ``--max-robustness-drop``: how far a perturbation arm's pass rate may significantly fall.
     max_robustness_drop: float | None = option(None, optional(rate))
+    #: ``--max-blind-pass-rate``: the most of the control's passes a blind arm may still pass.
+    max_blind_pass_rate: float | None = option(None, optional(rate))
     #: ``--jitter-frames``: the control arm also judged on this many frames either side (0: off).
     jitter_frames: int = option(0, count)
 
     #: The options that compare arms, and so mean nothing without them.
     NEED_ARMS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("control", "--control"), ("gate_arm", "--gate-arm"), ("max_robustness_drop", "--max-robustness-drop"))
+        ("control", "--control"), ("gate_arm", "--gate-arm"), ("max_robustness_drop", "--max-robustness-drop"),
+        ("max_blind_pass_rate", "--max-blind-pass-rate"))
 
     @property
     def used(self) -> bool:
@@ -230,6 +235,20 @@ class ArmOptions:
         if unused:
             raise CheckpointError(f"{where}: the manifest's invocation has invalid values for "
                                   f"{', '.join(unused)}; start a new {kind}")
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStop:
+    """``--early-stop`` and its block length in seconds, an exact fraction in text (None: the default)."""
+
+    early_stop: bool = option(False, is_bool)
+    early_stop_block: str | None = option(None, optional(lambda v: isinstance(v, str) and is_time(v)))
+
+    def options(self, seed: int, alpha: float) -> EarlyStopOptions | None:
+        if not self.early_stop:
+            return None
+        block = parse_cli_time(self.early_stop_block) if self.early_stop_block is not None else DEFAULT_BLOCK_S
+        return EarlyStopOptions(block, seed, alpha)
 
 
 # -- the requests ------------------------------------------------------------------------------
@@ -304,10 +323,12 @@ class RunRequest(AdapterRequest):
     outputs: Outputs = group(Outputs)
     cache: CacheOptions = group(CacheOptions)
     arms: ArmOptions = group(ArmOptions)
+    early: EarlyStop = group(EarlyStop)
 
     KIND: ClassVar[str] = RUN_KIND
-    #: Arm options are recorded only when used, so a plain run's manifest is what it always was.
-    SPARSE: ClassVar[tuple[str, ...]] = ("arms",)
+    #: Arm and early-stop options are recorded only when used, so a plain run's manifest is what it
+    #: always was.
+    SPARSE: ClassVar[tuple[str, ...]] = ("arms", "early")
 
     def filters(self) -> Filters:
         s = self.selection
@@ -322,7 +343,8 @@ class RunRequest(AdapterRequest):
             keep_going=self.keep_going, call_policy=self.calls.policy(), gates=self.gates.options(),
             filters=filters, adapter_config=dict(self.adapter_config or {}),
             artifacts_dir=Path(self.outputs.artifacts_dir) if self.outputs.artifacts_dir else None,
-            verbose=self.verbose, pace=self.trials.pace)
+            verbose=self.verbose, pace=self.trials.pace,
+            early_stop=self.early.options(self.arms.seed, self.comparison.alpha))
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> RunRequest:

@@ -149,6 +149,8 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
     arms = _arms(request, plan, output.stderr)
+    if request.early.early_stop:
+        _check_early_stop(request, plan)
     if request.arms.jitter_frames and request.ci.shard is not None:
         raise UsageError("--jitter-frames is not supported together with --shard yet; run the jitter unsharded")
     check_writable(destinations(request, root))
@@ -167,6 +169,19 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                total=(plan.sample_count + streams) * per_arm * request.trials.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
+
+
+def _check_early_stop(request: RunRequest, plan: Plan) -> None:
+    """What ``--early-stop`` cannot do, refused before any call."""
+    from ..evaluation.earlystop import goals, missing_gate_message
+
+    if request.ci.shard is not None:
+        raise UsageError("--early-stop cannot be combined with --shard: a shard cannot see the other shards' "
+                         "evidence; run the selection unsharded")
+    if request.arms.jitter_frames:
+        raise UsageError("--early-stop is not supported together with --jitter-frames")
+    if not any(g.minimum is not None for g in goals(plan, request.trial_options(request.filters()).gates)):
+        raise UsageError(missing_gate_message())
 
 
 def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
@@ -227,7 +242,8 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     assert checkpoint is not None
     checkpoint.close()
     result, baseline, arm_diffs = _compare_baseline(prepared, result)
-    summary = RunSummary.of(result, confidence=request.comparison.confidence, alpha=request.comparison.alpha)
+    summary = RunSummary.of(result, confidence=request.comparison.confidence, alpha=request.comparison.alpha,
+                            control=prepared.arms.control if prepared.arms is not None else None)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
         "path": str(checkpoint.path), "resumable_adapter_errors": errors, "resumed": checkpoint.resumed}
@@ -237,6 +253,10 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     print_summary(summary, out, resume_hint=hint, report_path=request.outputs.output_json,
                   gated_elsewhere=request.ci.shard is not None,
                   fold=ci.annotations_on(request.ci.annotations, os.environ))
+    if request.early.early_stop:
+        from ..reports.early_stop import print_early_stop
+
+        print_early_stop(summary, out)
     arms = _arms_report(prepared, result, request, out)
     labels = run_label_check(prepared.plan, prepared.arms, result)
     review = review_suspects_command(prepared.shown_eval_dir, request.outputs.output_json)

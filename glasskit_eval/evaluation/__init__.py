@@ -11,7 +11,8 @@ checkpointed results (``reuse``); failure artifacts (``failures``); the observat
 (``observation_cache``, ``observation_store``; whole replay streams: ``streamcache``); stream
 targets fed and scored (``streams``, the paced clock ``pacing``, every lane's streams
 ``streamlanes``, ``streamscore``, ``streamgates``, ``streamrecord``); neighbouring frames of
-knife-edge labels (``jitter``) and seed's proposals (``proposals``).
+knife-edge labels (``jitter``), seed's proposals (``proposals``), and ``run --early-stop``: the
+gates it decides and each arm's tracker (``earlystop``), its blocks in the trial loop (``earlyloop``).
 
 What it may not know: argparse, requests or what a command prints; it talks to the outside
 through a listener, a result store and the options it is given.

@@ -93,7 +93,7 @@ class WholeCases:
         return False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Engine:
     """What every trial of one run shares."""
 

@@ -177,3 +177,31 @@ def arm_trials(trials: Sequence[TrialResult], arm: str | None) -> list[TrialResu
     """Each trial as ``arm`` alone saw it: its results and streams, without the trial's gates."""
     return [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds, t.timing_mode,
                         streams=tuple(s for s in t.streams if s.arm == arm)) for t in trials]
+
+
+#: ``--max-blind-pass-rate``'s gate.
+BLIND_GATE = "blind_pass_rate"
+
+
+def blind_gate(trials: Sequence[TrialResult], control: str, blind: Sequence[str], maximum: float) -> Gate:
+    """``--max-blind-pass-rate``: fails when a blind arm (frames blanked, averaged or shuffled) still
+    passes more than ``maximum`` of the attempts the control passes (same trial and sample).
+
+    An adapter that reads its pixels cannot pass a sample it cannot see, except where the blind
+    answer happens to be right; one that ignores them passes all the control passes.
+    """
+    results = [(t.trial, r) for t in trials for r in t.results]
+    passed = {(n, r.key) for n, r in results if r.arm == control and r.status is Status.PASSED}
+    if not blind:
+        return Gate(BLIND_GATE, True, f"no blind arm (gate: <= {_pct(maximum)} of the control's passes)")
+    if not passed:
+        return Gate(BLIND_GATE, True, f"{control} passed no sample (gate: <= {_pct(maximum)} of its passes)")
+    rates = []
+    for arm in blind:
+        kept = sum(1 for n, r in results if r.arm == arm and r.status is Status.PASSED and (n, r.key) in passed)
+        rates.append((arm, kept, kept / len(passed)))
+    worst = max(rate for _arm, _kept, rate in rates)
+    text = "; ".join(f"{arm} passes {kept} of the {len(passed)} {control} passes ({_pct(rate)})"
+                     for arm, kept, rate in rates)
+    return Gate(BLIND_GATE, worst <= maximum + 1e-12,
+                f"{text} (gate: <= {_pct(maximum)}; above it the adapter is not looking at the frames)")

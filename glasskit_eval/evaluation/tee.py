@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import threading
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..arms.perturb import apply_chain, frame_seed
+from ..arms.perturb import Elsewhere, apply_chain, frame_seed
 from ..arms.plan import Arm
 from ..plan.schedule import ScheduledSample
 from ..results import SampleResult
-from ..video.frames import DecodedFrame
+from ..video.frames import DecodedFrame, decode_at
+from ..video.frametable import frame_table
 from .bridge import Handoff
 from .case import (
     FRAME_QUEUE_DEPTH,
@@ -65,13 +67,18 @@ def shared(held: HeldFrames, holders: int) -> list[HeldFrames]:
     return [HeldFrames(held.frames, held.times, held.anchor, held.clip, release) for _ in range(holders)]
 
 
-def perturbed(sample: ScheduledSample, held: HeldFrames, arm: Arm, seed: int) -> HeldFrames:
-    """The arm's own copy of every frame of ``held``, each seeded by its requested time (``held`` is kept)."""
+def perturbed(sample: ScheduledSample, held: HeldFrames, arm: Arm, seed: int, video: Path | None = None) -> HeldFrames:
+    """The arm's own copy of every frame of ``held``, each seeded by its requested time (``held`` is kept).
+
+    ``video`` is where ``shuffle`` takes its frames from (None: it paints the mean colour).
+    """
     frames: list[DecodedFrame] = []
+    shuffles = video is not None and any(p.kind == "shuffle" for p in arm.perturb)
     try:
         for frame, time_ in zip(held.frames, held.times):
+            elsewhere = _elsewhere(video, frame.index) if shuffles and video is not None else None
             image = apply_chain(frame.image, arm.perturb,
-                                frame_seed(seed, sample.case.name, sample.target.id, time_, arm.name))
+                                frame_seed(seed, sample.case.name, sample.target.id, time_, arm.name), elsewhere)
             if image is frame.image:
                 image = image.copy()  # never close the shared original
             frames.append(DecodedFrame(frame.index, frame.media_time, image))
@@ -88,6 +95,22 @@ def perturbed(sample: ScheduledSample, held: HeldFrames, arm: Arm, seed: int) ->
     return HeldFrames(tuple(frames), held.times, held.anchor, held.clip, release)
 
 
+def _elsewhere(video: Path, index: int) -> Elsewhere:
+    """``shuffle``'s frame: one of the video's frames at least a quarter of them away from ``index``,
+    chosen by the step's generator, decoded (display orientation) when asked for."""
+
+    def pick(rng: random.Random) -> Image.Image:
+        times = frame_table(video).times
+        gap = max(1, len(times) // 4)
+        far = [i for i in range(len(times)) if abs(i - index) >= gap] or [0]
+        want = times[far[rng.randrange(len(far))]]
+        for _time, frame in decode_at(video, [want]):
+            return frame.image
+        raise ValueError(f"{video}: no frame at {want}")
+
+    return pick
+
+
 def stream_perturbation(arm: Arm, seed: int, case: str) -> Callable[[Image.Image, str, Fraction], Image.Image] | None:
     """What a perturbation arm's adapter gets of a stream's frame: its own copy, seeded as a sample's frame is."""
     if not arm.perturb:
@@ -99,7 +122,8 @@ def stream_perturbation(arm: Arm, seed: int, case: str) -> Callable[[Image.Image
     return apply
 
 
-def handout(sample: ScheduledSample, held: HeldFrames, arms: Sequence[Arm | None], seed: int) -> list[HeldFrames | None]:
+def handout(sample: ScheduledSample, held: HeldFrames, arms: Sequence[Arm | None], seed: int,
+            video: Path | None = None) -> list[HeldFrames | None]:
     """Per arm, its frames of ``sample`` (None where the arm is None: it does not evaluate the sample).
 
     ``held`` is handed over: plain arms share it, perturbed ones get copies; it is released once
@@ -109,7 +133,7 @@ def handout(sample: ScheduledSample, held: HeldFrames, arms: Sequence[Arm | None
     try:
         for i, arm in enumerate(arms):
             if arm is not None and arm.perturb:
-                out[i] = perturbed(sample, held, arm, seed)
+                out[i] = perturbed(sample, held, arm, seed, video)
     except BaseException:
         for made in out:
             if made is not None:
@@ -135,8 +159,10 @@ class FrameTee:
     """
 
     def __init__(self, make_items: Callable[[], ClipItems], arms: Sequence[Arm], seed: int, depth: int,
-                 wants: Sequence[frozenset[int]] | None = None) -> None:
+                 wants: Sequence[frozenset[int]] | None = None, video: Path | None = None) -> None:
         self.make_items = make_items
+        #: The case's video, where ``shuffle`` takes its frames from.
+        self.video = video
         self.arms = arms
         self.seed = seed
         self.wants = wants
@@ -159,7 +185,7 @@ class FrameTee:
             for sample, held in gen:
                 takers = [arm if self.wants is None or sample.sample_index in self.wants[i] else None
                           for i, arm in enumerate(self.arms)]
-                frames = handout(sample, held, takers, self.seed)
+                frames = handout(sample, held, takers, self.seed, self.video)
                 for position, mine in enumerate(frames):
                     if mine is None:
                         continue
@@ -212,7 +238,7 @@ async def evaluate_case(run: CaseRun, lanes: Sequence[tuple[Lane, Sequence[Sched
     # target's frames together (declaration order); time order is kept when no lane batches.
     order = DECLARATION if any(lane.caller.batch for lane, _s in lanes) else options.order
     tee = FrameTee(case_items(probe, wanted, order), [lane.arm for lane, _s in lanes], run.seed,
-                   ARM_QUEUE_DEPTH + options.concurrency, wants)
+                   ARM_QUEUE_DEPTH + options.concurrency, wants, path)
     tee.start()
     tasks = []
     for position, (lane, samples) in enumerate(lanes):

@@ -19,10 +19,12 @@ from ..arms.compare import robustness_gate
 from ..arms.plan import ArmPlan
 from ..compare.values import MissingField, what_is_there
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
-from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
+from ..results import EarlyStop, Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import RunResult
 from ..support import allocator, threads
+from . import earlystop
 from .case import FrameKeeper, ResultSink
+from .earlyloop import run_blocks
 from .engine import (
     CaseSplit,
     Engine,
@@ -37,7 +39,7 @@ from .engine import (
 )
 from .failures import FailureSaver
 from .framestore import image_bytes
-from .gates import CaseThresholds, arm_trials, evaluate_gates, per_arm, run_gates
+from .gates import CaseThresholds, arm_trials, blind_gate, evaluate_gates, per_arm, run_gates
 from .judge import Judge, ignored_result, judge
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
@@ -91,6 +93,7 @@ async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
                       options.repeat)
     results: list[SampleResult] = []
     streams: list[StreamResult] = []
+    early: EarlyStop | None = None
     first: Lane | None = None
     ticker = asyncio.create_task(tick(listener))
     try:
@@ -101,19 +104,25 @@ async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
                 allocator.hold_frames()
                 for line in batch_memory_notes(by_arm[batching]):
                     listener.notice(line)
+            if options.early_stop is not None:
+                results, early = await run_blocks(engine, lanes, by_arm, trial, sink)
+                for line in missing_field_notes(results):
+                    listener.notice(line)
             for case_index in range(len(engine.plan.cases)):
                 splits = [splits[case_index] for splits in by_arm]
-                mine = await _case(engine, lanes, splits, trial, sink, results)
-                results.extend(mine)
+                if options.early_stop is None:
+                    results.extend(await _case(engine, lanes, splits, trial, sink, results))
                 streams.extend(await _streams(engine, lanes, splits, trial))
-                if engine.schedule.stop(trial, results):
+                if options.early_stop is None and engine.schedule.stop(trial, results):
                     break
     finally:
         ticker.cancel()
     gates = _trial_gates(engine, results, streams) if engine.gating else []
+    if early is not None:
+        gates = earlystop.decided_gates(gates, early)
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
-                       timing_mode=_timing_mode(results, first), streams=tuple(streams))
+                       timing_mode=_timing_mode(results, first), streams=tuple(streams), early_stop=early)
 
 
 async def _case(engine: Engine, lanes: Sequence[Lane | None], splits: Sequence[CaseSplit], trial: int,
@@ -174,9 +183,10 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
         if pending and lane is not None and lane.stream_caller is not None:
             mine = split.plan
             mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
-            # The HTML report keeps a plain run's stream frames (an arm's are not told apart there).
+            # The HTML report keeps the frames of streams without an arm (an arm's are not told apart there).
+            keeper = engine.stream_keeper if lane.name is None else None
             works.append((lane, StreamWork(mine, trial, options.keep_going, options.pace, warner(listener),
-                                           keep_frame=engine.stream_keeper if arms.plain else None, arm=lane.name,
+                                           keep_frame=keeper, arm=lane.name,
                                            perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name))))
     fresh: dict[str | None, list[StreamResult]] = {}
     if works:
@@ -232,8 +242,10 @@ def _run_gates(engine: Engine, trials: Sequence[TrialResult]) -> list[Gate]:
     if arms.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
         for arm in arms.arms:
-            if arm.perturbation_only and arm.name != arms.control:
+            if arm.perturbation_only and arm.name != arms.control and arm.name not in arms.blind:
                 gates.append(robustness_gate(every, arms.control, arm.name, arms.max_robustness_drop, arms.alpha))
+    if arms.max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
     return gates
 
 

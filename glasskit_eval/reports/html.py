@@ -317,6 +317,11 @@ def _header(summary: RunSummary, verdict: str, options: HtmlOptions, eval_dir: s
              ("Passed", total.passed), ("Failed", total.failed), ("Errors", total.errors),
              ("Ignored", total.ignored), ("Samples", first.evaluated + first.ignored),
              ("Trials", len(run.trials)), ("Duration", seconds(run.duration_seconds))]
+    if total.not_evaluated:
+        from .early_stop import decided_lines
+
+        stats.insert(5, ("Not evaluated (decided early)", total.not_evaluated))
+        thumb_notes = [*decided_lines(summary), *thumb_notes]
     interval = summary.pass_rate_ci
     if interval is not None:
         stats.insert(1, (f"{interval.level * 100:g}% interval", f"{pct(interval.low)} – {pct(interval.high)} "
@@ -345,7 +350,7 @@ def _samples_section(summary: RunSummary, arms: Sequence[str] = ()) -> str:
 
     statuses = "".join(
         f'<label><input type="checkbox" class="f-status" value="{RANK[s]}" checked> {s.value}</label>'
-        for s in STATUS_ORDER)
+        for s in STATUS_ORDER if s is not Status.NOT_EVALUATED or summary.total.not_evaluated)
     trials = ""
     if summary.run.repeat > 1:
         trials = ('<label>Trial <select id="f-trial">'

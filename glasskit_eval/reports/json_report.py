@@ -63,8 +63,10 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     timing = summary.timing_mode
     # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
     streams = [s.to_json() for t in run.trials for s in t.streams] or None
+    from .early_stop import early_stop_json
+
     blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
-                              "streams": streams, "jitter": jitter}
+                              "streams": streams, "jitter": jitter, "early_stop": early_stop_json(summary)}
     if streams is not None and run.repeat > 1:
         from .streams import stream_stability
 
@@ -114,6 +116,7 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
             "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,
             "trials": len(run.trials),
             **counts_json(total),
+            **({"arm": summary.arm} if summary.arm is not None else {}),
         },
         "by_target": groups_json(summary.targets),
         "by_case": groups_json(summary.cases),
