@@ -13,7 +13,14 @@ from glasskit_eval.cases.model import StreamGates
 from glasskit_eval.cli import build_parser
 from glasskit_eval.cli import options as options_face
 from glasskit_eval.commands.ci_outputs import SHARED_OPTIONS
-from glasskit_eval.commands.requests import Gates, RunRequest
+from glasskit_eval.commands.requests import (
+    CallOptions,
+    EarlyStop,
+    Gates,
+    Outputs,
+    RunRequest,
+    Trials,
+)
 from glasskit_eval.errors import CheckpointError
 from glasskit_eval.evaluation.gates import GateOptions
 
@@ -37,12 +44,24 @@ def test_bad_cache_and_pin_options_are_refused(tmp_path: Path, change: dict[str,
 
 # --- option groups: a gate option is declared once per place ------------------------------------
 
-def _gate_actions() -> dict[str, argparse.Action]:
-    """The run parser's `gates` argparse group, by dest."""
+def _argparse_group(title: str, command: str = "run") -> dict[str, argparse.Action]:
+    """The actions of one of a command's argparse groups, by dest."""
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    run = sub.choices["run"]
-    group = next(g for g in run._action_groups if g.title and g.title.startswith("gates"))
+    group = next(g for g in sub.choices[command]._action_groups if g.title and g.title.startswith(title))
     return {a.dest: a for a in group._group_actions}
+
+
+def _gate_actions() -> dict[str, argparse.Action]:
+    return _argparse_group("gates")
+
+
+@pytest.mark.parametrize(("kind", "title", "command"), [
+    (Gates, "gates", "run"), (Trials, "trials", "run"), (Outputs, "outputs", "run"),
+    (CallOptions, "adapter calls", "run"), (CallOptions, "adapter calls", "seed"),
+    (EarlyStop, "early stop", "run"),
+])
+def test_groups_the_face_builds_by_dest_are_its_argparse_groups(kind: type, title: str, command: str) -> None:
+    assert set(_argparse_group(title, command)) == {f.name for f in fields(kind)}
 
 
 def test_the_gates_group_is_the_engines_gate_options_flattened() -> None:

@@ -28,42 +28,47 @@ def add_run(sub: Any) -> None:
     opts.time_options(p)
     p.add_argument("--concurrency", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="maximum concurrent evaluate calls (default: 1)")
-    p.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
-                   help="number of sequential trials, each with a fresh evaluator (default: 1)")
-    opts.call_options(p)
-    opts.gate_options(p)
-    p.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
-                   help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
-                   "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")
-    p.add_argument("--output-json", metavar="PATH", help="write a machine-readable JSON report")
-    p.add_argument("--artifacts-dir", metavar="PATH",
-                   help="base directory for artifacts (default: <eval-dir>/runs/)")
-    p.add_argument("--order", choices=("declaration", "time"), default="declaration",
-                   help="call order within a case: target by target in case-file order (default), or "
-                   "all targets interleaved by sample time")
-    p.add_argument("--save-failures", action="store_true",
-                   help="save a JPEG frame and a JSON record for every failed or errored sample")
-    p.add_argument("--html", metavar="PATH",
-                   help="write a self-contained HTML report with thumbnails of the failed frames")
-    p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
-                   help="size budget of the HTML report's embedded images (thumbnails first, then full-resolution "
-                   "frames); beyond it they link to --save-failures artifacts (default: 25)")
-    p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
-                   help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
-                   "older ones are deleted (default: 10; 0 keeps all)")
-    cache = p.add_mutually_exclusive_group()
+    # One argparse group per request group (commands.requests): the face builds each from its dests.
+    trials = p.add_argument_group("trials")
+    trials.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
+                        help="number of sequential trials, each with a fresh evaluator (default: 1)")
+    trials.add_argument("--order", choices=("declaration", "time"), default="declaration",
+                        help="call order within a case: target by target in case-file order (default), or "
+                        "all targets interleaved by sample time")
+    trials.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+                        help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
+                        "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
+    opts.call_options(p)
+    opts.gate_options(p)
+    outputs = p.add_argument_group("outputs")
+    outputs.add_argument("--output-json", metavar="PATH", help="write a machine-readable JSON report")
+    outputs.add_argument("--artifacts-dir", metavar="PATH",
+                         help="base directory for artifacts (default: <eval-dir>/runs/)")
+    outputs.add_argument("--save-failures", action="store_true",
+                         help="save a JPEG frame and a JSON record for every failed or errored sample")
+    outputs.add_argument("--html", metavar="PATH",
+                         help="write a self-contained HTML report with thumbnails of the failed frames")
+    outputs.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
+                         help="size budget of the HTML report's embedded images (thumbnails first, then "
+                         "full-resolution frames); beyond it they link to --save-failures artifacts (default: 25)")
+    outputs.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
+                         help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
+                         "older ones are deleted (default: 10; 0 keeps all)")
+    cache_group = p.add_argument_group("observation cache")
+    cache = cache_group.add_mutually_exclusive_group()
     cache.add_argument("--cache", nargs="?", const="", default=None, metavar="DIR",
                        help="reuse observations of frames already judged by the same adapter and configs "
                        "(default DIR: $GLASSKIT_EVAL_CACHE_DIR/observations, else the per-user cache)")
     cache.add_argument("--no-cache", action="store_true", help="do not use the observation cache (default)")
-    p.add_argument("--cache-mode", choices=("read", "write", "readwrite"), default=None,
-                   help="read: only reuse; write: only record fresh observations; readwrite (default): both")
-    p.add_argument("--cache-max-mb", type=opts.positive_int, default=None, metavar="INTEGER",
-                   help="prune the observation cache to this size after the run, least recently used "
-                   "first (default: 512)")
+    cache_group.add_argument("--cache-mode", choices=("read", "write", "readwrite"), default=None,
+                             help="read: only reuse; write: only record fresh observations; readwrite (default): "
+                             "both")
+    cache_group.add_argument("--cache-max-mb", type=opts.positive_int, default=None, metavar="INTEGER",
+                             help="prune the observation cache to this size after the run, least recently used "
+                             "first (default: 512)")
     p.add_argument("--strict-pins", action="store_true",
                    help="frames that no longer match <case>.frames.lock are errors, not warnings")
     p.add_argument("--resume", metavar="PATH",

@@ -240,17 +240,18 @@ def code_free_adapter_options(p: argparse.ArgumentParser) -> None:
 
 def call_options(p: argparse.ArgumentParser) -> None:
     """Timeouts, retries and the rate limit of adapter calls (adapters/resilient.py)."""
-    p.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",
-                   help="cancel an adapter call after this long and record a `timeout` error "
-                   "(batch calls: x batch size, at most 600 s; default: config.yaml run.timeout_s, else none)")
-    p.add_argument("--retries", type=nonnegative_int, default=0, metavar="INTEGER",
-                   help="retry transient failures (timeouts, TransientError, transient command-adapter "
-                   "errors, HTTP 408/429/5xx) up to this many times (default: 0)")
-    p.add_argument("--retry-backoff", dest="retry_backoff_s", type=nonnegative_number, default=1.0,
-                   metavar="SECONDS", help="base of the exponential full-jitter backoff between attempts, "
-                   "doubled per attempt up to 60 s; a retry_after/Retry-After is honoured (default: 1)")
-    p.add_argument("--max-calls-per-second", type=positive_number, metavar="RATE",
-                   help="start at most this many adapter calls per second across the whole run")
+    calls = p.add_argument_group("adapter calls")
+    calls.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",
+                       help="cancel an adapter call after this long and record a `timeout` error "
+                       "(batch calls: x batch size, at most 600 s; default: config.yaml run.timeout_s, else none)")
+    calls.add_argument("--retries", type=nonnegative_int, default=0, metavar="INTEGER",
+                       help="retry transient failures (timeouts, TransientError, transient command-adapter "
+                       "errors, HTTP 408/429/5xx) up to this many times (default: 0)")
+    calls.add_argument("--retry-backoff", dest="retry_backoff_s", type=nonnegative_number, default=1.0,
+                       metavar="SECONDS", help="base of the exponential full-jitter backoff between attempts, "
+                       "doubled per attempt up to 60 s; a retry_after/Retry-After is honoured (default: 1)")
+    calls.add_argument("--max-calls-per-second", type=positive_number, metavar="RATE",
+                       help="start at most this many adapter calls per second across the whole run")
 
 
 def gate_options(p: argparse.ArgumentParser) -> None:
