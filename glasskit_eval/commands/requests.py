@@ -5,7 +5,7 @@ which adapter runs where, and one frozen group per argparse option group (gates,
 call policy, arms, outputs, ...), each built by the face from its group. ``run`` and ``seed``
 store theirs in the checkpoint manifest as one flat JSON object (each group's fields under their
 own names), and a resume restores it group by group: every field carries its check
-(:func:`option`), :func:`restore_fields` applies them, and a group's :meth:`verify` what spans
+(:mod:`.recorded`), :func:`restore` applies them, then each group's ``verify`` what spans
 fields, so a hand-edited manifest (``concurrency: 0``, ``repeat: -3``) is a
 :class:`~glasskit_eval.errors.CheckpointError`, never a hang or a false success. The engine
 never sees a request: ``run`` turns one into :class:`~glasskit_eval.evaluation.options.TrialOptions`.
