@@ -306,3 +306,29 @@ class Plain:
     assert code == 2, err
     assert "--arm/--perturb do not take stream targets yet: target 'pan' of case 'c'" in err
     assert "Traceback" not in err and not marker.exists()
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_stream_only_run_on_a_terminal_shows_frames_fed_and_fits_it(tmp_path: Path, columns: int) -> None:
+    import re
+
+    from ptykit import run_in_pty
+
+    from glasskit_eval.reports.tables import time_label
+
+    s = scenario("cfr_h264.mp4")
+    eval_dir = write_eval(tmp_path, "cfr_h264.mp4", {"onsets": s["onsets"], "k": K, "spurious": s["spurious"]},
+                          case_text("cfr_h264.mp4", s["ats"]))
+    frames = len(s["times"])
+    result = run_in_pty(["run", "--eval-dir", str(eval_dir)], cwd=tmp_path, columns=columns)
+    assert result.returncode == 0, result.text
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", result.text)
+    assert f"case 1/1 c · 0/{frames} stream frames · 0:00 elapsed" in text
+    assert "0 samples" not in text and "By target" not in text
+    # Every line but the ones naming a path (the checkpoint's, the eval dir's) fits the terminal.
+    lines = [part for line in text.split("\r\n") for part in line.split("\r") if str(tmp_path) not in part]
+    assert max(len(line) for line in lines) <= min(columns, 80), [line for line in lines if len(line) > 80]
+    missed = f"{float(s['ats'][2]):g}s"
+    alarms = [f"false alarm @ {time_label(float(s['times'][i]))}s" for i in s["spurious"]]
+    assert f"missed event @ {missed}" in text and all(a in text for a in alarms)
+    assert lines[-2 if not lines[-1] else -1].startswith("NOT GATED: 1 of 3 events missed, 2 false alarms in ")

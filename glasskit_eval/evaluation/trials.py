@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,9 @@ class RunListener(Protocol):
 
     def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
         """Each stream once it is fed to the end (or stopped) and scored."""
+
+    def stream_fed(self, case: str, fed: int, total: int) -> None:
+        """Frames of ``case``'s streams fed (or dropped) so far, of ``total``: as they go out."""
 
     def tick(self) -> None:
         """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
@@ -130,7 +134,8 @@ class _CaseSplit:
     def header(self) -> CaseHeader:
         case = self.plan.case
         video = self.plan.video_path.name if self.plan.video_path.name else case.video.describe()
-        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets))
+        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets),
+                          len(self.streams_pending))
 
 
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
@@ -203,7 +208,8 @@ async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> Tri
                 mine = split.plan
                 mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
                 work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener),
-                                  keep_frame=engine.stream_keeper)
+                                  keep_frame=engine.stream_keeper,
+                                  progress=functools.partial(listener.stream_fed, mine.case.name))
                 if streams_cached is not None:
                     fresh = await streams_cached.run(work, stream_caller)
                 else:
@@ -318,7 +324,7 @@ def _one_frame_adapter_problem(spec: AdapterSpec, evaluator: Evaluator, splits: 
 
 
 def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
-    """A target whose ``field`` is missing from every observation: the path is wrong, so say what is there."""
+    """A target whose ``field`` is missing from most observations: the path is likely wrong, so say what is there."""
     from ..compare.values import MissingField, what_is_there
 
     missing = MissingField("").reason
@@ -328,10 +334,12 @@ def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
             by_target.setdefault((r.target, r.field), []).append(r)
     notes = []
     for (target, field), mine in by_target.items():
-        if all(r.reason.startswith(missing) for r in mine):
+        lacking = [r for r in mine if r.reason.startswith(missing)]
+        if 2 * len(lacking) > len(mine):
             count = f"{len(mine)} sample{'s' if len(mine) != 1 else ''}"
-            notes.append(f"field `{field}` is missing from every observation of {mine[0].case}/{target} ({count}): "
-                         f"{what_is_there(mine[0].observed, field)}")
+            share = "every observation" if len(lacking) == len(mine) else f"{len(lacking)} of {len(mine)} observations"
+            notes.append(f"field `{field}` is missing from {share} of {lacking[0].case}/{target} ({count}): "
+                         f"{what_is_there(lacking[0].observed, field)}")
     return notes
 
 

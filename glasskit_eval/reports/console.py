@@ -18,6 +18,7 @@ from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
+from .streams import EventCounts
 from .tables import WIDTH, compact, pct, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
@@ -43,6 +44,9 @@ class ConsoleListener:
         self.colour = use_colour(self.out)
         self.case_names = list(case_names)
         self.progress = ProgressDisplay(self.out, err or sys.stderr, live=live)
+        #: Streams of the running case not yet reported: its progress lasts until they are.
+        self._streams_left = 0
+        self._trial = (1, 1)
 
     def _print(self, text: str = "") -> None:
         self.progress.write_above(text)
@@ -54,13 +58,26 @@ class ConsoleListener:
         return word
 
     def trial_started(self, trial: int, total: int) -> None:
+        self._trial = (trial, total)
         self._print()
         self._print(f"Trial {trial}/{total}")
 
     def case_started(self, case: CaseHeader, trial: int, total: int) -> None:
-        self._print(f"Case {case.name} ({case.samples} samples, video={case.video})")
-        number = self.case_names.index(case.name) + 1 if case.name in self.case_names else 1
-        self.progress.case_started(case.name, number, max(len(self.case_names), 1), case.samples, trial, total)
+        self._print(f"Case {case.name} ({case_contents(case)}, video={case.video})")
+        self._trial = (trial, total)
+        self._streams_left = case.streams
+        self.progress.case_started(case.name, self._number(case.name), max(len(self.case_names), 1), case.samples,
+                                   trial, total, streams=case.streams)
+
+    def _number(self, case: str) -> int:
+        return self.case_names.index(case) + 1 if case in self.case_names else 1
+
+    def stream_fed(self, case: str, fed: int, total: int) -> None:
+        if self.progress.case is None or self.progress.case.case != case:
+            # A resumed case whose samples were all done is not announced: its streams still show.
+            self.progress.case_started(case, self._number(case), max(len(self.case_names), 1), 0, *self._trial,
+                                       streams=1)
+        self.progress.stream_fed(fed, total)
 
     def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
         """A result as soon as it is judged: failures (every result with --verbose) are printed now."""
@@ -78,8 +95,12 @@ class ConsoleListener:
         dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
         self._print(f"  {prefix}stream {result.target}: {result.frames_delivered} frames{dropped}, "
-                    f"{m.detected}/{m.events} events detected, {m.repeats} repeats, {m.false_alarms} false alarms"
+                    f"{m.detected}/{m.events} events detected, {_plural(m.repeats, 'repeat')}, "
+                    f"{_plural(m.false_alarms, 'false alarm')}"
                     f"{stopped}")
+        self._streams_left -= 1
+        if self._streams_left <= 0:
+            self.progress.case_finished()
 
     def tick(self) -> None:
         self.progress.tick()
@@ -88,7 +109,8 @@ class ConsoleListener:
         self._print(f"warning: {text}")
 
     def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None:
-        self.progress.case_finished()
+        if not case.streams:
+            self.progress.case_finished()
         for target_id, label in case.targets:
             mine = [r for r in results if r.target == target_id]
             if not mine:
@@ -112,6 +134,18 @@ class ConsoleListener:
                 f"{frame} expected={compact(r.expected)}{observed} reason={shown_reason(r)}{inline(at)}")
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def case_contents(case: CaseHeader) -> str:
+    """``12 samples``, ``1 stream`` or ``12 samples, 2 streams``: what the case's header announces."""
+    parts = [_plural(case.samples, "sample")] if case.samples or not case.streams else []
+    if case.streams:
+        parts.append(_plural(case.streams, "stream"))
+    return ", ".join(parts)
+
+
 def indent_block(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
@@ -132,13 +166,22 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         p(rest)
         p("::endgroup::")
 
+    from .streams import event_counts, stream_findings, stream_stability_table, stream_table
+
     run = summary.run
     total = summary.total
     many = len(run.trials) > 1
+    events = event_counts(summary)
+    # A run of stream targets only has no sample figures to show: no zero counts, no empty table.
+    samples = has_samples(summary) or events is None
     p()
     p(f"Eval: {run.eval_dir}")
     p(f"Cases: {len(run.cases)}")
-    if not many:
+    if events is not None:
+        p(streams_headline(events, many))
+    if not samples:
+        pass
+    elif not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
         p(f"Pass rate: {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}")
@@ -166,8 +209,10 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     unit = "attempt" if many else "sample"
     if total.average_latency is not None:
         p(f"Avg evaluation latency: {total.average_latency * 1000:.2f}ms/{unit}")
-    if run.duration_seconds > 0:
+    if run.duration_seconds > 0 and samples:
         p(f"Throughput: {total.evaluated / run.duration_seconds:.2f} {unit}s/s")
+    elif run.duration_seconds > 0 and events is not None:
+        p(f"Throughput: {events.frames / run.duration_seconds:.1f} frames/s")
     for line in console_lines(summary, latency=_latency_says_something(summary)):
         p(line)
 
@@ -189,14 +234,17 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
             p(table("Failed gates", ["Gate", "Detail"], [[g.name, g.message] for _s, g in failed_gates],
                     [False, False], width=WIDTH))
 
-    p()
-    section(_target_table(summary))
-    from .streams import stream_stability_table, stream_table
-
+    if samples:
+        p()
+        section(_target_table(summary))
     for streams in (stream_table(summary), stream_stability_table(summary)):
         if streams is not None:
             p()
             section(streams)
+    findings = stream_findings(summary)
+    if findings:
+        p()
+        section("\n".join(findings))
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:
@@ -240,20 +288,44 @@ def print_end(summary: RunSummary, written: Sequence[str], out: TextIO) -> None:
     print(verdict_line(summary), file=out)
 
 
+def has_samples(summary: RunSummary) -> bool:
+    """Whether the run judged (or ignored) any sample; a run of stream targets only has none."""
+    return any(t.results for t in summary.run.trials)
+
+
+def streams_headline(events: EventCounts, many: bool) -> str:
+    """``Streams: 1 (750 frames fed): 1 of 4 events missed, 1 false alarm`` (over every trial with --repeat)."""
+    over = " over every trial" if many else ""
+    return (f"Streams: {events.streams} ({events.frames} frames fed){over}: {events.text()}")
+
+
 def verdict_line(summary: RunSummary) -> str:
-    """The last line of a run, in pytest's manner: what happened, how long it took, which gates failed."""
+    """The last line of a run, in pytest's manner: what was judged, how long it took, which gates failed.
+
+    Samples and stream events are both counted. A run that judged something wrong but passed
+    because no gate looks at it says ``NOT GATED`` (its exit code is still 0, as upstream's),
+    never ``PASSED``.
+    """
+    from .streams import event_counts
+
     total = summary.total
     parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
                                            (total.passed, "passed"), (total.ignored, "ignored")) if n]
-    counts = ", ".join(parts) or "nothing evaluated"
+    events = event_counts(summary)
+    judged = [", ".join(parts)] if parts else []
+    if events is not None:
+        judged.append(events.text())
+    counts = "; ".join(judged) or "nothing evaluated"
     failed = sorted({g.name for _scope, g in summary.failed_gates()})
+    wrong = bool(total.failed or total.errors or (events is not None and events.bad))
+    ungated = wrong and not summary.correctness_gated
     if failed:
         tail = f"; gates: {', '.join(failed)}"
-    elif (total.failed or total.errors) and not summary.correctness_gated:
+    elif ungated:
         tail = "; no gate is set"
     else:
         tail = ""
-    word = "PASSED" if summary.success else "FAILED"
+    word = "FAILED" if not summary.success else "NOT GATED" if ungated else "PASSED"
     return f"{word}: {counts} in {seconds(summary.run.duration_seconds)}{tail}"
 
 #: Rows of the failure table; the rest are counted and left to the JSON report.

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..results import StreamResult
+from ..results import StreamMetrics, StreamResult
 from ..summary import RunSummary
 from .locations import Locations, event_key, relative_path
+from .tables import WIDTH as CONSOLE_WIDTH
 from .tables import compact, pct, table, time_label
-
-WIDTH = 100
 
 
 def _streams(summary: RunSummary) -> list[StreamResult]:
@@ -30,23 +30,129 @@ def _ms(value: Fraction | None) -> str:
     return "-" if value is None else f"{float(value) * 1000:.0f}ms"
 
 
-def stream_table(summary: RunSummary) -> str | None:
-    """The console table of every stream (None when the run has no stream targets)."""
+def _latencies(m: StreamMetrics) -> str:
+    """``120/310ms`` (p50/p95), or ``1.2/3.4s`` once a figure reaches ten seconds."""
+    if m.latency_p50 is None or m.latency_p95 is None:
+        return "-"
+    p50, p95 = float(m.latency_p50), float(m.latency_p95)
+    if p95 >= 10:
+        return f"{p50:.1f}/{p95:.1f}s"
+    return f"{p50 * 1000:.0f}/{p95 * 1000:.0f}ms"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(1, width - 1)] + "…"
+
+
+def _fit_name(text: str, width: int) -> str:
+    """Cut in the middle: a ``case/target`` keeps the start of its case and the end of its target."""
+    if len(text) <= width:
+        return text
+    head = (width - 1 + 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+#: The narrowest the Stream column gets before a run's widest table would pass :data:`~.tables.WIDTH`.
+_MIN_NAME = 12
+
+
+def stream_table(summary: RunSummary, width: int = CONSOLE_WIDTH) -> str | None:
+    """The console table of every stream, within ``width`` columns (None when the run has no stream targets).
+
+    One ``case/target`` column (cut with ``…`` only when it alone would pass ``width``); latencies
+    as p50/p95 (the maximum is in the JSON and HTML reports).
+    """
     streams = _streams(summary)
     if not streams:
         return None
     many = len(summary.run.trials) > 1
+    headers = ["Stream", "Detected", "Recall", "Repeats", "False alarms", "Latency p50/p95", "Frames"]
     rows = []
     for s in streams:
         m = s.metrics
-        per_min = "-" if m.false_alarms_per_min is None else f"{float(m.false_alarms_per_min):.2f}"
+        per_min = "" if m.false_alarms_per_min is None else f" ({rounded(float(m.false_alarms_per_min))}/min)"
         frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
-        rows.append([s.case, s.target + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
-                     pct(None if m.recall is None else float(m.recall)), str(m.repeats), str(m.false_alarms),
-                     per_min, _ms(m.latency_p50), _ms(m.latency_p95), _ms(m.latency_max), frames])
-    return table("Streams", ["Case", "Target", "Detected", "Recall", "Repeats", "False alarms", "FA/min",
-                             "Latency p50", "p95", "max", "Frames"], rows,
-                 [False, False, True, True, True, True, True, True, True, True, True], width=WIDTH)
+        name = f"{s.case}/{s.target}" + (f" [trial {s.trial}]" if many else "")
+        rows.append([name, f"{m.detected}/{m.events}", pct(None if m.recall is None else float(m.recall)),
+                     str(m.repeats), f"{m.false_alarms}{per_min}", _latencies(m), frames])
+    rest = sum(max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers) if i) + 2 * (len(headers) - 1)
+    room = max(_MIN_NAME, width - rest)
+    for row in rows:
+        row[0] = _fit_name(row[0], room)
+    return table("Streams", headers, rows, [False, True, True, True, True, True, True])
+
+
+def rounded(value: float) -> str:
+    """A rate as people read it: three significant figures, never ``187.97826086956522`` (``188``, ``2.31``)."""
+    if value == 0 or abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+#: Missed events and false alarms listed under the Streams table, at most (the rest are in the reports).
+STREAM_FINDINGS = 20
+
+
+def stream_findings(summary: RunSummary, width: int = CONSOLE_WIDTH) -> list[str]:
+    """Each missed event and false alarm with its time, so the console says when, not only how many."""
+    many = len(summary.run.trials) > 1
+    lines: list[str] = []
+    for s in _streams(summary):
+        name = f"{s.case}/{s.target}" + (f" [trial {s.trial}]" if many else "")
+        found: list[tuple[Fraction, str]] = []
+        for event in s.events:
+            if not event.detected:
+                found.append((event.at, f"missed event @ {time_label(float(event.at))}s: no "
+                              f"{compact(event.expect)} in [{time_label(float(event.span[0]))}, "
+                              f"{time_label(float(event.span[1]))}]s"))
+        for alarm in s.false_alarms:
+            found.append((alarm.time, f"false alarm @ {time_label(float(alarm.time))}s: {compact(alarm.value)}"))
+        if s.error:
+            found.append((Fraction(-1), f"stopped: {s.error}"))
+        lines += [_fit(f"  {name}  {text}", width) for _t, text in sorted(found, key=lambda x: x[0])]
+    if not lines:
+        return []
+    shown = lines[:STREAM_FINDINGS]
+    if len(lines) > len(shown):
+        shown.append(f"  ... and {len(lines) - len(shown)} more (JSON report: streams)")
+    return ["Missed events and false alarms", *shown]
+
+
+@dataclass(frozen=True, slots=True)
+class EventCounts:
+    """What a run's streams were judged on, over every trial: for the verdict line and the headline."""
+
+    streams: int
+    events: int
+    missed: int
+    false_alarms: int
+    stopped: int
+    frames: int
+
+    @property
+    def bad(self) -> bool:
+        return bool(self.missed or self.false_alarms or self.stopped)
+
+    def text(self) -> str:
+        """``1 of 4 events missed, 1 false alarm`` (``4 of 4 events detected`` when none was missed)."""
+        noun = "event" if self.events == 1 else "events"
+        parts = [f"{self.missed} of {self.events} {noun} missed" if self.missed
+                 else f"{self.events} of {self.events} {noun} detected"]
+        if self.false_alarms:
+            parts.append(f"{self.false_alarms} false alarm{'s' if self.false_alarms != 1 else ''}")
+        if self.stopped:
+            parts.append(f"{self.stopped} stream{'s' if self.stopped != 1 else ''} stopped")
+        return ", ".join(parts)
+
+
+def event_counts(summary: RunSummary) -> EventCounts | None:
+    """The run's streams counted (None when it has none)."""
+    streams = _streams(summary)
+    if not streams:
+        return None
+    return EventCounts(len(streams), sum(s.metrics.events for s in streams),
+                       sum(s.metrics.missed for s in streams), sum(s.metrics.false_alarms for s in streams),
+                       sum(1 for s in streams if s.error), sum(s.frames_delivered for s in streams))
 
 
 def junit_stream_suites(root: ET.Element, summary: RunSummary, locations: Locations, base: str,
@@ -139,4 +245,4 @@ def stream_stability_table(summary: RunSummary) -> str | None:
     if not rows:
         return None
     return table("Unstable and missed events", ["Case", "Target", "At", "Detected", "Finding"], rows,
-                 [False, False, True, True, False], width=WIDTH)
+                 [False, False, True, True, False], width=CONSOLE_WIDTH)
