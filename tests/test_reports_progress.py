@@ -123,6 +123,15 @@ def test_while_samples_run_the_eta_says_streams_come_after() -> None:
     assert heartbeat_line(p, 5) == "[00:05] room: 4/4 samples, 0 failed, 10/100 stream frames"
 
 
+def test_a_narrow_terminal_keeps_the_counts_and_the_time_left() -> None:
+    p = CaseProgress("room", number=1, cases=1, total=24, trial=1, trials=1, started=0.0, streams=1, done=24,
+                     failed=6, target="lit")
+    p.fed(375, 750, now=10.0)
+    line = live_line(p, 20.0, 20.0, width=79)
+    assert line == "case 1/1 room · 375/750 stream frames · 0:20 elapsed · ~0:10 left"
+    assert live_line(p, 20.0, 20.0, width=200).count(" · ") == 6
+
+
 def test_fed_frames_count_as_progress_for_heartbeats() -> None:
     now = Clock()
     out = io.StringIO()
@@ -191,7 +200,8 @@ def test_live_line_is_throttled_and_cleared_around_other_output(monkeypatch: pyt
     monkeypatch.setattr(progress, "_columns", lambda stream: 20)
     now.t += 0.25
     display.tick()
-    assert err.getvalue().endswith("\r\033[Kcase 1/1 walk | tar")  # never wider than the terminal
+    # Never wider than the terminal; the time left outranks the target's name.
+    assert err.getvalue().endswith("\r\033[Kcase 1/1 walk | ~0:")
     display.case_finished()
     assert err.getvalue().endswith("\r\033[K")
     display.write_above("after")

@@ -49,7 +49,7 @@ class ConsoleListener:
         self._trial = (1, 1)
 
     def _print(self, text: str = "") -> None:
-        self.progress.write_above(text)
+        self.progress.write_above(fit_terminal(text, self.out))
 
     def _status(self, status: Status) -> str:
         word = status.value.upper()
@@ -134,6 +134,36 @@ class ConsoleListener:
                 f"{frame} expected={compact(r.expected)}{observed} reason={shown_reason(r)}{inline(at)}")
 
 
+def fit_terminal(text: str, stream: TextIO) -> str:
+    """``text`` as a terminal of its width shows it without running past the edge: a long line
+    (a failure's reason) wraps onto lines indented under it. Pipes and logs get it unchanged, one
+    line per result, for grep."""
+    if not use_colour_or_terminal(stream):
+        return text
+    import textwrap
+
+    from .progress import terminal_columns
+
+    width = terminal_columns(stream)
+    out = []
+    for line in text.split("\n"):
+        if len(_ANSI.sub("", line)) <= width:
+            out.append(line)
+            continue
+        lead = len(line) - len(line.lstrip(" "))
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=" " * (lead + 2),
+                             break_long_words=False, break_on_hyphens=False, drop_whitespace=True) or [line]
+    return "\n".join(out)
+
+
+_ANSI = re.compile(r"\033\[[0-9;]*m")
+
+
+def use_colour_or_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -155,7 +185,9 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     """The run's summary; ``gated_elsewhere``: a shard, whose gates ``merge-reports`` applies;
     ``fold``: long tables fold into GitHub Actions log groups (their title stays visible)."""
     def p(text: str = "") -> None:
-        print(text, file=out)
+        # A command to copy stays one line; prose wraps on a terminal (see fit_terminal).
+        keep = text.startswith(("Look at the first: ", "Resume with")) or "\nLook at the first: " in text
+        print(text if keep else fit_terminal(text, out), file=out)
 
     def section(text: str) -> None:
         if not fold:
@@ -285,7 +317,7 @@ def print_end(summary: RunSummary, written: Sequence[str], out: TextIO) -> None:
     print(file=out)
     for name in written:
         print(f"Wrote {name}", file=out)
-    print(verdict_line(summary), file=out)
+    print(fit_terminal(verdict_line(summary), out), file=out)
 
 
 def has_samples(summary: RunSummary) -> bool:

@@ -116,28 +116,38 @@ def _frames(p: CaseProgress) -> str:
     return f"{p.frames_fed}/{p.frames_total} stream frames" if p.streaming else "streams next"
 
 
-def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ") -> str:
+def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ", width: int | None = None) -> str:
     """``case 2/5 walk · target lights · 187/442 samples · 3 failed · 0 errors · 0:14 elapsed · ~0:19 left``.
 
     A case with stream targets adds ``312/750 stream frames`` once they are fed (``streams next``
     before); its ETA then covers the frames left. While samples run, ``+ streams`` says the ETA does
-    not yet count streams whose pace is unknown.
+    not yet count streams whose pace is unknown. Within ``width``, the least telling parts go first
+    (the target, a zero error count, the failures), so the counts and the time left stay.
     """
-    parts = []
+    # (text, rank): a part of higher rank is dropped first when the line is too wide.
+    parts: list[tuple[str, int]] = []
     if p.trials > 1:
-        parts.append(f"trial {p.trial}/{p.trials}")
-    parts.append(f"case {p.number}/{p.cases} {p.case}")
+        parts.append((f"trial {p.trial}/{p.trials}", 0))
+    parts.append((f"case {p.number}/{p.cases} {p.case}", 0))
     if p.target is not None and not p.streaming:
-        parts.append(f"target {p.target}")
+        parts.append((f"target {p.target}", 4))
     if _samples_shown(p):
-        parts += [f"{p.done}/{p.total} samples", f"{p.failed} failed", _plural(p.errors, "error", "errors")]
+        # Once the streams run, the samples are done: their count gives way before the clock does.
+        parts += [(f"{p.done}/{p.total} samples", 2 if p.streaming else 1), (f"{p.failed} failed", 2 if p.failed else 3),
+                  (_plural(p.errors, "error", "errors"), 2 if p.errors else 3)]
     if p.streams or p.streaming:
-        parts.append(_frames(p))
-    parts.append(f"{clock(elapsed)} elapsed")
+        parts.append((_frames(p), 0))
+    parts.append((f"{clock(elapsed)} elapsed", 1))
     left = remaining(p, now)
     if left is not None:
-        parts.append(f"~{clock(left)} left" + (" + streams" if p.streams and not p.streaming else ""))
-    return sep.join(parts)
+        parts.append((f"~{clock(left)} left" + (" + streams" if p.streams and not p.streaming else ""), 0))
+    line = sep.join(text for text, _rank in parts)
+    for rank in (4, 3, 2, 1):
+        if width is None or len(line) <= width:
+            break
+        parts = [(text, r) for text, r in parts if r != rank]
+        line = sep.join(text for text, _rank in parts)
+    return line
 
 
 def heartbeat_line(p: CaseProgress, elapsed: float) -> str:
@@ -155,6 +165,11 @@ def is_terminal(stream: TextIO) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+def terminal_columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to (80 when it does not say)."""
+    return _columns(stream)
 
 
 def _columns(stream: TextIO) -> int:
@@ -264,9 +279,10 @@ class ProgressDisplay:
             now = self.now()
             if not force and now - self._drawn_at < REDRAW_S:
                 return
-            line = live_line(self.case, now - self.run_started, now, self._sep)
+            width = max(1, _columns(self.err) - 1)
+            line = live_line(self.case, now - self.run_started, now, self._sep, width)
             # A line wider than the terminal wraps, and \r then redraws only its last part.
-            line = line[:max(1, _columns(self.err) - 1)]
+            line = line[:width]
             self.err.write(_CLEAR + line)
             self.err.flush()
             self._shown = line
