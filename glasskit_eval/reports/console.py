@@ -349,16 +349,28 @@ def verdict_line(summary: RunSummary) -> str:
         judged.append(events.text())
     counts = "; ".join(judged) or "nothing evaluated"
     failed = sorted({g.name for _scope, g in summary.failed_gates()})
-    wrong = bool(total.failed or total.errors or (events is not None and events.bad))
-    ungated = wrong and not summary.correctness_gated
     if failed:
         tail = f"; gates: {', '.join(failed)}"
-    elif ungated:
+    elif _ungated(summary):
         tail = "; no gate is set"
     else:
         tail = ""
-    word = "FAILED" if not summary.success else "NOT GATED" if ungated else "PASSED"
-    return f"{word}: {counts} in {seconds(summary.run.duration_seconds)}{tail}"
+    return f"{verdict_word(summary)}: {counts} in {seconds(summary.run.duration_seconds)}{tail}"
+
+
+def _ungated(summary: RunSummary) -> bool:
+    """Something was judged wrong (a sample, an event, a false alarm) and no gate looks at correctness."""
+    from .streams import event_counts
+
+    total = summary.total
+    events = event_counts(summary)
+    wrong = bool(total.failed or total.errors or (events is not None and events.bad))
+    return wrong and not summary.correctness_gated
+
+
+def verdict_word(summary: RunSummary) -> str:
+    """``PASSED``, ``FAILED`` (a gate failed), or ``NOT GATED`` (it passed only because no gate judged what went wrong)."""
+    return "FAILED" if not summary.success else "NOT GATED" if _ungated(summary) else "PASSED"
 
 #: Rows of the failure table; the rest are counted and left to the JSON report.
 FAILURE_ROWS = 20

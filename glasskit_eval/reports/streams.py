@@ -65,16 +65,8 @@ def stream_table(summary: RunSummary, width: int = CONSOLE_WIDTH) -> str | None:
     streams = _streams(summary)
     if not streams:
         return None
-    many = len(summary.run.trials) > 1
-    headers = ["Stream", "Detected", "Recall", "Repeats", "False alarms", "Latency p50/p95", "Frames"]
-    rows = []
-    for s in streams:
-        m = s.metrics
-        per_min = "" if m.false_alarms_per_min is None else f" ({rounded(float(m.false_alarms_per_min))}/min)"
-        frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
-        name = f"{s.case}/{s.target}" + (f" [trial {s.trial}]" if many else "")
-        rows.append([name, f"{m.detected}/{m.events}", pct(None if m.recall is None else float(m.recall)),
-                     str(m.repeats), f"{m.false_alarms}{per_min}", _latencies(m), frames])
+    headers = STREAM_ROW_HEADERS
+    rows = stream_rows(summary)
     rest = sum(max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers) if i) + 2 * (len(headers) - 1)
     room = max(_MIN_NAME, width - rest)
     for row in rows:
@@ -93,29 +85,64 @@ def rounded(value: float) -> str:
 STREAM_FINDINGS = 20
 
 
-def stream_findings(summary: RunSummary, width: int = CONSOLE_WIDTH) -> list[str]:
-    """Each missed event and false alarm with its time, so the console says when, not only how many."""
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A missed event, a false alarm or a stopped stream, at its media time (every reporter lists the same)."""
+
+    stream: str
+    time: Fraction | None
+    kind: str
+    detail: str
+
+    @property
+    def when(self) -> str:
+        return "-" if self.time is None else f"{time_label(float(self.time))}s"
+
+
+def findings(summary: RunSummary) -> list[Finding]:
+    """Each stream's misses and false alarms in time order (a stopped stream's error first), streams in run order."""
     many = len(summary.run.trials) > 1
-    lines: list[str] = []
+    out: list[Finding] = []
     for s in _streams(summary):
         name = f"{s.case}/{s.target}" + (f" [trial {s.trial}]" if many else "")
-        found: list[tuple[Fraction, str]] = []
-        for event in s.events:
-            if not event.detected:
-                found.append((event.at, f"missed event @ {time_label(float(event.at))}s: no "
-                              f"{compact(event.expect)} in [{time_label(float(event.span[0]))}, "
-                              f"{time_label(float(event.span[1]))}]s"))
-        for alarm in s.false_alarms:
-            found.append((alarm.time, f"false alarm @ {time_label(float(alarm.time))}s: {compact(alarm.value)}"))
+        found = [Finding(name, event.at, "missed event",
+                         f"no {compact(event.expect)} in [{time_label(float(event.span[0]))}, "
+                         f"{time_label(float(event.span[1]))}]s") for event in s.events if not event.detected]
+        found += [Finding(name, alarm.time, "false alarm", compact(alarm.value)) for alarm in s.false_alarms]
+        found.sort(key=lambda f: f.time or 0)
         if s.error:
-            found.append((Fraction(-1), f"stopped: {s.error}"))
-        lines += [_fit(f"  {name}  {text}", width) for _t, text in sorted(found, key=lambda x: x[0])]
+            found.insert(0, Finding(name, None, "stopped", s.error))
+        out += found
+    return out
+
+
+def stream_findings(summary: RunSummary, width: int = CONSOLE_WIDTH) -> list[str]:
+    """Each missed event and false alarm with its time, so the console says when, not only how many."""
+    lines = [_fit(f"  {f.stream}  {f.kind} @ {f.when}: {f.detail}" if f.time is not None
+                  else f"  {f.stream}  {f.kind}: {f.detail}", width) for f in findings(summary)]
     if not lines:
         return []
     shown = lines[:STREAM_FINDINGS]
     if len(lines) > len(shown):
         shown.append(f"  ... and {len(lines) - len(shown)} more (JSON report: streams)")
     return ["Missed events and false alarms", *shown]
+
+
+def stream_rows(summary: RunSummary) -> list[list[str]]:
+    """One row per stream, under :data:`STREAM_ROW_HEADERS` (the console's table and the job summary's)."""
+    many = len(summary.run.trials) > 1
+    rows = []
+    for s in _streams(summary):
+        m = s.metrics
+        per_min = "" if m.false_alarms_per_min is None else f" ({rounded(float(m.false_alarms_per_min))}/min)"
+        frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
+        rows.append([f"{s.case}/{s.target}" + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
+                     pct(None if m.recall is None else float(m.recall)), str(m.repeats),
+                     f"{m.false_alarms}{per_min}", _latencies(m), frames])
+    return rows
+
+
+STREAM_ROW_HEADERS = ["Stream", "Detected", "Recall", "Repeats", "False alarms", "Latency p50/p95", "Frames"]
 
 
 @dataclass(frozen=True, slots=True)
