@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .results import (
@@ -54,10 +54,12 @@ class Counts:
     durations: tuple[float, ...] = ()
     #: Whole-call durations of batch results (one per sample of each call), sorted.
     call_durations: tuple[float, ...] = ()
+    #: ``run --early-stop``: samples left without a call once every gate was decided.
+    not_evaluated: int = 0
 
     @classmethod
     def of(cls, results: Iterable[SampleResult]) -> Counts:
-        passed = failed = errors = ignored = retried = timeouts = 0
+        passed = failed = errors = ignored = retried = timeouts = not_evaluated = 0
         duration = 0.0
         usage: dict[str, float] = {}
         durations: list[float] = []
@@ -81,12 +83,14 @@ class Counts:
                 failed += 1
             elif status is Status.ERROR:
                 errors += 1
+            elif status is Status.NOT_EVALUATED:
+                not_evaluated += 1
             else:
                 ignored += 1
             if r.evaluation_duration_seconds:
                 duration += r.evaluation_duration_seconds
         return cls(passed, failed, errors, ignored, duration, retried, timeouts, tuple(sorted(usage.items())),
-                   tuple(sorted(durations)), tuple(sorted(calls)))
+                   tuple(sorted(durations)), tuple(sorted(calls)), not_evaluated)
 
     @property
     def latency(self) -> Latency | None:
@@ -231,10 +235,18 @@ class RunSummary:
     #: The smallest pass-rate drop a rerun compared with this one would show as significant with
     #: 80% power at ``alpha``; None when the eval is too small to see any.
     minimum_detectable_drop: float | None = None
+    #: In a run with arms: the arm whose figures these are (the control); arms are never pooled.
+    arm: str | None = None
 
     @classmethod
     def of(cls, run: RunResult, *, confidence: float = DEFAULT_CONFIDENCE,
-           alpha: float = DEFAULT_ALPHA) -> RunSummary:
+           alpha: float = DEFAULT_ALPHA, control: str | None = None) -> RunSummary:
+        """The run's figures; with arms, the ``control`` arm's alone (the others are in the arms
+        report), while ``run`` and ``failures`` keep every arm's results."""
+        whole = run
+        if control is not None:
+            run = replace(run, trials=tuple(replace(t, results=tuple(r for r in t.results if r.arm == control))
+                                            for t in run.trials))
         trials = tuple(TrialSummary(t, Counts.of(t.results), pass_rate_interval(outcome_series([t]), confidence))
                        for t in run.trials)
         stable = stability(run.trials)
@@ -249,12 +261,14 @@ class RunSummary:
         detectable = None
         if interval is not None:
             detectable = minimum_detectable_drop(interval.effective_samples, interval.rate, alpha=alpha, power=POWER)
-        return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
+        trials = tuple(replace(mine, trial=t) for mine, t in zip(trials, whole.trials))
+        return cls(run=whole, total=Counts.of(everything), trials=trials, stability=stable,
                    trial_rates=tuple(t.counts.pass_rate or 0.0 for t in trials),
                    targets=targets, cases=cases,
-                   failures=tuple(Failure(t.trial, r) for t in run.trials for r in t.results
+                   failures=tuple(Failure(t.trial, r) for t in whole.trials for r in t.results
                                   if r.status in (Status.FAILED, Status.ERROR)),
-                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable)
+                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable,
+                   arm=control)
 
     @property
     def success(self) -> bool:

@@ -25,7 +25,7 @@ FLOORS = [
     ["evaluation"],
     ["reports", "checkpoints"],
     ["plan"],
-    ["cases", "store", "adapters", "video", "arms"],
+    ["cases", "store", "adapters", "video", "arms", "labels"],
     ["summary", "protocol_server"],
     ["results", "compare", "yamltext", "statistics"],
     ["support", "errors"],

@@ -89,7 +89,8 @@ def test_paired_comparisons_flips_and_holm_by_hand() -> None:
     assert only_b.test is not None and only_b.test.delta_pass_rate == pytest.approx(-2 / 10)
     row = report.comparisons_json()[0]
     assert set(row) == {"control", "arm", "target", "delta_pass_rate", "ci", "p_value", "p_value_raw",
-                        "significant", "flips"}
+                        "significant", "flips", "method", "family_tests"}
+    assert row["method"].startswith("two-sided") and row["family_tests"] == 2
     assert set(row["ci"]) == {"low", "high"}
     assert set(row["flips"][0]) == {"case", "target", "timestamp_s", "control_status", "arm_status"}
 

@@ -23,7 +23,7 @@ from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_
 from . import options as opts
 from .evals import add_export_frames, add_list_samples, add_run, add_seed, add_validate
 from .reports import add_compare, add_merge_reports, add_report
-from .tools import add_build_zipapp, add_review, add_video_store
+from .tools import add_agreement, add_build_zipapp, add_review, add_video_store
 
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
 TYPE_CHECKING = False
@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
                                                add_build_zipapp, add_video_store, add_review, add_report,
-                                               add_compare, add_merge_reports)
+                                               add_compare, add_merge_reports, add_agreement)
 #: The command each of COMMANDS adds, in the same order.
 COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
-                 "review", "report", "compare", "merge-reports")
+                 "review", "report", "compare", "merge-reports", "agreement")
 #: Commands that decode frames by the thousand (see ``support.allocator``).
 DECODING_COMMANDS = frozenset({"run", "seed", "export-frames", "review"})
 

@@ -25,7 +25,7 @@ from ..support.fsio import write_text_atomic
 from .requests import Comparison, RunRequest
 
 if TYPE_CHECKING:
-    from ..evaluation.fanout import ArmPlan
+    from ..arms.plan import ArmPlan
 
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
@@ -123,7 +123,8 @@ def arms_block(plan: ArmPlan) -> dict[str, Any]:
     return {"names": list(plan.names), "control": plan.control,
             "specs": {a.name: dict(a.description or {}) for a in plan.arms},
             "perturbation_only": [a.name for a in plan.arms if a.perturbation_only],
-            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha}
+            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha,
+            "blind": list(plan.blind), "max_blind_pass_rate": plan.max_blind_pass_rate}
 
 
 def annotations_on(mode: str, env: Mapping[str, str]) -> bool:

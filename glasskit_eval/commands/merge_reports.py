@@ -40,7 +40,8 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
                              streams=[s for t in result.trials for s in t.streams],
                              alpha=comparison.alpha, confidence=comparison.confidence)
         result = replace(result, gates=(*result.gates, *ci.baseline_gates(found, comparison)))
-    summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha)
+    summary = RunSummary.of(result, confidence=comparison.confidence, alpha=comparison.alpha,
+                            control=merged.arms.control if merged.arms is not None else None)
     print(f"Merged {len(paths)} shard reports", file=out)
     print_summary(summary, out)
     arms = None
@@ -58,10 +59,16 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
             arms = replace(arms, baselines=arm_diffs.to_json())
     else:
         ci.print_baseline(found, out)
+    from ..reports.labels import print_labels, review_suspects_command
+    from .labelling import merged_label_check
+
+    labels = merged_label_check(result, merged.arms.specs if merged.arms is not None else None)
+    print_labels(labels, out, review_suspects_command(result.eval_dir, output_json))
     written = []
     if output_json:
         write_report(Path(output_json),
-                     build_report(summary, baseline=found.to_json() if found is not None else None, arms=arms))
+                     build_report(summary, baseline=found.to_json() if found is not None else None, arms=arms,
+                                  labels=labels))
         written.append(ci.display_path(output_json))
     root = Path(result.eval_dir)
     if junit_xml:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..cases.model import StreamGates, Thresholds
 from ..errors import UsageError
-from ..evaluation.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from ..evaluation.gates import CaseThresholds, GateOptions, blind_gate, evaluate_gates, flaky_gate
 from ..evaluation.streamgates import CaseStreamGates, stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
@@ -53,6 +53,9 @@ class MergedArms:
     gate_arm: str | None
     max_robustness_drop: float | None
     alpha: float
+    #: Blind arms and ``--max-blind-pass-rate`` (absent from shards written before the gate existed).
+    blind: tuple[str, ...] = ()
+    max_blind_pass_rate: float | None = None
 
     def gated(self, name: str) -> bool:
         return self.gate_arm is None or self.gate_arm == name
@@ -71,7 +74,8 @@ def _arms(block: Mapping[str, Any]) -> MergedArms | None:
         return None
     names = tuple(arms["names"])
     return MergedArms(names, arms["control"], arms["specs"], frozenset(arms["perturbation_only"]),
-                      arms["gate_arm"], arms["max_robustness_drop"], float(arms["alpha"]))
+                      arms["gate_arm"], arms["max_robustness_drop"], float(arms["alpha"]),
+                      tuple(n for n in arms.get("blind") or () if n in names), arms.get("max_blind_pass_rate"))
 
 
 def _arms_well_formed(arms: object) -> bool:
@@ -88,7 +92,11 @@ def _arms_well_formed(arms: object) -> bool:
             and (arms.get("gate_arm") is None or arms.get("gate_arm") in names)
             and (drop is None or (isinstance(drop, (int, float)) and not isinstance(drop, bool)))
             and isinstance(arms.get("alpha"), (int, float)) and not isinstance(arms.get("alpha"), bool)
-            and 0 < arms["alpha"] < 1)
+            and 0 < arms["alpha"] < 1
+            and isinstance(arms.get("blind", []), list)
+            and (arms.get("max_blind_pass_rate") is None
+                 or (isinstance(arms["max_blind_pass_rate"], (int, float))
+                     and not isinstance(arms["max_blind_pass_rate"], bool))))
 
 
 def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
@@ -313,6 +321,8 @@ def _run_gates(trials: Sequence[TrialResult], options: Mapping[str, Any], arms: 
     if arms.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
         for arm in arms.names:
-            if arm in arms.perturbation_only and arm != arms.control:
+            if arm in arms.perturbation_only and arm != arms.control and arm not in arms.blind:
                 gates.append(robustness_gate(every, arms.control, arm, arms.max_robustness_drop, arms.alpha))
+    if arms.max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
     return gates

@@ -10,9 +10,10 @@ no selected results, but one naming a target no selected case declares fails
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..results import Gate, SampleResult, Status, TrialResult, stability
 from ..summary import Counts
@@ -159,3 +160,48 @@ def run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: T
     if max_cost is not None:
         gates.append(cost_gate(counts.cost, max_cost))
     return gates
+
+
+def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:
+    """``gates_of(arm)`` for every gated arm, named ``<arm>/<gate>``; a plain run's gates keep their names."""
+    if arms.plain:
+        return list(gates_of(None))
+    out: list[Gate] = []
+    for arm in arms.arms:
+        if arms.gated(arm.name):
+            out += [Gate(f"{arm.name}/{g.name}", g.passed, g.message) for g in gates_of(arm.name)]
+    return out
+
+
+def arm_trials(trials: Sequence[TrialResult], arm: str | None) -> list[TrialResult]:
+    """Each trial as ``arm`` alone saw it: its results and streams, without the trial's gates."""
+    return [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds, t.timing_mode,
+                        streams=tuple(s for s in t.streams if s.arm == arm)) for t in trials]
+
+
+#: ``--max-blind-pass-rate``'s gate.
+BLIND_GATE = "blind_pass_rate"
+
+
+def blind_gate(trials: Sequence[TrialResult], control: str, blind: Sequence[str], maximum: float) -> Gate:
+    """``--max-blind-pass-rate``: fails when a blind arm (frames blanked, averaged or shuffled) still
+    passes more than ``maximum`` of the attempts the control passes (same trial and sample).
+
+    An adapter that reads its pixels cannot pass a sample it cannot see, except where the blind
+    answer happens to be right; one that ignores them passes all the control passes.
+    """
+    results = [(t.trial, r) for t in trials for r in t.results]
+    passed = {(n, r.key) for n, r in results if r.arm == control and r.status is Status.PASSED}
+    if not blind:
+        return Gate(BLIND_GATE, True, f"no blind arm (gate: <= {_pct(maximum)} of the control's passes)")
+    if not passed:
+        return Gate(BLIND_GATE, True, f"{control} passed no sample (gate: <= {_pct(maximum)} of its passes)")
+    rates = []
+    for arm in blind:
+        kept = sum(1 for n, r in results if r.arm == arm and r.status is Status.PASSED and (n, r.key) in passed)
+        rates.append((arm, kept, kept / len(passed)))
+    worst = max(rate for _arm, _kept, rate in rates)
+    text = "; ".join(f"{arm} passes {kept} of the {len(passed)} {control} passes ({_pct(rate)})"
+                     for arm, kept, rate in rates)
+    return Gate(BLIND_GATE, worst <= maximum + 1e-12,
+                f"{text} (gate: <= {_pct(maximum)}; above it the adapter is not looking at the frames)")

@@ -2,7 +2,7 @@
 
 What lives here: expanding case files into scheduled samples (``schedule``), the plan with its
 videos probed (``planning``), resolving a case's video, local or downloaded (``videos``),
-shards (``shard``) and frame pins, the ``<case>.frames.lock`` files (``pins``, ``pinning``,
+shards (``shard``), ``--early-stop``'s blocks and their seeded order (``blocks``) and frame pins, the ``<case>.frames.lock`` files (``pins``, ``pinning``,
 ``pinfiles``).
 
 What it may not know: adapters, results or reports.

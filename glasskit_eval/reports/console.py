@@ -21,7 +21,8 @@ from .progress import ProgressDisplay
 from .streams import EventCounts
 from .tables import WIDTH, compact, pct, seconds, table, time_label
 
-_COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
+_COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33",
+            Status.NOT_EVALUATED: "2"}
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -94,7 +95,8 @@ class ConsoleListener:
         prefix = f"[{trial}/{total}] " if total > 1 else ""
         dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
-        self._print(f"  {prefix}stream {result.target}: {result.frames_delivered} frames{dropped}, "
+        arm = f" [{result.arm}]" if result.arm is not None else ""
+        self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
                     f"{m.detected}/{m.events} events detected, {_plural(m.repeats, 'repeat')}, "
                     f"{_plural(m.false_alarms, 'false alarm')}"
                     f"{stopped}")
@@ -118,7 +120,8 @@ class ConsoleListener:
             display = f"{label} ({target_id})" if label else target_id
             counts = Counts.of(mine)
             self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
-                        f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
+                        f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored"
+                        + (f", {counts.not_evaluated} not evaluated" if counts.not_evaluated else ""))
 
     def close(self) -> None:
         """Take the live line away (the run ended, or stopped)."""
@@ -209,6 +212,8 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     p()
     p(f"Eval: {run.eval_dir}")
     p(f"Cases: {len(run.cases)}")
+    if summary.arm is not None:
+        p(f"Arm: {summary.arm} (the control; arms are never pooled: each arm's figures are in the arms table)")
     if events is not None:
         p(streams_headline(events, many))
     if not samples:
@@ -342,7 +347,8 @@ def verdict_line(summary: RunSummary) -> str:
 
     total = summary.total
     parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
-                                           (total.passed, "passed"), (total.ignored, "ignored")) if n]
+                                           (total.passed, "passed"), (total.ignored, "ignored"),
+                                           (total.not_evaluated, "not evaluated")) if n]
     events = event_counts(summary)
     judged = [", ".join(parts)] if parts else []
     if events is not None:
@@ -355,7 +361,9 @@ def verdict_line(summary: RunSummary) -> str:
         tail = "; no gate is set"
     else:
         tail = ""
-    return f"{verdict_word(summary)}: {counts} in {seconds(summary.run.duration_seconds)}{tail}"
+    from .early_stop import verdict_tail
+
+    return f"{verdict_word(summary)}: {counts} in {seconds(summary.run.duration_seconds)}{tail}{verdict_tail(summary)}"
 
 
 def _ungated(summary: RunSummary) -> bool:
@@ -437,6 +445,8 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     if many:
         headers, right = ["Trial", *headers], [True, *right]
     noun = "failed or errored attempts" if many else "failed or errored samples"
+    if arms:
+        noun += f" in {len({f.result.arm for f in failures})} arms"
     title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
         f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
     lines = table(title, headers, rows, right, width=WIDTH).splitlines()

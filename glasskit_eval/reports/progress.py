@@ -283,9 +283,11 @@ class ProgressDisplay:
             line = live_line(self.case, now - self.run_started, now, self._sep, width)
             # A line wider than the terminal wraps, and \r then redraws only its last part.
             line = line[:width]
+            # Ctrl+C's message must not be glued onto it (see support.interrupts). Said before the
+            # line is written: a signal handled between the write and this (another thread may be
+            # drawing) would otherwise see the line as closed; a newline too many is harmless.
+            note_open_line(True)
             self.err.write(_CLEAR + line)
             self.err.flush()
             self._shown = line
             self._drawn_at = now
-            # Ctrl+C's message must not be glued onto it (see support.interrupts).
-            note_open_line(True)
