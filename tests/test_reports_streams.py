@@ -81,7 +81,7 @@ def test_the_streams_table_fits_80_columns_whatever_the_names() -> None:
         text = stream_table(s)
         assert text is not None and max(len(line) for line in text.splitlines()) <= 80
     text = stream_table(summary(long))
-    assert text is not None and "a-case-…length" in text
+    assert text is not None and "a-case-with…d-at-length" in text
     assert "1 (2.31/min)" in (stream_table(summary(stream(FOUR, HITS))) or "")
 
 
@@ -99,3 +99,19 @@ def test_findings_are_in_time_order_and_capped() -> None:
     lines = stream_findings(summary(many))
     assert lines[-1].startswith("  ... and ") and len(lines) == 1 + 20 + 1
     assert stream_findings(summary(stream(FOUR, [emit(5), emit(12), emit(20), emit(27)]))) == []
+
+
+def test_with_arms_the_headline_counts_the_controls_events_and_a_stream_gate_is_a_gate() -> None:
+    import dataclasses
+
+    control = dataclasses.replace(stream(FOUR, HITS), arm="control")
+    dim = dataclasses.replace(stream(FOUR, []), arm="dim")
+    trial = TrialResult(trial=1, results=(), gates=(), duration_seconds=1.0, timing_mode=None, streams=(control, dim))
+    run = RunResult(eval_dir="/e", cases=("room",), repeat=1, trials=(trial,), gates=(), duration_seconds=1.0)
+    s = RunSummary.of(run, control="control")
+    assert verdict_line(s).startswith("NOT GATED: 1 of 4 events missed, 1 false alarm in ")  # not 5 of 8
+    # A sample gate does not judge events: still not gated. A stream gate does.
+    sample_gated = summary(stream(FOUR, HITS), gates=(Gate("eval_min_pass_rate", True, "ok"),))
+    assert verdict_line(sample_gated).startswith("NOT GATED: ")
+    stream_gated = summary(stream(FOUR, HITS), gates=(Gate("room_lights_max_false_alarms_per_min", True, "ok"),))
+    assert verdict_line(stream_gated).startswith("PASSED: ")

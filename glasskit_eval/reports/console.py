@@ -367,13 +367,15 @@ def verdict_line(summary: RunSummary) -> str:
 
 
 def _ungated(summary: RunSummary) -> bool:
-    """Something was judged wrong (a sample, an event, a false alarm) and no gate looks at correctness."""
-    from .streams import event_counts
+    """Something was judged wrong and no gate looks at it: a failed sample without a correctness
+    gate, or a missed event, false alarm or stopped stream without a stream gate."""
+    from .streams import event_counts, streams_gated
 
     total = summary.total
     events = event_counts(summary)
-    wrong = bool(total.failed or total.errors or (events is not None and events.bad))
-    return wrong and not summary.correctness_gated
+    samples_wrong = bool(total.failed or total.errors) and not summary.correctness_gated
+    events_wrong = events is not None and events.bad and not streams_gated(summary)
+    return samples_wrong or events_wrong
 
 
 def verdict_word(summary: RunSummary) -> str:

@@ -70,13 +70,18 @@ def stream_table(summary: RunSummary, width: int = CONSOLE_WIDTH) -> str | None:
     streams = _streams(summary)
     if not streams:
         return None
-    headers = STREAM_ROW_HEADERS
+    headers = list(STREAM_ROW_HEADERS)
     rows = stream_rows(summary)
+    if all(row[3] == "0" for row in rows):
+        # No stream repeated itself: the column would say nothing, and its width goes to the names.
+        del headers[3]
+        for row in rows:
+            del row[3]
     rest = sum(max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers) if i) + 2 * (len(headers) - 1)
     room = max(_MIN_NAME, width - rest)
     for row in rows:
         row[0] = _fit_name(row[0], room)
-    return table("Streams", headers, rows, [False, True, True, True, True, True, True])
+    return table("Streams", headers, rows, [False] + [True] * (len(headers) - 1))
 
 
 def rounded(value: float) -> str:
@@ -177,9 +182,20 @@ class EventCounts:
         return ", ".join(parts)
 
 
+#: Gates that judge streams (their names end so, whatever the target or arm prefix).
+STREAM_GATE_SUFFIXES = ("_min_recall", "_max_false_alarms_per_min", "_max_detection_latency_p95", "stream_errors",
+                        "baseline_regressions")
+
+
+def streams_gated(summary: RunSummary) -> bool:
+    """Whether any gate of the run judges its streams."""
+    names = [g.name for t in summary.run.trials for g in t.gates] + [g.name for g in summary.run.gates]
+    return any(name.endswith(STREAM_GATE_SUFFIXES) for name in names)
+
+
 def event_counts(summary: RunSummary) -> EventCounts | None:
-    """The run's streams counted (None when it has none)."""
-    streams = _streams(summary)
+    """The run's streams counted (None when it has none); with arms the control's alone, as every headline figure."""
+    streams = [s for s in _streams(summary) if summary.arm is None or s.arm == summary.arm]
     if not streams:
         return None
     return EventCounts(len(streams), sum(s.metrics.events for s in streams),
