@@ -1,7 +1,8 @@
 """The review page: a local server and UI to check and correct timed expectations.
 
 What lives here: the loopback server and its security (``server``, ``security``), the JSON API
-(``api``, ``edits``, ``checks``, ``pins``), case and frame data (``casedata``, ``media``), a
+(``api``, ``edits``, ``eventedits`` and ``eventnames`` for one stream event at a time, ``checks``,
+``pins``), case and frame data (``casedata``, ``media``), a
 report's overlay (``report``) and the page's static files.
 
 What it may not know: the run engine or the command line (``commands/review.py`` starts it).

@@ -203,7 +203,7 @@ def save_events(root: Path, case_id: str, target_id: str, body: Any) -> Written:
         try:
             return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
         except ApiError as exc:
-            from .eventedits import named
+            from .eventnames import named
 
             raise named(exc, target_id, data["targets"][target_id]["events"]) from None
 

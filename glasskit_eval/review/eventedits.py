@@ -11,7 +11,6 @@ page shows it, not by its position in the list.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from .edits import (
     restore_numbers,
 )
 from .errors import ApiError
+from .eventnames import name_events, named
 
 OPS = ("add", "set", "delete")
 
@@ -129,36 +129,3 @@ def _check_merge(current: casedata.LoadedCase, base_text: str, target_id: str, n
         return  # the disk changed elsewhere only
     if op == "add" or len(base) != len(now) or index >= len(base) or base[index] != now[index]:
         raise conflict
-
-
-_EVENT_PATH = r"(?:targets\.(?P<target>[^\s.\[]+)\.)?events\[(?P<index>\d+)\]"
-
-
-def name_events(message: str, target_id: str, events: list[Any]) -> str:
-    """``events[1]`` (and ``targets.pan.events[1]``) in ``message`` as ``event @ 12.4s``: the page names events by onset."""
-    def at(index: int) -> str | None:
-        if index >= len(events) or not isinstance(events[index], dict):
-            return None
-        value = events[index].get("at")
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return None
-        return f"{float(value):g}"
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group("target") not in (None, target_id):
-            return match.group(0)
-        when = at(int(match.group("index")))
-        if when is None:
-            return match.group(0)
-        prefix = f"targets.{target_id} " if match.group("target") else ""
-        return f"{prefix}event @ {when}s"
-
-    return re.sub(_EVENT_PATH, replace, message)
-
-
-def named(exc: ApiError, target_id: str, events: list[Any]) -> ApiError:
-    """``exc`` with its message and problems naming events by onset."""
-    extra = dict(exc.extra)
-    if isinstance(extra.get("problems"), list):
-        extra["problems"] = [name_events(str(p), target_id, events) for p in extra["problems"]]
-    return ApiError(exc.status, exc.code, name_events(exc.message, target_id, events), **extra)
