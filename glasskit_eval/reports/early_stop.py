@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from ..evaluation.earlystop import decision_line
 from ..results import EarlyStop, TrialResult
 from ..summary import Counts, RunSummary
 
@@ -25,7 +24,7 @@ def decided_lines(summary: RunSummary) -> list[str]:
     trials = summary.run.repeat
     for trial, record in _stopped(summary):
         prefix = f"[{trial.trial}/{trials}] " if trials > 1 else ""
-        lines.extend(prefix + decision_line(d, record.alpha) for d in record.gates if d.early)
+        lines.extend(prefix + d.line(record.alpha) for d in record.gates if d.early)
     return lines
 
 
