@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,13 @@ from glasskit_eval.adapters.choose import adapter_spec
 from glasskit_eval.adapters.resilient import CallPolicy
 from glasskit_eval.arms.plan import Arm, ArmPlan
 from glasskit_eval.errors import SampleFailure, UsageError
+from glasskit_eval.evaluation.engine import CaseBlock
 from glasskit_eval.evaluation.lanes import Door, Needs, open_lanes
 from glasskit_eval.evaluation.options import TrialOptions
 from glasskit_eval.evaluation.trials import run_trials
-from glasskit_eval.plan.planning import CasePlan, Plan, build_plan
+from glasskit_eval.plan.planning import Plan, build_plan
 from glasskit_eval.plan.schedule import Filters, ScheduledSample
-from glasskit_eval.results import SampleResult
+from glasskit_eval.results import EarlyStop, Gate, SampleResult
 
 CASE = """\
 video: cfr_h264.mp4
@@ -169,15 +170,29 @@ class Halves:
     def __init__(self, after: int) -> None:
         self.after = after
         self.asked: list[int] = []
+        self.seen = 0
+        self.blocks: list[CaseBlock] = []
+        self.side_by_side = 1
+        self.order: str | None = None
 
-    def blocks(self, case: CasePlan, pending: Sequence[ScheduledSample]) -> Iterator[Sequence[ScheduledSample]]:
-        order = sorted(pending, key=lambda s: -s.sample_index)
-        for start in range(0, len(order), 2):
-            yield order[start:start + 2]
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> Halves:
+        for case in plan.cases:
+            latest = sorted(case.samples, key=lambda s: -s.sample_index)
+            self.blocks += [CaseBlock(case.case.name, tuple(latest[i:i + 2])) for i in range(0, len(latest), 2)]
+        return self
 
-    def stop(self, trial: int, results: Sequence[SampleResult]) -> bool:
-        self.asked.append(len(results))
-        return len(results) >= self.after
+    def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
+        self.seen += len(results)
+        self.asked.append(self.seen)
+
+    def done(self, arm: int) -> bool:
+        return self.seen >= self.after
+
+    def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
+        return None  # left without a result
+
+    def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
+        return gates, None
 
 
 def test_a_schedule_orders_the_blocks_and_stops_between_them(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The engine ``run`` and ``seed`` share: every :class:`~glasskit_eval.results.SampleResult` is made here.
 
 What lives here: the one trial loop over lanes (``trials``; a plain run is one arm) and what its
-trials share (``engine``: listener, result store, case splits, the schedule hook; ``options``);
+trials share (``engine``: listener, result store, case splits, the schedule it plays; ``options``);
 the one door every evaluator is opened, wrapped, checked, cancelled and closed through
 (``lanes``); one case's samples through a caller (``case``), from one decode handed to every
 lane (``tee``) through the thread-to-loop hand-off (``bridge``); decode order and the shared
@@ -12,7 +12,7 @@ checkpointed results (``reuse``); failure artifacts (``failures``); the observat
 targets fed and scored (``streams``, the paced clock ``pacing``, every lane's streams
 ``streamlanes``, ``streamscore``, ``streamgates``, ``streamrecord``); neighbouring frames of
 knife-edge labels (``jitter``), seed's proposals (``proposals``), and ``run --early-stop``: the
-gates it decides and each arm's tracker (``earlystop``), its blocks in the trial loop (``earlyloop``).
+gates it decides, each arm's tracker and its schedule of seeded blocks (``earlystop``).
 
 What it may not know: argparse, requests or what a command prints; it talks to the outside
 through a listener, a result store and the options it is given.
