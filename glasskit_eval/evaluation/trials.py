@@ -304,10 +304,8 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
         if pending and lane is not None and lane.stream_caller is not None:
             mine = split.plan
             mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
-            # The HTML report keeps the frames of streams without an arm (an arm's are not told apart there).
-            keeper = engine.stream_keeper if lane.name is None else None
             works.append((lane, StreamWork(mine, trial, options.keep_going, options.pace, warner(listener),
-                                           keep_frame=keeper, arm=lane.name,
+                                           keep_frame=engine.stream_keeper, arm=lane.name,
                                            perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name))))
     fresh: dict[str | None, list[StreamResult]] = {}
     if works:
