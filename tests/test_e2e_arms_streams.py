@@ -172,3 +172,24 @@ def test_the_html_report_pictures_each_arms_missed_events(tmp_path: Path, eval_d
     assert [m[1] for m in streams["pan · deaf"]["misses"]] == ONSETS
     for _at, frame, thumb, _text in streams["pan · deaf"]["misses"]:
         assert thumb is not None and read_frame_index(images[thumb].convert("RGB")) == frame
+
+
+def test_baseline_diffs_each_arms_streams_with_the_same_arm(tmp_path: Path, eval_dir: Path) -> None:
+    """`late` goes deaf between the runs: its events are detected->missed regressions, the control's unchanged."""
+    before = tmp_path / "before.json"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "late", "--output-json", before)
+    assert code in (0, 1), err
+    config = eval_dir / "config.yaml"
+    config.write_text(config.read_text().replace("k: 4,", "k: 1000,"))
+    after = tmp_path / "after.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "late", "--output-json", after,
+                             "--baseline", before, "--fail-on-regression")
+    assert code == 1, err
+    arms = read_json(after)["arms"]
+    late, control = arms["late"]["baseline"]["streams"], arms["control"]["baseline"]["streams"]
+    assert late["regressions"] == 2 and late["matched_events"] == 2
+    assert control["regressions"] == 0 and control["matched_events"] == 2
+    gates = {g["name"]: g for g in read_json(after)["gates"]}
+    assert gates["late/baseline_regressions"]["passed"] is False
+    assert "2 detected->missed events" in gates["late/baseline_regressions"]["message"]
+    assert gates["control/baseline_regressions"]["passed"] is True
