@@ -3,8 +3,8 @@
 What lives here: the gates the early stop decides (:func:`goals`, the same names and precedence
 as :func:`~.gates.evaluate_gates`), a :class:`Tracker` that feeds each evaluated block to every
 gate's anytime-valid bound (:mod:`glasskit_eval.statistics.anytime`) and says when all are
-decided, and :func:`decided_gates`, which puts the decisions in place of the ordinary pass-rate
-gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
+decided, and ``decided_gates`` (made in :mod:`.gates`, as every gate), which puts the decisions
+in place of the ordinary pass-rate gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
 count over the whole set is only known once every sample is seen).
 
 :class:`EarlyStopping` is the trial loop's schedule (:class:`~.engine.Schedule`): every case's
@@ -18,7 +18,7 @@ order, so a resume reaches the same decision after the same blocks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -29,7 +29,7 @@ from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
-from .gates import GateOptions
+from .gates import GateOptions, decided_gates
 from .ordering import TIME
 
 __all__ = ["Block", "EarlyStopOptions", "EarlyStopping", "Goal", "Tracker", "decided_gates", "goals", "order"]
@@ -193,13 +193,6 @@ def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResu
     from .judge import Verdict, make_result
 
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
-
-
-def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
-    """``gates`` with each early decision in place of the ordinary gate of the same name."""
-    early = {d.name: d for d in record.gates if d.early}
-    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
-            if g.name in early else g for g in gates]
 
 
 class EarlyStopping:

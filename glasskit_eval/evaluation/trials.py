@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ..adapters.base import AdapterSpec
-from ..arms.compare import robustness_gate
 from ..arms.plan import ArmPlan
 from ..compare.values import MissingField, what_is_there
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
@@ -45,7 +45,15 @@ from .engine import (
 )
 from .failures import FailureSaver
 from .framestore import image_bytes
-from .gates import CaseThresholds, arm_trials, blind_gate, evaluate_gates, per_arm, run_gates
+from .gates import (
+    CaseThresholds,
+    arm_trials,
+    blind_gate,
+    evaluate_gates,
+    per_arm,
+    robustness_gate,
+    run_gates,
+)
 from .judge import Judge, ignored_result, judge
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
@@ -304,9 +312,12 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
         if pending and lane is not None and lane.stream_caller is not None:
             mine = split.plan
             mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
+            # Lanes share one decode: the first one's frames fed stand for the case's progress.
+            progress = functools.partial(listener.stream_fed, mine.case.name) if not works else None
             works.append((lane, StreamWork(mine, trial, options.keep_going, options.pace, warner(listener),
                                            keep_frame=engine.stream_keeper, arm=lane.name,
-                                           perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name))))
+                                           perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name),
+                                           progress=progress)))
     fresh: dict[str | None, list[StreamResult]] = {}
     if works:
         stream_sink = engine.store.stream_sink(trial) if engine.store is not None else None
@@ -323,7 +334,7 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
 
 
 def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
-    """A target whose ``field`` is missing from every observation: the path is wrong, so say what is there."""
+    """A target whose ``field`` is missing from most observations: the path is likely wrong, so say what is there."""
     missing = MissingField("").reason
     by_target: dict[tuple[str, str], list[SampleResult]] = {}
     for r in results:
@@ -331,10 +342,12 @@ def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
             by_target.setdefault((r.target, r.field), []).append(r)
     notes = []
     for (target, field), mine in by_target.items():
-        if all(r.reason.startswith(missing) for r in mine):
+        lacking = [r for r in mine if r.reason.startswith(missing)]
+        if 2 * len(lacking) > len(mine):
             count = f"{len(mine)} sample{'s' if len(mine) != 1 else ''}"
-            notes.append(f"field `{field}` is missing from every observation of {mine[0].case}/{target} ({count}): "
-                         f"{what_is_there(mine[0].observed, field)}")
+            share = "every observation" if len(lacking) == len(mine) else f"{len(lacking)} of {len(mine)} observations"
+            notes.append(f"field `{field}` is missing from {share} of {lacking[0].case}/{target} ({count}): "
+                         f"{what_is_there(lacking[0].observed, field)}")
     return notes
 
 
