@@ -215,3 +215,49 @@ def test_without_a_schedule_every_sample_is_evaluated_once_in_declaration_order(
     assert [r.sample_index for r in result.trials[0].results] == [0, 1, 2, 3, 4]
     assert json.dumps([g.name for g in result.trials[0].gates]).count("/") == 0  # a plain run's gates keep names
 
+
+
+class Told(Quiet):
+    """What the loop told the console, in order."""
+
+    def __init__(self) -> None:
+        self.told: list[str] = []
+
+    def case_started(self, case: Any, trial: int, total: int) -> None:
+        self.told.append(f"start {case.name}")
+
+    def case_finished(self, case: Any, results: list[SampleResult], trial: int, total: int) -> None:
+        self.told.append(f"finish {case.name} {len(results)}")
+
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        self.told.append(f"sample {result.case}")
+
+
+class Interleaved(Halves):
+    """One sample a block, the two cases' blocks alternating; never stops."""
+
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> Interleaved:
+        first, second = (c.samples for c in plan.cases)
+        for a, b in zip(first, second, strict=True):
+            self.blocks += [CaseBlock(a.case.name, (a,)), CaseBlock(b.case.name, (b,))]
+        return self
+
+    def done(self, arm: int) -> bool:
+        return False
+
+
+def test_cases_played_alone_are_announced_before_their_blocks_interleaved_ones_before_their_summary(
+        tmp_path: Path) -> None:
+    plan = build_plan(str(make_eval(tmp_path, {"c1": CASE, "c2": CASE}, ADAPTER)), Filters(), allow_empty=False)
+    spec = adapter_spec(None, None, plan.eval_dir.root, io.StringIO())
+    told = Told()
+    asyncio.run(run_trials(plan, spec, TrialOptions(), told))
+    assert told.told == ["start c1", *["sample c1"] * 5, "finish c1 5", "start c2", *["sample c2"] * 5, "finish c2 5"]
+    told = Told()
+    result = asyncio.run(run_trials(plan, spec, TrialOptions(), told, schedule=Interleaved(after=0)))
+    # c1 finishes once no block of it is left (before c2's last block), c2 after its last.
+    assert told.told == [*["sample c1", "sample c2"] * 4, "sample c1", "start c1", "finish c1 5", "sample c2",
+                         "start c2", "finish c2 5"]
+    # Results stay case by case, each in declaration order.
+    assert [(r.case, r.sample_index) for r in result.trials[0].results] == [
+        (c, i) for c in ("c1", "c2") for i in range(5)]
