@@ -150,7 +150,7 @@ def test_a_sample_not_evaluated_is_one_the_run_does_not_have() -> None:
     after = outcomes([_result("passed", 0.5), _result("not_evaluated", 1.0), _result("not_evaluated", 1.5)])
     found = diff(before, after, "b")
     assert [(c.kind, c.timestamp_s) for c in found.changes] == [("removed", 1.0), ("removed", 1.5)]
-    assert found.matched == 1 and found.regressions == 0 and found.gate().passed
+    assert found.matched == 1 and found.regressions == 0 and baseline_gate(found).passed
     assert found.significance is not None and found.significance.overall is not None
     assert found.significance.overall.pairs == 1
     # Either way round, and with repeats: the trial that evaluated it is the sample's outcome.
