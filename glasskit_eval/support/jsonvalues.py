@@ -70,13 +70,20 @@ def checked_plain(value: object) -> tuple[str | None, Any]:
     return _finish(checked_steps(value, copy=True))
 
 
+def walk_step(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any] | None:
+    """Run a :func:`checked_steps` walk to its next pause: None while it goes on, its result once done."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        result: tuple[str | None, Any] = done.value
+        return result
+    return None
+
+
 def _finish(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any]:
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: tuple[str | None, Any] = done.value
-            return result
+    while (result := walk_step(steps)) is None:
+        pass
+    return result
 
 
 #: Items a walk visits between two pauses of :func:`checked_steps`.
@@ -181,6 +188,7 @@ def _plain_scalar(value: object) -> Any:
     if isinstance(value, float):
         return float(value)
     assert isinstance(value, str)
+    # str() would honour a subclass's __str__; this returns the characters as stored.
     return str.__str__(value)
 
 
@@ -272,15 +280,8 @@ def to_plain(value: Any) -> Any:
     ``float64``) become their base types, so ``json.dumps`` and ``yaml.safe_dump``
     accept the result. The value must already have passed :func:`json_problem`.
     """
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        # str() would honour a subclass's __str__; this returns the characters as stored.
-        return str.__str__(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return _plain_scalar(value)
     if isinstance(value, (list, tuple)):
         return [to_plain(item) for item in _elements(value)]
     if isinstance(value, dict):
