@@ -43,6 +43,16 @@ class GateOptions:
     #: ``--min-recall``, ``--max-false-alarms-per-min``, ``--max-detection-latency-p95``: every stream target.
     streams: StreamGates = field(default_factory=StreamGates)
 
+    def eval_gates(self, thresholds: Thresholds) -> list[tuple[str, float | None, int | None]]:
+        """The eval-wide gates as (name, minimum pass rate, maximum failures), one limit set in each.
+
+        Each limit is the option where given, else config.yaml's.
+        """
+        min_rate = self.min_pass_rate if self.min_pass_rate is not None else thresholds.min_pass_rate
+        max_failures = self.max_failures if self.max_failures is not None else thresholds.max_failures
+        return ([("eval_min_pass_rate", min_rate, None)] if min_rate is not None else []) + (
+            [("eval_max_failures", None, max_failures)] if max_failures is not None else [])
+
 
 @dataclass(frozen=True)
 class CaseThresholds:
@@ -88,12 +98,11 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
                   "no adapter/comparison errors" if errors == 0 else f"{errors} adapter/comparison errors")]
 
     eval_t = eval_thresholds or Thresholds()
-    min_rate = options.min_pass_rate if options.min_pass_rate is not None else eval_t.min_pass_rate
-    max_failures = options.max_failures if options.max_failures is not None else eval_t.max_failures
-    if min_rate is not None:
-        gates.append(_rate_gate("eval_min_pass_rate", evaluated, min_rate))
-    if max_failures is not None:
-        gates.append(_failures_gate("eval_max_failures", evaluated, max_failures))
+    for name, minimum, maximum in options.eval_gates(eval_t):
+        if minimum is not None:
+            gates.append(_rate_gate(name, evaluated, minimum))
+        elif maximum is not None:
+            gates.append(_failures_gate(name, evaluated, maximum))
 
     if options.min_target_pass_rate is not None:
         for target in sorted({r.target for r in evaluated}):
