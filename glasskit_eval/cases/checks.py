@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from ..compare.modes import MODES, CompareConfig
 from ..errors import Problem
-from ..support.jsonvalues import json_problem
+from ..support.jsonvalues import json_problem, type_name
 from ..support.timevalues import to_fraction
 from ..yamltext.source import PathKey, YamlDocument
 from .model import CLIP_EDGES, MAX_CLIP_FRAMES, ClipSpec
@@ -214,22 +214,6 @@ class Checker:
         parsers: tuple[tuple[str, Callable[[Any, PathKey], Any]], ...] = (
             ("field", self.field_path), ("compare", self.compare), ("clip", self.clip))
         return {key: parse(mapping[key], (*path, key)) for key, parse in parsers if key in mapping}
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
 
 
 def _beyond_float(value: int) -> bool:

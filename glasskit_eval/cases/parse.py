@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..support.jsonvalues import type_name
 from ..support.timevalues import format_time, same_time_key
 from ..yamltext.source import PathKey, YamlDocument
-from .checks import UNSET, Checker, type_name
+from .checks import UNSET, Checker
 from .model import (
     DEFAULT_EVERY_S,
     MAX_SAMPLES_PER_CASE,

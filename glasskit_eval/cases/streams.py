@@ -12,9 +12,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from ..support.jsonvalues import type_name
 from ..support.timevalues import format_time, to_fraction
 from ..yamltext.source import PathKey, format_path
-from .checks import UNSET, Checker, type_name
+from .checks import UNSET, Checker
 from .model import DEFAULT_WINDOW, EventSpec, StreamSpec
 
 #: Keys a target may have only when it is a stream target.
