@@ -372,7 +372,7 @@ class Num(Shape):
         kinds = (int,) if self.integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             what = "an integer" if self.integer else "a number"
-            return path, _must_be(what, self.nullable, value)
+            return path, f"must be {what}{' or null' if self.nullable else ''}, not {_type_name(value)}"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             low, high = _bound(self.low), _bound(self.high)
             bounds = (f"from {low} to {high}" if self.low is not None and self.high is not None
