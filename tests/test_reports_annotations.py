@@ -67,17 +67,17 @@ EXPECTED_SUMMARY = """\
 
 | Target | Pass rate | Passed | Failed | Errors | Ignored |
 |---|---|---|---|---|---|
-| Index (idx) | 62.5% | 5 | 3 | 0 | 1 |
-| size | 0.0% | 0 | 0 | 1 | 0 |
+| `Index (idx)` | 62.5% | 5 | 3 | 0 | 1 |
+| `size` | 0.0% | 0 | 0 | 1 | 0 |
 
 ### Failures
 
 | Case | Target | Time | Status | Expected | Observed | Reason |
 |---|---|---|---|---|---|---|
-| door | idx | 1s | failed | `5` | `10` | `expected 5, observed 10` |
-| door | idx | 1.7s | failed | `15` | `17` | `expected 15, observed 17` |
-| door | size | 0s | error | `[128,72]` | `null` | `adapter_error: adapter failed for door/size sample 5 at 0.0s: RuntimeError: boom: door/size/0` |
-| lamp | idx | 1s | failed | `0` | ``"50%\\r\\n\\|`x`"`` | ``expected a number, observed "50%\\r\\n\\|`x`"`` |
+| `door` | `idx` | 1s | failed | `5` | `10` | `expected 5, observed 10` |
+| `door` | `idx` | 1.7s | failed | `15` | `17` | `expected 15, observed 17` |
+| `door` | `size` | 0s | error | `[128,72]` | `null` | `adapter_error: adapter failed for door/size sample 5 at 0.0s: RuntimeError: boom: door/size/0` |
+| `lamp` | `idx` | 1s | failed | `0` | ``"50%\\r\\n\\|`x`"`` | ``expected a number, observed "50%\\r\\n\\|`x`"`` |
 
 """
 
@@ -194,4 +194,4 @@ def test_at_most_fifty_annotations_then_one_summary_annotation() -> None:
     assert lines[-1] == ("::error title=glasskit_eval%3A 7 more failing samples::7 more failed or errored "
                          "samples are not annotated; see the job summary or the JUnit report for all of them")
     text = step_summary(RunSummary.of(run))
-    assert text.count("| c | t |") == 50 and "… and 7 more failing samples." in text
+    assert text.count("| `c` | `t` |") == 50 and "… and 7 more failing samples." in text

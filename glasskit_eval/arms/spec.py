@@ -16,6 +16,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from ..errors import UsageError
+from ..support.outside import control_characters, inline
 from ..support.secretvalues import redact_url
 from .perturb import Perturbation, chain_spec, parse_spec
 
@@ -121,6 +122,9 @@ def select_arms(declared: Mapping[str, ArmSpec], arms: Sequence[str], perturbs: 
         name = name.strip()
         if not name:
             raise UsageError(f"--arm {text!r}: give an arm name (NAME or NAME=ADAPTER_CONFIG.yaml)")
+        if controls := control_characters(name):
+            raise UsageError(f"--arm {inline(text)!r}: the arm name holds control characters ({controls}); "
+                             "use visible characters only")
         if sep:
             if name in (CONTROL, ALL):
                 raise UsageError(f"--arm {text}: {name!r} is reserved; pick another arm name")

@@ -61,13 +61,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    from ..support.outside import LineGuard
     from ..support.secretvalues import RedactingStream, secrets_scope
 
     with secrets_scope():
         # Every line we print passes here, whoever made its text (an adapter's exception, a
-        # server's error body): known secrets are cut at the last moment.
-        return _main(argv, cast("TextIO", RedactingStream(out or sys.stdout)),
-                     cast("TextIO", RedactingStream(err or sys.stderr)))
+        # server's error body, a name): known secrets are cut at the last moment, and a line
+        # starting with `::` is never a workflow command unless we write it as one.
+        return _main(argv, cast("TextIO", LineGuard(cast("TextIO", RedactingStream(out or sys.stdout)))),
+                     cast("TextIO", LineGuard(cast("TextIO", RedactingStream(err or sys.stderr)))))
 
 
 def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:

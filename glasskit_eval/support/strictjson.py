@@ -385,12 +385,8 @@ class Num(Shape):
             # Every reader takes such a number as a float, which has no room for it.
             return path, f"is an integer of {len(str(abs(value)))} digits, out of range for a number (over 1.8e308)"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            if self.low is not None and self.high is not None:
-                bounds = f"from {_bound(self.low)} to {_bound(self.high)}"
-            elif self.low is not None:
-                bounds = f"at least {_bound(self.low)}"
-            else:
-                bounds = f"at most {_bound(self.high)}"
+            bounds = (f"at most {_bound(self.high)}" if self.low is None else f"at least {_bound(self.low)}"
+                      if self.high is None else f"from {_bound(self.low)} to {_bound(self.high)}")
             return path, f"is {_clip(repr(value))}, must be {bounds}"
         return None
 
