@@ -48,9 +48,10 @@ def add_run(sub: Any) -> None:
                    help="gate: each stream target's false alarms per minute of quiet time")
     p.add_argument("--max-detection-latency-p95", dest="max_detection_latency_p95_s", type=opts.nonnegative_number,
                    metavar="SECONDS", help="gate: each stream target's p95 detection latency")
-    p.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+    p.add_argument("--pace", type=opts.pace, metavar="FLOAT",
                    help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
-                   "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
+                   "(1.0 is real time; from 0.01 to 1000), the newest frame wins while the adapter is busy (default: "
+                   "replay)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")

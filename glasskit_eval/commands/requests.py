@@ -23,7 +23,7 @@ from ..evaluation.gates import GateOptions
 from ..evaluation.options import TrialOptions
 from ..plan.schedule import Filters
 from ..plan.shard import parse_shard
-from ..support.timevalues import parse_cli_time
+from ..support.timevalues import MAX_PACE, MIN_PACE, parse_cli_time
 
 #: The checkpoint kinds (``runs/checkpoints/<kind>-...``).
 RUN_KIND = "run"
@@ -289,6 +289,10 @@ def positive_number(value: object) -> bool:
     return _is_number(value) and value > 0  # type: ignore[operator]
 
 
+def pace_ok(value: object) -> bool:
+    return _is_number(value) and MIN_PACE <= value <= MAX_PACE  # type: ignore[operator]
+
+
 def nonnegative_number(value: object) -> bool:
     return _is_number(value) and value >= 0  # type: ignore[operator]
 
@@ -346,7 +350,7 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "arms": str_list, "perturb": str_list, "control": opt_str, "seed": _is_int, "gate_arm": opt_str,
     "max_robustness_drop": _optional(rate), "jitter_frames": count,
     "min_recall": _optional(rate), "max_false_alarms_per_min": _optional(nonnegative_number),
-    "max_detection_latency_p95_s": _optional(nonnegative_number), "pace": _optional(positive_number),
+    "max_detection_latency_p95_s": _optional(nonnegative_number), "pace": _optional(pace_ok),
 }
 
 #: The arm options' defaults: left out of a manifest while unused.
