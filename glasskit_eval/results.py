@@ -17,20 +17,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .support.strictjson import (
-    AnyValue,
-    Arr,
-    Bool,
-    Int,
-    LoadError,
-    MapOf,
-    Num,
-    Obj,
-    Seconds,
-    Str,
-    Time,
-    check,
-)
+from .support import strictjson as sj
+from .support.strictjson import AnyValue, Arr, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
 
 
 class Status(str, enum.Enum):
@@ -38,6 +26,8 @@ class Status(str, enum.Enum):
     FAILED = "failed"
     ERROR = "error"
     IGNORED = "ignored"
+    #: ``run --early-stop`` decided every gate before this sample's turn: no call, no verdict.
+    NOT_EVALUATED = "not_evaluated"
 
     def __str__(self) -> str:
         return self.value
@@ -112,6 +102,10 @@ class ClipFrames:
         return path.with_name(path.stem + "_clip") / name
 
 
+#: Statuses that are no verdict: they count in no pass rate, failure or error.
+_UNJUDGED = frozenset({Status.IGNORED, Status.NOT_EVALUATED})
+
+
 @dataclass(frozen=True, slots=True)
 class SampleResult:
     case: str
@@ -155,7 +149,7 @@ class SampleResult:
 
     @property
     def evaluated(self) -> bool:
-        return self.status is not Status.IGNORED
+        return self.status not in _UNJUDGED
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -215,26 +209,26 @@ class SampleResult:
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
 _OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm", "clip")
-_SECONDS = Seconds(nullable=True)
+_SECONDS = sj.Seconds(nullable=True)
 
 #: Every key of a stored result (reports, checkpoint records), as :meth:`SampleResult.to_json` writes
 #: it; the keys without a default are upstream's and always written. Times and durations are
 #: non-negative, indexes and counts non-negative integers.
 RESULT_SHAPE = Obj(
     required={"case": Str(), "target": Str(), "target_label": Str(nullable=True), "sample_index": Int(),
-              "timestamp_s": Seconds(), "source": Str(), "status": Str(choices=tuple(s.value for s in Status)),
+              "timestamp_s": sj.Seconds(), "source": Str(), "status": Str(choices=tuple(s.value for s in Status)),
               "expected": AnyValue(), "field": Str(nullable=True), "compare_mode": Str(nullable=True),
               "reason": Str()},
     optional={"observed": AnyValue(), "observed_value": AnyValue(),
               "evaluation_duration_seconds": _SECONDS,
               "evaluation_timing_mode": Str(nullable=True, choices=(*(m.value for m in TimingMode), "batch")),
-              "frame_index": Int(nullable=True), "media_timestamp_s": Time(nullable=True),
+              "frame_index": Int(nullable=True), "media_timestamp_s": sj.Time(nullable=True),
               "error_kind": Str(nullable=True, choices=tuple(k.value for k in ErrorKind)),
               "artifact_image": Str(nullable=True), "artifact_json": Str(nullable=True),
               "traceback": Str(nullable=True), "cached": Bool(), "attempts": Int(nullable=True),
               "usage": MapOf(Num(), nullable=True), "call_duration_seconds": _SECONDS,
               "arm": Str(nullable=True),
-              "clip": Obj({"timestamps": Arr(Seconds()), "frame_indexes": Arr(Int())})})
+              "clip": Obj({"timestamps": Arr(sj.Seconds()), "frame_indexes": Arr(Int())})})
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +239,55 @@ class Gate:
 
     def to_json(self) -> dict[str, Any]:
         return {"message": self.message, "name": self.name, "passed": self.passed}
+
+    @classmethod
+    def recorded(cls, name: str, passed: bool, message: str) -> Gate:
+        """A gate as a report recorded it, read back: its verdict was made when the report was written."""
+        return cls(name, passed, message)
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """One pass-rate (or failure-count) gate as ``run --early-stop`` left it."""
+
+    name: str
+    #: ``pass``, ``fail`` or ``undecided``.
+    verdict: str
+    #: The anytime-valid bounds on the whole planned set's pass rate (a count gate: failures seen).
+    low: float
+    high: float
+    #: The gate's threshold, and the samples of its scope evaluated when it was decided / planned.
+    minimum: float
+    after: int
+    planned: int
+    #: True when decided before every sample of its scope was evaluated.
+    early: bool
+
+    def line(self, alpha: float) -> str:
+        """``Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples (95% anytime-valid bound 93.1%)``."""
+        verdict = self.verdict.upper()
+        if self.name.endswith("_max_failures"):
+            return (f"Decided early: {verdict} {self.name} <= {self.minimum:g} after {self.after:,} of "
+                    f"{self.planned:,} samples ({self.low:g} failures seen)")
+        bound = self.low if self.verdict == "pass" else self.high
+        return (f"Decided early: {verdict} {self.name} >= {self.minimum * 100:.4g}% after {self.after:,} of "
+                f"{self.planned:,} samples ({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"after": self.after, "early": self.early, "high": self.high, "low": self.low,
+                "minimum": self.minimum, "name": self.name, "planned": self.planned, "verdict": self.verdict}
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStop:
+    """What ``run --early-stop`` did in one trial."""
+
+    samples_evaluated: int
+    samples_planned: int
+    seed: int
+    block_s: float
+    alpha: float
+    gates: tuple[GateDecision, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +300,8 @@ class TrialResult:
     timing_mode: TimingMode | None
     #: One per (case, stream target) of the trial, in run order.
     streams: tuple[StreamResult, ...] = ()
+    #: ``run --early-stop``: the decisions and how many samples they took (None otherwise).
+    early_stop: EarlyStop | None = None
 
     @property
     def success(self) -> bool:
@@ -272,11 +317,11 @@ class Stability:
 
     @property
     def evaluated(self) -> int:
-        return sum(1 for s in self.statuses if s is not Status.IGNORED)
+        return sum(1 for s in self.statuses if s not in _UNJUDGED)
 
     @property
     def flaky(self) -> bool:
-        return len({s for s in self.statuses if s is not Status.IGNORED}) > 1
+        return len({s for s in self.statuses if s not in _UNJUDGED}) > 1
 
     @property
     def consistently_passed(self) -> bool:
@@ -428,6 +473,8 @@ class StreamResult:
     staleness_p95: Fraction | None = None
     #: Why the stream stopped early (an adapter error under ``--keep-going``); None when it ran to the end.
     error: str | None = None
+    #: The arm whose adapter was fed this stream; None without arms (and then not in the JSON).
+    arm: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         staleness = None
@@ -441,4 +488,6 @@ class StreamResult:
                 "target": self.target, "target_label": self.target_label, "trial": self.trial}
         if self.error is None:
             del data["error"]
+        if self.arm is not None:
+            data["arm"] = self.arm
         return data

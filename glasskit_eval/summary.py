@@ -8,10 +8,8 @@ merged-shard reporters read these fields and never count results themselves.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, replace
 
 from .results import (
     ErrorKind,
@@ -23,10 +21,9 @@ from .results import (
     TrialResult,
     stability,
 )
+from .statistics.descriptive import percentile
 from .statistics.intervals import PassRateInterval, pass_rate_interval
 from .statistics.power import minimum_detectable_drop
-
-_Value = TypeVar("_Value")
 
 #: The confidence level of every interval, and the false-alarm rate of every test, unless the
 #: command line says otherwise (``--confidence``, ``--alpha``).
@@ -54,10 +51,12 @@ class Counts:
     durations: tuple[float, ...] = ()
     #: Whole-call durations of batch results (one per sample of each call), sorted.
     call_durations: tuple[float, ...] = ()
+    #: ``run --early-stop``: samples left without a call once every gate was decided.
+    not_evaluated: int = 0
 
     @classmethod
     def of(cls, results: Iterable[SampleResult]) -> Counts:
-        passed = failed = errors = ignored = retried = timeouts = 0
+        passed = failed = errors = ignored = retried = timeouts = not_evaluated = 0
         duration = 0.0
         usage: dict[str, float] = {}
         durations: list[float] = []
@@ -81,12 +80,14 @@ class Counts:
                 failed += 1
             elif status is Status.ERROR:
                 errors += 1
+            elif status is Status.NOT_EVALUATED:
+                not_evaluated += 1
             else:
                 ignored += 1
             if r.evaluation_duration_seconds:
                 duration += r.evaluation_duration_seconds
         return cls(passed, failed, errors, ignored, duration, retried, timeouts, tuple(sorted(usage.items())),
-                   tuple(sorted(durations)), tuple(sorted(calls)))
+                   tuple(sorted(durations)), tuple(sorted(calls)), not_evaluated)
 
     @property
     def latency(self) -> Latency | None:
@@ -134,12 +135,6 @@ class Latency:
 
     def to_json(self) -> dict[str, float | int]:
         return {"count": self.count, "max_s": self.max, "p50_s": self.p50, "p90_s": self.p90, "p95_s": self.p95}
-
-
-def percentile(ordered: Sequence[_Value], p: float) -> _Value:
-    """Nearest-rank percentile of sorted values (p in 0..100); exact values (Fractions) stay exact."""
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,10 +224,18 @@ class RunSummary:
     #: The smallest pass-rate drop a rerun compared with this one would show as significant with
     #: 80% power at ``alpha``; None when the eval is too small to see any.
     minimum_detectable_drop: float | None = None
+    #: In a run with arms: the arm whose figures these are (the control); arms are never pooled.
+    arm: str | None = None
 
     @classmethod
     def of(cls, run: RunResult, *, confidence: float = DEFAULT_CONFIDENCE,
-           alpha: float = DEFAULT_ALPHA) -> RunSummary:
+           alpha: float = DEFAULT_ALPHA, control: str | None = None) -> RunSummary:
+        """The run's figures; with arms, the ``control`` arm's alone (the others are in the arms
+        report), while ``run`` and ``failures`` keep every arm's results."""
+        whole = run
+        if control is not None:
+            run = replace(run, trials=tuple(replace(t, results=tuple(r for r in t.results if r.arm == control))
+                                            for t in run.trials))
         trials = tuple(TrialSummary(t, Counts.of(t.results), pass_rate_interval(outcome_series([t]), confidence))
                        for t in run.trials)
         stable = stability(run.trials)
@@ -247,12 +250,14 @@ class RunSummary:
         detectable = None
         if interval is not None:
             detectable = minimum_detectable_drop(interval.effective_samples, interval.rate, alpha=alpha, power=POWER)
-        return cls(run=run, total=Counts.of(everything), trials=trials, stability=stable,
+        trials = tuple(replace(mine, trial=t) for mine, t in zip(trials, whole.trials))
+        return cls(run=whole, total=Counts.of(everything), trials=trials, stability=stable,
                    trial_rates=tuple(t.counts.pass_rate or 0.0 for t in trials),
                    targets=targets, cases=cases,
-                   failures=tuple(Failure(t.trial, r) for t in run.trials for r in t.results
+                   failures=tuple(Failure(t.trial, r) for t in whole.trials for r in t.results
                                   if r.status in (Status.FAILED, Status.ERROR)),
-                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable)
+                   pass_rate_ci=interval, confidence=confidence, alpha=alpha, minimum_detectable_drop=detectable,
+                   arm=control)
 
     @property
     def success(self) -> bool:
@@ -312,10 +317,6 @@ def run_gate_scope(gate: Gate) -> str:
 
 def target_display(result: SampleResult) -> str:
     return f"{result.target_label} ({result.target})" if result.target_label else result.target
-
-
-def mean(values: tuple[float, ...]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _target_of(result: SampleResult) -> str:

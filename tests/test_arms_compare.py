@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from glasskit_eval.arms.compare import compare_arms, paired_series, robustness_gate
+from glasskit_eval.arms.compare import compare_arms, paired_series
+from glasskit_eval.evaluation.gates import robustness_gate
 from glasskit_eval.reports.arms_table import MAX_WIDTH, print_arms
 from glasskit_eval.results import SampleResult, Status
 from glasskit_eval.statistics.intervals import pass_rate_interval
@@ -89,7 +90,8 @@ def test_paired_comparisons_flips_and_holm_by_hand() -> None:
     assert only_b.test is not None and only_b.test.delta_pass_rate == pytest.approx(-2 / 10)
     row = report.comparisons_json()[0]
     assert set(row) == {"control", "arm", "target", "delta_pass_rate", "ci", "p_value", "p_value_raw",
-                        "significant", "flips"}
+                        "significant", "flips", "method", "family_tests"}
+    assert row["method"].startswith("two-sided") and row["family_tests"] == 2
     assert set(row["ci"]) == {"low", "high"}
     assert set(row["flips"][0]) == {"case", "target", "timestamp_s", "control_status", "arm_status"}
 

@@ -162,3 +162,34 @@ def test_specs_and_mappings_parse_alike_and_refuse_what_is_wrong() -> None:
         parse_mapping({"brightness": True}, "arms.low.perturb[0]")
     assert set(KINDS) == {"jpeg", "blur", "brightness", "contrast", "noise", "downscale", "occlude", "rotate"}
     assert not math.isnan(parse_spec("rotate:-90").value)
+
+
+def test_blind_kinds_take_no_value_and_leave_nothing_of_the_picture() -> None:
+    image = scene(64, 36)
+    blank = parse_spec("blank")
+    assert (blank.kind, blank.spec, blank.blind) == ("blank", "blank", True)
+    assert apply_chain(image, [blank], 1).getextrema() == ((0, 0), (0, 0), (0, 0))
+    mean = parse_mapping({"mean": True}, "config.yaml: arms.m.perturb[0]")
+    flat = apply_chain(image, [mean], 1)
+    expected = tuple(round(m) for m in ImageStat.Stat(image).mean)
+    assert flat.size == image.size and flat.getextrema() == tuple((c, c) for c in expected)
+    assert parse_mapping({"shuffle": None}, "x").spec == "shuffle" and not parse_spec("jpeg:30").blind
+    assert chain_spec([parse_spec("brightness:0.5"), blank]) == "brightness:0.5+blank"
+    with pytest.raises(UsageError, match="blank takes no value"):
+        parse_spec("blank:3")
+    with pytest.raises(UsageError, match="mean takes no value"):
+        parse_mapping({"mean": 2}, "config.yaml")
+
+
+def test_shuffle_takes_its_frame_from_elsewhere_chosen_by_the_seed() -> None:
+    image = scene(64, 36)
+    others = [Image.new("RGB", (32, 18), (i * 20, 0, 0)) for i in range(10)]
+    chosen = []
+    for seed in (5, 5, 6):
+        out = apply_chain(image, [parse_spec("shuffle")], seed, lambda rng: others[rng.randrange(10)])
+        assert out.size == image.size
+        chosen.append(out.getpixel((0, 0)))
+    assert chosen[0] == chosen[1]
+    # Without a video at hand it paints the mean colour: still blind.
+    alone = apply_chain(image, [parse_spec("shuffle")], 5)
+    assert alone.getextrema() == apply_chain(image, [parse_spec("mean")], 5).getextrema()

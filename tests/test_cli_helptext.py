@@ -68,11 +68,11 @@ def test_no_suggestion_for_something_unlike_anything() -> None:
 
 
 def _readme_exit_codes() -> dict[str, set[int]]:
-    """The Exit codes column of the README's command table, as numbers per command."""
+    """The Exit codes column of the reference's command table, as numbers per command."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "docs" / "reference.md").read_text()
     table = text[text.index("| Command | What it does | Exit codes |"):]
     found = {}
     for line in table.splitlines()[2:]:
@@ -83,7 +83,7 @@ def _readme_exit_codes() -> dict[str, set[int]]:
     return found
 
 
-def test_exit_codes_agree_in_readme_every_help_and_the_code() -> None:
+def test_exit_codes_agree_in_the_reference_every_help_and_the_code() -> None:
     from glasskit_eval.cli.helptext import exit_codes
     from glasskit_eval.errors import ExitCode
 

@@ -46,7 +46,7 @@ def demo_run(interpreter_args: list[str], archive: Path, tmp: Path,
                "--output-json", report, cwd=tmp, env=env)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(report.read_text())["summary"]
-    assert summary["passed_attempts"] == 9 and summary["failed_attempts"] == 0
+    assert summary["passed_attempts"] == 12 and summary["failed_attempts"] == 0
     return proc
 
 

@@ -235,3 +235,33 @@ def test_a_missing_command_adapter_is_refused_before_any_call(eval_dir: Path) ->
     assert json.dumps(err)  # printable, no traceback
     assert "Traceback" not in err
 
+
+
+def test_arms_are_never_pooled_and_a_perturbation_is_no_candidate(eval_dir: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--arm", "small", "--perturb", "jpeg:30",
+                              "--output-json", "r.json", "--annotations", "github", "--repeat", "2")
+    assert code == 0, out
+    report = read_json(tmp_path / "r.json")
+    summary = report["summary"]
+    # The headline is the control's own (the plain adapter fails frames 3 and 7 of 20), not 60 pooled samples.
+    assert summary["arm"] == "control"
+    assert (summary["evaluated_attempts"], summary["passed_attempts"]) == (40, 36)
+    assert summary["pass_rate_ci"] == pass_rate_interval([[0.0 if i in (3, 7) else 1.0 for i in range(20)]]).to_json()
+    assert report["by_target"]["ok"]["pass_rate_ci"]["effective_samples"] <= 20
+    assert "Attempts: 40 evaluated, 36 passed, 4 failed" in out and "Arm: control (the control" in out
+    assert "120 evaluated" not in out
+    # The job summary too: the control's figures, and each arm's failing sample on its own row.
+    job = (tmp_path / "summary.md").read_text()
+    assert "1 cases, 2 trials (arm control, the control; each arm's figures are its own): 40 evaluated" in job
+    assert "| `[small] clip` | `ok` | 1s | failed (2/2) |" in job and "(4/2)" not in job and "(6/2)" not in job
+    # jpeg:30 passes as often as the control at the same latency class, but it is a condition.
+    assert "jpeg:30" not in report["pareto"]
+    assert report["arms"]["jpeg:30"]["summary"]["passed"] == 36
+    # compare of two arms reports: their control arms, not every arm taken for a repeat of one sample.
+    code, out, _err = run_cli("compare", "r.json", "r.json", "--output-json", "diff.json")
+    assert code == 0, out
+    diff = read_json(tmp_path / "diff.json")
+    assert diff["matched_samples"] == 20 and diff["significance"]["noise_source"] == "repeats"
+    assert diff["significance"]["delta_pass_rate"] == 0.0

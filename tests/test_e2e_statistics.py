@@ -213,3 +213,66 @@ def test_the_latency_gate_fails_only_on_a_sure_increase(tmp_path: Path, monkeypa
     assert run_cli("compare", "a.json", "b.json", "--fail-on-latency-regression", "0.5")[0] == 0
     # Faster is never a latency regression.
     assert run_cli("compare", "b.json", "a.json", "--fail-on-latency-regression", "0")[0] == 0
+
+
+#: 30 samples, 0.05 s apart on the 10 fps fixture: two samples a frame (a tie goes to the earlier).
+THIRTY = """\
+video: cfr_h264.mp4
+targets:
+  ok:
+    samples:
+    - range: [0, 1.5]
+      every_s: 0.05
+      field: ok
+      expect: true
+"""
+#: Frames 5-9: the ten consecutive samples from 0.5 s to 0.95 s, failing in every trial alike.
+STRETCH_FRAMES = set(range(5, 10))
+
+
+@pytest.fixture
+def thirty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A deterministic adapter, 30 samples: a regression confined to one stretch of video."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    return make_eval(tmp_path, {"clip": THIRTY}, adapter=ADAPTER)
+
+
+def test_a_deterministic_stretch_is_significant_with_repeats(thirty: Path, tmp_path: Path) -> None:
+    assert run(thirty, set(), "before.json", "--repeat", "3")[0] == 0
+    code, out, _err = run(thirty, STRETCH_FRAMES, "after.json", "--repeat", "3", "--baseline", "before.json",
+                          "--fail-on-regression", "significant")
+    assert code == 1, out
+    significance = read_json(tmp_path / "after.json")["baseline"]["significance"]
+    assert significance["noise_source"] == "repeats" and significance["autocorrelation"] == 0.0
+    assert significance["method"] == "one-sided McNemar mid-p, counts scaled to the null variance the repeats estimate"
+    assert significance["family_tests"] == 1 and significance["p_value"] == significance["p_value_raw"]
+    assert significance["p_value"] == pytest.approx(0.5 ** 10 / 2)  # McNemar mid-p of b = 10, c = 0
+    assert significance["verdict"] == "significant drop"
+    assert "noise from the repeats): significant drop" in out
+    code, out, _err = run_cli("compare", "before.json", "after.json", "--fail-on-regression", "significant",
+                              "--output-json", "diff.json")
+    assert code == 1, out
+    assert read_json(tmp_path / "diff.json")["significance"]["significant"]
+
+
+def test_without_repeats_the_inconclusive_verdict_names_the_stretch(thirty: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run(thirty, set(), "before.json")[0] == 0
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    code, out, _err = run(thirty, STRETCH_FRAMES, "after.json", "--baseline", "before.json",
+                          "--fail-on-regression", "significant", "--annotations", "github", "--html", "after.html")
+    assert code == 0, out
+    significance = read_json(tmp_path / "after.json")["baseline"]["significance"]
+    assert significance["noise_source"] == "differences"
+    assert significance["verdict"].startswith("inconclusive")
+    assert significance["inconclusive_stretch"] == {"case": "clip", "target": "ok", "from_s": 0.5, "to_s": 0.95,
+                                                    "samples": 10, "suggested_repeat": 2}
+    assert 0.0 < significance["p_value"] < 0.5  # ten drops and no gains: never "p = 1"
+    line = ("why inconclusive: 10 consecutive pass->fail samples in case clip, target ok, 0.5s to 0.95s; "
+            "without repeats")
+    assert line in out and "--repeat 2" in out and "p = 1 " not in out
+    assert line in (tmp_path / "summary.md").read_text()
+    html = (tmp_path / "after.html").read_text()
+    assert "longest pass-&gt;fail stretch: 10 samples of clip/ok, 0.5s to 0.95s; rerun with --repeat 2" in html
+    assert ", one-sided; " in html  # one target: tested once, no Holm

@@ -276,3 +276,25 @@ def test_latency_and_cost_gate_messages_read_as_people_write_them() -> None:
     assert latency_gate(1e-7, 2e-3).message == "p95 latency 0.1 µs <= 2 ms"
     assert latency_gate(1.5, 2).message == "p95 latency 1.5 s <= 2 s"
     assert cost_gate(0.03, 0.02).message == "cost 0.03 > 0.02"
+
+
+def test_blind_gate_counts_the_control_passes_a_blind_arm_keeps() -> None:
+    from dataclasses import replace
+
+    from glasskit_eval.evaluation.gates import blind_gate
+    from glasskit_eval.results import TrialResult
+
+    control = [replace(r, arm="control") for r in results("c", "t", passed=4, failed=1)]
+    # The blind arm passes samples 0 and 1 (control passes) and 4 (a control failure: not counted).
+    blank = [replace(r, arm="blank", status=Status.PASSED if r.sample_index in (0, 1, 4) else Status.FAILED)
+             for r in control]
+    trials = [TrialResult(1, tuple(control + blank), (), 0.0, None)]
+    gate = blind_gate(trials, "control", ["blank"], 0.5)
+    assert (gate.name, gate.passed) == ("blind_pass_rate", True)
+    assert gate.message.startswith("blank passes 2 of the 4 control passes (50.0%)")
+    assert not blind_gate(trials, "control", ["blank"], 0.49).passed
+    # A second trial counts its own passes (the same sample in another trial is another attempt).
+    trials.append(TrialResult(2, tuple(control + [replace(r, status=Status.PASSED) for r in blank]), (), 0.0, None))
+    assert blind_gate(trials, "control", ["blank"], 0.5).message.startswith("blank passes 6 of the 8 control")
+    nothing = [TrialResult(1, tuple(replace(r, status=Status.FAILED) for r in control + blank), (), 0.0, None)]
+    assert blind_gate(nothing, "control", ["blank"], 0.5).passed

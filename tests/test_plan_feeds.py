@@ -9,10 +9,10 @@ from fractions import Fraction
 import pytest
 from fixturevideos import VIDEOS
 
-from glasskit_eval.plan.clips import _frames
 from glasskit_eval.plan.feeds import FeedFrame, feed
 from glasskit_eval.video.frametable import frame_table
 from glasskit_eval.video.probe import probe
+from glasskit_eval.video.timeline import timeline
 
 VIDEO_NAMES = ("cfr_h264.mp4", "vfr_h264.mp4", "bframes_h264.mp4", "negative_cts_h264.mp4", "halfway_30fps.mp4",
                "mpeg4_es.m4v")
@@ -21,7 +21,7 @@ VIDEO_NAMES = ("cfr_h264.mp4", "vfr_h264.mp4", "bframes_h264.mp4", "negative_cts
 def listed(path_name: str, every_s: Fraction) -> tuple[FeedFrame, ...]:
     """The feed as the grid lists it: every grid time mapped by the frame rule, each frame once."""
     path = VIDEOS / path_name
-    frames, end = _frames(frame_table(path)), probe(path).end_time
+    frames, end = timeline(frame_table(path)), probe(path).end_time
     out: list[FeedFrame] = []
     for k in range(int(end // every_s) + 1):
         index = frames.nearest(k * every_s)

@@ -1,11 +1,11 @@
-"""The README's Reference is checked against the code it documents.
+"""The reference (docs/reference.md) is checked against the code it documents, and README.md's first block.
 
-* Every command's option table (``### Commands and options`` > ``#### `<command>```) lists exactly
+* Every command's option table (``## Commands and options`` > ``### `<command>```) lists exactly
   the options its parser defines, with the parser's metavar or choices and its default.
-* The case-file tables (``### Case-file format``) list exactly the keys the parsers accept.
-* Every link of the table of contents (``## Contents``) lands on a heading.
-* The first fenced block is exactly the two commands a newcomer runs.
+* The case-file tables (``## Case-file format``) list exactly the keys the parsers accept.
+* The first fenced block of README.md is exactly the two commands a newcomer runs.
 
+Links and anchors of README.md and docs/ are checked in tests/test_docs_links.py.
 Plain text parsing, no network; the parser is built from the checkout under test.
 """
 
@@ -22,6 +22,7 @@ from glasskit_eval.cases import checks, evaldir, parse, streams
 from glasskit_eval.cli import COMMAND_NAMES, build_parser
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+REFERENCE = README.parent / "docs" / "reference.md"
 
 FIRST_BLOCK = [
     "python3 -m pip install . && python3 -m glasskit_eval run --eval-dir fixtures/demo/eval",
@@ -32,12 +33,12 @@ FIRST_BLOCK = [
 FLAG = "—"
 
 
-# --- reading the README ------------------------------------------------------------------
+# --- reading the reference ---------------------------------------------------------------
 
 
-def readme_lines() -> list[str]:
-    """The README's lines with fenced code blocks blanked out (a `#` in a shell block is no heading)."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+def reference_lines() -> list[str]:
+    """The reference's lines with fenced code blocks blanked out (a `#` in a shell block is no heading)."""
+    lines = REFERENCE.read_text(encoding="utf-8").splitlines()
     out = []
     fenced = False
     for line in lines:
@@ -66,7 +67,7 @@ def section(lines: list[str], title: str, level: int) -> list[str]:
     """The lines under the heading ``title`` of ``level``, up to the next heading of that level or above."""
     marks = headings(lines)
     starts = [(n, lv) for n, lv, text in marks if lv == level and text == title]
-    assert len(starts) == 1, f"README needs exactly one {'#' * level} {title} heading, found {len(starts)}"
+    assert len(starts) == 1, f"docs/reference.md needs exactly one {'#' * level} {title} heading, found {len(starts)}"
     start = starts[0][0]
     end = next((n for n, lv, _text in marks if n > start and lv <= level), len(lines))
     return lines[start + 1:end]
@@ -79,7 +80,7 @@ def subsections(lines: list[str], level: int) -> dict[str, list[str]]:
     for i, (start, text) in enumerate(marks):
         end = marks[i + 1][0] if i + 1 < len(marks) else len(lines)
         name = text.replace("`", "").strip()
-        assert name not in out, f"README has two {'#' * level} {text} headings in one section"
+        assert name not in out, f"docs/reference.md has two {'#' * level} {text} headings in one section"
         out[name] = lines[start + 1:end]
     return out
 
@@ -212,16 +213,15 @@ def check_row(where: str, action: argparse.Action, row: list[str]) -> list[str]:
 
 
 def command_tables() -> dict[str, list[str]]:
-    reference = section(readme_lines(), "Reference", 2)
-    commands = section(reference, "Commands and options", 3)
-    return subsections(commands, 4)
+    commands = section(reference_lines(), "Commands and options", 2)
+    return subsections(commands, 3)
 
 
 def test_every_command_has_an_option_table(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = set(parsers(monkeypatch)) | {"Every command"}
     documented = set(command_tables())
     assert documented == expected, (
-        f"#### headings under 'Commands and options' must be exactly one per command and subcommand; "
+        f"### headings under 'Commands and options' must be exactly one per command and subcommand; "
         f"missing: {sorted(expected - documented)}, not a command: {sorted(documented - expected)}")
 
 
@@ -253,18 +253,18 @@ def test_option_tables_match_the_parser(monkeypatch: pytest.MonkeyPatch) -> None
         missing = sorted(wanted - set(listed))
         stale = sorted(set(listed) - wanted)
         if missing:
-            problems.append(f"{name}: the parser defines {missing}, which the README's table lacks")
+            problems.append(f"{name}: the parser defines {missing}, which the reference's table lacks")
         if stale:
-            problems.append(f"{name}: the README lists {stale}, which the parser does not define"
+            problems.append(f"{name}: the reference lists {stale}, which the parser does not define"
                             + (" (options every command takes belong under 'Every command')"
                                if set(stale) & common else ""))
         for word in sorted(wanted & set(listed)):
             problems += check_row(f"{name} {word}", actions[word], listed[word])
-    assert not problems, "README option tables disagree with the parser:\n" + "\n".join(problems)
+    assert not problems, "the reference's option tables disagree with the parser:\n" + "\n".join(problems)
 
 
 def test_commands_overview_names_every_command() -> None:
-    overview = section(section(readme_lines(), "Reference", 2), "Commands and options", 3)
+    overview = section(reference_lines(), "Commands and options", 2)
     rows = first_table(overview, "Commands and options overview")
     named = [code_word(r[0], "overview") for r in rows]
     assert sorted(named) == sorted(COMMAND_NAMES), f"the overview table lists {named}, commands: {COMMAND_NAMES}"
@@ -293,21 +293,21 @@ KEY_TABLES: dict[str, set[str]] = {
 
 
 def key_tables() -> dict[str, list[list[str]]]:
-    fmt = section(section(readme_lines(), "Reference", 2), "Case-file format", 3)
-    return {name: first_table(lines, name) for name, lines in subsections(fmt, 4).items()
+    fmt = section(reference_lines(), "Case-file format", 2)
+    return {name: first_table(lines, name) for name, lines in subsections(fmt, 3).items()
             if name in KEY_TABLES or name == "adapter.yaml"}
 
 
 @pytest.mark.parametrize("title", sorted(KEY_TABLES))
 def test_case_file_keys_match_the_parser(title: str) -> None:
     tables = key_tables()
-    assert title in tables, f"README's Case-file format needs a '#### {title}' table"
+    assert title in tables, f"docs/reference.md's Case-file format needs a '### {title}' table"
     documented = [code_word(row[0], title) for row in tables[title]]
     expected = KEY_TABLES[title]
     assert len(documented) == len(set(documented)), f"{title}: a key is listed twice: {documented}"
     assert set(documented) == expected, (
-        f"{title}: the parser accepts {sorted(expected)}; README missing {sorted(expected - set(documented))}, "
-        f"README stale {sorted(set(documented) - expected)}")
+        f"{title}: the parser accepts {sorted(expected)}; the reference lacks {sorted(expected - set(documented))}, "
+        f"the reference lists stale {sorted(set(documented) - expected)}")
 
 
 def test_run_wide_thresholds_are_marked_config_only() -> None:
@@ -315,12 +315,12 @@ def test_run_wide_thresholds_are_marked_config_only() -> None:
     config_only = {code_word(r[0], "thresholds") for r in rows if "config.yaml only" in r[1]}
     assert config_only == parse._RUN_THRESHOLD_KEYS, (
         f"thresholds keys only config.yaml accepts are {sorted(parse._RUN_THRESHOLD_KEYS)}; "
-        f"the README marks {sorted(config_only)} 'config.yaml only'")
+        f"the reference marks {sorted(config_only)} 'config.yaml only'")
 
 
 def test_adapter_yaml_is_documented_as_a_free_mapping() -> None:
-    fmt = section(section(readme_lines(), "Reference", 2), "Case-file format", 3)
-    text = " ".join(subsections(fmt, 4)["adapter.yaml"])
+    fmt = section(reference_lines(), "Case-file format", 2)
+    text = " ".join(subsections(fmt, 3)["adapter.yaml"])
     assert "free" in text and "passed to the adapter" in text
 
 
@@ -328,71 +328,10 @@ def test_http_adapter_keys_match_the_parser() -> None:
     from glasskit_eval.adapters import _http as http
     documented = {code_word(row[0], "adapter.yaml") for row in key_tables()["adapter.yaml"]}
     assert documented == set(http._KEYS), (
-        f"adapter.yaml `adapter:` keys: the HTTP adapter accepts {sorted(http._KEYS)}, README lists {sorted(documented)}")
+        f"adapter.yaml `adapter:` keys: the HTTP adapter accepts {sorted(http._KEYS)}, the reference lists {sorted(documented)}")
 
 
-# --- table of contents and first block -----------------------------------------------------------
-
-
-def anchor(text: str) -> str:
-    """GitHub's anchor for a heading: lowercase, markup and punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link keeps its text
-    text = text.strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
-def anchors() -> set[str]:
-    seen: dict[str, int] = {}
-    out = set()
-    for _n, _level, text in headings(readme_lines()):
-        base = anchor(text)
-        count = seen.get(base, 0)
-        out.add(base if count == 0 else f"{base}-{count}")
-        seen[base] = count + 1
-    return out
-
-
-def test_anchor_rules() -> None:
-    assert anchor("Resume, pins and cache") == "resume-pins-and-cache"
-    assert anchor("Adapter config (adapter.yaml)") == "adapter-config-adapteryaml"
-    assert anchor("`video-store prune-cache`") == "video-store-prune-cache"
-    assert anchor("`sample_defaults` keys") == "sample_defaults-keys"
-
-
-def test_table_of_contents_links_resolve() -> None:
-    contents = section(readme_lines(), "Contents", 2)
-    links = re.findall(r"\]\(#([^)]+)\)", "\n".join(contents))
-    assert len(links) >= 10, "the table of contents should link the manual's sections"
-    known = anchors()
-    broken = sorted({link for link in links if link not in known})
-    assert not broken, f"table of contents links to missing headings: {broken}"
-
-
-def test_every_internal_link_resolves() -> None:
-    text = "\n".join(readme_lines())
-    known = anchors()
-    broken = sorted({link for link in re.findall(r"\]\(#([^)]+)\)", text) if link not in known})
-    assert not broken, f"README links to missing headings: {broken}"
-
-
-def test_links_into_the_benchmarks_readme_resolve() -> None:
-    text = "\n".join(readme_lines())
-    bench = README.parent / "benchmarks" / "README.md"
-    bench_lines = bench.read_text(encoding="utf-8").splitlines()
-    known = {anchor(text) for _n, _level, text in headings(bench_lines)}
-    links = re.findall(r"\]\(benchmarks/README\.md#([^)]+)\)", text)
-    broken = sorted({link for link in links if link not in known})
-    assert not broken, f"README links to missing headings of benchmarks/README.md: {broken}"
-    back = re.findall(r"\]\(\.\./README\.md#([^)]+)\)", "\n".join(bench_lines))
-    assert set(back) <= anchors(), f"benchmarks/README.md links to missing README headings: {back}"
-
-
-def test_table_of_contents_covers_every_top_section() -> None:
-    contents = "\n".join(section(readme_lines(), "Contents", 2))
-    linked = set(re.findall(r"\]\(#([^)]+)\)", contents))
-    tops = {anchor(text) for _n, level, text in headings(readme_lines()) if level == 2 and text != "Contents"}
-    assert tops <= linked, f"sections missing from the table of contents: {sorted(tops - linked)}"
+# --- README.md's first block ---------------------------------------------------------------------
 
 
 def test_first_fenced_block_is_the_two_commands() -> None:

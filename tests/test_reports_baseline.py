@@ -10,6 +10,7 @@ import pytest
 from cikit import ci_eval
 from evalkit import read_json, run_cli
 
+from glasskit_eval.evaluation.gates import baseline_gate
 from glasskit_eval.reports.baseline import diff, outcomes
 
 UPSTREAM = Path(__file__).parent / "data" / "baseline" / "upstream-report.json"
@@ -139,7 +140,7 @@ def test_repeats_take_the_worst_trial_and_times_match_to_nine_decimals() -> None
     found = diff(outcomes([_result("passed")]), outcomes([_result("ignored")]), "b")
     assert [c.kind for c in found.changes] == ["status_changed"] and found.regressions == 0
     found = diff(outcomes([_result("failed")]), outcomes([_result("error"), _result("passed")]), "b")
-    assert [c.kind for c in found.changes] == ["new_error"] and found.gate().passed is False
+    assert [c.kind for c in found.changes] == ["new_error"] and baseline_gate(found).passed is False
 
 
 def test_the_html_report_shows_the_baseline_changes(in_tmp: Path) -> None:
@@ -153,3 +154,33 @@ def test_the_html_report_shows_the_baseline_changes(in_tmp: Path) -> None:
     code, _out, err = run_cli("report", "r.json", "--html", "again.html")
     assert code == 0, err
     assert "9 samples matched; 1 pass to fail, 1 new error" in (in_tmp / "again.html").read_text()
+
+
+def test_the_significant_gate_decides_as_the_simulated_test_does() -> None:
+    # The suite's calibration simulations call the statistics directly; here the same reports go
+    # through outcomes, diff and the gate (trial by trial, as a report lists them) and must agree.
+    import random
+
+    from test_statistics_kit import repeated_side
+
+    from glasskit_eval.statistics.paired import paired_regression_test, trial_noise
+
+    def report_results(side: list[list[list[float]]]) -> list[dict[str, object]]:
+        return [{"case": f"case{c}", "target": "t", "timestamp_s": i * 0.5,
+                 "status": "passed" if trials[number] else "failed"}
+                for number in range(len(side[0][0])) for c, samples in enumerate(side)
+                for i, trials in enumerate(samples)]
+
+    rng = random.Random(11)
+    decisions = []
+    for stretch in (False, True) * 6:
+        base, cand = repeated_side(rng), repeated_side(rng, stretch)
+        found = diff(outcomes(report_results(base)), outcomes(report_results(cand)), "b.json")
+        series = [[(sum(b) / 3, sum(c) / 3) for b, c in zip(bs, cs)] for bs, cs in zip(base, cand)]
+        test = paired_regression_test(series, noise=trial_noise([list(zip(bs, cs)) for bs, cs in zip(base, cand)]))
+        assert test is not None and found.significance is not None and found.significance.overall is not None
+        assert found.significance.overall.p_value == pytest.approx(test.p_value, rel=1e-12)
+        assert found.significance.overall.noise_source == "repeats"
+        assert baseline_gate(found, "significant").passed is not test.significant
+        decisions.append(test.significant)
+    assert any(decisions) and not all(decisions)

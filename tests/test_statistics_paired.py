@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from test_statistics_kit import flaky_run, independent_run
+from test_statistics_kit import flaky_run, independent_run, repeated_pair
 
 from glasskit_eval.statistics.paired import (
     PairedTest,
@@ -17,6 +17,8 @@ from glasskit_eval.statistics.paired import (
     mcnemar_drop_p_value,
     paired_regression_test,
     regression_family,
+    trial_noise,
+    trial_residuals,
 )
 from glasskit_eval.statistics.power import minimum_detectable_drop
 
@@ -63,7 +65,8 @@ def test_clear_drop_is_significant_and_json_has_the_report_keys() -> None:
     test = paired_regression_test(series_with(30, 2, 168))
     assert test is not None and test.significant and test.p_value < 1e-4
     data = test.to_json()
-    assert set(data) == {"delta_pass_rate", "ci", "p_value", "p_value_raw", "significant", "effective_pairs"}
+    assert set(data) == {"delta_pass_rate", "ci", "p_value", "p_value_raw", "significant", "effective_pairs",
+                         "autocorrelation", "noise_source", "family_tests", "method"}
     assert set(data["ci"]) == {"low", "high"}  # type: ignore[arg-type]
     json.dumps(data, allow_nan=False)
     assert test.high < 0
@@ -165,3 +168,121 @@ def test_flaky_rerun_drop_is_below_what_the_eval_can_see() -> None:
         drops.append(1.0 if drop is None else drop)
     assert flagged < 80
     assert sorted(drops)[50] > 0.1
+
+
+def spread_pairs(drops: int, gains: int, same: int) -> list[tuple[float, float]]:
+    """Discordant pairs each between concordant ones: no autocorrelation in the differences."""
+    flips = [(1.0, 0.0)] * drops + [(0.0, 1.0)] * gains
+    pairs: list[tuple[float, float]] = []
+    for flip in flips:
+        pairs += [flip, (1.0, 1.0), (1.0, 1.0)]
+    return pairs + [(1.0, 1.0)] * max(0, same - 2 * len(flips))
+
+
+def test_one_target_is_tested_once_not_against_itself() -> None:
+    for (b, c), expected in {(5, 0): 0.015625, (6, 1): 0.03515625}.items():
+        family = regression_family({"light": [spread_pairs(b, c, 40)]})
+        assert family.overall is not None
+        assert family.overall.autocorrelation == 0.0
+        assert family.overall.p_value == family.overall.p_value_raw == pytest.approx(expected, abs=1e-12)
+        assert family.overall.p_value == pytest.approx(exact_mid_p(b, c), abs=1e-12)
+        assert family.overall.family_tests == 1 and family.per_target["light"] is family.overall
+        assert family.any_significant
+        data = family.overall.to_json()
+        assert data["family_tests"] == 1 and data["method"].startswith("one-sided")
+        assert data["noise_source"] == "differences"
+
+
+def test_several_targets_keep_holm_across_the_family_and_say_its_size() -> None:
+    family = regression_family({"light": [spread_pairs(6, 1, 40)], "door": [spread_pairs(1, 1, 40)]})
+    assert family.overall is not None
+    tests = [family.overall, family.per_target["light"], family.per_target["door"]]
+    adjusted = multipletests([t.p_value_raw for t in tests], method="holm")[1]
+    assert [t.p_value for t in tests] == pytest.approx(list(adjusted), abs=1e-12)
+    assert {t.family_tests for t in tests} == {3}
+
+
+def test_trial_noise_is_the_within_version_variance_and_residuals() -> None:
+    base = [[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 0.0]]
+    cand = [[1.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0]]
+    noise = trial_noise([list(zip(base, cand))])
+    # Per sample: both sides' squared residuals over their degrees of freedom (numpy's ddof=1).
+    s2 = [(np.var(b, ddof=1) * 2 + np.var(c, ddof=1) * 2) / 4 for b, c in zip(base[:2], cand[:2])]
+    pooled = (sum(np.var(b, ddof=1) * 2 for b in base) + sum(np.var(c, ddof=1) * 2 for c in cand[:2])) / 10
+    pooled_third = np.var(base[2], ddof=1)  # the candidate's single trial adds no degree of freedom
+    expected = s2[0] * (2 / 3) + s2[1] * (2 / 3) + pooled_third * (1 / 3 + 1)
+    assert pooled > 0
+    assert noise.variance == pytest.approx(expected, abs=1e-12)
+    assert trial_residuals(base)[0] == pytest.approx([1 / 3, 0.0, -1 / 3])
+    assert len(noise.residuals) == 6  # three trial series a side (the single-trial sample left out)
+
+
+def test_an_adapter_without_noise_is_plain_mcnemar_on_its_counts() -> None:
+    # A deterministic adapter, 30 samples, 3 repeats: one stretch of 10 goes pass -> fail in every trial.
+    base = [[1.0] * 3] * 30
+    cand = [[1.0] * 3] * 10 + [[0.0] * 3] * 10 + [[1.0] * 3] * 10
+    series = [[(sum(b) / 3, sum(c) / 3) for b, c in zip(base, cand)]]
+    noise = trial_noise([list(zip(base, cand))])
+    assert noise.variance == 0.0
+    test = paired_regression_test(series, noise=noise)
+    assert test is not None and test.noise_source == "repeats" and test.autocorrelation == 0.0
+    assert test.p_value == pytest.approx(exact_mid_p(10, 0), abs=1e-12) and test.significant
+    alone = paired_regression_test(series)  # learnt from the differences, the stretch hides itself
+    assert alone is not None and not alone.significant and alone.autocorrelation > 0.9
+
+
+def test_repeats_aa_comparisons_of_run_correlated_noise_rarely_flag() -> None:
+    rng = random.Random(40)
+    flagged = 0
+    for _ in range(100):
+        series, noise = repeated_pair(rng)
+        test = paired_regression_test(series, noise=noise)
+        assert test is not None and test.noise_source == "repeats"
+        flagged += test.significant
+    assert flagged <= 8
+
+
+def test_repeats_find_a_contiguous_stretch_the_differences_hide() -> None:
+    rng = random.Random(41)
+    found = hidden = 0
+    for _ in range(100):
+        series, noise = repeated_pair(rng, stretch=True)
+        test = paired_regression_test(series, noise=noise)
+        assert test is not None
+        found += test.significant
+        alone = paired_regression_test(series)
+        assert alone is not None
+        hidden += alone.significant
+    assert found >= 80
+    assert hidden < found
+
+
+def test_with_repeats_the_counts_are_scaled_to_the_noise_variance() -> None:
+    # Independent check with scipy's incomplete beta: the continuous binomial tail at the scaled
+    # counts b' = b * s, c' = c * s with s = (b + c) / max(V (1 + r) / (1 - r), sum d^2).
+    from scipy.special import betainc
+
+    rng = random.Random(7)
+    series, noise = repeated_pair(rng, stretch=True)
+    test = paired_regression_test(series, noise=noise)
+    assert test is not None
+    r = test.autocorrelation
+    pairs = [pair for values in series for pair in values]
+    b = sum(max(0.0, x - y) for x, y in pairs)
+    c = sum(max(0.0, y - x) for x, y in pairs)
+    squares = sum((y - x) ** 2 for x, y in pairs)
+    scale = (b + c) / max(noise.variance * (1 + r) / (1 - r), squares)
+    n, k = (b + c) * scale, b * scale
+
+    def tail(at: float) -> float:
+        return 1.0 if at <= 0 else (0.0 if n - at + 1 <= 0 else float(betainc(at, n - at + 1, 0.5)))
+
+    assert test.p_value == pytest.approx(0.5 * (tail(k) + tail(k + 1)), rel=1e-9)
+    assert 0.7 < r < 0.9  # the residuals' own correlation, the chains' 0.8
+
+
+def test_p_text_never_shows_one() -> None:
+    from glasskit_eval.statistics.paired import p_text
+
+    assert p_text(0.015625) == "p = 0.0156" and p_text(0.9996) == "p > 0.999"
+    assert p_text(0.00001) == "p < 0.0001" and p_text(0.5) == "p = 0.5"

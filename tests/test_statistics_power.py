@@ -68,3 +68,21 @@ def test_an_always_passing_eval_sees_its_detectable_drop_about_80_percent_of_the
     found = sum(mcnemar_drop_p_value(sum(rng.random() < drop for _ in range(n)), 0.0) <= 0.05
                 for _ in range(2000))
     assert 0.7 <= found / 2000 <= 0.95
+
+
+def test_repeats_to_detect_is_the_normal_approximation_for_a_consistent_drop() -> None:
+    from glasskit_eval.statistics.power import MOST_REPEATS, repeats_to_detect
+
+    # A deterministic stretch: no noise elsewhere, so the first repeat count already sees it.
+    assert repeats_to_detect(10 / 30, 30, 0.0, 0.0) == 2
+    # 16 of 400 pairs drop; 18% of the others flip, their r is 0.8 (inflation 9):
+    # N = (1.645 + 0.842)^2 * 0.18 * 9 / (400 * 0.04^2) = 15.6 -> 16.
+    z = NormalDist().inv_cdf(0.95) + NormalDist().inv_cdf(0.8)
+    expected = math.ceil(z * z * 0.18 * 9 / (400 * 0.04 ** 2))
+    assert expected == 16 and repeats_to_detect(0.04, 400, 0.18, 0.8) == expected
+    # At that N the drop's z reaches z(0.95) + z(0.8); one fewer falls short.
+    for repeats, ok in ((15, False), (16, True)):
+        assert (400 * 0.04 >= z * math.sqrt(400 * 0.18 / repeats * 9)) is ok
+    assert repeats_to_detect(0.01, 10, 0.5, 0.5) is None and MOST_REPEATS == 50
+    with pytest.raises(ValueError):
+        repeats_to_detect(0.0, 10, 0.1, 0.0)

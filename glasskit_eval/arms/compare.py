@@ -8,8 +8,11 @@ Everything is computed from the run's tagged results, once, and rendered by the 
 * per target and overall, each arm against the control on the samples both evaluated: the
   paired delta (arm minus control) with its interval, the two-sided p-value Holm-adjusted across
   the arms at that scope, and the flips (one passed, the other did not);
+* each arm against the control on the stream targets' events (``streamcompare``);
 * the Pareto set on pass rate (higher), p95 latency (lower) and cost (lower; left out when no
-  arm reports a cost, and an arm reporting none counts as free when others do).
+  arm reports a cost, and an arm reporting none counts as free when others do), among the
+  candidates only: an arm with perturbations is a condition the model is tested under
+  (robustness, ``evaluation.gates.robustness_gate``), not something to ship, so it is never in the set.
 
 Outcomes are as everywhere: 1 passed, 0 failed or error, ignored samples left out; with
 ``--repeat`` a sample's outcome is its pass fraction across trials.
@@ -21,11 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import Gate, SampleResult, Status
+from ..results import SampleResult, Status, StreamResult
 from ..statistics.intervals import PassRateInterval, pass_rate_interval
-from ..statistics.paired import PairedTest, paired_regression_test
+from ..statistics.paired import PairedTest
 from ..statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
 from ..summary import Counts
+from .streamcompare import StreamComparison, compare_arm_streams
 
 #: (case, target, sample_index)
 Key = tuple[str, str, int]
@@ -96,6 +100,8 @@ class ArmComparison:
             "p_value_raw": t.p_value_raw if t is not None else None,
             "significant": t.significant if t is not None else False,
             "target": self.target,
+            "method": t.method if t is not None else None,
+            "family_tests": t.family_tests if t is not None else None,
         }
 
 
@@ -114,6 +120,8 @@ class ArmsReport:
     repeat: int = 1
     #: ``--baseline``: each arm's diff against its own arm of the baseline (JSON form), by arm.
     baselines: Mapping[str, Mapping[str, Any]] | None = None
+    #: Each arm against the control on the stream targets' events (``streamcompare``).
+    streams: tuple[StreamComparison, ...] = ()
 
     def arms_json(self) -> dict[str, Any]:
         found = self.baselines
@@ -124,6 +132,9 @@ class ArmsReport:
 
     def comparisons_json(self) -> list[dict[str, Any]]:
         return [c.to_json(self.repeat > 1) for c in self.comparisons]
+
+    def stream_comparisons_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.streams]
 
     def overall(self, arm: str) -> ArmComparison | None:
         return next((c for c in self.comparisons if c.arm == arm and c.target is None), None)
@@ -178,8 +189,9 @@ def flips(control: Sequence[SampleResult], arm: Sequence[SampleResult], target: 
 
 def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str], control: str,
                  specs: Mapping[str, Mapping[str, Any]] | None = None, *, alpha: float = 0.05,
-                 confidence: float = 0.95) -> ArmsReport:
-    """The arms report of a run: ``trials`` are each trial's results (every arm's, tagged)."""
+                 confidence: float = 0.95, streams: Sequence[StreamResult] = ()) -> ArmsReport:
+    """The arms report of a run: ``trials`` are each trial's results (every arm's, tagged), ``streams``
+    every trial's stream results."""
     by_arm: dict[str, list[SampleResult]] = {n: [] for n in names}
     per_trial: dict[str, list[list[SampleResult]]] = {n: [[] for _ in trials] for n in names}
     for number, results in enumerate(trials):
@@ -205,7 +217,13 @@ def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str],
                           for f in flips(per_trial[control][number], per_trial[n][number], scope)]
             comparisons.append(ArmComparison(control, n, scope, adjusted.get(n), tuple(found)))
     return ArmsReport(tuple(names), control, dict(specs or {}), summaries, by_target, tuple(comparisons),
-                      tuple(pareto(summaries)), len(trials))
+                      tuple(pareto({n: s for n, s in summaries.items() if not is_condition((specs or {}).get(n))})),
+                      len(trials), streams=tuple(compare_arm_streams(streams, names, control)))
+
+
+def is_condition(spec: Mapping[str, Any] | None) -> bool:
+    """An arm that perturbs its frames: a condition for robustness, never a Pareto candidate."""
+    return bool(spec and spec.get("perturb"))
 
 
 def _named(name: str, results: Sequence[SampleResult], confidence: float) -> ArmSummary:
@@ -225,20 +243,3 @@ def pareto(summaries: Mapping[str, ArmSummary]) -> list[str]:
         points[name] = values
     directions = [HIGHER, LOWER, LOWER] if with_cost else [HIGHER, LOWER]
     return pareto_front(points, directions)
-
-
-def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
-                    alpha: float = 0.05) -> Gate:
-    """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
-    the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
-    name = f"{arm}/max_robustness_drop"
-    mine = [r for r in results if r.arm == arm]
-    theirs = [r for r in results if r.arm == control]
-    test = paired_regression_test(paired_series(theirs, mine), alpha)
-    if test is None:
-        return Gate(name, True, f"no samples both {control} and {arm} evaluated (gate: drop <= {max_drop:.1%})")
-    drop = -test.delta_pass_rate
-    failed = drop > max_drop + 1e-12 and test.significant
-    change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
-    return Gate(name, not failed, f"pass rate {change} {control} (one-sided p = {test.p_value:.3g}; gate: no "
-                f"significant drop beyond {max_drop:.1%})")

@@ -16,6 +16,16 @@ Kinds (the value's meaning, and its range):
 ``downscale:F``     shrink to F of the width and height (0 < F < 1) and back up to the size
 ``occlude:F``       cover F of the area (0 < F <= 1) with a grey rectangle of the frame's aspect
 ``rotate:DEG``      rotate by DEG degrees counter-clockwise about the centre, same size, black corners
+
+Blind kinds take no value (``--perturb blank``; ``{blank: true}`` in ``config.yaml``): what is left
+of the picture says nothing about the sample, so an adapter that still passes is not looking
+(``--max-blind-pass-rate``):
+
+``blank``           a black frame of the same size
+``mean``            every pixel the frame's mean colour
+``shuffle``         a frame from another time of the same video, chosen by the frame's seed (so by
+                    ``--seed``): one at least a quarter of the video's frames away, where the engine
+                    has the video at hand; elsewhere (no other frame known) the mean colour
 """
 
 from __future__ import annotations
@@ -65,6 +75,14 @@ KINDS: dict[str, tuple[str, Callable[[float], bool]]] = {
 }
 
 
+#: Blind kinds (no value): kind -> what the adapter gets instead of the frame.
+BLIND_KINDS: dict[str, str] = {
+    "blank": "a black frame",
+    "mean": "every pixel the frame's mean colour",
+    "shuffle": "a frame from another time of the same video",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Perturbation:
     kind: str
@@ -72,8 +90,13 @@ class Perturbation:
 
     @property
     def spec(self) -> str:
-        """``kind:value``, as ``--perturb`` takes it and arms are named."""
-        return f"{self.kind}:{self.value:g}"
+        """``kind:value`` (a blind kind alone), as ``--perturb`` takes it and arms are named."""
+        return self.kind if self.kind in BLIND_KINDS else f"{self.kind}:{self.value:g}"
+
+    @property
+    def blind(self) -> bool:
+        """Whether nothing of the sample's own picture survives (``--max-blind-pass-rate``)."""
+        return self.kind in BLIND_KINDS
 
     def apply(self, image: Image.Image, rng: random.Random) -> Image.Image:
         """A new image; ``image`` is left as it was."""
@@ -82,12 +105,14 @@ class Perturbation:
 
 def perturbation(kind: str, value: object, where: str) -> Perturbation:
     """A checked perturbation; :class:`~glasskit_eval.errors.UsageError` naming ``where`` otherwise."""
+    if kind in BLIND_KINDS:
+        return blind_perturbation(kind, value, where)
     if kind not in KINDS:
         from difflib import get_close_matches
 
         close = get_close_matches(kind, KINDS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UsageError(f"{where}: unknown perturbation {kind!r}{hint} (known: {', '.join(KINDS)})")
+        raise UsageError(f"{where}: unknown perturbation {kind!r}{hint} (known: {', '.join([*KINDS, *BLIND_KINDS])})")
     meaning, check = KINDS[kind]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not check(value):
         raise UsageError(f"{where}: {kind} takes {meaning}, got {value!r}")
@@ -95,7 +120,9 @@ def perturbation(kind: str, value: object, where: str) -> Perturbation:
 
 
 def parse_spec(text: str) -> Perturbation:
-    """``kind:value`` (``--perturb jpeg:30``)."""
+    """``kind:value`` (``--perturb jpeg:30``), or a blind kind alone (``--perturb blank``)."""
+    if text.strip() in BLIND_KINDS:
+        return blind_perturbation(text.strip(), None, f"--perturb {text}")
     kind, sep, number = text.partition(":")
     if not sep:
         raise UsageError(f"--perturb {text!r}: write KIND:VALUE, e.g. jpeg:30 or blur:2")
@@ -115,6 +142,19 @@ def parse_mapping(item: object, where: str) -> Perturbation:
     return perturbation(str(kind), value, where)
 
 
+def blind_perturbation(kind: str, value: object, where: str) -> Perturbation:
+    """A blind kind; it takes no value (``true`` or nothing in ``config.yaml``)."""
+    if value is not None and value is not True:
+        raise UsageError(f"{where}: {kind} takes no value ({BLIND_KINDS[kind]}); write --perturb {kind} "
+                         f"or {{{kind}: true}} in config.yaml, got {value!r}")
+    return Perturbation(kind, 0.0)
+
+
+def is_blind(chain: Sequence[Perturbation]) -> bool:
+    """A chain that leaves nothing of the sample's own picture: any blind step does."""
+    return any(p.blind for p in chain)
+
+
 def chain_spec(chain: Sequence[Perturbation]) -> str:
     """``brightness:0.4+noise:8``: a chain's name, in the order it is applied."""
     return "+".join(p.spec for p in chain)
@@ -126,12 +166,43 @@ def frame_seed(seed: int, case: str, target: str, time: Fraction, arm: str) -> i
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
 
 
-def apply_chain(image: Image.Image, chain: Sequence[Perturbation], seed: int) -> Image.Image:
-    """``image`` perturbed by each of ``chain`` in order; each step gets its own seeded generator."""
+#: ``shuffle``'s source of frames: given the step's generator, a frame from another time of the video.
+Elsewhere = Callable[[random.Random], "Image.Image"]
+
+
+def apply_chain(image: Image.Image, chain: Sequence[Perturbation], seed: int,
+                elsewhere: Elsewhere | None = None) -> Image.Image:
+    """``image`` perturbed by each of ``chain`` in order; each step gets its own seeded generator.
+
+    ``elsewhere`` gives ``shuffle`` its frame (resized to this one's size); without it ``shuffle``
+    paints the mean colour.
+    """
     out = image
     for step, item in enumerate(chain):
-        out = item.apply(out, random.Random(seed * 31 + step))
+        rng = random.Random(seed * 31 + step)
+        if item.kind == "shuffle" and elsewhere is not None:
+            out = _shuffled(out, elsewhere(rng))
+        else:
+            out = item.apply(out, rng)
     return out
+
+
+def _shuffled(image: Image.Image, other: Image.Image) -> Image.Image:
+    rgb = other.convert("RGB")
+    return rgb if rgb.size == image.size else rgb.resize(image.size)
+
+
+def _blank(image: Image.Image, _value: float, _rng: random.Random) -> Image.Image:
+    from PIL import Image
+
+    return Image.new("RGB", image.size, (0, 0, 0))
+
+
+def _mean_colour(image: Image.Image, _value: float, _rng: random.Random) -> Image.Image:
+    from PIL import Image, ImageStat
+
+    means = ImageStat.Stat(image.convert("RGB")).mean
+    return Image.new("RGB", image.size, tuple(round(m) for m in means))
 
 
 # -- the kinds ------------------------------------------------------------------------------
@@ -203,4 +274,5 @@ def _rotate(image: Image.Image, degrees: float, _rng: random.Random) -> Image.Im
 _APPLY: dict[str, Callable[[Image.Image, float, random.Random], Image.Image]] = {
     "jpeg": _jpeg, "blur": _blur, "brightness": _brightness, "contrast": _contrast, "noise": _noise,
     "downscale": _downscale, "occlude": _occlude, "rotate": _rotate,
+    "blank": _blank, "mean": _mean_colour, "shuffle": _mean_colour,
 }

@@ -8,8 +8,8 @@ A checkpoint is a directory ``<eval-dir>/runs/checkpoints/<id>/`` (0700) holding
   finished sample, ``<crc32 hex> <json>``, keyed by (trial, case, target,
   sample index), and in a run with arms the arm that made it as a fifth element
   (a plain run's records keep the four-element key older versions read); and one per
-  finished stream, keyed by (trial, case, target, ``"stream"``). A later record for the
-  same key supersedes an earlier one.
+  finished stream, keyed by (trial, case, target, ``"stream"``), with arms the arm's name
+  fifth. A later record for the same key supersedes an earlier one.
 
 The manifest is written last when a checkpoint is created, so a directory
 without one was never usable. Records are written and fsynced by a writer
@@ -33,7 +33,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import CheckpointError, OutputError
 from ..support import strictjson
@@ -50,8 +50,9 @@ COMPLETE = "complete"
 
 #: (trial, case, target, sample_index, arm): one attempt of one sample by one arm (None without arms).
 Key = tuple[int, str, str, int, "str | None"]
-#: (trial, case, target): one stream (a stream target fed one case's video in one trial).
-StreamKey = tuple[int, str, str]
+#: (trial, case, target, arm): one stream (a stream target fed one case's video in one trial, by one arm
+#: or None without arms).
+StreamKey = tuple[int, str, str, "str | None"]
 #: A stream record's last key element, where a sample's index would be.
 STREAM = "stream"
 
@@ -147,7 +148,7 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _record_key(record: dict[str, Any]) -> Key | StreamKey | None:
+def _record_key(record: dict[str, Any]) -> tuple[Key | StreamKey, bool] | None:
     """The record's key (a sample's or a stream's), or None when the record is not shaped as we write them."""
     key, payload = record.get("key"), record.get("payload")
     if not isinstance(key, list) or len(key) not in (4, 5) or not isinstance(payload, dict):
@@ -160,10 +161,10 @@ def _record_key(record: dict[str, Any]) -> Key | StreamKey | None:
     if len(key) == 5 and not (isinstance(arm, str) and arm):
         return None
     if index == STREAM:
-        return (trial, case, target) if len(key) == 4 and json_problem(payload) is None else None
+        return ((trial, case, target, arm), True) if json_problem(payload) is None else None
     if json_problem(payload) is not None or payload.get("arm") != arm:
         return None  # a result's own ``arm`` must be the key's: a record is never reused for another arm
-    return (trial, case, target, index, arm)
+    return (trial, case, target, index, arm), False
 
 
 # --- the writer -------------------------------------------------------------------------
@@ -281,7 +282,7 @@ class Checkpoint:
         self.path = path
         self.manifest = manifest
         self.previous = previous
-        #: Finished streams' records, by (trial, case, target).
+        #: Finished streams' records, by (trial, case, target, arm).
         self.streams = streams or {}
         self.resumed = resumed
         self._fd = fd
@@ -362,15 +363,16 @@ class Checkpoint:
             previous: dict[Key, dict[str, Any]] = {}
             streams: dict[StreamKey, dict[str, Any]] = {}
             for number, record in enumerate(decoded.records, start=2):
-                key = _record_key(record)
-                if key is None:
+                found = _record_key(record)
+                if found is None:
                     raise CheckpointError(f"{records_path}: record {number} passes its checksum but is not a "
                                           "record this program writes (edited by hand?); it cannot be resumed "
                                           "safely, start a new run")
-                if len(key) == 3:
-                    streams[key] = record["payload"]
+                key, stream = found
+                if stream:
+                    streams[cast(StreamKey, key)] = record["payload"]
                 else:
-                    previous[key] = record["payload"]
+                    previous[cast(Key, key)] = record["payload"]
             manifest.resumes += 1
             manifest.updated_at = utc_now()
             write_text_atomic(path / MANIFEST_NAME, _manifest_text(manifest), mode=0o600)
@@ -397,7 +399,9 @@ class Checkpoint:
     def append_stream(self, key: StreamKey, payload: Mapping[str, Any], *, completed: bool) -> None:
         """Queue a finished stream's record (see :meth:`append`)."""
         assert self._writer is not None, "checkpoint is closed"
-        self._writer.append(encode_record({"key": [*key, STREAM], "payload": payload}), completed)
+        trial, case, target, arm = key
+        written = [trial, case, target, STREAM] if arm is None else [trial, case, target, STREAM, arm]
+        self._writer.append(encode_record({"key": written, "payload": payload}), completed)
 
     def wait(self) -> None:
         if self._writer is not None:

@@ -1,7 +1,10 @@
 """The command line's face: argparse only, and the one place errors become exit codes.
 
 What lives here: each command's ``add_<cmd>`` (its options) and ``run_<cmd>`` (options to a
-call of its body in ``commands/``), the parser, and :func:`main`. What it may not know: how a
+call of its body in ``commands/``), grouped by kind: ``evals`` (run, seed, validate,
+list-samples, export-frames), ``reports`` (report, compare, merge-reports) and ``tools`` (review,
+video-store, build-zipapp); the option plumbing they share (``options``), the help epilogues
+(``helptext``), the parser, and :func:`main`. What it may not know: how a
 command does its work. The bodies never see argparse.
 
 The start-up rule, stated once: only this face must stay light. ``--help``, ``--version`` and
@@ -16,14 +19,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import cast
 
 from .. import __version__
 from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_code_for
 from . import options as opts
 from .evals import add_export_frames, add_list_samples, add_run, add_seed, add_validate
 from .reports import add_compare, add_merge_reports, add_report
-from .tools import add_build_zipapp, add_review, add_video_store
+from .tools import add_agreement, add_build_zipapp, add_review, add_video_store
 
 # Annotations only: fractions, pathlib and typing cost a noticeable share of `--help`.
 TYPE_CHECKING = False
@@ -36,10 +38,10 @@ if TYPE_CHECKING:
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
                                                add_build_zipapp, add_video_store, add_review, add_report,
-                                               add_compare, add_merge_reports)
+                                               add_compare, add_merge_reports, add_agreement)
 #: The command each of COMMANDS adds, in the same order.
 COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
-                 "review", "report", "compare", "merge-reports")
+                 "review", "report", "compare", "merge-reports", "agreement")
 #: Commands that decode frames by the thousand (see ``support.allocator``).
 DECODING_COMMANDS = frozenset({"run", "seed", "export-frames", "review"})
 
@@ -61,15 +63,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from ..support.outside import LineGuard
     from ..support.secretvalues import RedactingStream, secrets_scope
 
     with secrets_scope():
         # Every line we print passes here, whoever made its text (an adapter's exception, a
-        # server's error body, a name): known secrets are cut at the last moment, and a line
-        # starting with `::` is never a workflow command unless we write it as one.
-        return _main(argv, cast("TextIO", LineGuard(cast("TextIO", RedactingStream(out or sys.stdout)))),
-                     cast("TextIO", LineGuard(cast("TextIO", RedactingStream(err or sys.stderr)))))
+        # server's error body): known secrets are cut at the last moment.
+        return _main(argv, RedactingStream.around(out or sys.stdout), RedactingStream.around(err or sys.stderr))
 
 
 def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
@@ -89,7 +88,11 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
             from ..support.allocator import reuse_freed_frames
 
             reuse_freed_frames()
-        return int(args.handler(args, out, err))
+        from ..support.outside import LineGuard
+
+        # A command prints names and outside text: a line of it starting with `::` is never a
+        # workflow command unless we write it as one.
+        return int(args.handler(args, LineGuard.around(out), LineGuard.around(err)))
     except opts.ParserExit as exc:
         return exc.status
     except CommandStopped as exc:

@@ -94,6 +94,14 @@ def add_run(sub: Any) -> None:
                     help="run part I of N of the selected samples (or `auto` from the CI's or cluster's job "
                     "variables); gates are applied by merge-reports")
     opts.arm_options(p)
+    early = p.add_argument_group("early stop (decide a pass-rate gate from part of the samples)")
+    early.add_argument("--early-stop", action="store_true",
+                       help="evaluate samples in a random order of blocks (seeded by --seed) and stop calling "
+                       "the adapter once every pass-rate gate is decided by an anytime-valid bound on the "
+                       "whole selection's pass rate, at --alpha across the gates")
+    early.add_argument("--early-stop-block", type=opts.time_value, metavar="SECONDS",
+                       help="--early-stop's block: the consecutive samples of one target within this many "
+                       "seconds of video (default: 0.5)")
     p.set_defaults(handler=run_run, option_defaults=_defaults(p))
 
 
@@ -130,8 +138,18 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order,
         min_recall=args.min_recall, max_false_alarms_per_min=args.max_false_alarms_per_min,
         max_detection_latency_p95_s=args.max_detection_latency_p95_s, pace=args.pace,
-        **_arm_fields(args))
+        early_stop=args.early_stop, early_stop_block=_early_stop_block(args), **_arm_fields(args))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
+
+
+def _early_stop_block(args: argparse.Namespace) -> str | None:
+    if args.early_stop_block is None:
+        return None
+    if not args.early_stop:
+        raise UsageError("--early-stop-block needs --early-stop")
+    if args.early_stop_block <= 0:
+        raise UsageError("--early-stop-block must be a positive number of seconds")
+    return str(args.early_stop_block)
 
 
 def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,12 +163,13 @@ def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
     perturb = tuple(args.perturb or ())
     if not arms and not perturb:
         for given, option in ((args.control, "--control"), (args.gate_arm, "--gate-arm"),
-                              (args.max_robustness_drop, "--max-robustness-drop")):
+                              (args.max_robustness_drop, "--max-robustness-drop"),
+                              (args.max_blind_pass_rate, "--max-blind-pass-rate")):
             if given is not None:
                 raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
     return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
             "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop,
-            "jitter_frames": args.jitter_frames}
+            "jitter_frames": args.jitter_frames, "max_blind_pass_rate": args.max_blind_pass_rate}
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
@@ -296,6 +315,7 @@ def add_seed(sub: Any) -> None:
     p.add_argument("--keep-going", action="store_true",
                    help="checkpoint per-sample errors and continue; case files stay unchanged unless "
                    "every selected expectation succeeds")
+    opts.call_options(p)
     p.add_argument("--resume", metavar="PATH",
                    help="resume an incomplete seed checkpoint by its printed path or id")
     opts.checkpoint_dir_option(p)
@@ -320,7 +340,9 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                               targets=tuple(args.target), adapter_config_path=args.adapter_config,
                               concurrency=args.concurrency, replace=args.replace,
                               keep_going=args.keep_going, verbose=args.verbose,
-                              checkpoint_dir=args.checkpoint_dir)
+                              checkpoint_dir=args.checkpoint_dir, timeout_s=args.timeout_s, retries=args.retries,
+                              retry_backoff_s=args.retry_backoff_s,
+                              max_calls_per_second=args.max_calls_per_second)
         done = execute_seed(request, out, err)
     return ExitCode.OK if done else ExitCode.FAILED
 

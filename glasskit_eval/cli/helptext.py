@@ -63,6 +63,13 @@ _EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (f"{_P} review", "open the first case in a browser"),
         (f"{_P} review --case walkthrough --target lights --time 12.5",
          "open one sample (a failed run prints this command for its first failure)"),
+        (f"{_P} review --report out/report.json --suspects",
+         "step through a run's suspect labels (a run with --repeat or arms prints this command)"),
+    ),
+    "agreement": (
+        (f"{_P} agreement labeller_a/eval labeller_b/eval", "per target and overall: agreement and Cohen's kappa"),
+        (f"{_P} agreement a/cases/walk.yaml b/cases/walk.yaml --output-json agreement.json",
+         "two case files of one video, also as JSON"),
     ),
 }
 

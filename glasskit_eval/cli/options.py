@@ -379,13 +379,13 @@ def statistics_options(p: Any) -> None:
     p.add_argument("--confidence", type=open_fraction, default=0.95, metavar="FLOAT",
                    help="confidence level of the pass-rate and comparison intervals (default: 0.95)")
     p.add_argument("--alpha", type=open_fraction, default=0.05, metavar="FLOAT",
-                   help="false-alarm rate of the regression test against a baseline, across its targets "
-                   "(default: 0.05)")
+                   help="false-alarm rate of the regression test against a baseline, across its targets; "
+                   "with --early-stop, the chance that any early decision is wrong (default: 0.05)")
 
 
 def arm_options(p: Any) -> Any:
     """``--arm``, ``--perturb``, ``--control``, ``--seed``, ``--gate-arm``, ``--max-robustness-drop``,
-    ``--jitter-frames``."""
+    ``--max-blind-pass-rate``, ``--jitter-frames``."""
     arms = p.add_argument_group("arms (side-by-side comparison on the same frames)")
     arms.add_argument("--arm", dest="arm", action="append", default=None, metavar="NAME[=CONFIG]",
                       help="also run this arm: a name config.yaml `arms:` declares, `all` of them, `control` (the "
@@ -394,16 +394,20 @@ def arm_options(p: Any) -> Any:
     arms.add_argument("--perturb", action="append", default=None, metavar="SPEC",
                       help="also run the plain adapter on perturbed frames, as an arm named SPEC: jpeg:Q, blur:R, "
                       "brightness:F, contrast:F, noise:SIGMA, downscale:F, occlude:F, rotate:DEG, chained "
-                      "with '+'; repeatable")
+                      "with '+'; blind (no value): blank, mean, shuffle; repeatable")
     arms.add_argument("--control", metavar="NAME",
                       help="the arm every other arm is compared with (default: the plain adapter, `control`)")
     arms.add_argument("--seed", type=int, default=0, metavar="INTEGER",
-                      help="seed of the perturbations' random choices (default: 0)")
+                      help="seed of the perturbations' random choices and of --early-stop's block order "
+                      "(default: 0)")
     arms.add_argument("--gate-arm", metavar="NAME",
                       help="only this arm's gates decide the run (default: every arm's)")
     arms.add_argument("--max-robustness-drop", type=rate, metavar="FLOAT",
                       help="gate max_robustness_drop: fail when a perturbation arm's pass rate is more than this "
                       "below the control's and the drop is significant at --alpha")
+    arms.add_argument("--max-blind-pass-rate", type=rate, metavar="FLOAT",
+                      help="gate blind_pass_rate: fail when a blind arm (--perturb blank, mean or shuffle) still "
+                      "passes more than this share of the samples the control passes: the adapter is not looking")
     arms.add_argument("--jitter-frames", type=jitter_frames, default=0, metavar="K",
                       help="also evaluate the control arm (the plain adapter without arms) on the K frames either "
                       "side of each sample's frame and list the samples whose verdict flips (labels on a knife "

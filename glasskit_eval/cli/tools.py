@@ -1,12 +1,16 @@
-"""The commands around an eval: ``review``, ``video-store`` and ``build-zipapp``."""
+"""The commands around an eval: ``review``, ``agreement``, ``video-store`` and ``build-zipapp``."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
 
 from ..errors import ExitCode, UsageError
 from . import options as opts
+
+# Annotations only: typing is a noticeable share of `--help`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 # --- review -----------------------------------------------------------------------------
 
@@ -26,6 +30,9 @@ def add_review(sub: Any) -> None:
     p.add_argument("--no-open", action="store_true", help="print the URL without opening a browser")
     p.add_argument("--report", metavar="PATH",
                    help="overlay a run's pass/fail/error markers from its --output-json report")
+    p.add_argument("--suspects", action="store_true",
+                   help="with --report: open the report's first suspect label and step through them "
+                   "(a run with --repeat 2+ or several arms lists them)")
     p.set_defaults(handler=run_review)
 
 
@@ -33,7 +40,36 @@ def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..commands.review import ReviewOptions, execute_review
 
     execute_review(ReviewOptions(eval_dir=args.eval_dir, case=args.case, target=args.target, time=args.time,
-                                 port=args.port, report=args.report), out, open_browser=not args.no_open)
+                                 port=args.port, report=args.report, suspects=args.suspects), out,
+                   open_browser=not args.no_open)
+    return ExitCode.OK
+
+
+# --- agreement --------------------------------------------------------------------------
+
+
+def add_agreement(sub: Any) -> None:
+    p = sub.add_parser("agreement", help="how far two labellers of the same samples agree",
+                       description="Compare the labels of two eval directories (or two case files) that label "
+                       "the same samples: per target and overall, percent agreement and Cohen's kappa with its "
+                       "interval (Fleiss, Cohen & Everitt's large-sample standard error), and for numeric "
+                       "targets the share within the target's tolerance. Exits 0, or 2 when the sample sets "
+                       "differ (naming the first sample only one side labels).")
+    p.add_argument("first", metavar="A", help="the first labeller's eval directory or case file")
+    p.add_argument("second", metavar="B", help="the second labeller's eval directory or case file")
+    p.add_argument("--output-json", metavar="PATH", help="write the agreement as JSON")
+    p.add_argument("--confidence", type=opts.open_fraction, default=0.95, metavar="FLOAT",
+                   help="confidence level of the kappa intervals (default: 0.95)")
+    p.set_defaults(handler=run_agreement)
+
+
+def run_agreement(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from ..commands.agreement import execute_agreement
+
+    execute_agreement(Path(args.first), Path(args.second), out,
+                      output_json=Path(args.output_json) if args.output_json else None, confidence=args.confidence)
     return ExitCode.OK
 
 

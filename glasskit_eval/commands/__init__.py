@@ -2,8 +2,10 @@
 
 What lives here: ``run``, ``seed``, ``validate``, ``list_samples``, ``export_frames``, ``report``,
 ``compare``, ``merge_reports`` (with ``merging``), ``video_store``, ``review`` and
-``build_zipapp``; the request records and every manifest check (``requests``); the run's CI
-outputs (``ci_outputs``). Each body is ``execute_<command>(...)``.
+``build_zipapp``, ``agreement``; the label check of a finished run (``labelling``); a run's arms made ready (``arming``) and compared with a baseline's
+(``arm_baselines``), its checks before the first call (``preflight``), ``seed`` for stream
+targets (``seedstreams``); the request records and every manifest check (``requests``); the
+run's CI outputs (``ci_outputs``). Each body is ``execute_<command>(...)``.
 
 What it may not know: argparse. The faces in ``cli/`` turn options into a call of a body;
 the engine below (``evaluation/``) gets :class:`~glasskit_eval.evaluation.options.TrialOptions`,

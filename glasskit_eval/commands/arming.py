@@ -11,15 +11,14 @@ from __future__ import annotations
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
-from ..arms.spec import ArmSelection, ArmSpec, select_arms
+from ..adapters.choose import adapter_spec, python_target, uses_python
+from ..arms.plan import Arm, ArmPlan
+from ..arms.spec import ArmSelection, ArmSpec, did_you_mean, select_arms
+from ..cases.evaldir import EvalConfig, load_adapter_config
 from ..errors import EvalError, UsageError
-from ..evaluation.fanout import Arm, ArmPlan
 from .requests import RunRequest
-
-if TYPE_CHECKING:
-    from ..cases.evaldir import EvalConfig
 
 
 def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:
@@ -29,8 +28,6 @@ def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:
     selection = select_arms(config.arms, request.arms, request.perturb, request.control)
     assert selection is not None
     if request.gate_arm is not None and request.gate_arm not in selection.names:
-        from ..arms.spec import did_you_mean
-
         raise UsageError(f"--gate-arm {request.gate_arm}: not a selected arm"
                          f"{did_you_mean(request.gate_arm, selection.names)} (selected: {', '.join(selection.names)})")
     return selection
@@ -46,14 +43,15 @@ def prepare_arms(selection: ArmSelection, request: RunRequest, root: Path, stder
             raise
         except EvalError as exc:
             raise UsageError(f"arm {spec.name!r}: {exc}") from None
-    return ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
-                   request.alpha)
+    plan = ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
+                   request.alpha, request.max_blind_pass_rate)
+    if plan.max_blind_pass_rate is not None and not plan.blind:
+        raise UsageError("--max-blind-pass-rate needs a blind arm to gate: add --perturb blank, --perturb mean "
+                         "or --perturb shuffle")
+    return plan
 
 
 def _resolve(spec: ArmSpec, request: RunRequest, root: Path, stderr: TextIO) -> Arm:
-    from ..adapters.choose import adapter_spec, python_target, uses_python
-    from ..cases.evaldir import load_adapter_config
-
     if spec.changes_adapter:
         kinds: tuple[str | None, ...] = (spec.adapter, spec.adapter_command, spec.adapter_http, spec.adapter_exec)
     else:

@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..cases.model import Thresholds
+from ..cases.model import STREAM_GATE_NAMES, Thresholds
 from ..errors import OutputError
+from ..evaluation.gates import baseline_gate, baseline_latency_gate
 from ..plan.planning import Plan
+from ..reports.annotations import github_annotations, step_summary
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
+from ..reports.junit import JunitContext, render_junit
 from ..reports.locations import Locations, SampleLocation, relative_path, sample_locations
 from ..results import Gate
 from ..summary import RunResult, RunSummary
@@ -26,7 +29,7 @@ from ..support.outside import write_command
 from .requests import Comparison, RunRequest
 
 if TYPE_CHECKING:
-    from ..evaluation.fanout import ArmPlan
+    from ..arms.plan import ArmPlan
 
 #: Options every shard of one matrix must share (they select samples or gate them).
 SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
@@ -45,9 +48,9 @@ def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | N
 
 def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
     """The gates ``--fail-on-regression`` and ``--fail-on-latency-regression`` add."""
-    gates = [found.gate(comparison.fail_on_regression)] if comparison.fail_on_regression else []
+    gates = [baseline_gate(found, comparison.fail_on_regression)] if comparison.fail_on_regression else []
     if comparison.fail_on_latency_regression_s is not None:
-        gates.append(found.latency_gate(comparison.fail_on_latency_regression_s))
+        gates.append(baseline_latency_gate(found, comparison.fail_on_latency_regression_s))
     return gates
 
 
@@ -75,7 +78,7 @@ def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
 def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    streams = {target: {name: getattr(gates, name) for name in gates._fields}
+    streams = {target: {name: getattr(gates, name) for name in STREAM_GATE_NAMES}
                for target, gates in (t.stream_gates or {}).items()}
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
             "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None}
@@ -124,7 +127,8 @@ def arms_block(plan: ArmPlan) -> dict[str, Any]:
     return {"names": list(plan.names), "control": plan.control,
             "specs": {a.name: dict(a.description or {}) for a in plan.arms},
             "perturbation_only": [a.name for a in plan.arms if a.perturbation_only],
-            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha}
+            "gate_arm": plan.gate_arm, "max_robustness_drop": plan.max_robustness_drop, "alpha": plan.alpha,
+            "blind": list(plan.blind), "max_blind_pass_rate": plan.max_blind_pass_rate}
 
 
 def annotations_on(mode: str, env: Mapping[str, str]) -> bool:
@@ -133,8 +137,6 @@ def annotations_on(mode: str, env: Mapping[str, str]) -> bool:
 
 def write_junit(path: Path, summary: RunSummary, locations: Locations, eval_root: Path,
                 found: BaselineDiff | None) -> None:
-    from ..reports.junit import JunitContext, render_junit
-
     cwd = Path.cwd()
     context = JunitContext(locations=locations, base=str(cwd), eval_dir=relative_path(eval_root, cwd),
                            properties=found.properties() if found is not None else ())
@@ -148,8 +150,6 @@ def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, f
 
     Returns what was written, as ``Wrote ...`` names it.
     """
-    from ..reports.annotations import github_annotations, step_summary
-
     workspace = env.get("GITHUB_WORKSPACE") or str(Path.cwd())
     lines = github_annotations(summary, locations, workspace=workspace,
                                eval_dir=relative_path(eval_root, Path.cwd()), gate_places=gate_places)

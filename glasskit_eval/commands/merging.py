@@ -18,9 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import StreamGates, Thresholds
+from ..cases.model import STREAM_GATE_NAMES, StreamGates, Thresholds
 from ..errors import UsageError
-from ..evaluation.gates import CaseThresholds, GateOptions, evaluate_gates, flaky_gate
+from ..evaluation.gates import (
+    CaseThresholds,
+    GateOptions,
+    arm_gates,
+    blind_gate,
+    evaluate_gates,
+    flaky_gate,
+    robustness_gate,
+)
 from ..evaluation.streamgates import CaseStreamGates, stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
@@ -53,6 +61,9 @@ class MergedArms:
     gate_arm: str | None
     max_robustness_drop: float | None
     alpha: float
+    #: Blind arms and ``--max-blind-pass-rate`` (absent from shards written before the gate existed).
+    blind: tuple[str, ...] = ()
+    max_blind_pass_rate: float | None = None
 
     def gated(self, name: str) -> bool:
         return self.gate_arm is None or self.gate_arm == name
@@ -71,7 +82,8 @@ def _arms(block: Mapping[str, Any]) -> MergedArms | None:
         return None
     names = tuple(arms["names"])
     return MergedArms(names, arms["control"], arms["specs"], frozenset(arms["perturbation_only"]),
-                      arms["gate_arm"], arms["max_robustness_drop"], float(arms["alpha"]))
+                      arms["gate_arm"], arms["max_robustness_drop"], float(arms["alpha"]),
+                      tuple(n for n in arms.get("blind") or () if n in names), arms.get("max_blind_pass_rate"))
 
 
 def _arms_well_formed(arms: object) -> bool:
@@ -88,7 +100,11 @@ def _arms_well_formed(arms: object) -> bool:
             and (arms.get("gate_arm") is None or arms.get("gate_arm") in names)
             and (drop is None or (isinstance(drop, (int, float)) and not isinstance(drop, bool)))
             and isinstance(arms.get("alpha"), (int, float)) and not isinstance(arms.get("alpha"), bool)
-            and 0 < arms["alpha"] < 1)
+            and 0 < arms["alpha"] < 1
+            and isinstance(arms.get("blind", []), list)
+            and (arms.get("max_blind_pass_rate") is None
+                 or (isinstance(arms["max_blind_pass_rate"], (int, float))
+                     and not isinstance(arms["max_blind_pass_rate"], bool))))
 
 
 def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
@@ -140,7 +156,7 @@ def _stream_thresholds_ok(data: object) -> bool:
         return True
     gates = data["stream_gates"]
     return isinstance(gates, Mapping) and all(
-        isinstance(g, Mapping) and set(g) <= set(StreamGates._fields)
+        isinstance(g, Mapping) and set(g) <= set(STREAM_GATE_NAMES)
         and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in g.values())
         for g in gates.values())
 
@@ -275,7 +291,7 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
             if arms is None or arms.gated(str(arm)):
                 mine = [r for r in results if r.arm == arm]
                 made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
-                gates += made if arm is None else [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in made]
+                gates += made if arm is None else arm_gates(str(arm), made)
         gates += stream_gates(streams, options=stream_options, eval_thresholds=eval_thresholds,
                               cases=[CaseStreamGates(c.case, c.thresholds) for c in cases])
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
@@ -302,17 +318,17 @@ def _run_gates(trials: Sequence[TrialResult], options: Mapping[str, Any], arms: 
             flaky = sum(1 for s in stability(trials) if s.flaky)
             gates.append(flaky_gate(flaky, options["max_flaky_samples"]))
         return gates
-    from ..arms.compare import robustness_gate
-
     for arm in arms.names:
         if arms.gated(arm) and options.get("max_flaky_samples") is not None:
             mine = [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds,
                                 t.timing_mode) for t in trials]
             gate = flaky_gate(sum(1 for s in stability(mine) if s.flaky), options["max_flaky_samples"])
-            gates.append(Gate(f"{arm}/{gate.name}", gate.passed, gate.message))
+            gates += arm_gates(arm, [gate])
     if arms.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
         for arm in arms.names:
-            if arm in arms.perturbation_only and arm != arms.control:
+            if arm in arms.perturbation_only and arm != arms.control and arm not in arms.blind:
                 gates.append(robustness_gate(every, arms.control, arm, arms.max_robustness_drop, arms.alpha))
+    if arms.max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
     return gates

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import OutputError
+from ..evaluation.observation_store import ObservationStore
+from ..reports.baseline import load_report, report_results
+from .ci_outputs import annotations_on
 from .requests import RunRequest
 
 
@@ -21,15 +24,10 @@ def preflight(request: RunRequest, environ: Mapping[str, str] | None = None) -> 
     """Raise the :class:`~glasskit_eval.errors.EvalError` the first failing check finds."""
     env = os.environ if environ is None else environ
     if request.cache_dir is not None:
-        from ..evaluation.observation_store import ObservationStore
-
         ObservationStore(Path(request.cache_dir)).check_is_cache()
     if request.baseline is not None and request.shard is None:
-        from ..reports.baseline import load_report, report_results
-
         where = f"--baseline {request.baseline}"
         report_results(load_report(Path(request.baseline), where), where)
-    from .ci_outputs import annotations_on
 
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path and annotations_on(request.annotations, env):

@@ -11,11 +11,13 @@ from ..plan.planning import build_plan, clip_durations
 from ..plan.schedule import Filters
 from ..plan.videos import video_resolver
 from ..reports.html import HtmlOptions
+from ..reports.labels import review_suspects_command
 from ..reports.loading import arms_of_reports, load_report_file, run_from_reports
 from ..reports.publish import shown_eval_dir, write_html
 from ..reports.thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore, arm_variants, wants_thumbnail
 from ..results import SampleResult
 from ..summary import RunSummary
+from .labelling import merged_label_check
 
 
 def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, *, eval_dir: Path | None,
@@ -26,9 +28,10 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
     run = run_from_reports(loaded)
     # A run made with --baseline recorded its comparison; one report's is shown as it was.
     baselines = [data["baseline"] for _p, data in loaded if isinstance(data.get("baseline"), dict)]
-    summary = RunSummary.of(run)
-    results = [r for t in run.trials for r in t.results]
     arms = arms_of_reports(loaded, run)
+    # Arms are never pooled: the headline is the control's, every arm's figures are in the arms table.
+    summary = RunSummary.of(run, control=arms.control if arms is not None else None)
+    results = [r for t in run.trials for r in t.results]
     store = ThumbnailStore(budget_bytes, variants=arm_variants(arms.specs) if arms is not None else None)
     store.add_from_artifacts(results)
     # A flip shows both arms' frames: the passing side's too, where the video can give it (plain pixels).
@@ -45,11 +48,15 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
                                        lambda line: print(line, file=err), pictured)
         notes += more
     shown = shown_eval_dir(run.eval_dir, str(eval_dir) if eval_dir is not None else None)
+
+    labels = merged_label_check(run, arms.specs if arms is not None else None)
+    # `review --suspects` reads one report; shards merged here have none that lists them all.
+    review = review_suspects_command(shown, str(paths[0])) if len(paths) == 1 else None
     write_html(html, summary, HtmlOptions(thumbnails=store, frames=store.frames, budget_bytes=budget_bytes,
                                           over_budget=store.over_budget, durations=durations,
                                           sources=tuple(str(p) for p in paths), notes=tuple(notes),
                                           baseline=baselines[0] if len(baselines) == 1 else None, eval_dir=shown,
-                                          arms=arms))
+                                          arms=arms, labels=labels, labels_review=review))
     print(f"Wrote {html} ({'passed' if summary.success else 'failed'} run, "
           f"{summary.total.evaluated + summary.total.ignored} attempts)", file=out)
     return summary

@@ -19,8 +19,10 @@ from typing import Any
 from ..adapters.resilient import CallPolicy
 from ..cases.model import StreamGates
 from ..errors import CheckpointError, UsageError
+from ..evaluation.earlystop import EarlyStopOptions
 from ..evaluation.gates import GateOptions
 from ..evaluation.options import TrialOptions
+from ..plan.blocks import DEFAULT_BLOCK_S
 from ..plan.schedule import Filters
 from ..plan.shard import parse_shard
 from ..support.timevalues import MAX_PACE, MIN_PACE, parse_cli_time
@@ -142,6 +144,8 @@ class RunRequest(AdapterRequest):
     gate_arm: str | None = None
     #: ``--max-robustness-drop``: how far a perturbation arm's pass rate may significantly fall.
     max_robustness_drop: float | None = None
+    #: ``--max-blind-pass-rate``: the most of the control's passes a blind arm may still pass.
+    max_blind_pass_rate: float | None = None
     #: ``--jitter-frames``: the control arm also judged on this many frames either side (0: off).
     jitter_frames: int = 0
 
@@ -153,6 +157,15 @@ class RunRequest(AdapterRequest):
     max_false_alarms_per_min: float | None = None
     max_detection_latency_p95_s: float | None = None
     pace: float | None = None
+    #: ``--early-stop`` and its block length in seconds, an exact fraction in text (None: the default).
+    early_stop: bool = False
+    early_stop_block: str | None = None
+
+    def early_stop_options(self) -> EarlyStopOptions | None:
+        if not self.early_stop:
+            return None
+        block = parse_cli_time(self.early_stop_block) if self.early_stop_block is not None else DEFAULT_BLOCK_S
+        return EarlyStopOptions(block, self.seed, self.alpha)
 
     def filters(self) -> Filters:
         return Filters(case=self.case, targets=self.targets, at=tuple(parse_cli_time(t) for t in self.at),
@@ -172,7 +185,7 @@ class RunRequest(AdapterRequest):
                                                   self.max_detection_latency_p95_s)),
             filters=filters, adapter_config=dict(self.adapter_config or {}),
             artifacts_dir=Path(self.artifacts_dir) if self.artifacts_dir else None, verbose=self.verbose,
-            pace=self.pace)
+            pace=self.pace, early_stop=self.early_stop_options())
 
     def comparison(self) -> Comparison:
         return Comparison(self.fail_on_regression, self.fail_on_latency_regression_s, self.confidence, self.alpha)
@@ -180,7 +193,7 @@ class RunRequest(AdapterRequest):
     def to_json(self) -> dict[str, Any]:
         data = super().to_json() | {"at": list(self.at), "arms": list(self.arms), "perturb": list(self.perturb)}
         # Arm options are recorded only when used, so a plain run's manifest is what it always was.
-        for name, default in _ARM_DEFAULTS.items():
+        for name, default in (_ARM_DEFAULTS | _EARLY_STOP_DEFAULTS).items():
             if data[name] == default:
                 del data[name]
         return data
@@ -209,10 +222,26 @@ class SeedRequest(AdapterRequest):
     #: The ``--adapter-config`` path (read again on resume); ``run`` records the loaded contents.
     adapter_config_path: str | None = None
     replace: bool = False
+    #: The call policy, as ``run``'s (``--timeout`` or config.yaml ``run: timeout_s``, resolved once).
+    timeout_s: float | None = None
+    retries: int = 0
+    retry_backoff_s: float = 1.0
+    max_calls_per_second: float | None = None
 
     def trial_options(self) -> TrialOptions:
         return TrialOptions(concurrency=self.concurrency, keep_going=self.keep_going,
+                            call_policy=CallPolicy(timeout_s=self.timeout_s, retries=self.retries,
+                                                   backoff_s=self.retry_backoff_s,
+                                                   max_calls_per_second=self.max_calls_per_second),
                             filters=Filters(case=self.case, targets=self.targets), verbose=self.verbose)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        # The call policy is recorded only when set, so a seed's manifest is what it always was.
+        for name, default in _CALL_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
+        return data
 
     @classmethod
     def from_json(cls, data: object, where: Path) -> SeedRequest:
@@ -348,13 +377,22 @@ RUN_CHECKS: dict[str, Check] = COMMON_CHECKS | {
     "fail_on_latency_regression_s": _optional(nonnegative_number),
     "confidence": open_fraction, "alpha": open_fraction, "shard": _optional(is_shard),
     "arms": str_list, "perturb": str_list, "control": opt_str, "seed": _is_int, "gate_arm": opt_str,
-    "max_robustness_drop": _optional(rate), "jitter_frames": count,
+    "max_robustness_drop": _optional(rate), "jitter_frames": count, "max_blind_pass_rate": _optional(rate),
     "min_recall": _optional(rate), "max_false_alarms_per_min": _optional(nonnegative_number),
     "max_detection_latency_p95_s": _optional(nonnegative_number), "pace": _optional(pace_ok),
+    "early_stop": is_bool, "early_stop_block": _optional(lambda v: isinstance(v, str) and _is_time(v)),
 }
+
+#: ``--early-stop``'s fields: left out of a manifest while unused, as the arm options are.
+_EARLY_STOP_DEFAULTS: dict[str, Any] = {"early_stop": False, "early_stop_block": None}
 
 #: The arm options' defaults: left out of a manifest while unused.
 _ARM_DEFAULTS: dict[str, Any] = {"arms": [], "perturb": [], "control": None, "seed": 0, "gate_arm": None,
-                                 "max_robustness_drop": None, "jitter_frames": 0}
+                                 "max_robustness_drop": None, "jitter_frames": 0, "max_blind_pass_rate": None}
 
-SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {"adapter_config_path": opt_str, "replace": is_bool}
+_CALL_DEFAULTS: dict[str, Any] = {"timeout_s": None, "retries": 0, "retry_backoff_s": 1.0,
+                                  "max_calls_per_second": None}
+
+SEED_CHECKS: dict[str, Check] = COMMON_CHECKS | {
+    "adapter_config_path": opt_str, "replace": is_bool, "timeout_s": _optional(positive_number), "retries": count,
+    "retry_backoff_s": nonnegative_number, "max_calls_per_second": _optional(positive_number)}

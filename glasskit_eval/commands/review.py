@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import Problem, UsageError, ValidationError
 from ..review import casedata
 from ..review.api import ReviewState
-from ..review.report import load_emissions, load_overlay
+from ..review.report import load_emissions, load_overlay, load_suspects
 from ..review.server import ReviewServer, run
 
 
@@ -23,6 +23,8 @@ class ReviewOptions:
     port: int = 0
     report: str | Path | None = None
     verbose: bool = False
+    #: Open the report's first suspect label and step through them.
+    suspects: bool = False
 
 
 def execute_review(options: ReviewOptions, out: TextIO, *, open_browser: bool) -> None:
@@ -45,16 +47,35 @@ def start_review(options: ReviewOptions) -> ReviewServer:
     if not (root / "cases").is_dir():
         raise ValidationError([Problem(str(root / "cases"), "", "cases/ directory is missing")],
                               hint="Create <eval-dir>/cases/ with one .yaml case file per video.")
+    suspects = _suspects(options)
+    if suspects:
+        first = suspects[0]
+        options = replace(options, case=str(first["case"]), target=str(first["target"]),
+                          time=Fraction(str(first["at"])))
     initial = _initial(root, options)
     markers, arms = load_overlay(Path(options.report).expanduser()) if options.report else ({}, [])
     emissions = load_emissions(Path(options.report).expanduser()) if options.report else {}
     state = ReviewState(root=root, port=options.port, initial=initial, markers=markers, emissions=emissions,
-                        report_path=str(options.report) if options.report else None, report_arms=arms)
+                        report_path=str(options.report) if options.report else None, report_arms=arms,
+                        suspects=suspects)
     try:
         return ReviewServer(state, options.port, verbose=options.verbose)
     except OSError as exc:
         raise UsageError(f"cannot start the review server on 127.0.0.1:{options.port}: "
                          f"{exc.strerror or exc}; pick another --port or use 0 for any free one") from None
+
+
+def _suspects(options: ReviewOptions) -> list[dict[str, Any]]:
+    if not options.suspects:
+        return []
+    if options.report is None:
+        raise UsageError("--suspects needs --report R.json: the run report that lists the suspect labels")
+    if options.case is not None or options.target is not None or options.time is not None:
+        raise UsageError("--suspects opens the first suspect itself; leave out --case, --target and --time")
+    try:
+        return load_suspects(Path(options.report).expanduser())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _initial(root: Path, options: ReviewOptions) -> dict[str, object]:

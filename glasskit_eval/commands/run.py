@@ -13,37 +13,54 @@ import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
+from ..adapters.base import AdapterSpec
+from ..adapters.choose import adapter_spec, python_target, uses_python
+from ..arms.compare import ArmsReport, compare_arms
+from ..arms.jitter import JitterReport
+from ..arms.plan import ArmPlan
+from ..cases.evaldir import load_adapter_config
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand
 from ..checkpoints.prune import prune_completed
 from ..errors import OutputError, UsageError
+from ..evaluation.failures import FailureSaver
+from ..evaluation.jitter import run_jitter
+from ..evaluation.observation_cache import ObservationCache
+from ..evaluation.observation_store import ObservationStore
+from ..evaluation.reuse import RunStore
+from ..evaluation.trials import run_trials
+from ..labels.consensus import LabelCheck
+from ..plan.pinfiles import any_pinned
+from ..plan.pinning import check_plan, raise_strict
+from ..plan.planning import Plan, build_plan, clip_durations
+from ..plan.shard import parse_shard, shard_plan
+from ..plan.videos import video_resolver
+from ..reports.adapter_output import AdapterOutput, command_adapter_name, python_adapter_name
+from ..reports.arms_table import print_arms
+from ..reports.baseline import BaselineDiff
+from ..reports.console import ConsoleListener, print_end, print_summary
+from ..reports.html import HtmlOptions
+from ..reports.jitter import print_jitter
+from ..reports.json_report import build_report, write_report
+from ..reports.labels import print_labels, review_suspects_command
+from ..reports.publish import shown_eval_dir, write_html
+from ..reports.thumbnails import ThumbnailStore, arm_variants
+from ..summary import RunResult, RunSummary
 from ..support.destinations import Destination, check_writable
 from ..support.interrupts import interruptible, reinstall_sigterm
+from . import ci_outputs as ci
+from .arm_baselines import ArmBaselines, arm_baselines
+from .arming import prepare_arms, select
+from .labelling import run_label_check
 from .preflight import preflight
 from .requests import RUN_KIND, RunRequest, absolute
-
-if TYPE_CHECKING:
-    from ..adapters.base import AdapterSpec
-    from ..arms.compare import ArmsReport
-    from ..arms.jitter import JitterReport
-    from ..evaluation.failures import FailureSaver
-    from ..evaluation.fanout import ArmPlan
-    from ..evaluation.jitter import JitterArm
-    from ..evaluation.observation_cache import ObservationCache
-    from ..plan.planning import Plan
-    from ..reports.adapter_output import AdapterOutput
-    from ..reports.baseline import BaselineDiff
-    from ..reports.thumbnails import ThumbnailStore
-    from ..summary import RunResult, RunSummary
-    from .arm_baselines import ArmBaselines
 
 
 @dataclass(frozen=True)
 class _Prepared:
     """A run ready to evaluate: its request as recorded, what it runs, and the whole selection."""
-
     request: RunRequest
     plan: Plan
     #: The whole selection (a shard runs part of it, but reports where every sample is).
@@ -97,16 +114,8 @@ def execute_run(request: RunRequest | Path, out: TextIO, err: TextIO, *, output_
 def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: str | None, out: TextIO,
              err: TextIO, baseline: str | None = None) -> _Prepared:
     """Plan the run, resolve what the request leaves open, and open or create its checkpoint."""
-    from ..adapters.choose import adapter_spec, python_target, uses_python
-    from ..cases.evaldir import load_adapter_config
-    from ..plan.planning import build_plan
-    from ..plan.shard import parse_shard, shard_plan
-    from ..plan.videos import video_resolver
-
     # Videos are hashed on a thread while planning reads their frame tables.
     digests = VideoDigests()
-    from ..reports.publish import shown_eval_dir
-
     if isinstance(given, Path):
         request = life.resume(given, RunRequest.from_json, digests)
         shown = shown_eval_dir(request.eval_dir)
@@ -140,6 +149,8 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
     arms = _arms(request, plan, output.stderr)
+    if request.early_stop:
+        _check_early_stop(request, plan)
     if request.jitter_frames and request.shard is not None:
         raise UsageError("--jitter-frames is not supported together with --shard yet; run the jitter unsharded")
     check_writable(destinations(request, root))
@@ -150,36 +161,40 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
                           artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
                           checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
                           baseline=absolute(request.baseline))
-    # Every arm evaluates every sample: its records are its own.
-    per_sample = len(arms.arms) if arms is not None else 1
+    # Every arm evaluates every sample and feeds every stream: its records are its own.
+    per_arm = len(arms.arms) if arms is not None else 1
     streams = sum(len(c.streams) for c in plan.cases)
     life.has_streams = streams > 0
     life.start(request.to_json(), full, request.case, digests,
-               total=(plan.sample_count * per_sample + streams) * request.repeat,
+               total=(plan.sample_count + streams) * per_arm * request.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
+
+
+def _check_early_stop(request: RunRequest, plan: Plan) -> None:
+    """What ``--early-stop`` cannot do, refused before any call."""
+    from ..evaluation.earlystop import goals, missing_gate_message
+
+    if request.shard is not None:
+        raise UsageError("--early-stop cannot be combined with --shard: a shard cannot see the other shards' "
+                         "evidence; run the selection unsharded")
+    if request.jitter_frames:
+        raise UsageError("--early-stop is not supported together with --jitter-frames")
+    if not any(g.minimum is not None for g in goals(plan, request.trial_options(request.filters()).gates)):
+        raise UsageError(missing_gate_message())
 
 
 def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
     """The selected arms, every one checked before the first adapter call (exit 2 on a bad one)."""
     if not request.with_arms:
         return None
-    from .arming import prepare_arms, select
 
     selection = select(request, plan.eval_dir.config)
     assert selection is not None
-    # Stream targets feed one stateful stream per target: not fanned out to arms yet.
-    streamed = next(((c.case.name, t.id) for c in plan.cases for t in c.streams), None)
-    if streamed is not None:
-        raise UsageError(f"--arm/--perturb do not take stream targets yet: target {streamed[1]!r} of case "
-                         f"{streamed[0]!r} has `events`; run the arms on the sample targets (--target)")
     return prepare_arms(selection, request, plan.eval_dir.root, stderr)
 
 
 def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[AdapterOutput, bool]:
-    from ..adapters.choose import uses_python
-    from ..reports.adapter_output import AdapterOutput, command_adapter_name, python_adapter_name
-
     if request.adapter_command is not None:
         return AdapterOutput(command_adapter_name(request.adapter_command), out, err), False
     python = uses_python(request.adapter, request.adapter_command, request.adapter_http, request.adapter_exec,
@@ -190,9 +205,6 @@ def _adapter_output(request: RunRequest, out: TextIO, err: TextIO) -> tuple[Adap
 
 def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: ObservationCache | None,
               thumbnails: ThumbnailStore | None, out: TextIO, err: TextIO) -> tuple[RunResult, JitterReport | None]:
-    from ..evaluation.reuse import RunStore
-    from ..evaluation.trials import run_trials
-    from ..reports.console import ConsoleListener
 
     request, plan = prepared.request, prepared.plan
     listener = ConsoleListener(out, verbose=request.verbose, err=err, case_names=[c.case.name for c in plan.cases])
@@ -204,23 +216,14 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
     async def evaluate() -> tuple[RunResult, JitterReport | None]:
         keep = thumbnails.keep if thumbnails is not None else None
         saver = _failure_saver(request, plan.eval_dir.root, life.resumed)
-        if prepared.arms is not None:
-            from ..evaluation.fanout import run_arm_trials
-
-            result = await run_arm_trials(plan, prepared.spec, options, listener, arms=prepared.arms,
-                                          store=RunStore(life), keep_frame=keep, saver=saver, cache=cache,
-                                          gating=request.shard is None)
-        else:
-            result = await run_trials(plan, prepared.spec, options, listener, store=RunStore(life),
-                                      keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None,
-                                      stream_keeper=thumbnails.streams if thumbnails is not None else None)
+        arms = prepared.arms if prepared.arms is not None else ArmPlan.single(prepared.spec, options.adapter_config)
+        result = await run_trials(plan, prepared.spec, options, listener, arms=arms, store=RunStore(life),
+                                  keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None,
+                                  stream_keeper=thumbnails.streams if thumbnails is not None else None)
         if not request.jitter_frames or not result.trials:
             return result, None
-        from ..evaluation.jitter import run_jitter
-
         # The extra calls make no results: pass rates and gates are already what they are.
-        return result, await run_jitter(plan, result.trials[0].results, request.jitter_frames,
-                                        _jitter_arm(prepared), options)
+        return result, await run_jitter(plan, result.trials[0].results, request.jitter_frames, arms, options)
 
     try:
         with capture:
@@ -231,31 +234,16 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
         reinstall_sigterm()
 
 
-def _jitter_arm(prepared: _Prepared) -> JitterArm:
-    """The arm ``--jitter-frames`` evaluates: the control (the plain adapter in a run without arms)."""
-    from ..evaluation.jitter import JitterArm
-
-    request, plan = prepared.request, prepared.arms
-    if plan is None:
-        return JitterArm(prepared.spec, dict(request.adapter_config or {}))
-    control = next(a for a in plan.arms if a.name == plan.control)
-    return JitterArm(control.spec, control.adapter_config, control.name, control.perturb, plan.seed)
-
-
 def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, cache: ObservationCache | None,
              thumbnails: ThumbnailStore | None, out: TextIO, jitter: JitterReport | None = None) -> bool:
     """The summary, every report the request asks for, then the checkpoint's end."""
-    from ..reports.console import print_end, print_summary
-    from ..reports.json_report import build_report, write_report
-    from ..summary import RunSummary
-    from . import ci_outputs as ci
-
     request = prepared.request
     checkpoint = life.checkpoint
     assert checkpoint is not None
     checkpoint.close()
     result, baseline, arm_diffs = _compare_baseline(prepared, result)
-    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha)
+    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha,
+                            control=prepared.arms.control if prepared.arms is not None else None)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
         "path": str(checkpoint.path), "resumable_adapter_errors": errors, "resumed": checkpoint.resumed}
@@ -265,9 +253,15 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
                   gated_elsewhere=request.shard is not None,
                   fold=ci.annotations_on(request.annotations, os.environ))
+    if request.early_stop:
+        from ..reports.early_stop import print_early_stop
+
+        print_early_stop(summary, out)
     arms = _arms_report(prepared, result, request, out)
+    labels = run_label_check(prepared.plan, prepared.arms, result)
+    review = review_suspects_command(prepared.shown_eval_dir, request.output_json)
+    print_labels(labels, out, review)
     if jitter is not None:
-        from ..reports.jitter import print_jitter
 
         print_jitter(jitter, out)
     ci.print_notes(request, baseline if arm_diffs is None else None, out)
@@ -283,11 +277,11 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
         write_report(Path(request.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
             shard=shard, observation_cache=cache_block, arms=arms,
-            jitter=jitter.to_json() if jitter is not None else None))
+            jitter=jitter.to_json() if jitter is not None else None, labels=labels))
         written.append(ci.display_path(request.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
     if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms)
+        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms, (labels, review))
         written.append(ci.display_path(request.html))
     life.finish(complete=not errors)
     prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
@@ -298,8 +292,6 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
 def _compare_baseline(prepared: _Prepared, result: RunResult
                       ) -> tuple[RunResult, BaselineDiff | None, ArmBaselines | None]:
     """The run against ``--baseline`` (arm by arm in a run with arms), its gates added to the result."""
-    from . import ci_outputs as ci
-
     request = prepared.request
     plan = prepared.arms
     if plan is None or request.baseline is None or request.shard is not None:
@@ -307,7 +299,6 @@ def _compare_baseline(prepared: _Prepared, result: RunResult
         if baseline is not None:
             result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
         return result, baseline, None
-    from .arm_baselines import arm_baselines
 
     found = arm_baselines(Path(request.baseline), ci.display_path(request.baseline),
                           [r for t in result.trials for r in t.results], plan.names, plan.control,
@@ -320,13 +311,11 @@ def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, ou
     """The arms compared (computed once for every reporter), and their table on the console."""
     if prepared.arms is None:
         return None
-    from ..arms.compare import compare_arms
-    from ..reports.arms_table import print_arms
 
     plan = prepared.arms
     report = compare_arms([t.results for t in result.trials], plan.names, plan.control,
                           {a.name: a.description or {} for a in plan.arms}, alpha=request.alpha,
-                          confidence=request.confidence)
+                          confidence=request.confidence, streams=[s for t in result.trials for s in t.streams])
     print_arms(report, out)
     return report
 
@@ -334,7 +323,6 @@ def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, ou
 def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSaver | None:
     if not request.save_failures:
         return None
-    from ..evaluation.failures import FailureSaver
 
     saver = FailureSaver(Path(request.artifacts_dir) if request.artifacts_dir else root / "runs")
     if not resumed:
@@ -351,7 +339,6 @@ def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
     request = prepared.request
     if not request.html:
         return None
-    from ..reports.thumbnails import ThumbnailStore, arm_variants
 
     arms = prepared.arms
     if arms is None:
@@ -362,10 +349,8 @@ def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
-                baseline: BaselineDiff | None, arms: ArmsReport | None = None) -> None:
-    from ..plan.planning import clip_durations
-    from ..reports.html import HtmlOptions
-    from ..reports.publish import write_html
+                baseline: BaselineDiff | None, arms: ArmsReport | None = None,
+                labels: tuple[LabelCheck | None, str | None] = (None, None)) -> None:
 
     # Results reused from a checkpoint were not decoded this time: their --save-failures JPEGs stand in.
     thumbnails.add_from_artifacts(r for t in summary.run.trials for r in t.results)
@@ -375,16 +360,14 @@ def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails
                                           stream_misses=thumbnails.streams.misses,
                                           stream_alarms=thumbnails.streams.alarms,
                                           baseline=baseline.to_json() if baseline is not None else None,
-                                          eval_dir=prepared.shown_eval_dir, arms=arms))
+                                          eval_dir=prepared.shown_eval_dir, arms=arms, labels=labels[0],
+                                          labels_review=labels[1]))
 
 
 def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
     """Frame pins, when cases have them: warnings, or (--strict-pins) a validation error."""
-    from ..plan.pinfiles import any_pinned
-
     if not any_pinned(c.case for c in plan.cases):
         return
-    from ..plan.pinning import check_plan, raise_strict
 
     check = check_plan(plan)
     if strict:
@@ -397,8 +380,6 @@ def _observation_cache(prepared: _Prepared, err: TextIO) -> ObservationCache | N
     request = prepared.request
     if request.cache_dir is None:
         return None
-    from ..evaluation.observation_cache import ObservationCache
-    from ..evaluation.observation_store import ObservationStore
 
     return ObservationCache(prepared.spec, ObservationStore(Path(request.cache_dir)), request.cache_mode, err)
 

@@ -8,24 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import shlex
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..adapters.base import FactoryConfig
-from ..adapters.calls import DirectCaller
+from ..adapters.choose import adapter_spec, python_target
+from ..arms.plan import ArmPlan
 from ..cases.evaldir import load_adapter_config
+from ..cases.model import TargetSpec
+from ..cases.write import merge_into_current
 from ..checkpoints.fingerprints import VideoDigests
 from ..checkpoints.lifecycle import CheckpointedCommand
 from ..errors import EvalError
 from ..evaluation.case import CaseWork, run_case
+from ..evaluation.lanes import Door, Needs, open_lanes
 from ..evaluation.proposals import FIELD_ERROR, CaseEdits, extract_judge, needs_seed, plan_edits
-from ..plan.planning import Plan, build_plan
+from ..plan.pinning import repin_if_pinned
+from ..plan.planning import CasePlan, Plan, build_plan
 from ..plan.schedule import Filters, ScheduledSample
 from ..plan.videos import video_resolver
 from ..reports.tables import compact
 from ..results import SampleResult, Status
 from ..support import threads
+from ..support.interrupts import interruptible
 from .requests import SEED_KIND, SeedRequest, absolute
 from .seedstreams import EventProposal, apply_events, events_to_seed, seed_streams, stream_targets
 
@@ -67,6 +74,9 @@ class _Seeder:
                     todo.append(s)
             proposals[case_plan.case.name] = mine
             pending[case_plan.case.name] = todo
+        if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
+            # As `run`: recorded resolved, so a resume keeps the timeout even if config.yaml changes.
+            request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
         streams = stream_targets(plan, request.replace)
         events = sum(len(events_to_seed(t, request.replace)) for _c, targets in streams for t in targets)
         total = sum(len(v) for v in pending.values()) + sum(len(v) for v in proposals.values()) + events
@@ -75,8 +85,6 @@ class _Seeder:
                      "(use --replace to propose new values for them).")
             return True
         if life.checkpoint is not None or any(pending.values()) or streams:
-            from ..adapters.choose import python_target
-
             if life.checkpoint is None:
                 # Stored with absolute paths, so `seed --resume` works from any directory.
                 request = replace(request, eval_dir=str(plan.eval_dir.root),
@@ -99,13 +107,16 @@ class _Seeder:
             for r in errors:
                 self.say(f"  ERROR {r.case}/{r.target} @{format_time_float(r.timestamp_s)}s {r.reason}")
             missing = [r for r in errors if r.reason.startswith(FIELD_ERROR)]
-            if missing:
+            if missing and not request.keep_going:
                 # A missing field is the adapter and the case disagreeing, not a flaky call that
                 # --keep-going tolerates: an error (exit 2), as upstream.
                 first = missing[0]
                 raise EvalError(f"{len(missing)} observations lack the configured field (first: "
                                 f"{first.case}/{first.target} @{format_time_float(first.timestamp_s)}s "
                                 f"{first.reason.removeprefix(FIELD_ERROR)}); case files were left unchanged")
+            if missing:
+                # With --keep-going the scope was attempted: an incomplete seed (exit 1), as upstream.
+                self.say(f"  {len(missing)} observations lack the configured field")
             self.say(f"Seed incomplete: {len(errors)} expectations could not be proposed; case files "
                      "were left unchanged.")
             if life.has_completed_work:
@@ -119,8 +130,6 @@ class _Seeder:
 
     def _next_step(self, eval_dir: str, plan: Plan, written: list[str]) -> None:
         """What a labeller does after seeding: look at the proposals before trusting them."""
-        import shlex
-
         if not written:
             return
         where = "" if eval_dir == "eval" else f" --eval-dir {shlex.quote(eval_dir)}"
@@ -129,16 +138,17 @@ class _Seeder:
                  "then run the eval.")
 
     async def _evaluate(self, plan: Plan, request: SeedRequest, pending: dict[str, list[ScheduledSample]],
-                        proposals: dict[str, dict[int, Any]], streams: Any = ()) -> list[SampleResult]:
+                        proposals: dict[str, dict[int, Any]],
+                        streams: Sequence[tuple[CasePlan, tuple[TargetSpec, ...]]] = ()) -> list[SampleResult]:
         if not any(pending.values()) and not streams:
             return []
-        from ..adapters.choose import adapter_spec
-        from ..support.interrupts import interruptible
-
         spec = adapter_spec(request.adapter, request.adapter_command, plan.eval_dir.root, self.err)
-        config = FactoryConfig(eval_dir=plan.eval_dir.root,
-                               config=load_adapter_config(plan.eval_dir.root, request.adapter_config_path),
-                               verbose=request.verbose)
+        # Seed's one arm: the adapter and its config, through the door `run` opens its lanes by.
+        arms = ArmPlan.single(spec, load_adapter_config(plan.eval_dir.root, request.adapter_config_path))
+        options = request.trial_options()
+        door = Door.of(plan.eval_dir.root, options.call_policy, arms, verbose=request.verbose)
+        needs = [Needs([s for todo in pending.values() for s in todo],
+                       [(c.case.name, t.id) for c, targets in streams for t in targets])]
         life = self.life
         checkpoint = life.checkpoint
         assert checkpoint is not None
@@ -152,41 +162,36 @@ class _Seeder:
 
         async def work() -> None:
             threads.install()
-            evaluator = await spec.create(config)
             try:
-                for case_plan in plan.cases:
-                    todo = pending[case_plan.case.name]
-                    if not todo:
-                        continue
-                    self.say(f"Case {case_plan.case.name}: proposing {len(todo)} expectations")
-                    results = await run_case(CaseWork(todo, case_plan.video_path, judge=extract_judge),
-                                             DirectCaller(evaluator), concurrency=request.concurrency,
-                                             keep_going=request.keep_going, sink=sink)
-                    for r in results:
-                        if r.status is Status.ERROR:
-                            errors.append(r)
-                        else:
-                            proposals[case_plan.case.name][r.sample_index] = r.observed_value
-                if streams and not errors:
-                    count = sum(len(events_to_seed(t, request.replace)) for _c, ts in streams for t in ts)
-                    self.say(f"Streams: proposing {count} event expectations")
-                    self.events, self.event_problems = await seed_streams(evaluator, streams, request.replace,
-                                                                          request.keep_going)
+                async with open_lanes(door, arms, needs, 1) as (lane,):
+                    assert lane is not None
+                    for case_plan in plan.cases:
+                        todo = pending[case_plan.case.name]
+                        if not todo:
+                            continue
+                        self.say(f"Case {case_plan.case.name}: proposing {len(todo)} expectations")
+                        results = await run_case(CaseWork(todo, case_plan.video_path, judge=extract_judge),
+                                                 lane.caller, concurrency=options.concurrency,
+                                                 keep_going=options.keep_going, sink=sink)
+                        for r in results:
+                            if r.status is Status.ERROR:
+                                errors.append(r)
+                            else:
+                                proposals[case_plan.case.name][r.sample_index] = r.observed_value
+                    if streams and not errors:
+                        assert lane.stream_caller is not None
+                        count = sum(len(events_to_seed(t, request.replace)) for _c, ts in streams for t in ts)
+                        self.say(f"Streams: proposing {count} event expectations")
+                        self.events, self.event_problems = await seed_streams(
+                            lane.stream_caller, streams, request.replace, options.keep_going)
             finally:
                 await checkpoint.flush()
-                try:
-                    await evaluator.close()
-                except Exception as exc:
-                    raise EvalError(f"adapter close failed: {exc}") from exc
 
         await interruptible(work())
         return errors
 
     def _write(self, plan: Plan, proposals: dict[str, dict[int, Any]]) -> list[str]:
         """Write each case's proposals; the names of the cases whose file changed."""
-        from ..cases.write import merge_into_current
-        from ..plan.pinning import repin_if_pinned
-
         written = []
         for case_plan in plan.cases:
             events = [e for e in self.events if e.case == case_plan.case.name]

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from ..adapters.base import StreamEvaluator
-from ..adapters.calls import DirectStreamCaller
+from ..adapters.calls import StreamCaller
 from ..cases.model import EventSpec, TargetSpec
 from ..compare.values import MissingField, extract_field
 from ..errors import EvalError
-from ..evaluation.streams import StreamWork, missing_on_frame, run_streams
+from ..evaluation.streams import StreamWork, run_streams
 from ..plan.planning import CasePlan, Plan
 from ..results import Emission, StreamResult
 from ..support.timevalues import format_time
@@ -76,16 +75,13 @@ def proposals(result: StreamResult, spec: TargetSpec, replace: bool) -> tuple[li
     return found, problems
 
 
-async def seed_streams(evaluator: Any, work: Sequence[tuple[CasePlan, tuple[TargetSpec, ...]]],
+async def seed_streams(caller: StreamCaller, work: Sequence[tuple[CasePlan, tuple[TargetSpec, ...]]],
                        replace: bool, keep_going: bool) -> tuple[list[EventProposal], list[str]]:
-    refused = missing_on_frame(evaluator, [(c.case.name, t.id) for c, targets in work for t in targets])
-    if refused is not None:
-        raise refused
+    """Feed each case's streams to be seeded through ``caller`` (a lane's: the call policy applies)."""
     found: list[EventProposal] = []
     problems: list[str] = []
     for case_plan, targets in work:
         mine = CasePlan(case_plan.case, (), case_plan.video_path, case_plan.video, targets)
-        caller = DirectStreamCaller(cast(StreamEvaluator, evaluator))
         results = await run_streams(StreamWork(mine, keep_going=keep_going), caller)
         for result, spec in zip(results, targets):
             if result.error is not None:

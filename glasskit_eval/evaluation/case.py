@@ -1,7 +1,7 @@
 """Evaluate one case's selected samples with one evaluator.
 
 Decoding runs on worker threads, a few frames ahead of the adapter calls through a
-bounded queue. In declaration order (the default) the targets are called one after the
+bounded queue (``bridge``). In declaration order (the default) the targets are called one after the
 other, in case-file order: at most ``concurrency`` calls of the current target are in
 flight, and the next target starts once they have all finished; ``ordering`` decides
 which decode serves which target and keeps frames decoded before their turn. In time
@@ -12,9 +12,7 @@ back in declaration order whatever order the calls finish in.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
-import threading
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from ..results import SampleResult, Status
 from ..support.tracebacks import last_frame
 from ..video.damage import Warn
 from ..video.frames import decode_at
+from .bridge import in_background
 from .clipframes import ClipItems, HeldFrames, clip_items
 from .failures import FailureSaver
 from .judge import (
@@ -119,11 +118,6 @@ def target_of(sample: ScheduledSample) -> Target:
 FRAME_QUEUE_DEPTH = 1
 
 
-class _DecodeFailed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 def _single_frames(items: Items) -> ClipItems:
     """Single-frame samples' items, each frame owned by its sample."""
     try:
@@ -131,69 +125,6 @@ def _single_frames(items: Items) -> ClipItems:
             yield sample, HeldFrames.single(sample.time, frame)
     finally:
         items.close()
-
-
-async def _frames(make_items: Callable[[], ClipItems]) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
-    """Run an ``ordering`` generator on a worker thread, feeding a small bounded queue.
-
-    Decoding (which releases the GIL) overlaps the adapter calls; the worker blocks
-    when ``FRAME_QUEUE_DEPTH`` frames are waiting. Frames left when the consumer stops
-    are closed.
-    """
-    loop = asyncio.get_running_loop()
-    items: asyncio.Queue[Any] = asyncio.Queue(maxsize=FRAME_QUEUE_DEPTH)
-    stop = threading.Event()
-    done = object()
-
-    def put(item: Any) -> bool:
-        if stop.is_set():
-            return False
-        future = asyncio.run_coroutine_threadsafe(items.put(item), loop)
-        while True:
-            try:
-                future.result(timeout=0.05)
-                return True
-            except concurrent.futures.TimeoutError:
-                if stop.is_set():
-                    future.cancel()
-                    return False
-
-    def produce() -> None:
-        gen = make_items()
-        try:
-            for item in gen:
-                if not put(item):
-                    item[1].release()
-                    return
-            put(done)
-        except BaseException as exc:
-            put(_DecodeFailed(exc))
-        finally:
-            gen.close()
-
-    def drain() -> None:
-        while not items.empty():
-            item = items.get_nowait()
-            if isinstance(item, tuple):
-                item[1].release()
-
-    producer = loop.run_in_executor(None, produce)
-    try:
-        while True:
-            item = await items.get()
-            if item is done:
-                break
-            if isinstance(item, _DecodeFailed):
-                raise item.error
-            yield item
-    finally:
-        stop.set()
-        while not producer.done():
-            drain()
-            await asyncio.wait({producer}, timeout=0.05)
-        drain()
-        if not producer.cancelled():
-            producer.exception()
 
 
 def _make_sample(sample: ScheduledSample, held: HeldFrames, video_path: Path) -> Sample:
@@ -205,7 +136,8 @@ def _make_sample(sample: ScheduledSample, held: HeldFrames, video_path: Path) ->
 
 def _source(work: CaseWork, pending: Sequence[ScheduledSample],
             order: str) -> AsyncGenerator[tuple[ScheduledSample, HeldFrames], None]:
-    return work.frames() if work.frames is not None else _frames(case_items(work, pending, order))
+    return work.frames() if work.frames is not None else in_background(case_items(work, pending, order),
+                                                                       FRAME_QUEUE_DEPTH)
 
 
 def case_items(work: CaseWork, pending: Sequence[ScheduledSample], order: str) -> Callable[[], ClipItems]:

@@ -16,43 +16,32 @@ frames are a window already).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..adapters.base import AdapterSpec, FactoryConfig, Sample
-from ..adapters.calls import Call, Caller, DirectCaller
-from ..adapters.resilient import RateLimiter, ResilientCaller
+from ..adapters.base import Sample
+from ..adapters.calls import Call, Caller
 from ..arms.jitter import JitterFinding, JitterReport
-from ..arms.perturb import Perturbation, apply_chain, frame_seed
+from ..arms.plan import Arm, ArmPlan
 from ..plan.clips import neighbour_frames
 from ..plan.planning import CasePlan, Plan
 from ..plan.schedule import ScheduledSample
 from ..results import SampleResult, Status
-from ..video.frames import DecodedFrame, decode_at
+from ..video.frames import decode_at
 from ..video.frametable import frame_table
-from .case import _frames as frames_in_background
-from .case import target_of
+from .bridge import in_background
+from .case import FRAME_QUEUE_DEPTH, target_of
 from .clipframes import ClipItems, HeldFrames
 from .judge import Judge, Misjudged, judge
+from .lanes import Door, Needs, open_lanes
 from .options import TrialOptions
+from .tee import perturbed, shared
 
 #: ``--jitter-frames`` at most: beyond it the extra calls dwarf the run.
 MAX_JITTER_FRAMES = 30
-
-
-@dataclass(frozen=True)
-class JitterArm:
-    """The control arm as jitter runs it: its adapter, config, name and perturbations."""
-
-    spec: AdapterSpec
-    adapter_config: Mapping[str, Any]
-    name: str | None = None
-    perturb: tuple[Perturbation, ...] = field(default=())
-    seed: int = 0
 
 
 @dataclass
@@ -70,31 +59,27 @@ def _reference(results: Sequence[SampleResult], arm: str | None) -> dict[tuple[s
             and r.clip is None}
 
 
-async def run_jitter(plan: Plan, results: Sequence[SampleResult], k: int, arm: JitterArm, options: TrialOptions,
+async def run_jitter(plan: Plan, results: Sequence[SampleResult], k: int, arms: ArmPlan, options: TrialOptions,
                      *, judge: Judge = judge) -> JitterReport:
-    """Evaluate ``arm`` on the ``k`` frames either side of each judged sample of ``results`` (trial one's)."""
-    reference = _reference(results, arm.name)
+    """Evaluate the control arm of ``arms`` on the ``k`` frames either side of each judged sample of ``results``
+    (trial one's); a plain run's control is its one arm."""
+    control = next(a for a in arms.arms if a.name == arms.control)
+    name = arms.result_name(control)
+    reference = _reference(results, name)
     work = [(case, [(s, reference[(case.case.name, s.sample_index)]) for s in case.samples
                     if (case.case.name, s.sample_index) in reference and s.clip is None])
             for case in plan.cases]
     work = [(case, mine) for case, mine in work if mine]
     tally = _Tally()
     if work:
-        config = FactoryConfig(eval_dir=plan.eval_dir.root, config=dict(arm.adapter_config),
-                               artifacts_dir=options.artifacts_dir, verbose=options.verbose)
-        evaluator = await arm.spec.create(config)
-        rate = options.call_policy.max_calls_per_second
-        caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, RateLimiter(rate) if rate else None)
-        try:
+        door = Door.of(plan.eval_dir.root, options.call_policy, arms, artifacts_dir=options.artifacts_dir,
+                       verbose=options.verbose)
+        needs = [Needs([s for _case, mine in work for s, _r in mine]) if arm is control else Needs()
+                 for arm in arms.arms]
+        async with open_lanes(door, arms, needs, 1) as lanes:
+            lane = next(lane for lane in lanes if lane is not None)
             for case, mine in work:
-                await _case(case, mine, k, arm, caller, options.concurrency, judge, tally)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await evaluator.cancel_pending()
-            raise
-        finally:
-            with contextlib.suppress(Exception):
-                await evaluator.close()
+                await _case(case, mine, k, control, arms.seed, lane.caller, options.concurrency, judge, tally)
     findings = []
     for case, mine in work:
         for sample, result in mine:
@@ -103,25 +88,24 @@ async def run_jitter(plan: Plan, results: Sequence[SampleResult], k: int, arm: J
                 assert result.frame_index is not None
                 findings.append(JitterFinding(result.case, result.target, result.timestamp_s, result.frame_index,
                                               tuple(sorted(flipped))))
-    return JitterReport(k, arm.name, sum(len(m) for _c, m in work), tally.calls, tally.errors, tuple(findings))
+    return JitterReport(k, name, sum(len(m) for _c, m in work), tally.calls, tally.errors, tuple(findings))
 
 
-def _items(path: Path, wanted: Mapping[Fraction, list[ScheduledSample]], arm: JitterArm) -> Callable[[], ClipItems]:
+def _items(path: Path, wanted: Mapping[Fraction, list[ScheduledSample]], arm: Arm, seed: int) -> Callable[[], ClipItems]:
     def items() -> ClipItems:
         decoded = decode_at(path, sorted(wanted))
         try:
             for want, frame in decoded:
                 group = wanted[want]
-                # Copies first: the receiver may close the original as soon as it has it.
-                images = [frame.image, *(frame.image.copy() for _ in group[1:])]
-                for sample, image in zip(group, images):
-                    if arm.perturb:
-                        seed = frame_seed(arm.seed, sample.case.name, sample.target.id, want, arm.name or "")
-                        perturbed = apply_chain(image, arm.perturb, seed)
-                        if perturbed is not image:
-                            image.close()
-                        image = perturbed
-                    yield sample, HeldFrames.single(want, DecodedFrame(frame.index, frame.media_time, image))
+                held = HeldFrames.single(want, frame)
+                if arm.perturb:
+                    try:
+                        mine = [perturbed(sample, held, arm, seed) for sample in group]
+                    finally:
+                        held.release()
+                else:
+                    mine = shared(held, len(group))
+                yield from zip(group, mine)
         finally:
             decoded.close()
 
@@ -135,7 +119,7 @@ def _neighbour(sample: ScheduledSample, held: HeldFrames, path: Path) -> Sample:
                   sample_index=sample.sample_index, video_path=str(path), case_name=sample.case.name)
 
 
-async def _case(case: CasePlan, mine: Sequence[tuple[ScheduledSample, SampleResult]], k: int, arm: JitterArm,
+async def _case(case: CasePlan, mine: Sequence[tuple[ScheduledSample, SampleResult]], k: int, arm: Arm, seed: int,
                 caller: Caller, concurrency: int, judge: Judge, tally: _Tally) -> None:
     table = frame_table(case.video_path)
     wanted: dict[Fraction, list[ScheduledSample]] = {}
@@ -159,7 +143,7 @@ async def _case(case: CasePlan, mine: Sequence[tuple[ScheduledSample, SampleResu
         if (status is Status.PASSED) != passed[sample.sample_index]:
             tally.flipped.setdefault((case.case.name, sample.sample_index), set()).add(frame_index)
 
-    source = frames_in_background(_items(case.video_path, wanted, arm))
+    source = in_background(_items(case.video_path, wanted, arm, seed), FRAME_QUEUE_DEPTH)
     if caller.batch:
         await _batches(case, source, caller, judged)
         return

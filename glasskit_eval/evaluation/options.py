@@ -13,6 +13,7 @@ from typing import Any
 
 from ..adapters.resilient import CallPolicy
 from ..plan.schedule import Filters
+from .earlystop import EarlyStopOptions
 from .gates import GateOptions
 from .ordering import DECLARATION
 
@@ -38,3 +39,5 @@ class TrialOptions:
     verbose: bool = False
     #: ``--pace``: stream targets on the paced clock (None: replay).
     pace: float | None = None
+    #: ``--early-stop``: blocks in a seeded random order until every gate is decided (None: off).
+    early_stop: EarlyStopOptions | None = None

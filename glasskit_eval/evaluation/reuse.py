@@ -32,15 +32,16 @@ class RunStore:
         return None if result.resumable_error else result
 
     def reusable_stream(self, trial: int, case: str, spec: TargetSpec, clip_end: Fraction,
-                        pace: float | None) -> StreamResult | None:
-        record = self.life.previous_streams.get((trial, case, spec.id))
+                        pace: float | None, arm: str | None = None) -> StreamResult | None:
+        record = self.life.previous_streams.get((trial, case, spec.id, arm))
         if record is None or record.get("error") is not None:
             return None
         try:
-            return rescore(case, spec, clip_end, record, trial=trial, pace=pace)
+            return rescore(case, spec, clip_end, record, trial=trial, pace=pace, arm=arm)
         except RecordError as exc:
             where = self.life.checkpoint.path if self.life.checkpoint is not None else "the checkpoint"
-            raise CheckpointError(f"{where}: the record of stream {case}/{spec.id} (trial {trial}) is damaged "
+            by = f", arm {arm}" if arm is not None else ""
+            raise CheckpointError(f"{where}: the record of stream {case}/{spec.id} (trial {trial}{by}) is damaged "
                                   f"({exc}); start a new run") from None
 
     def sink(self, trial: int) -> Callable[[SampleResult], None]:
@@ -48,6 +49,6 @@ class RunStore:
 
     def stream_sink(self, trial: int) -> Callable[[StreamResult], None]:
         def record(result: StreamResult) -> None:
-            self.life.record_stream((trial, result.case, result.target), record_of(result))
+            self.life.record_stream((trial, result.case, result.target, result.arm), record_of(result))
 
         return record

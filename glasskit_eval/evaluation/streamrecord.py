@@ -72,7 +72,7 @@ def emissions_from(record: Mapping[str, Any]) -> list[Emission]:
 
 
 def rescore(case: str, spec: TargetSpec, clip_end: Fraction, record: Mapping[str, Any], *, trial: int,
-            pace: float | None) -> StreamResult:
+            pace: float | None, arm: str | None = None) -> StreamResult:
     """The stream's result from its record, scored against ``spec`` (RecordError when damaged, or
     when an emission's time is not a time of the video: before its first frame or after its end)."""
     emissions = emissions_from(record)
@@ -93,4 +93,4 @@ def rescore(case: str, spec: TargetSpec, clip_end: Fraction, record: Mapping[str
     return StreamResult(case=case, target=spec.id, target_label=spec.label, trial=trial, events=score.events,
                         false_alarms=score.false_alarms, repeats=score.repeats, metrics=score.metrics, pace=pace,
                         frames_delivered=record["frames_delivered"], frames_dropped=record["frames_dropped"],
-                        staleness_p50=p50, staleness_p95=p95, error=record.get("error"))
+                        staleness_p50=p50, staleness_p95=p95, error=record.get("error"), arm=arm)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -78,6 +78,10 @@ class StreamWork:
     keep_frame: StreamFrameKeeper | None = None
     #: The stream cache's recorder (replay only; None: nothing recorded).
     tap: StreamTap | None = None
+    #: The arm whose adapter is fed (on each result; None without arms).
+    arm: str | None = None
+    #: An arm's perturbations: ``(image, target id, media time)`` -> the image its adapter gets.
+    perturb: Callable[[Any, str, Fraction], Any] | None = None
 
 
 def adapter_target(spec: TargetSpec) -> Target:
@@ -217,11 +221,16 @@ class StreamFeeder:
 
     async def frame(self, stream: Stream, frame: FeedFrame, image: Any) -> list[Any] | None:
         """One ``on_frame`` call; its emissions, or None when it failed (recorded or raised)."""
-        sample = Sample(image=image, timestamp_s=float(frame.media_time), frame_index=frame.frame_index,
+        given = image if self.work.perturb is None else self.work.perturb(image, stream.target.id, frame.media_time)
+        sample = Sample(image=given, timestamp_s=float(frame.media_time), frame_index=frame.frame_index,
                         sample_index=stream.delivered, video_path=str(self.work.plan.video_path),
                         case_name=self.work.plan.case.name)
         stream.delivered += 1
-        call = await self.caller.frame(sample, stream.target)
+        try:
+            call = await self.caller.frame(sample, stream.target)
+        finally:
+            if given is not image:
+                given.close()
         try:
             if call.error is not None:
                 raise call.error
@@ -264,7 +273,7 @@ class StreamFeeder:
                              field=spec.field, compare=spec.compare)
         p50 = p95 = None
         if self.work.pace is not None and stream.answers:
-            from ..summary import percentile
+            from ..statistics.descriptive import percentile
 
             stale = sorted(answered - media for answered, media in stream.answers)
             p50, p95 = percentile(stale, 50), percentile(stale, 95)
@@ -272,7 +281,7 @@ class StreamFeeder:
                             trial=self.work.trial, events=score.events, false_alarms=score.false_alarms,
                             repeats=score.repeats, metrics=score.metrics, pace=self.work.pace,
                             frames_delivered=stream.delivered, frames_dropped=stream.dropped,
-                            staleness_p50=p50, staleness_p95=p95, error=stream.error)
+                            staleness_p50=p50, staleness_p95=p95, error=stream.error, arm=self.work.arm)
 
 
 async def decoded(work: StreamWork, times: Sequence[Fraction]) -> AsyncIterator[tuple[Fraction, DecodedFrame]]:
@@ -306,25 +315,40 @@ async def decoded(work: StreamWork, times: Sequence[Fraction]) -> AsyncIterator[
 
 async def run_streams(work: StreamWork, caller: StreamCaller) -> list[StreamResult]:
     """Feed every stream of the case on the replay clock and score it (:mod:`.pacing` has the paced one)."""
-    feeder = StreamFeeder(work, caller)
-    await feeder.start()
-    takers: dict[Fraction, list[tuple[Stream, FeedFrame]]] = {}
-    for stream in feeder.streams:
-        for frame in stream.frames:
-            takers.setdefault(frame.media_time, []).append((stream, frame))
+    (results,) = await feed_together([(work, caller)])
+    return results
 
-    async def give(stream: Stream, frame: FeedFrame, image: Any) -> None:
+
+async def feed_together(works: Sequence[tuple[StreamWork, StreamCaller]]) -> list[list[StreamResult]]:
+    """Several feeds of one case's video (one per arm) on the replay clock, from one decode; each one's results.
+
+    Each feed keeps its own streams' state; a decoded frame goes to every stream of every feed that
+    takes it, side by side, and the next frame goes out once they have all answered.
+    """
+    feeders = [StreamFeeder(work, caller) for work, caller in works]
+    await asyncio.gather(*(feeder.start() for feeder in feeders))
+    takers: dict[Fraction, list[tuple[StreamFeeder, Stream, FeedFrame]]] = {}
+    for feeder in feeders:
+        for stream in feeder.streams:
+            for frame in stream.frames:
+                takers.setdefault(frame.media_time, []).append((feeder, stream, frame))
+
+    async def give(feeder: StreamFeeder, stream: Stream, frame: FeedFrame, image: Any) -> None:
         feeder.decoded(stream, frame, image)
         values = await feeder.frame(stream, frame, image)
         if values:
             feeder.emitted(stream, frame, image, frame.media_time, values)
 
-    async for want, decoded_frame in decoded(work, sorted(takers)):
+    async for want, decoded_frame in decoded(works[0][0], sorted(takers)):
         try:
-            if work.tap is not None:
-                work.tap.frame(takers[want][0][1], decoded_frame.image)
-            await asyncio.gather(*(give(stream, frame, decoded_frame.image)
-                                   for stream, frame in takers[want] if stream.active))
+            tapped: set[int] = set()
+            for feeder, _stream, frame in takers[want]:
+                tap = feeder.work.tap
+                if tap is not None and id(feeder) not in tapped:
+                    tapped.add(id(feeder))
+                    tap.frame(frame, decoded_frame.image)
+            await asyncio.gather(*(give(feeder, stream, frame, decoded_frame.image)
+                                   for feeder, stream, frame in takers[want] if stream.active))
         finally:
             decoded_frame.image.close()
-    return await feeder.finish()
+    return [await feeder.finish() for feeder in feeders]

@@ -1,326 +1,217 @@
-"""Run orchestration: trials, a fresh evaluator per trial, the call stack, gates and stability.
+"""Run orchestration: the one trial loop, over lanes, whatever the number of arms it plays.
 
-:func:`run_trials` reads as its phases: split each case into reused and pending samples,
-open the trial's call stack (adapter, call policy, observation cache), evaluate case by
-case, close, and gate. It knows only :class:`~.options.TrialOptions`, never the command line.
+:func:`run_trials` reads as its phases: split each case into reused and pending work per arm,
+open the trial's lanes (one per arm with work; a plain run is one arm, ``arms.plan.ArmPlan.single``),
+evaluate case by case (every lane from one decode, then each lane's streams), tear the lanes down
+as one, and gate (per arm, named ``<arm>/<gate>``, unless the run is plain). Each arm resumes on
+its own: a checkpoint's records name their arm, and an arm evaluates only what it has no reusable
+record of. It knows only :class:`~.options.TrialOptions`, never the command line.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import TYPE_CHECKING, Protocol, cast
+from collections.abc import Sequence
 
-from ..adapters.base import AdapterSpec, Evaluator, FactoryConfig, StreamEvaluator
-from ..adapters.calls import Caller, DirectCaller, DirectStreamCaller, StreamCaller
-from ..adapters.resilient import RateLimiter, ResilientCaller, ResilientStreamCaller
-from ..arms.perturb import chain_spec
-from ..cases.model import TargetSpec
-from ..errors import AdapterError, SampleFailure, UsageError
+from ..adapters.base import AdapterSpec
+from ..arms.plan import ArmPlan
+from ..compare.values import MissingField, what_is_there
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
-from ..plan.schedule import ScheduledSample
-from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
-from ..summary import CaseHeader, RunResult
+from ..results import EarlyStop, Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
+from ..summary import RunResult
 from ..support import allocator, threads
-from ..video.damage import Warn
-from .case import CaseWork, FrameKeeper, ResultSink, run_case
+from . import earlystop
+from .case import FrameKeeper, ResultSink
+from .earlyloop import run_blocks
+from .engine import (
+    CaseSplit,
+    Engine,
+    ResultStore,
+    RunListener,
+    Schedule,
+    WholeCases,
+    announcing,
+    split_cases,
+    tick,
+    warner,
+)
 from .failures import FailureSaver
 from .framestore import image_bytes
-from .gates import CaseThresholds, evaluate_gates, run_gates
+from .gates import (
+    CaseThresholds,
+    arm_trials,
+    blind_gate,
+    evaluate_gates,
+    per_arm,
+    robustness_gate,
+    run_gates,
+)
 from .judge import Judge, ignored_result, judge
+from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
 from .options import TrialOptions
-from .pacing import run_paced
-from .streamcache import StreamCache, stream_cache
 from .streamgates import CaseStreamGates, stream_gates
-from .streams import StreamFrameKeeper, StreamWork, missing_on_frame, run_streams
-
-if TYPE_CHECKING:
-    from .fanout import Arm, ArmPlan
-
-
-class RunListener(Protocol):
-    def trial_started(self, trial: int, total: int) -> None: ...
-
-    def case_started(self, case: CaseHeader, trial: int, total: int) -> None: ...
-
-    def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None: ...
-
-    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
-        """Each new result as soon as it is judged (before its case finishes)."""
-
-    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
-        """Each stream once it is fed to the end (or stopped) and scored."""
-
-    def tick(self) -> None:
-        """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
-
-    def notice(self, text: str) -> None:
-        """A warning about the run as a whole (printed once, not per sample)."""
-
-
-#: How often the listener's clock ticks while a trial runs.
-TICK_S = 0.1
-
-
-class ResultStore(Protocol):
-    """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
-
-    def reusable(self, trial: int, sample: ScheduledSample, arm: str | None = None) -> SampleResult | None:
-        """The result an earlier attempt finished for ``sample`` (made by ``arm`` in a run with arms)."""
-
-    def sink(self, trial: int) -> ResultSink: ...
-
-    def reusable_stream(self, trial: int, case: str, spec: TargetSpec, clip_end: Fraction,
-                        pace: float | None) -> StreamResult | None: ...
-
-    def stream_sink(self, trial: int) -> Callable[[StreamResult], None]: ...
-
-
-@dataclass(frozen=True)
-class Engine:
-    """What every trial of one run shares."""
-
-    plan: Plan
-    spec: AdapterSpec
-    options: TrialOptions
-    listener: RunListener
-    store: ResultStore | None = None
-    keep_frame: FrameKeeper | None = None
-    saver: FailureSaver | None = None
-    cache: ObservationCache | None = None
-    judge: Judge = judge
-    #: False for a shard: its gates are applied when the shards' reports are merged.
-    gating: bool = True
-    #: ``--arm``/``--perturb``: every case evaluated by each arm on one decode (see ``fanout``).
-    arms: ArmPlan | None = None
-    #: The HTML report's keeper of stream frames (misses and false alarms).
-    stream_keeper: StreamFrameKeeper | None = None
-
-
-@dataclass
-class _CaseSplit:
-    """One case in one trial: results an earlier attempt finished, and samples still to evaluate."""
-
-    plan: CasePlan
-    reused: dict[int, SampleResult]
-    pending: list[ScheduledSample]
-    #: Streams an earlier attempt finished, by target id (rescored from the checkpoint).
-    streams_reused: dict[str, StreamResult] = dataclasses.field(default_factory=dict)
-
-    @property
-    def streams_pending(self) -> tuple[TargetSpec, ...]:
-        return tuple(t for t in self.plan.streams if t.id not in self.streams_reused)
-
-    def streams_in_order(self, fresh: Sequence[StreamResult]) -> list[StreamResult]:
-        """Reused and fresh streams in the case's declaration order."""
-        found = {**self.streams_reused, **{s.target: s for s in fresh}}
-        return [found[t.id] for t in self.plan.streams if t.id in found]
-
-    @property
-    def shown(self) -> bool:
-        """A case with nothing pending is not announced (a resume shows only the work it does)."""
-        return bool(self.pending) or not self.reused
-
-    def header(self) -> CaseHeader:
-        case = self.plan.case
-        video = self.plan.video_path.name if self.plan.video_path.name else case.video.describe()
-        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets))
+from .streamlanes import run_lane_streams
+from .streams import StreamFrameKeeper, StreamWork
+from .tee import CaseRun, evaluate_case, stream_perturbation
 
 
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
-                     store: ResultStore | None = None, keep_frame: FrameKeeper | None = None,
-                     saver: FailureSaver | None = None, cache: ObservationCache | None = None,
-                     judge: Judge = judge, gating: bool = True,
-                     stream_keeper: StreamFrameKeeper | None = None) -> RunResult:
+                     arms: ArmPlan | None = None, store: ResultStore | None = None,
+                     keep_frame: FrameKeeper | None = None, saver: FailureSaver | None = None,
+                     cache: ObservationCache | None = None, judge: Judge = judge, gating: bool = True,
+                     stream_keeper: StreamFrameKeeper | None = None, schedule: Schedule | None = None) -> RunResult:
     """Run every trial; with a ``store``, results already in it are reused, not re-evaluated.
 
-    ``keep_frame`` sees each adapter call's result with the frame it got (HTML thumbnails);
-    ``stream_keeper`` the frames of stream events' onsets and false alarms.
-    A trial with nothing left to evaluate creates no evaluator.
+    ``arms`` (``--arm``/``--perturb``): every case evaluated by each arm on one decode; None is a
+    plain run (one arm whose results carry no arm name). ``keep_frame`` sees each adapter call's
+    result with the frame it got (HTML thumbnails); ``stream_keeper`` the frames of stream events'
+    onsets and false alarms. A trial with nothing left to evaluate creates no evaluator.
     """
     # Sync adapter calls, decoder hand-offs and encoders run on abandonable daemon threads,
     # so an interrupted run can exit even if an adapter call never returns.
     threads.install()
-    engine = Engine(plan, spec, options, listener, store, keep_frame, saver, cache, judge, gating,
-                    stream_keeper=stream_keeper)
+    playing = arms if arms is not None else ArmPlan.single(spec, options.adapter_config)
+    engine = Engine(plan, spec, options, listener, playing, store, keep_frame, saver, cache, judge, gating,
+                    stream_keeper, schedule if schedule is not None else WholeCases())
+    door = Door.of(plan.eval_dir.root, options.call_policy, playing, artifacts_dir=options.artifacts_dir,
+                   verbose=options.verbose, cache=cache, pace=options.pace)
     started = time.perf_counter()
-    # One limiter for the whole run: the provider's quota does not reset between trials.
-    rate = options.call_policy.max_calls_per_second
-    limiter = RateLimiter(rate) if rate else None
-    trials = [await _trial(engine, trial, limiter) for trial in range(1, options.repeat + 1)]
-    gates = run_gates(trials, options.gates, plan.eval_dir.config.thresholds) if gating else []
+    trials = [await _trial(engine, door, trial) for trial in range(1, options.repeat + 1)]
+    gates = _run_gates(engine, trials) if gating else []
     return RunResult(eval_dir=str(plan.eval_dir.root), cases=tuple(c.case.name for c in plan.cases),
                      repeat=options.repeat, trials=tuple(trials), gates=tuple(gates),
                      duration_seconds=time.perf_counter() - started)
 
 
-async def _trial(engine: Engine, trial: int, limiter: RateLimiter | None) -> TrialResult:
-    options, listener = engine.options, engine.listener
-    splits = _split(engine.plan, trial, engine.store, options.pace)
-    if options.repeat > 1 and (any(s.pending for s in splits) or engine.plan.sample_count == 0):
+async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
+    options, listener, arms = engine.options, engine.listener, engine.arms
+    # Each arm resumes on its own: the samples a checkpoint holds for it are reused, the rest run.
+    by_arm = [split_cases(engine.plan, trial, engine.store, options.pace, arm=arms.result_name(arm))
+              for arm in arms.arms]
+    if options.repeat > 1 and (any(s.pending for splits in by_arm for s in splits) or engine.plan.sample_count == 0):
         listener.trial_started(trial, options.repeat)
     started = time.perf_counter()
-    evaluator: Evaluator | None = None
-    caller: Caller | None = None
-    stream_caller: StreamCaller | None = None
-    streams_cached: StreamCache | None = None
-    streamed = [(split.plan.case.name, t.id) for split in splits for t in split.streams_pending]
-    if any(not s.ignored for split in splits for s in split.pending) or streamed:
-        evaluator, caller = await _open(engine, trial, limiter, splits)
-        refused = missing_on_frame(evaluator, streamed)
-        if refused is not None:
-            with contextlib.suppress(Exception):
-                await evaluator.close()
-            raise refused
-        if streamed:
-            stream_caller = ResilientStreamCaller(DirectStreamCaller(cast(StreamEvaluator, evaluator)),
-                                                  options.call_policy, limiter)
-            if engine.cache is not None and options.pace is None:
-                # Paced emissions are timed by the wall clock: never read from or written to the cache.
-                streams_cached = stream_cache(engine.cache, evaluator, dict(options.adapter_config), trial)
-        if evaluator.batch and trial == 1:
-            allocator.hold_frames()
-            for line in batch_memory_notes(splits):
-                listener.notice(line)
-    sink = _announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
-                       options.repeat)
-    stream_sink = engine.store.stream_sink(trial) if engine.store is not None else None
-    ticker = asyncio.create_task(_tick(listener))
+    needs = [Needs([s for split in splits for s in split.pending],
+                   [(split.plan.case.name, t.id) for split in splits for t in split.streams_pending])
+             for splits in by_arm]
+    sink = announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
+                      options.repeat)
     results: list[SampleResult] = []
     streams: list[StreamResult] = []
+    early: EarlyStop | None = None
+    first: Lane | None = None
+    ticker = asyncio.create_task(tick(listener))
     try:
-        for split in splits:
-            results.extend(await _case(engine, split, trial, caller, sink))
-            fresh: list[StreamResult] = []
-            pending = split.streams_pending
-            if pending and stream_caller is not None:
-                mine = split.plan
-                mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
-                work = StreamWork(mine, trial, options.keep_going, options.pace, _warner(listener),
-                                  keep_frame=engine.stream_keeper)
-                if streams_cached is not None:
-                    fresh = await streams_cached.run(work, stream_caller)
-                else:
-                    fresh = await (run_streams if work.pace is None else run_paced)(work, stream_caller)
-                for result in fresh:
-                    if stream_sink is not None:
-                        stream_sink(result)
-                    listener.stream_finished(result, trial, options.repeat)
-            streams.extend(split.streams_in_order(fresh))
-    except BaseException as exc:
-        if evaluator is not None:
-            if not isinstance(exc, SampleFailure):
-                # Interrupted or broken: abandon calls still running in the adapter (a
-                # fail-fast case has already done so).
-                with contextlib.suppress(Exception):
-                    await evaluator.cancel_pending()
-            with contextlib.suppress(Exception):
-                await evaluator.close()
-        raise
+        async with open_lanes(door, arms, needs, trial) as lanes:
+            first = next((lane for lane in lanes if lane is not None), None)
+            batching = next((i for i, lane in enumerate(lanes) if lane is not None and lane.evaluator.batch), None)
+            if batching is not None and trial == 1:
+                allocator.hold_frames()
+                for line in batch_memory_notes(by_arm[batching]):
+                    listener.notice(line)
+            if options.early_stop is not None:
+                results, early = await run_blocks(engine, lanes, by_arm, trial, sink)
+                for line in missing_field_notes(results):
+                    listener.notice(line)
+            for case_index in range(len(engine.plan.cases)):
+                splits = [splits[case_index] for splits in by_arm]
+                if options.early_stop is None:
+                    results.extend(await _case(engine, lanes, splits, trial, sink, results))
+                streams.extend(await _streams(engine, lanes, splits, trial))
+                if options.early_stop is None and engine.schedule.stop(trial, results):
+                    break
     finally:
         ticker.cancel()
-    if evaluator is not None:
-        await _close(evaluator)
-    gates = _trial_gates(engine, results) + _stream_gates(engine, streams) if engine.gating else []
+    gates = _trial_gates(engine, results, streams) if engine.gating else []
+    if early is not None:
+        gates = earlystop.decided_gates(gates, early)
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
-                       timing_mode=_timing_mode(results, caller), streams=tuple(streams))
+                       timing_mode=_timing_mode(results, first), streams=tuple(streams), early_stop=early)
 
 
-def _split(plan: Plan, trial: int, store: ResultStore | None, pace: float | None = None,
-           arm: str | None = None) -> list[_CaseSplit]:
-    splits = []
-    for case_plan in plan.cases:
-        streams: dict[str, StreamResult] = {}
-        if store is not None and case_plan.video is not None:
-            for spec in case_plan.streams:
-                found = store.reusable_stream(trial, case_plan.case.name, spec, case_plan.video.end_time, pace)
-                if found is not None:
-                    streams[spec.id] = found
-        reused: dict[int, SampleResult] = {}
-        pending: list[ScheduledSample] = []
-        for sample in case_plan.samples:
-            result = store.reusable(trial, sample, arm) if store is not None else None
-            if result is None:
-                pending.append(sample)
-            else:
-                reused[sample.sample_index] = result
-        splits.append(_CaseSplit(case_plan, reused, pending, streams))
-    return splits
-
-
-async def _open(engine: Engine, trial: int, limiter: RateLimiter | None, splits: Sequence[_CaseSplit], *,
-                arm: Arm | None = None) -> tuple[Evaluator, Caller]:
-    """The trial's evaluator and the stack of callers around it: cache, then call policy, then the call.
-
-    With ``arm``, that arm's adapter, config and perturbations instead of the run's.
-    """
-    options = engine.options
-    spec = arm.spec if arm is not None else engine.spec
-    config = FactoryConfig(eval_dir=engine.plan.eval_dir.root,
-                           config=dict(arm.adapter_config if arm is not None else options.adapter_config),
-                           artifacts_dir=options.artifacts_dir, verbose=options.verbose)
-    evaluator = await spec.create(config)
-    refusal = _one_frame_adapter_problem(spec, evaluator, splits)
-    if refusal is not None:
-        with contextlib.suppress(Exception):
-            await evaluator.close()
-        raise UsageError(refusal if arm is None else f"arm {arm.name!r}: {refusal}")
-    caller: Caller = ResilientCaller(DirectCaller(evaluator), options.call_policy, limiter)
-    if engine.cache is not None:
-        perturb = chain_spec(arm.perturb) if arm is not None and arm.perturb else None
-        caller = engine.cache.caller(caller, evaluator, config.config, trial, spec=spec, perturb=perturb)
-    return evaluator, caller
-
-
-async def _case(engine: Engine, split: _CaseSplit, trial: int, caller: Caller | None,
-                sink: ResultSink) -> list[SampleResult]:
-    """One case of one trial: its results in declaration order, reused ones included."""
-    options, listener = engine.options, engine.listener
-    header = split.header()
-    new: list[SampleResult] = []
-    if split.shown:
+async def _case(engine: Engine, lanes: Sequence[Lane | None], splits: Sequence[CaseSplit], trial: int,
+                sink: ResultSink, before: Sequence[SampleResult]) -> list[SampleResult]:
+    """One case for every arm: results arm by arm, each arm's in declaration order (reused ones included)."""
+    options, listener, arms = engine.options, engine.listener, engine.arms
+    case_plan = splits[0].plan
+    pending_indexes = {s.sample_index for split in splits for s in split.pending}
+    union = CaseSplit(case_plan, {}, [s for s in case_plan.samples if s.sample_index in pending_indexes])
+    shown = bool(union.pending) or not any(split.reused for split in splits)
+    header = union.header()
+    if shown:
         listener.case_started(header, trial, options.repeat)
-        if caller is not None and any(not s.ignored for s in split.pending):
-            work = CaseWork(split.pending, split.plan.video_path, engine.judge, keep_frame=engine.keep_frame,
-                            warn=_warner(listener), saver=engine.saver, trial=trial)
-            new = await run_case(work, caller, concurrency=options.concurrency, keep_going=options.keep_going,
-                                 sink=sink, order=options.order)
-        else:
-            new = [ignored_result(s) for s in split.pending]
-            for result in new:
+    playing = [i for i, split in enumerate(splits) if lanes[i] is not None and split.active]
+    new: dict[int, list[SampleResult]] = {i: [] for i in range(len(splits))}
+    if playing:
+        run = CaseRun(options, engine.judge, trial, sink, arms.seed, engine.keep_frame, engine.saver,
+                      warner(listener))
+        for block in engine.schedule.blocks(case_plan, union.pending):
+            chosen = {s.sample_index for s in block}
+            work = []
+            for i in playing:
+                lane = lanes[i]
+                assert lane is not None
+                work.append((lane, [s for s in splits[i].pending if s.sample_index in chosen]))
+            made = await evaluate_case(run, work, case_plan.video_path, case_plan.samples)
+            for i, results in zip(playing, made):
+                new[i] += results
+            if engine.schedule.stop(trial, [*before, *(r for mine in new.values() for r in mine)]):
+                break
+    for i, split in enumerate(splits):
+        if i not in playing:
+            new[i] = [ignored_result(s, arms.result_name(arms.arms[i])) for s in split.pending]
+            for result in new[i]:
                 sink(result)
-    merged = {**split.reused, **{r.sample_index: r for r in new}}
-    for line in missing_field_notes(new):
+    every: list[SampleResult] = []
+    fresh: list[SampleResult] = []
+    for i, split in enumerate(splits):
+        merged = {**split.reused, **{r.sample_index: r for r in new[i]}}
+        # A schedule that stopped early leaves samples without a result.
+        every.extend(merged[s.sample_index] for s in case_plan.samples if s.sample_index in merged)
+        fresh.extend(new[i])
+    for line in missing_field_notes(fresh):
         listener.notice(line)
-    if split.shown:
-        listener.case_finished(header, [merged[s.sample_index] for s in split.pending or split.plan.samples],
-                               trial, options.repeat)
-    return [merged[s.sample_index] for s in split.plan.samples]
+    if shown:
+        listener.case_finished(header, [r for r in every if r.sample_index in pending_indexes] or every, trial,
+                               options.repeat)
+    return every
 
 
-def _one_frame_adapter_problem(spec: AdapterSpec, evaluator: Evaluator, splits: Sequence[_CaseSplit]) -> str | None:
-    """Why a function adapter that takes only ``image`` may not judge these samples: they have clips."""
-    if not getattr(evaluator, "takes_image_only", False):
-        return None
-    clipped = next((s for split in splits for s in split.pending if s.clip is not None and not s.ignored), None)
-    if clipped is None:
-        return None
-    return (f"adapter {spec.describe()} is a function taking `image, target_id`, so it would see one frame, "
-            f"but target {clipped.target.id!r} of case {clipped.case.name!r} has clip samples; "
-            "take `sample, target` instead and read the clip from `sample.frames`")
+async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequence[CaseSplit],
+                   trial: int) -> list[StreamResult]:
+    """Each lane's pending streams of one case fed (every lane from one decode), then every arm's in order."""
+    options, listener, arms = engine.options, engine.listener, engine.arms
+    works: list[tuple[Lane, StreamWork]] = []
+    for lane, split in zip(lanes, splits):
+        pending = split.streams_pending
+        if pending and lane is not None and lane.stream_caller is not None:
+            mine = split.plan
+            mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
+            # The HTML report keeps the frames of streams without an arm (an arm's are not told apart there).
+            keeper = engine.stream_keeper if lane.name is None else None
+            works.append((lane, StreamWork(mine, trial, options.keep_going, options.pace, warner(listener),
+                                           keep_frame=keeper, arm=lane.name,
+                                           perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name))))
+    fresh: dict[str | None, list[StreamResult]] = {}
+    if works:
+        stream_sink = engine.store.stream_sink(trial) if engine.store is not None else None
+        for (lane, _work), found in zip(works, await run_lane_streams(works)):
+            fresh[lane.name] = found
+            for result in found:
+                if stream_sink is not None:
+                    stream_sink(result)
+                listener.stream_finished(result, trial, options.repeat)
+    out: list[StreamResult] = []
+    for arm, split in zip(arms.arms, splits):
+        out += split.streams_in_order(fresh.get(arms.result_name(arm), []))
+    return out
 
 
 def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
     """A target whose ``field`` is missing from every observation: the path is wrong, so say what is there."""
-    from ..compare.values import MissingField, what_is_there
-
     missing = MissingField("").reason
     by_target: dict[tuple[str, str], list[SampleResult]] = {}
     for r in results:
@@ -335,60 +226,41 @@ def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
     return notes
 
 
-async def _close(evaluator: Evaluator) -> None:
-    try:
-        await evaluator.close()
-    except AdapterError:
-        raise
-    except Exception as exc:
-        raise AdapterError(f"adapter close failed: {exc}") from exc
+def _trial_gates(engine: Engine, results: Sequence[SampleResult], streams: Sequence[StreamResult]) -> list[Gate]:
+    plan, gates = engine.plan, engine.options.gates
+    thresholds = plan.eval_dir.config.thresholds
+
+    def of(arm: str | None) -> list[Gate]:
+        mine = [r for r in results if r.arm == arm]
+        fed = [s for s in streams if s.arm == arm]
+        return (evaluate_gates(mine, options=gates, eval_thresholds=thresholds,
+                               cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
+                               undeclared=undeclared_gate_targets(plan, engine.options.filters))
+                + stream_gates(fed, options=gates.streams, eval_thresholds=thresholds,
+                               cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases]))
+
+    return per_arm(engine.arms, of)
 
 
-def _trial_gates(engine: Engine, results: Sequence[SampleResult]) -> list[Gate]:
-    plan = engine.plan
-    return evaluate_gates(results, options=engine.options.gates, eval_thresholds=plan.eval_dir.config.thresholds,
-                          cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
-                          undeclared=undeclared_gate_targets(plan, engine.options.filters))
-
-
-def _stream_gates(engine: Engine, streams: Sequence[StreamResult]) -> list[Gate]:
-    plan = engine.plan
-    return stream_gates(streams, options=engine.options.gates.streams, eval_thresholds=plan.eval_dir.config.thresholds,
-                        cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases])
-
-
-def _warner(listener: RunListener) -> Warn:
-    loop = asyncio.get_running_loop()
-
-    def warn(message: str) -> None:
-        # From the decoding thread: printed by the loop, above the live progress line.
-        loop.call_soon_threadsafe(listener.notice, message)
-
-    return warn
-
-
-def _announcing(sink: ResultSink | None, listener: RunListener, trial: int, trials: int) -> ResultSink:
-    """The store's sink, then the listener: a result is on record before anyone is told of it."""
-
-    def record(result: SampleResult) -> None:
-        if sink is not None:
-            sink(result)
-        listener.sample_finished(result, trial, trials)
-
-    return record
-
-
-async def _tick(listener: RunListener) -> None:
-    while True:
-        await asyncio.sleep(TICK_S)
-        listener.tick()
+def _run_gates(engine: Engine, trials: Sequence[TrialResult]) -> list[Gate]:
+    """The run-level gates per gated arm, then the robustness gate of each perturbation arm."""
+    arms, thresholds = engine.arms, engine.plan.eval_dir.config.thresholds
+    gates = per_arm(arms, lambda arm: run_gates(arm_trials(trials, arm), engine.options.gates, thresholds))
+    if arms.max_robustness_drop is not None:
+        every = [r for t in trials for r in t.results]
+        for arm in arms.arms:
+            if arm.perturbation_only and arm.name != arms.control and arm.name not in arms.blind:
+                gates.append(robustness_gate(every, arms.control, arm.name, arms.max_robustness_drop, arms.alpha))
+    if arms.max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
+    return gates
 
 
 #: Above this, holding one target's frames for ``evaluate_many`` is worth a warning.
 BATCH_MEMORY_WARN_BYTES = 1 << 30
 
 
-def batch_memory_notes(splits: Sequence[_CaseSplit]) -> list[str]:
+def batch_memory_notes(splits: Sequence[CaseSplit]) -> list[str]:
     """One line per target whose ``evaluate_many`` call needs more frame memory than the budget.
 
     A batch holds an image per sample of its target at once (samples at the same time get
@@ -414,12 +286,13 @@ def batch_memory_notes(splits: Sequence[_CaseSplit]) -> list[str]:
     return notes
 
 
-def _timing_mode(results: list[SampleResult], caller: Caller | None) -> TimingMode | None:
+def _timing_mode(results: list[SampleResult], lane: Lane | None) -> TimingMode | None:
     """How the trial's durations were measured; None (upstream: null) when nothing was evaluated."""
     if not any(r.evaluated for r in results):
         return None
-    if caller is not None:
-        return TimingMode.BATCH if caller.batch else TimingMode.INDIVIDUAL
+    if lane is not None:
+        return TimingMode.BATCH if lane.caller.batch else TimingMode.INDIVIDUAL
     # Everything was reused from a checkpoint: the mode those results were measured in.
     return next((r.evaluation_timing_mode for r in results if r.evaluation_timing_mode is not None),
                 TimingMode.INDIVIDUAL)
+

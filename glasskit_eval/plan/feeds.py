@@ -2,7 +2,7 @@
 
 Without ``every_s`` a stream gets every decoded frame. With it, the grid ``0, every_s,
 2*every_s, ...`` up to the clip's end, each time mapped to its frame by the single-sample
-rule (nearest, ties to the earlier frame: the frame table's ``select``, as clips use), and a
+rule (nearest, ties to the earlier frame: ``video.timeline``, as clips use), and a
 frame that two grid times map to is fed once, at its first grid time's turn.
 """
 
@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from ..video.frametable import FrameTable
-from .clips import _frames as frame_times
+from ..video.timeline import timeline
 
 
 class FeedFrame(NamedTuple):
@@ -35,7 +35,7 @@ def feed(table: FrameTable, end_time: Fraction, every_s: Fraction | None) -> tup
     on a later frame), so a grid far finer than the frames (``every_s: 1e-9``) costs one step per
     frame fed, not one per grid time.
     """
-    frames = frame_times(table)
+    frames = timeline(table)
     if every_s is None:
         return tuple(FeedFrame(i, frames.time(i)) for i in frames.between(Fraction(0), end_time))
     last_k = int(end_time // every_s)

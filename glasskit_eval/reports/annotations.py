@@ -58,14 +58,16 @@ class _Failing:
 
 
 def failing_samples(summary: RunSummary) -> list[_Failing]:
-    """Each sample that failed or errored in some trial, in run order, with its first bad result."""
-    firsts: dict[tuple[str, str, int], SampleResult] = {}
-    counts: dict[tuple[str, str, int], int] = {}
+    """Each sample that failed or errored in some trial, in run order, with its first bad result
+    (with arms, each arm's sample on its own: arms are never pooled)."""
+    firsts: dict[tuple[str | None, str, str, int], SampleResult] = {}
+    counts: dict[tuple[str | None, str, str, int], int] = {}
     for trial in summary.run.trials:
         for r in trial.results:
             if r.status in (Status.FAILED, Status.ERROR):
-                firsts.setdefault(r.key, r)
-                counts[r.key] = counts.get(r.key, 0) + 1
+                key = (r.arm, *r.key)
+                firsts.setdefault(key, r)
+                counts[key] = counts.get(key, 0) + 1
     trials = len(summary.run.trials)
     return [_Failing(firsts[k], counts[k], trials) for k in firsts]
 
@@ -75,7 +77,8 @@ def _title(item: _Failing) -> str:
     what = "error" if r.status is Status.ERROR else "failed"
     if item.trials > 1:
         what += f" in {item.failed_trials} of {item.trials} trials"
-    return f"{r.case} / {r.target} @ {time_label(r.timestamp_s)}s {what}"
+    arm = f"[{r.arm}] " if r.arm is not None else ""
+    return f"{arm}{r.case} / {r.target} @ {time_label(r.timestamp_s)}s {what}"
 
 
 def _message(r: SampleResult, eval_dir: str) -> str:
@@ -175,7 +178,8 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
         where = f"; [the run's artifacts]({artifacts_url}) hold it once uploaded" if artifacts_url else ""
         out += [f"HTML report: {_code(html)}{where}.", ""]
     trials = f", {len(run.trials)} trials" if len(run.trials) > 1 else ""
-    out.append(f"{len(run.cases)} cases{trials}: {total.evaluated} evaluated, {total.passed} passed, "
+    arm = f" (arm {summary.arm}, the control; each arm's figures are its own)" if summary.arm is not None else ""
+    out.append(f"{len(run.cases)} cases{trials}{arm}: {total.evaluated} evaluated, {total.passed} passed, "
                f"{total.failed} failed, {total.errors} errors, {total.ignored} ignored; "
                f"pass rate {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}")
     gates = [(f"Trial {t.trial}" if len(run.trials) > 1 else "Run", g) for t in run.trials for g in t.gates]
@@ -191,7 +195,8 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
                     str(g.counts.errors), str(g.counts.ignored)] for g in summary.targets])
     failing = failing_samples(summary)
     if failing:
-        rows = [[f.first.case, f.first.target, f"{time_label(f.first.timestamp_s)}s",
+        rows = [[(f"[{f.first.arm}] " if f.first.arm is not None else "") + f.first.case, f.first.target,
+                 f"{time_label(f.first.timestamp_s)}s",
                  f.first.status.value + (f" ({f.failed_trials}/{f.trials})" if f.trials > 1 else ""),
                  _code(compact(f.first.expected)), _code(compact(f.first.observed_value)), _code(f.first.reason)]
                 for f in failing]

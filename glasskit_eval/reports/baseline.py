@@ -10,7 +10,11 @@ a regression.
 Beside the list of changes, the matched samples are tested for a real drop of the pass rate
 (``statistics.paired``: each sample's outcome is its pass fraction over its trials, relabelled
 samples left out), per target and overall with Holm across them, and their paired latencies give
-the median latency change with a block-bootstrap interval (``statistics.bootstrap``).
+the median latency change with a block-bootstrap interval (``statistics.bootstrap``). When
+either run has repeats, the test learns its noise from each sample's trials (within-version
+residuals), never from the between-version differences; without repeats, an inconclusive verdict
+names the longest stretch of consecutive pass->fail samples and the ``--repeat`` that would let
+the test see a drop of that size.
 """
 
 from __future__ import annotations
@@ -21,14 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..results import Gate, SampleResult, StreamResult
+from ..results import SampleResult, StreamResult
 from ..statistics.bootstrap import LatencyChange, median_latency_change
-from ..statistics.paired import PairedTest, RegressionFamily, regression_family
+from ..statistics.paired import (
+    NOISE_FROM_DIFFERENCES,
+    PairedTest,
+    RegressionFamily,
+    p_text,
+    regression_family,
+    trial_noise,
+)
 from ..statistics.power import minimum_detectable_drop
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
-from ..support.timevalues import format_duration
 from .calls import points
 from .streambaseline import StreamDiff, format_stream_diff, stream_diff
+from .stretch import Matched, Stretch, longest_stretch
 from .tables import compact, table, time_label
 
 #: Change kinds, in the order tables list them.
@@ -57,6 +68,8 @@ class Outcome:
     passes: float | None = None
     #: Mean evaluation duration of its evaluated trials (seconds), where reported.
     latency: float | None = None
+    #: Each evaluated trial's outcome (1 passed, 0 not), in trial order.
+    trials: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +111,8 @@ class BaselineDiff:
     alpha: float = DEFAULT_ALPHA
     #: Stream events and false alarms (None when neither side has streams).
     streams: StreamDiff | None = None
+    #: Without repeats: the longest stretch of consecutive pass->fail (None when there is none).
+    stretch: Stretch | None = None
 
     @property
     def verdict(self) -> str | None:
@@ -111,6 +126,16 @@ class BaselineDiff:
             seen = f"drops under {points(self.detectable)}" if self.detectable is not None else "any drop"
             return f"inconclusive: this eval cannot see {seen}"
         return "no significant drop"
+
+    @property
+    def why_inconclusive(self) -> Stretch | None:
+        """The stretch to name when the verdict is inconclusive and the noise came from the differences."""
+        overall = self.significance.overall if self.significance is not None else None
+        verdict = self.verdict
+        if (overall is None or verdict is None or not verdict.startswith("inconclusive")
+                or overall.noise_source != NOISE_FROM_DIFFERENCES):
+            return None
+        return self.stretch
 
     def count(self, kind: str) -> int:
         return sum(1 for c in self.changes if c.kind == kind)
@@ -143,29 +168,10 @@ class BaselineDiff:
         if self.significance is not None and test is self.significance.overall:
             extra |= {"verdict": self.verdict,
                       "minimum_detectable_drop": {"drop": self.detectable, "alpha": self.alpha, "power": POWER}}
+            why = self.why_inconclusive
+            if why is not None:
+                extra["inconclusive_stretch"] = why.to_json()
         return test.to_json() | extra
-
-    def gate(self, mode: str = "any") -> Gate:
-        """``--fail-on-regression``: any pass->fail or new error, or (``significant``) a real drop."""
-        if mode == "significant":
-            overall = self.significance.overall if self.significance is not None else None
-            passed = self.significance is None or not self.significance.any_significant
-            message = (f"{self.verdict}: {_test_text(overall)}" if overall is not None
-                       else "no matched samples to test")
-            return Gate("baseline_significant_regression", passed, message)
-        n_fail, n_error = self.count("pass_to_fail"), self.count("new_error")
-        missed = f", {self.streams.regressions} detected->missed events" if self.streams is not None else ""
-        message = ("no regressions against the baseline" if not self.regressions
-                   else f"{n_fail} pass->fail, {n_error} new errors{missed} against the baseline")
-        return Gate("baseline_regressions", self.regressions == 0, message)
-
-    def latency_gate(self, seconds: float) -> Gate:
-        """``--fail-on-latency-regression S``: the median latency change is surely above S seconds."""
-        change = self.latency
-        if change is None:
-            return Gate("baseline_latency_regression", True, "no paired latencies to compare")
-        return Gate("baseline_latency_regression", not change.exceeds(seconds),
-                    f"{_latency_text(change)}; gate: interval's low end <= {format_duration(seconds)}")
 
     def properties(self) -> list[tuple[str, str]]:
         out = [("baseline.path", self.path), ("baseline.matched_samples", str(self.matched)),
@@ -195,6 +201,7 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
     out: dict[MatchKey, Outcome] = {}
     # Per sample: [evaluated trials, passed trials, summed durations, trials with a duration].
     tally: dict[MatchKey, list[float]] = {}
+    trials: dict[MatchKey, list[float]] = {}
     for r in results:
         key = match_key(r["case"], r["target"], float(r["timestamp_s"]))
         status = str(r["status"])
@@ -202,6 +209,7 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
         if status != "ignored":
             counts[0] += 1
             counts[1] += status == "passed"
+            trials.setdefault(key, []).append(1.0 if status == "passed" else 0.0)
             duration = r.get("evaluation_duration_seconds")
             if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:
                 counts[2] += duration
@@ -213,7 +221,8 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
         elif _RANK.get(status, 0) > _RANK.get(seen.status, 0):
             out[key] = replace(seen, status=status, reason=str(r.get("reason") or ""))
     return {key: replace(o, passes=tally[key][1] / tally[key][0] if tally[key][0] else None,
-                         latency=tally[key][2] / tally[key][3] if tally[key][3] else None)
+                         latency=tally[key][2] / tally[key][3] if tally[key][3] else None,
+                         trials=tuple(trials.get(key, ())))
             for key, o in out.items()}
 
 
@@ -243,6 +252,22 @@ def report_results(report: object, where: str) -> list[Mapping[str, Any]]:
     return results
 
 
+def control_results(report: Mapping[str, Any], results: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A report with arms compared as its control arm alone: arms are side by side, never pooled
+    (nor mistaken for repeats); a plain report's results as they are."""
+    if all(r.get("arm") is None for r in results):
+        return results
+    summary = report.get("summary")
+    control = summary.get("arm") if isinstance(summary, Mapping) else None
+    comparisons = report.get("arm_comparisons")
+    if not isinstance(control, str) and isinstance(comparisons, list) and comparisons \
+            and isinstance(comparisons[0], Mapping):
+        control = comparisons[0].get("control")
+    if not isinstance(control, str):
+        control = "control"
+    return [r for r in results if r.get("arm") == control]
+
+
 def load_report(path: Path, label: str | None = None) -> dict[str, Any]:
     """A run report read through the one strict loader (:func:`.loading.load_report_file`)."""
     from .loading import load_report_file
@@ -268,12 +293,14 @@ def diff(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], 
     changes.sort(key=lambda c: order[c.kind])  # stable: run order within a kind
     family = _significance(before, after, alpha, confidence)
     detectable = None
+    stretch = None
     if family is not None and family.overall is not None:
         overall = family.overall
         detectable = minimum_detectable_drop(overall.effective_pairs, overall.baseline_pass_rate,
                                              overall.flip_rate or None, alpha=alpha, power=POWER)
+        stretch = longest_stretch(_matched(before, after), overall, alpha, POWER)
     return BaselineDiff(path, tuple(changes), matched, family, _latency(before, after, confidence), detectable,
-                        alpha)
+                        alpha, stretch=stretch)
 
 
 def _paired(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
@@ -292,12 +319,33 @@ def _paired(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome
             for target, cases in sorted(found.items())}
 
 
+def _matched(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome]) -> Matched[Outcome]:
+    """The tested samples' (baseline, candidate) outcomes: by target, then by case, in time order."""
+    found: dict[str, dict[str, list[tuple[float, Outcome, Outcome]]]] = {}
+    for key, now in after.items():
+        old = before.get(key)
+        if old is None or old.expected != now.expected or old.passes is None or now.passes is None:
+            continue
+        found.setdefault(now.target, {}).setdefault(now.case, []).append((now.timestamp_s, old, now))
+    return {target: {case: [(old, now) for _t, old, now in sorted(items, key=lambda item: item[0])]
+                     for case, items in sorted(cases.items())}
+            for target, cases in sorted(found.items())}
+
+
 def _significance(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome], alpha: float,
                   confidence: float) -> RegressionFamily | None:
-    pairs = _paired(before, after, lambda o: o.passes, lambda old, now: old.expected == now.expected)
-    if not pairs:
+    matched = _matched(before, after)
+    if not matched:
         return None
-    return regression_family({t: list(cases.values()) for t, cases in pairs.items()}, alpha, confidence)
+    series = {t: [[(old.passes or 0.0, now.passes or 0.0) for old, now in items] for items in cases.values()]
+              for t, cases in matched.items()}
+    repeated = any(len(o.trials) >= 2 for cases in matched.values() for items in cases.values()
+                   for pair in items for o in pair)
+    noise = None
+    if repeated:
+        noise = {t: trial_noise([[(old.trials, now.trials) for old, now in items] for items in cases.values()])
+                 for t, cases in matched.items()}
+    return regression_family(series, alpha, confidence, noise)
 
 
 def _latency(before: Mapping[MatchKey, Outcome], after: Mapping[MatchKey, Outcome],
@@ -334,8 +382,8 @@ def report_streams(report: Mapping[str, Any]) -> list[StreamResult]:
 def compare_reports(baseline: Path, current: Path, *, alpha: float = DEFAULT_ALPHA,
                     confidence: float = DEFAULT_CONFIDENCE) -> BaselineDiff:
     old, new = load_report(baseline), load_report(current)
-    before = outcomes(report_results(old, str(baseline)))
-    after = outcomes(report_results(new, str(current)))
+    before = outcomes(control_results(old, report_results(old, str(baseline))))
+    after = outcomes(control_results(new, report_results(new, str(current))))
     found = diff(before, after, str(baseline), alpha=alpha, confidence=confidence)
     return replace(found, streams=stream_diff(report_streams(old), report_streams(new)))
 
@@ -370,18 +418,19 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:+.1f}ms" if abs(seconds) < 10 else f"{seconds:+.2f}s"
 
 
-def _latency_text(change: LatencyChange) -> str:
+def latency_change_text(change: LatencyChange) -> str:
     return (f"median latency change {_ms(change.median)} ({change.level * 100:g}% CI {_ms(change.low)} to "
             f"{_ms(change.high)}; {change.pairs} pairs)")
 
 
-def _test_text(test: PairedTest | None) -> str:
+def paired_test_text(test: PairedTest | None) -> str:
     if test is None:
         return "no matched samples"
+    family = f", Holm over {test.family_tests} tests" if test.family_tests > 1 else ""
     return (f"{test.baseline_pass_rate * 100:.1f}% -> {test.candidate_pass_rate * 100:.1f}% "
             f"({test.delta_pass_rate * 100:+.1f} points, {test.level * 100:g}% CI {test.low * 100:+.1f} to "
-            f"{test.high * 100:+.1f}; p = {test.p_value:.3g} one-sided, Holm; "
-            f"{test.effective_pairs:.0f} effective of {test.pairs} pairs)")
+            f"{test.high * 100:+.1f}; {p_text(test.p_value)} one-sided{family}; "
+            f"{test.effective_pairs:.0f} effective of {test.pairs} pairs, noise from the {test.noise_source})")
 
 
 def significance_lines(d: BaselineDiff) -> list[str]:
@@ -389,13 +438,16 @@ def significance_lines(d: BaselineDiff) -> list[str]:
     family = d.significance
     if family is None or family.overall is None:
         return []
-    lines = [f"Pass rate {_test_text(family.overall)}: {d.verdict}"]
+    lines = [f"Pass rate {paired_test_text(family.overall)}: {d.verdict}"]
+    why = d.why_inconclusive
+    if why is not None:
+        lines.append(f"  {why.text()}")
     if len(family.per_target) > 1:
         for target, test in sorted(family.per_target.items()):
             word = "significant drop" if test.significant else "not significant"
-            lines.append(f"  target {target}: {_test_text(test)}: {word}")
+            lines.append(f"  target {target}: {paired_test_text(test)}: {word}")
     if d.latency is not None:
-        lines.append(f"Latency: {_latency_text(d.latency)}")
+        lines.append(f"Latency: {latency_change_text(d.latency)}")
     return lines
 
 

@@ -61,6 +61,8 @@ def counts_json(counts: Counts) -> dict[str, Any]:
         "retried_samples": counts.retried,
         "timeout_errors": counts.timeouts,
         "usage": dict(counts.usage),
+        # Only ``run --early-stop`` leaves samples without a call: other reports keep their keys.
+        **({"not_evaluated": counts.not_evaluated} if counts.not_evaluated else {}),
     }
 
 

@@ -13,14 +13,16 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..results import SampleResult, Status, StreamResult
-from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
+from ..statistics.descriptive import mean
+from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, target_display
 from ..support.outside import inline, quoted_lines, write_command
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
 from .tables import WIDTH, compact, pct, seconds, table, time_label
 
-_COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33"}
+_COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33",
+            Status.NOT_EVALUATED: "2"}
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -77,7 +79,8 @@ class ConsoleListener:
         prefix = f"[{trial}/{total}] " if total > 1 else ""
         dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
-        self._print(f"  {prefix}stream {result.target}: {result.frames_delivered} frames{dropped}, "
+        arm = f" [{result.arm}]" if result.arm is not None else ""
+        self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
                     f"{m.detected}/{m.events} events detected, {m.repeats} repeats, {m.false_alarms} false alarms"
                     f"{stopped}")
 
@@ -96,7 +99,8 @@ class ConsoleListener:
             display = f"{label} ({target_id})" if label else target_id
             counts = Counts.of(mine)
             self._print(f"  target {display}: {len(mine)} samples, {counts.passed} passed, "
-                        f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored")
+                        f"{counts.failed} failed, {counts.errors} errors, {counts.ignored} ignored"
+                        + (f", {counts.not_evaluated} not evaluated" if counts.not_evaluated else ""))
 
     def close(self) -> None:
         """Take the live line away (the run ended, or stopped)."""
@@ -138,6 +142,8 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     p()
     p(f"Eval: {run.eval_dir}")
     p(f"Cases: {len(run.cases)}")
+    if summary.arm is not None:
+        p(f"Arm: {summary.arm} (the control; arms are never pooled: each arm's figures are in the arms table)")
     if not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
@@ -244,7 +250,8 @@ def verdict_line(summary: RunSummary) -> str:
     """The last line of a run, in pytest's manner: what happened, how long it took, which gates failed."""
     total = summary.total
     parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
-                                           (total.passed, "passed"), (total.ignored, "ignored")) if n]
+                                           (total.passed, "passed"), (total.ignored, "ignored"),
+                                           (total.not_evaluated, "not evaluated")) if n]
     counts = ", ".join(parts) or "nothing evaluated"
     failed = sorted({g.name for _scope, g in summary.failed_gates()})
     if failed:
@@ -254,7 +261,9 @@ def verdict_line(summary: RunSummary) -> str:
     else:
         tail = ""
     word = "PASSED" if summary.success else "FAILED"
-    return f"{word}: {counts} in {seconds(summary.run.duration_seconds)}{tail}"
+    from .early_stop import verdict_tail
+
+    return f"{word}: {counts} in {seconds(summary.run.duration_seconds)}{tail}{verdict_tail(summary)}"
 
 #: Rows of the failure table; the rest are counted and left to the JSON report.
 FAILURE_ROWS = 20
@@ -321,6 +330,8 @@ def failure_lines(summary: RunSummary, report_path: str | None, gated_elsewhere:
     if many:
         headers, right = ["Trial", *headers], [True, *right]
     noun = "failed or errored attempts" if many else "failed or errored samples"
+    if arms:
+        noun += f" in {len({f.result.arm for f in failures})} arms"
     title = f"Failures ({len(failures)} {noun})" if len(failures) <= FAILURE_ROWS else \
         f"Failures (first {FAILURE_ROWS} of {len(failures)} {noun})"
     lines = table(title, headers, rows, right, width=WIDTH).splitlines()
@@ -350,7 +361,7 @@ def _target_table(summary: RunSummary) -> str:
     rows = []
     for g in summary.targets:
         known = [x * 100 for x in g.trial_rates]
-        span = "-" if not known else f"{min(known):.1f}/{sum(known) / len(known):.1f}/{max(known):.1f}%"
+        span = "-" if not known else f"{min(known):.1f}/{mean(known) or 0:.1f}/{max(known):.1f}%"
         mine = [s for s in g.stability if s.evaluated]
         s = StabilityCounts.of(mine)
         rows.append([g.display, span, str(len(mine)), str(s.consistently_passed), str(s.consistently_failed),

@@ -36,6 +36,7 @@ from .thumbnails import DEFAULT_BUDGET_BYTES, ThumbKey, arm_variants, pixel_key,
 
 if TYPE_CHECKING:
     from ..arms.compare import ArmsReport
+    from ..labels.consensus import LabelCheck
 
 #: Longest whole observation put in the lightbox per sample; the JSON report has the rest.
 MAX_OBSERVATION = 20000
@@ -74,6 +75,9 @@ class HtmlOptions:
     eval_dir: str | None = None
     #: A run with arms: the arms compared (the side-by-side table and the flips); None without arms.
     arms: ArmsReport | None = None
+    #: A run with repeats or arms: suspect labels from the votes, and the command that reviews them.
+    labels: LabelCheck | None = None
+    labels_review: str | None = None
 
     @property
     def variants(self) -> dict[str, str]:
@@ -109,7 +113,8 @@ def render_html(summary: RunSummary, options: HtmlOptions | None = None, assets:
     title = f"glasskit_eval: {verdict} · {eval_dir}"
     body = "".join([
         _header(summary, verdict, options, eval_dir, data.pop("notes")),
-        gates(summary), *_arms_sections(summary, options), _failures_section(summary), stream_section(summary),
+        gates(summary), *_arms_sections(summary, options), _failures_section(summary), _labels_section(options),
+        stream_section(summary),
         trials(summary), groups("By target", "targets", summary.targets),
         groups("By case", "cases", summary.cases), baseline(options.baseline), latency(summary),
         stability(summary),
@@ -153,6 +158,14 @@ def _arms_sections(summary: RunSummary, options: HtmlOptions) -> list[str]:
     from .html_arms import arms_table, flips_section
 
     return [arms_table(options.arms), flips_section(summary, options.arms, options.thumbnails, options.variants)]
+
+
+def _labels_section(options: HtmlOptions) -> str:
+    if options.labels is None:
+        return ""
+    from .labels import labels_section
+
+    return labels_section(options.labels, options.thumbnails, options.labels_review)
 
 
 def _sha256(text: str) -> str:
@@ -304,6 +317,11 @@ def _header(summary: RunSummary, verdict: str, options: HtmlOptions, eval_dir: s
              ("Passed", total.passed), ("Failed", total.failed), ("Errors", total.errors),
              ("Ignored", total.ignored), ("Samples", first.evaluated + first.ignored),
              ("Trials", len(run.trials)), ("Duration", seconds(run.duration_seconds))]
+    if total.not_evaluated:
+        from .early_stop import decided_lines
+
+        stats.insert(5, ("Not evaluated (decided early)", total.not_evaluated))
+        thumb_notes = [*decided_lines(summary), *thumb_notes]
     interval = summary.pass_rate_ci
     if interval is not None:
         stats.insert(1, (f"{interval.level * 100:g}% interval", f"{pct(interval.low)} – {pct(interval.high)} "
@@ -332,7 +350,7 @@ def _samples_section(summary: RunSummary, arms: Sequence[str] = ()) -> str:
 
     statuses = "".join(
         f'<label><input type="checkbox" class="f-status" value="{RANK[s]}" checked> {s.value}</label>'
-        for s in STATUS_ORDER)
+        for s in STATUS_ORDER if s is not Status.NOT_EVALUATED or summary.total.not_evaluated)
     trials = ""
     if summary.run.repeat > 1:
         trials = ('<label>Trial <select id="f-trial">'

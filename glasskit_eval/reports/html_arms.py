@@ -54,7 +54,34 @@ def arms_table(arms: ArmsReport) -> str:
             "Holm-adjusted across arms). Pareto: no other arm matches or beats it on pass rate, p95 latency and "
             "cost while beating it on one.</p>"
             f'<div class="scroll"><table id="arms-table"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}'
-            "</tbody></table></div></section>")
+            f"</tbody></table></div>{_streams_table(arms)}</section>")
+
+
+def _streams_table(arms: ArmsReport) -> str:
+    """Each arm against the control per stream target (empty without stream targets)."""
+    if not arms.streams:
+        return ""
+    head = ["Arm", "Stream", "Recall", f"Δ vs {arms.control}", "FA/min", "Δ FA/min", "Latency p95", "Δ p95",
+            f"Detected by {arms.control} only", "By the arm only", "p"]
+    rows = []
+    for c in arms.streams:
+        mine = c.arm_figures
+        recall, per_min, p95 = mine.recall, mine.false_alarms_per_min, mine.latency_p95
+        cells = [f'<span class="arm-name">{esc(c.arm)}</span>', esc(f"{c.case}/{c.target}"),
+                 esc(pct(None if recall is None else float(recall))),
+                 esc("–" if c.delta_recall is None else f"{c.delta_recall * 100:+.1f} pts"),
+                 esc("–" if per_min is None else f"{float(per_min):.2f}"),
+                 esc("–" if c.delta_false_alarms_per_min is None else f"{c.delta_false_alarms_per_min:+.2f}"),
+                 esc(seconds(None if p95 is None else float(p95))),
+                 esc("–" if c.delta_latency_p95_s is None else f"{c.delta_latency_p95_s * 1000:+.0f} ms"),
+                 esc(str(c.control_only)), esc(str(c.arm_only)), esc(f"{c.p_value:.3g}")]
+        rows.append(f'<tr data-arm="{esc(c.arm)}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    return ('<h3>Streams by arm</h3><p class="hint">Each arm fed the same frames as its own stream; compared with '
+            f"<code>{esc(arms.control)}</code> on the same events (paired; p: exact McNemar on the events one "
+            "detected and the other missed).</p>"
+            f'<div class="scroll"><table id="arms-streams-table"><thead><tr>{th}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def _versus(comparison: ArmComparison | None) -> list[str]:

@@ -79,7 +79,8 @@ def stream_data(summary: RunSummary, *, durations: Mapping[str, float], misses: 
             if frame is not None:  # a misbehaving adapter's thousands are counted, not listed
                 false.append([float(a.time), frame, thumb_of.get((s.case, frame)), f"false alarm: {value_text(a.value)}"])
         emissions.sort(key=lambda e: (e[0], e[1]))
-        out.append({"case": s.case, "target": s.target_label or s.target, "trial": s.trial,
+        target = s.target_label or s.target
+        out.append({"case": s.case, "target": target if s.arm is None else f"{target} · {s.arm}", "trial": s.trial,
                     "duration": _duration(s, durations), "windows": windows, "emissions": emissions,
                     "misses": missed, "alarms": false, "error": s.error})
     return out
@@ -100,7 +101,8 @@ def stream_section(summary: RunSummary) -> str:
         m = s.metrics
         per_min = "–" if m.false_alarms_per_min is None else f"{float(m.false_alarms_per_min):.2f}"
         frames = f"{s.frames_delivered}" + (f" ({s.frames_dropped} dropped)" if s.frames_dropped else "")
-        rows.append([esc(s.case), esc(s.target_label or s.target) + (f" · trial {s.trial}" if many else ""),
+        arm = "" if s.arm is None else f" · {s.arm}"
+        rows.append([esc(s.case), esc((s.target_label or s.target) + arm) + (f" · trial {s.trial}" if many else ""),
                      f"{m.detected}/{m.events}", pct(None if m.recall is None else float(m.recall)), str(m.repeats),
                      str(m.false_alarms), per_min, pct(None if m.precision is None else float(m.precision)),
                      _ms(m.latency_p50), _ms(m.latency_p95), _ms(m.latency_max), frames])

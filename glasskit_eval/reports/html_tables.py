@@ -11,6 +11,7 @@ from typing import Any
 
 from ..results import Status, TimingMode
 from ..statistics.intervals import PassRateInterval
+from ..statistics.paired import p_text
 from ..summary import Counts, GroupSummary, RunSummary, run_gate_scope
 from .html_text import LETTER, clip_time, esc, meter, pct, seconds, value_text
 
@@ -100,11 +101,24 @@ def _significance(test: Any) -> str:
         ci = test["ci"]
         text = (f"{test['verdict']}: pass rate {float(test['delta_pass_rate']) * 100:+.1f} points "
                 f"({float(test['level']) * 100:g}% CI {float(ci['low']) * 100:+.1f} to {float(ci['high']) * 100:+.1f}; "
-                f"p = {float(test['p_value']):.3g}, one-sided, Holm; "
+                f"{p_text(float(test['p_value']))}, one-sided{_holm(test)}; "
                 f"{float(test['effective_pairs']):.0f} effective pairs)")
+        why = test.get("inconclusive_stretch")
+        if isinstance(why, Mapping):
+            text += (f"; longest pass->fail stretch: {why['samples']} samples of {why['case']}/{why['target']}, "
+                     f"{float(why['from_s']):g}s to {float(why['to_s']):g}s"
+                     + (f"; rerun with --repeat {why['suggested_repeat']}" if why.get("suggested_repeat") else ""))
     except (KeyError, TypeError, ValueError):
         return ""
     return f'<p class="meta" id="significance">{esc(text)}</p>'
+
+
+def _holm(test: Mapping[str, Any]) -> str:
+    """``, Holm over N tests`` when the test was adjusted in a family (older reports: always)."""
+    size = test.get("family_tests")
+    if isinstance(size, int) and not isinstance(size, bool):
+        return f", Holm over {size} tests" if size > 1 else ""
+    return ", Holm"
 
 
 def status_badge(passed: bool) -> str:

@@ -11,9 +11,9 @@ from ..results import Status
 #: Longest expected/observed/reason text put in the page per sample; the JSON report has the rest.
 MAX_TEXT = 2000
 
-STATUS_ORDER = (Status.ERROR, Status.FAILED, Status.PASSED, Status.IGNORED)
+STATUS_ORDER = (Status.ERROR, Status.FAILED, Status.PASSED, Status.IGNORED, Status.NOT_EVALUATED)
 RANK = {s: i for i, s in enumerate(STATUS_ORDER)}
-LETTER = {Status.PASSED: "P", Status.FAILED: "F", Status.ERROR: "E", Status.IGNORED: "I"}
+LETTER = {Status.PASSED: "P", Status.FAILED: "F", Status.ERROR: "E", Status.IGNORED: "I", Status.NOT_EVALUATED: "-"}
 
 
 def esc(value: object) -> str:

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..summary import POWER, RunSummary, TrialSummary, mean
+from ..statistics.descriptive import mean
+from ..summary import POWER, RunSummary, TrialSummary
 from ..support.fsio import write_text_atomic
 from .calls import counts_json, groups_json, interval_json
 
 if TYPE_CHECKING:
     from ..arms.compare import ArmsReport
+    from ..labels.consensus import LabelCheck
 
 SCHEMA_VERSION = 1
 
@@ -49,9 +51,10 @@ def _trial_json(t: TrialSummary) -> dict[str, Any]:
 def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_CHECKPOINT,
                  baseline: dict[str, Any] | None = None, shard: dict[str, Any] | None = None,
                  observation_cache: dict[str, Any] | None = None, arms: ArmsReport | None = None,
-                 jitter: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 jitter: list[dict[str, Any]] | None = None, labels: LabelCheck | None = None) -> dict[str, Any]:
     """The whole report; ``baseline``, ``shard``, ``observation_cache``, the arms' blocks and ``jitter``
-    (``--jitter-frames``) appear when given."""
+    (``--jitter-frames``) and the label check (``label_check``, ``label_suspects``, ``label_ambiguous``)
+    appear when given."""
     run = summary.run
     total = summary.total
     first = summary.first
@@ -61,14 +64,22 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
     timing = summary.timing_mode
     # Streams appear only when the run has stream targets, so other reports keep upstream's keys.
     streams = [s.to_json() for t in run.trials for s in t.streams] or None
+    from .early_stop import early_stop_json
+
     blocks: dict[str, Any] = {"baseline": baseline, "shard": shard, "observation_cache": observation_cache,
-                              "streams": streams, "jitter": jitter}
+                              "streams": streams, "jitter": jitter, "early_stop": early_stop_json(summary)}
     if streams is not None and run.repeat > 1:
         from .streams import stream_stability
 
         blocks["stream_stability"] = stream_stability(summary)
     if arms is not None:
         blocks |= {"arms": arms.arms_json(), "arm_comparisons": arms.comparisons_json(), "pareto": list(arms.pareto)}
+        if arms.streams:
+            blocks["arm_stream_comparisons"] = arms.stream_comparisons_json()
+    if labels is not None:
+        from .labels import labels_json
+
+        blocks |= labels_json(labels)
     return {
         **{name: block for name, block in blocks.items() if block is not None},
         "cases": list(run.cases),
@@ -106,6 +117,7 @@ def build_report(summary: RunSummary, *, checkpoint: dict[str, Any] | None = NO_
             "throughput_attempts_per_second": total.evaluated / duration if duration > 0 else None,
             "trials": len(run.trials),
             **counts_json(total),
+            **({"arm": summary.arm} if summary.arm is not None else {}),
         },
         "by_target": groups_json(summary.targets),
         "by_case": groups_json(summary.cases),

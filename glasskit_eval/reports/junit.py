@@ -89,10 +89,10 @@ def failure_body(result: SampleResult, eval_dir: str) -> str:
 
 
 def _counts_attrs(element: ET.Element, counts: Counts, time: float) -> None:
-    element.set("tests", str(counts.evaluated + counts.ignored))
+    element.set("tests", str(counts.evaluated + counts.ignored + counts.not_evaluated))
     element.set("failures", str(counts.failed))
     element.set("errors", str(counts.errors))
-    element.set("skipped", str(counts.ignored))
+    element.set("skipped", str(counts.ignored + counts.not_evaluated))
     element.set("time", _seconds(time))
 
 
@@ -113,7 +113,7 @@ def _testcase(suite: ET.Element, result: SampleResult, context: JunitContext) ->
         kind = result.error_kind.value if result.error_kind is not None else "adapter"
         error = ET.SubElement(case, "error", message=_text(result.reason), type=f"{kind}_error")
         error.text = _text(failure_body(result, context.eval_dir))
-    elif result.status is Status.IGNORED:
+    elif result.status in (Status.IGNORED, Status.NOT_EVALUATED):
         ET.SubElement(case, "skipped", message=_text(result.reason))
 
 
@@ -176,7 +176,9 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
     failed = sum(1 for _name, g in gates if not g.passed)
     suite = ET.SubElement(root, "testsuite", name="gates", tests=str(len(gates)), failures=str(failed),
                           errors="0", skipped="0", time=_seconds(0.0))
-    measured = [*context.properties, *_call_properties(summary)]
+    from .early_stop import decided_lines
+
+    measured = [*context.properties, *_call_properties(summary), *(("decided_early", line) for line in decided_lines(summary))]
     if measured:
         properties = ET.SubElement(suite, "properties")
         for name, value in measured:
@@ -187,10 +189,10 @@ def render_junit(summary: RunSummary, context: JunitContext) -> str:
             failure = ET.SubElement(case, "failure", message=_text(gate.message), type="gate")
             failure.text = _text(gate.message) + "\n"
     total = summary.total
-    root.set("tests", str(total.evaluated + total.ignored + len(gates) + stream_tests))
+    root.set("tests", str(total.evaluated + total.ignored + total.not_evaluated + len(gates) + stream_tests))
     root.set("failures", str(total.failed + failed + stream_failures))
     root.set("errors", str(total.errors))
-    root.set("skipped", str(total.ignored))
+    root.set("skipped", str(total.ignored + total.not_evaluated))
     root.set("time", _seconds(total.duration_total))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -34,7 +34,8 @@ STREAM_SHAPE = sj.Obj(
               "false_alarms": sj.Arr(_EMISSION), "repeats": sj.Arr(_EMISSION), "metrics": METRICS_SHAPE},
     optional={"target_label": sj.Str(nullable=True), "pace": sj.Num(0, nullable=True),
               "frames_delivered": _COUNT, "frames_dropped": _COUNT, "error": sj.Str(nullable=True),
-              "staleness": sj.Obj({"p50_s": _SECONDS, "p95_s": _SECONDS}, nullable=True)})
+              "staleness": sj.Obj({"p50_s": _SECONDS, "p95_s": _SECONDS}, nullable=True),
+              "arm": sj.Str()})
 
 
 def rational(value: float) -> Fraction:
@@ -85,4 +86,5 @@ def stream_from_json(data: Mapping[str, Any]) -> StreamResult:
         repeats=tuple(_emission(e) for e in data["repeats"]), metrics=metrics, pace=data.get("pace"),
         frames_delivered=data.get("frames_delivered", 0), frames_dropped=data.get("frames_dropped", 0),
         staleness_p50=None if stale is None else _exact(stale["p50_s"]),
-        staleness_p95=None if stale is None else _exact(stale["p95_s"]), error=data.get("error"))
+        staleness_p95=None if stale is None else _exact(stale["p95_s"]), error=data.get("error"),
+        arm=data.get("arm"))

@@ -26,6 +26,11 @@ def _streams(summary: RunSummary) -> list[StreamResult]:
     return [s for t in summary.run.trials for s in t.streams]
 
 
+def _named(s: StreamResult) -> str:
+    """The stream's target, and its arm in a run with arms."""
+    return s.target if s.arm is None else f"{s.target} [{s.arm}]"
+
+
 def _ms(value: Fraction | None) -> str:
     return "-" if value is None else f"{float(value) * 1000:.0f}ms"
 
@@ -41,7 +46,7 @@ def stream_table(summary: RunSummary) -> str | None:
         m = s.metrics
         per_min = "-" if m.false_alarms_per_min is None else f"{float(m.false_alarms_per_min):.2f}"
         frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
-        rows.append([s.case, s.target + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
+        rows.append([s.case, _named(s) + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
                      pct(None if m.recall is None else float(m.recall)), str(m.repeats), str(m.false_alarms),
                      per_min, _ms(m.latency_p50), _ms(m.latency_p95), _ms(m.latency_max), frames])
     return table("Streams", ["Case", "Target", "Detected", "Recall", "Repeats", "False alarms", "FA/min",
@@ -55,7 +60,7 @@ def junit_stream_suites(root: ET.Element, summary: RunSummary, locations: Locati
     tests = failures = 0
     many = len(summary.run.trials) > 1
     for s in _streams(summary):
-        name = f"{s.case} / {s.target} stream" + (f" [trial {s.trial}]" if many else "")
+        name = f"{s.case} / {_named(s)} stream" + (f" [trial {s.trial}]" if many else "")
         suite = ET.SubElement(root, "testsuite", name=text(name))
         missed = [e for e in s.events if not e.detected]
         count = len(s.events) + len(s.false_alarms)
@@ -115,12 +120,12 @@ def stream_stability(summary: RunSummary) -> list[dict[str, Any]]:
     An event is flaky when some trials detected it and others missed it; a stream that stopped on an
     adapter error in a trial counts that trial as a miss.
     """
-    seen: dict[tuple[str, str, int], dict[str, Any]] = {}
+    seen: dict[tuple[str, str, int, str | None], dict[str, Any]] = {}
     for s in _streams(summary):
         for event in s.events:
-            entry = seen.setdefault((s.case, s.target, event.index), {
+            entry = seen.setdefault((s.case, s.target, event.index, s.arm), {
                 "case": s.case, "target": s.target, "index": event.index, "at": float(event.at),
-                "detected_trials": 0, "trials": 0})
+                "detected_trials": 0, "trials": 0} | ({"arm": s.arm} if s.arm is not None else {}))
             entry["trials"] += 1
             entry["detected_trials"] += event.detected
     for entry in seen.values():
@@ -133,7 +138,7 @@ def stream_stability_table(summary: RunSummary) -> str | None:
     """With ``--repeat``: the events not detected in every trial (flaky, or missed every time)."""
     if len(summary.run.trials) < 2:
         return None
-    rows = [[e["case"], e["target"], f"{time_label(e['at'])}s", f"{e['detected_trials']}/{e['trials']}",
+    rows = [[e["case"], e["target"] + (f" [{e['arm']}]" if "arm" in e else ""), f"{time_label(e['at'])}s", f"{e['detected_trials']}/{e['trials']}",
              "flaky" if e["flaky"] else "missed every trial"]
             for e in stream_stability(summary) if e["detected_trials"] < e["trials"]]
     if not rows:

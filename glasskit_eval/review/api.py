@@ -88,6 +88,8 @@ class ReviewState:
     report_path: str | None = None
     #: The report's arms, the control first (empty without arms): the page's arm selector.
     report_arms: list[str] = field(default_factory=list)
+    #: ``--suspects``: the report's suspect labels, in its order; the page steps through them.
+    suspects: list[dict[str, Any]] = field(default_factory=list)
     frames: media.FrameCache = field(default_factory=media.FrameCache)
     #: File states served or written: what undo and redo may restore.
     revisions: edits.Revisions = field(default_factory=edits.Revisions)
@@ -239,7 +241,7 @@ def _route_read(state: ReviewState, request: Request, parts: list[str]) -> Respo
     rest = parts[1:]
     if rest == ["session"]:
         return Response.json({"eval_dir": str(state.root), "initial": state.initial,
-                              "report": state.report_path, "arms": state.report_arms})
+                              "report": state.report_path, "arms": state.report_arms, "suspects": state.suspects})
     if rest == ["cases"]:
         return Response.json({"cases": casedata.list_cases(state.root)})
     if len(rest) >= 2 and rest[0] == "cases":

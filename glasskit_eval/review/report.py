@@ -43,6 +43,27 @@ def load_overlay(path: Path) -> tuple[dict[str, list[Marker]], list[str]]:
     return markers, list(arms)
 
 
+def load_suspects(path: Path) -> list[Marker]:
+    """The report's suspect labels in its order (``run`` with repeats or arms writes them); raises
+    :class:`ValueError` saying why there are none to step through."""
+    from ..reports.loading import load_report_file
+
+    report = load_report_file(path, f"--report {path}")
+    check = report.get("label_check")
+    if not isinstance(check, dict) or not check.get("claimed"):
+        why = check.get("note") if isinstance(check, dict) and isinstance(check.get("note"), str) else (
+            "the run made one vote per sample; run with --repeat 2 or more, or with several arms (--arm)")
+        raise ValueError(f"{path} has no label check: {why}")
+    found = [s for s in report.get("label_suspects") or []
+             if isinstance(s, dict) and isinstance(s.get("case"), str) and isinstance(s.get("target"), str)
+             and _time(s.get("at")) is not None]
+    if not found:
+        raise ValueError(f"{path} lists no suspect labels ({check.get('judged_samples')} samples judged): "
+                         "nothing to review")
+    keys = ("case", "target", "sample_index", "at", "expected", "consensus", "votes_against", "votes", "field")
+    return [{key: s.get(key) for key in keys} for s in found]
+
+
 def load_emissions(path: Path) -> dict[str, list[Marker]]:
     """Per case, the stream emission markers (hits, repeats, false alarms, misses) of a ``run --output-json`` report."""
     from ..reports.loading import load_report_file

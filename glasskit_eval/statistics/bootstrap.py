@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .descriptive import interpolated_quantile
 from .effective import block_length, corrected_autocorrelation
 from .intervals import check_confidence, finite
 
@@ -57,17 +58,6 @@ class LatencyChange:
         return {"median": finite(self.median),
                 "ci": {"low": finite(self.low), "high": finite(self.high), "level": finite(self.level)},
                 "method": self.method, "block_length": self.block_length, "pairs": self.pairs}
-
-
-def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Linear interpolation between order statistics (numpy's default, R's type 7)."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    position = fraction * (len(sorted_values) - 1)
-    below = math.floor(position)
-    above = min(below + 1, len(sorted_values) - 1)
-    weight = position - below
-    return sorted_values[below] + weight * (sorted_values[above] - sorted_values[below])
 
 
 #: Values one resample draws: above this many pairs, each resample draws this many (blocks of
@@ -149,7 +139,7 @@ def median_latency_change(series: Sequence[Sequence[tuple[float, float]]], confi
     scale = math.sqrt(share)
 
     def bound(fraction: float) -> float:
-        q = percentile(medians, fraction)
+        q = interpolated_quantile(medians, fraction)
         return q if share == 1.0 else center + scale * (q - center)
 
     return LatencyChange(median=center, low=bound(tail), high=bound(1.0 - tail), level=confidence,

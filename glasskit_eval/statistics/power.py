@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+from .effective import effective_factor
+
 _BISECTIONS = 100
 
 
@@ -68,3 +70,30 @@ def minimum_detectable_drop(effective_pairs: float, pass_rate: float, flip_rate:
         else:
             low = middle
     return high
+
+
+#: The largest ``--repeat`` :func:`repeats_to_detect` suggests.
+MOST_REPEATS = 50
+
+
+def repeats_to_detect(drop: float, pairs: int, noise_flip_rate: float, autocorrelation: float,
+                      alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Smallest ``--repeat`` N >= 2 at which a consistent drop of ``drop`` is detected with ``power``.
+
+    With repeats the test learns its noise within each version and a drop that every trial shows
+    keeps its size, while the noise averages over N independent trials a side: the summed
+    differences of ``pairs`` pairs have null variance ``pairs * f / N * (1 + r) / (1 - r)``, with
+    ``f`` (``noise_flip_rate``) the share of pairs flipping for other reasons and r their lag-1
+    autocorrelation. The normal approximation then detects the drop when ``pairs * drop >= (z(1 -
+    alpha) + z(power)) * sqrt(that variance)``, so ``N = (z(1 - alpha) + z(power))^2 f (1 + r) /
+    ((1 - r) pairs drop^2)``, rounded up, at least 2. None above :data:`MOST_REPEATS`.
+    """
+    if not 0.0 < drop <= 1.0 or pairs < 1:
+        raise ValueError(f"drop must be in (0, 1] and pairs >= 1, got {drop!r}, {pairs!r}")
+    if not 0.0 < alpha < 1.0 or not 0.5 <= power < 1.0:
+        raise ValueError(f"alpha must be in (0, 1) and power in [0.5, 1), got {alpha!r}, {power!r}")
+    z = NormalDist().inv_cdf(1.0 - alpha) + NormalDist().inv_cdf(power)
+    inflation = 1.0 / effective_factor(autocorrelation)
+    needed = z * z * max(0.0, noise_flip_rate) * inflation / (pairs * drop * drop)
+    repeats = max(2, math.ceil(needed - 1e-9))
+    return repeats if repeats <= MOST_REPEATS else None

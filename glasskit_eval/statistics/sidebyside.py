@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .paired import (
+    TWO_SIDED,
     PairedSeries,
     PairedTest,
     holm_adjust,
@@ -41,7 +42,7 @@ def paired_difference_test(series: PairedSeries, alpha: float = 0.05,
     drop = mcnemar_drop_p_value(test.drops, test.gains, test.autocorrelation)
     gain = mcnemar_drop_p_value(test.gains, test.drops, test.autocorrelation)
     p_value = min(1.0, 2.0 * min(drop, gain))
-    return replace(test, p_value=p_value, p_value_raw=p_value, significant=p_value <= alpha)
+    return replace(test, p_value=p_value, p_value_raw=p_value, significant=p_value <= alpha, method=TWO_SIDED)
 
 
 def holm_across(tests: Sequence[PairedTest]) -> list[PairedTest]:

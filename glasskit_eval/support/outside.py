@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, TextIO
+
+# Imported by the command line's face before `--help`: typing stays out of its start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -72,6 +76,12 @@ class LineGuard:
         self._stream = stream
         #: Only blanks since the last line end.
         self._blank = True
+
+    @classmethod
+    def around(cls, stream: TextIO) -> TextIO:
+        """``stream`` guarded, as the text stream it stands in for."""
+        wrapped: TextIO = cls(stream)  # type: ignore[assignment]  # a TextIO by delegation
+        return wrapped
 
     def write(self, text: str) -> int:
         pieces = []

@@ -42,7 +42,7 @@ _MiB = 1 << 20
 
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """A kind of file read back, with its bounds (documented in README, "Guarantees")."""
+    """A kind of file read back, with its bounds (documented in docs/reference.md, "Guarantees")."""
 
     name: str
     max_bytes: int

@@ -37,19 +37,20 @@ case "$where" in "$ROOT"/glasskit_eval/*) fail "imported the checkout ($where), 
 
 step "demo eval"
 "$PY" -m glasskit_eval run --eval-dir "$DEMO" --output-json demo.json >demo.out || fail "demo eval exited $?"
-[ "$(summary demo.json passed_attempts)" = 9 ] || fail "demo eval: expected 9 passed samples"
+[ "$(summary demo.json passed_attempts)" = 12 ] || fail "demo eval: expected 12 passed samples"
 "$PY" -m glasskit_eval validate --eval-dir "$DEMO" >/dev/null || fail "validate"
 
 step "command adapter (Python protocol server)"
 "$PY" -m glasskit_eval run --eval-dir "$DEMO" --output-json served.json \
     --adapter-command "$PY -m glasskit_eval.protocol_server $DEMO/adapter.py:create_evaluator" >/dev/null \
     || fail "demo eval through the protocol server exited $?"
-[ "$(summary served.json passed_attempts)" = 9 ] || fail "protocol server: expected 9 passed samples"
+[ "$(summary served.json passed_attempts)" = 12 ] || fail "protocol server: expected 12 passed samples"
 
 if command -v node >/dev/null; then
     step "command adapter (node)"
     set +e
-    "$PY" -m glasskit_eval run --eval-dir "$DEMO" --output-json node.json \
+    # The single-frame targets only: the echo adapter takes no streams.
+    "$PY" -m glasskit_eval run --eval-dir "$DEMO" --output-json node.json --target lights_on --target brightness \
         --adapter-command "node $ROOT/fixtures/adapters/js/echo_adapter.mjs" >/dev/null 2>node.err
     code=$?
     set -e
@@ -71,7 +72,7 @@ step "zipapp (plain)"
 "$PY" -m glasskit_eval build-zipapp again.pyz >/dev/null
 cmp -s plain.pyz again.pyz || fail "build-zipapp is not reproducible"
 "$PY" plain.pyz run --eval-dir "$DEMO" --output-json plain.json >/dev/null || fail "plain zipapp run exited $?"
-[ "$(summary plain.json passed_attempts)" = 9 ] || fail "plain zipapp: expected 9 passed samples"
+[ "$(summary plain.json passed_attempts)" = 12 ] || fail "plain zipapp: expected 12 passed samples"
 set +e
 "$PY" -I -S plain.pyz --version >/dev/null 2>missing.err
 code=$?
@@ -82,6 +83,6 @@ step "zipapp (--include-deps), run without site-packages"
 "$PY" -m glasskit_eval build-zipapp --include-deps full.pyz >/dev/null || fail "build-zipapp --include-deps"
 GLASSKIT_EVAL_CACHE_DIR="$WORK/cache" "$PY" -I -S full.pyz run --eval-dir "$DEMO" --output-json full.json \
     >/dev/null || fail "bundled zipapp run exited $?"
-[ "$(summary full.json passed_attempts)" = 9 ] || fail "bundled zipapp: expected 9 passed samples"
+[ "$(summary full.json passed_attempts)" = 12 ] || fail "bundled zipapp: expected 12 passed samples"
 
 echo "smoke: all passed on Python $version"

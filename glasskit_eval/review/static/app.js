@@ -9,6 +9,7 @@ import * as edits from "./edits.js";
 import { Inspector } from "./inspector.js";
 import { installKeys, renderHelp } from "./keys.js";
 import { Player } from "./player.js";
+import { SuspectsBar } from "./suspects.js";
 import { notify, renderCases, renderHeader, renderHistory, renderPinBadge, renderPrompt, renderSamplesTable, renderTargets, setStatus, showBanner } from "./render.js";
 import { state, blockTimes, duration, editable, failures, findBlockAt, history, markerFor, pinKey, pinProblems, playheadTime, selectedRaw, selectedSampleTime, target, targetTimes } from "./state.js";
 import { Timeline } from "./timeline.js";
@@ -30,6 +31,7 @@ async function init() {
   const first = initial.case || (state.cases.find((c) => c.status !== "invalid") || state.cases[0])?.id;
   if (first) await openCase(first, { target: initial.target, time: initial.time });
   else setStatus("", "No cases");
+  suspects.start(state.session.suspects);
   if (resumed && restoreUnsaved(resumed, editedBlock)) {
     notify("The text you typed before the reload is back in its field, not saved yet: press Enter to save it.", "info");
   } else if (kept) forgetUnsaved();
@@ -179,6 +181,14 @@ function select(targetId, block, tick, time) {
   if (targetId !== state.targetId) { state.targetId = targetId; renderTargets(focusTarget); }
   if (time !== null && time !== undefined) seek(time);
   renderEditing();
+}
+
+// A sample named by case, target and time (a suspect label): its case opened, the sample selected.
+async function goToSample({ case: caseId, target, at }) {
+  if (caseId !== state.caseId) { await openCase(caseId, { target, time: at }); return; }
+  const hit = findBlockAt(target, at);
+  if (hit) select(target, hit.block, hit.tick, at);
+  else { focusTarget(target); seek(at); }
 }
 
 function focusTarget(targetId) {
@@ -504,6 +514,7 @@ const timeline = new Timeline($("timeline"), {
 });
 const player = new Player({ timeline, onError: (message) => showBanner(message) });
 const clips = new ClipView({ timeline, seek });
+const suspects = new SuspectsBar({ go: goToSample, relabel: (value) => { setValue(value, "C"); return !state.prompt; } });
 const inspector = new Inspector({ state, commit: commitBlock, remove, playheadTime, blockTimes, useObserved, seek });
 const writer = new Writer({
   adopt, reload: (selection) => reloadAfterRefusal(selection).catch(fail), status: setStatus, notify,

@@ -1,0 +1,98 @@
+"""Calibration of the paired regression test by simulation, with more seeds than the test suite.
+
+    python benchmarks/bench_regression_calibration.py [--pairs 2000] [--seed 1]
+
+The design of the suite's simulations (``tests/test_statistics_kit.py``): 4 cases x 100 samples,
+3 trials a side, each trial's outcomes a two-state Markov chain (stationary pass rate 0.9, repeat
+probability 0.8), independent across trials and versions. Printed, for the test that learns its
+noise from the repeats and for the one that learns it from the differences (no repeats): the
+share of A/A pairs flagged at alpha 0.05, and the share flagged when the candidate also fails
+every trial on one contiguous stretch of 15 samples per case. Without repeats (one trial a side,
+through ``reports.baseline.diff`` and the ``significant`` gate): the same two figures, how many
+inconclusive verdicts named a stretch, the median ``--repeat`` they suggested, and the power of the
+design rerun with that many trials a side. No timing claims: the figures are counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from glasskit_eval.reports.baseline import BaselineDiff
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_statistics_kit import repeated_pair
+
+    from glasskit_eval.statistics.paired import paired_regression_test
+
+    rng = random.Random(args.seed)
+    for stretch in (False, True):
+        repeats = differences = 0
+        for _ in range(args.pairs):
+            series, noise = repeated_pair(rng, stretch)
+            with_noise = paired_regression_test(series, noise=noise)
+            alone = paired_regression_test(series)
+            assert with_noise is not None and alone is not None
+            repeats += with_noise.significant
+            differences += alone.significant
+        label = "stretch of 15 (power)" if stretch else "A/A (false alarms)"
+        print(f"3 trials a side, {label}: noise from repeats {repeats / args.pairs:.1%}, "
+              f"from differences {differences / args.pairs:.1%} of {args.pairs} pairs")
+    for stretch in (False, True):
+        flagged = named = 0
+        suggested: list[int] = []
+        for _ in range(args.pairs):
+            found = single_trial_diff(rng, stretch)
+            flagged += not found.gate("significant").passed
+            why = found.why_inconclusive
+            named += why is not None
+            if why is not None and why.repeat is not None:
+                suggested.append(why.repeat)
+        label = "stretch of 15 (power)" if stretch else "A/A (false alarms)"
+        median = sorted(suggested)[len(suggested) // 2] if suggested else None
+        print(f"1 trial a side, {label}: flagged {flagged / args.pairs:.1%} of {args.pairs} pairs; "
+              f"{named} inconclusive naming a stretch, {len(suggested)} with a suggestion, median --repeat {median}")
+        if stretch and median is not None:
+            # Does the suggestion hold? The same design rerun with that many trials a side.
+            # The suggestion is for a drop the size of the longest stretch: one case's, so also
+            # check the design with the stretch in one case only.
+            for cases in (4, 1):
+                found = 0
+                for _ in range(args.pairs):
+                    series, noise = repeated_pair(rng, True, median, cases)
+                    test = paired_regression_test(series, noise=noise)
+                    found += test is not None and test.significant
+                print(f"{median} trials a side, stretch of 15 in {cases} case(s): noise from repeats "
+                      f"{found / args.pairs:.1%}")
+
+
+def single_trial_diff(rng: random.Random, stretch: bool) -> BaselineDiff:
+    """A baseline and a candidate of one trial each (the first trial of the 3-trial design) through ``diff``."""
+    from test_statistics_kit import repeated_side
+
+    from glasskit_eval.reports.baseline import diff, outcomes
+
+    def results(side: list[list[list[float]]]) -> list[dict[str, object]]:
+        return [{"case": f"case{c}", "target": "t", "timestamp_s": i * 0.5,
+                 "status": "passed" if trials[0] else "failed"}
+                for c, samples in enumerate(side) for i, trials in enumerate(samples)]
+
+    base, cand = repeated_side(rng), repeated_side(rng, stretch)
+    return diff(outcomes(results(base)), outcomes(results(cand)), "baseline.json")
+
+
+if __name__ == "__main__":
+    main()

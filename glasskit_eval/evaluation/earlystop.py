@@ -1,0 +1,189 @@
+"""``run --early-stop``: samples in a seeded random order of blocks, and a stop once every gate is decided.
+
+What lives here: the gates the early stop decides (:func:`goals`, the same names and precedence
+as :func:`~.gates.evaluate_gates`), a :class:`Tracker` that feeds each evaluated block to every
+gate's anytime-valid bound (:mod:`glasskit_eval.statistics.anytime`) and says when all are
+decided, and ``decided_gates`` (made in :mod:`.gates`, as every gate), which puts the decisions
+in place of the ordinary pass-rate gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
+count over the whole set is only known once every sample is seen).
+
+The trial loop owns the calls: it asks :func:`order` for the blocks and calls
+:meth:`Tracker.observe` after each one. A block's results already on record (a checkpoint being
+resumed) are read in the same order, so a resume reaches the same decision after the same blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..cases.model import Thresholds
+from ..plan.blocks import Block, make_blocks, shuffled
+from ..plan.planning import Plan
+from ..plan.schedule import ScheduledSample
+from ..results import EarlyStop, GateDecision, SampleResult, Status
+from ..statistics import anytime
+from .gates import GateOptions, decided_gates
+
+__all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStopOptions:
+    """``--early-stop`` with ``--early-stop-block``, ``--seed`` and ``--alpha``."""
+
+    block_s: Fraction
+    seed: int = 0
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """One gate the early stop decides: a minimum pass rate, or a maximum of failures."""
+
+    name: str
+    minimum: float | None
+    max_failures: int | None
+    case: str | None = None
+    target: str | None = None
+
+    def covers(self, case: str, target: str) -> bool:
+        return (self.case is None or self.case == case) and (self.target is None or self.target == target)
+
+
+def goals(plan: Plan, options: GateOptions) -> list[Goal]:
+    """The pass-rate and failure-count gates of a trial over ``plan``, named as ``evaluate_gates`` names them."""
+    eval_t = plan.eval_dir.config.thresholds or Thresholds()
+    samples = [s for c in plan.cases for s in c.samples]
+    found: list[Goal] = []
+    min_rate = options.min_pass_rate if options.min_pass_rate is not None else eval_t.min_pass_rate
+    max_failures = options.max_failures if options.max_failures is not None else eval_t.max_failures
+    if min_rate is not None:
+        found.append(Goal("eval_min_pass_rate", min_rate, None))
+    if max_failures is not None:
+        found.append(Goal("eval_max_failures", None, max_failures))
+    if options.min_target_pass_rate is not None:
+        for target in sorted({s.target.id for s in samples if not s.ignored}):
+            found.append(Goal(f"all_targets_{target}_min_pass_rate", options.min_target_pass_rate, None,
+                              target=target))
+    else:
+        present = {s.target.id for s in samples}
+        for target, minimum in (eval_t.per_target or {}).items():
+            if target in present:
+                found.append(Goal(f"eval_{target}_min_pass_rate", minimum, None, target=target))
+    if options.min_pass_rate is None and options.max_failures is None:
+        for case_plan in plan.cases:
+            t, name = case_plan.case.thresholds, case_plan.case.name
+            if t is None:
+                continue
+            if t.min_pass_rate is not None:
+                found.append(Goal(f"{name}_min_pass_rate", t.min_pass_rate, None, case=name))
+            if t.max_failures is not None:
+                found.append(Goal(f"{name}_max_failures", None, t.max_failures, case=name))
+            present_in_case = {s.target.id for s in case_plan.samples}
+            for target, minimum in (t.per_target or {}).items():
+                if target in present_in_case:
+                    found.append(Goal(f"{name}_{target}_min_pass_rate", minimum, None, case=name, target=target))
+    return found
+
+
+def missing_gate_message() -> str:
+    return ("--early-stop decides pass-rate gates, and this run has none: set --min-pass-rate or "
+            "--min-target-pass-rate, or thresholds.min_pass_rate / per_target in config.yaml or a case file")
+
+
+def order(samples: Sequence[Sequence[ScheduledSample]], options: EarlyStopOptions, trial: int) -> list[Block]:
+    """Every case's samples as blocks, in the trial's seeded random order."""
+    return shuffled(make_blocks(samples, options.block_s), options.seed, trial)
+
+
+class _GoalState:
+    """One goal's evidence so far (mutable, private to a tracker)."""
+
+    def __init__(self, goal: Goal, blocks: Sequence[Block], alpha: float) -> None:
+        self.goal = goal
+        mine = [b for b in blocks if goal.covers(b.case, b.target) and b.size]
+        self.planned = sum(b.size for b in mine)
+        self.sequence = anytime.start(self.planned, len(mine), max((b.size for b in mine), default=0), alpha)
+        self.seen = 0
+        self.failures = 0
+        self.verdict: str | None = None
+        self.after = 0
+        #: The bounds when the goal was decided (the sequence goes on tightening after).
+        self.bounds: tuple[float, float] | None = None
+        if self.planned == 0:
+            # Nothing to evaluate: the ordinary gate's verdict is already known.
+            self.verdict = "pass" if goal.minimum is None or goal.minimum <= 0 else "fail"
+
+    def observe(self, block: Block, results: Sequence[SampleResult]) -> None:
+        if not self.goal.covers(block.case, block.target):
+            return
+        judged = [r for r in results if r.evaluated]
+        if not judged:
+            return
+        passes = sum(1 for r in judged if r.status is Status.PASSED)
+        self.seen += len(judged)
+        self.failures += sum(1 for r in judged if r.status is Status.FAILED)
+        if self.verdict is not None:
+            return  # decided: its bounds are kept as they were then
+        if self.goal.minimum is not None:
+            self.sequence = anytime.observe(self.sequence, passes, len(judged))
+        if self.verdict is None:
+            self.verdict = self._decide()
+            if self.verdict is not None:
+                self.after = self.seen
+                self.bounds = self._bounds()
+
+    def _decide(self) -> str | None:
+        if self.goal.max_failures is not None:
+            if self.failures > self.goal.max_failures:
+                return "fail"
+            return "pass" if self.seen == self.planned else None
+        assert self.goal.minimum is not None
+        return self.sequence.verdict(self.goal.minimum)
+
+    def _bounds(self) -> tuple[float, float]:
+        if self.goal.max_failures is not None:
+            return float(self.failures), float(self.failures + self.planned - self.seen)
+        return self.sequence.low, self.sequence.high
+
+    def decision(self) -> GateDecision:
+        goal = self.goal
+        low, high = self.bounds or self._bounds()
+        minimum = float(goal.max_failures if goal.max_failures is not None else goal.minimum or 0.0)
+        verdict = self.verdict or "undecided"
+        after = self.after if self.verdict is not None else self.seen
+        return GateDecision(goal.name, verdict, low, high, minimum, after, self.planned,
+                            self.verdict is not None and self.after < self.planned)
+
+
+class Tracker:
+    """Every goal's bound over one trial's blocks; :attr:`done` once all are decided."""
+
+    def __init__(self, all_goals: Sequence[Goal], blocks: Sequence[Block], options: EarlyStopOptions) -> None:
+        self.options = options
+        rates = sum(1 for g in all_goals if g.minimum is not None)
+        alpha = anytime.gate_alpha(options.alpha, rates)
+        self.states = [_GoalState(g, blocks, alpha) for g in all_goals]
+        self.planned = sum(b.size for b in blocks)
+        self.evaluated = 0
+
+    def observe(self, block: Block, results: Sequence[SampleResult]) -> None:
+        self.evaluated += sum(1 for r in results if r.evaluated)
+        for state in self.states:
+            state.observe(block, results)
+
+    @property
+    def done(self) -> bool:
+        return all(s.verdict is not None for s in self.states)
+
+    def record(self) -> EarlyStop:
+        return EarlyStop(self.evaluated, self.planned, self.options.seed, float(self.options.block_s),
+                         self.options.alpha, tuple(s.decision() for s in self.states))
+
+
+def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
+    from .judge import Verdict, make_result
+
+    return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)

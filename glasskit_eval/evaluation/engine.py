@@ -1,0 +1,201 @@
+"""What every trial of one run shares, and what the trial loop talks to.
+
+:class:`Engine` holds the plan, the arms it plays (a plain run is one), the options and the
+outside world's ends: a :class:`RunListener` (progress), a :class:`ResultStore` (the checkpoint),
+frame keepers and the observation cache. :class:`CaseSplit` is one case in one trial for one
+arm: what an earlier attempt finished and what is still to do. :class:`Schedule` is the hook
+that decides in which blocks a case's samples are evaluated and whether to stop between them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Protocol
+
+from ..adapters.base import AdapterSpec
+from ..arms.plan import ArmPlan
+from ..cases.model import TargetSpec
+from ..plan.planning import CasePlan, Plan
+from ..plan.schedule import ScheduledSample
+from ..results import SampleResult, StreamResult
+from ..summary import CaseHeader
+from ..video.damage import Warn
+from .case import FrameKeeper, ResultSink
+from .failures import FailureSaver
+from .judge import Judge, judge
+from .observation_cache import ObservationCache
+from .options import TrialOptions
+from .streams import StreamFrameKeeper
+
+
+class RunListener(Protocol):
+    def trial_started(self, trial: int, total: int) -> None: ...
+
+    def case_started(self, case: CaseHeader, trial: int, total: int) -> None: ...
+
+    def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None: ...
+
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        """Each new result as soon as it is judged (before its case finishes)."""
+
+    def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
+        """Each stream once it is fed to the end (or stopped) and scored."""
+
+    def tick(self) -> None:
+        """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
+
+    def notice(self, text: str) -> None:
+        """A warning about the run as a whole (printed once, not per sample)."""
+
+
+#: How often the listener's clock ticks while a trial runs.
+TICK_S = 0.1
+
+
+class ResultStore(Protocol):
+    """Where finished results go (a checkpoint) and which ones an earlier attempt finished."""
+
+    def reusable(self, trial: int, sample: ScheduledSample, arm: str | None = None) -> SampleResult | None:
+        """The result an earlier attempt finished for ``sample`` (made by ``arm`` in a run with arms)."""
+
+    def sink(self, trial: int) -> ResultSink: ...
+
+    def reusable_stream(self, trial: int, case: str, spec: TargetSpec, clip_end: Fraction,
+                        pace: float | None, arm: str | None = None) -> StreamResult | None: ...
+
+    def stream_sink(self, trial: int) -> Callable[[StreamResult], None]: ...
+
+
+class Schedule(Protocol):
+    """In which blocks a case's pending samples are evaluated, and whether to stop between blocks.
+
+    The trial loop asks :meth:`blocks` once per case and evaluates each block (every arm on one
+    decode) before asking :meth:`stop` with every result of the trial so far; True ends the trial
+    there (the samples not evaluated get no result).
+    """
+
+    def blocks(self, case: CasePlan, pending: Sequence[ScheduledSample]) -> Iterator[Sequence[ScheduledSample]]: ...
+
+    def stop(self, trial: int, results: Sequence[SampleResult]) -> bool: ...
+
+
+class WholeCases:
+    """The default schedule: every pending sample of a case in one block, never stopping early."""
+
+    def blocks(self, case: CasePlan, pending: Sequence[ScheduledSample]) -> Iterator[Sequence[ScheduledSample]]:
+        yield pending
+
+    def stop(self, trial: int, results: Sequence[SampleResult]) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """What every trial of one run shares."""
+
+    plan: Plan
+    spec: AdapterSpec
+    options: TrialOptions
+    listener: RunListener
+    #: The arms every case is evaluated by, on one decode (a plain run: :meth:`ArmPlan.single`).
+    arms: ArmPlan
+    store: ResultStore | None = None
+    keep_frame: FrameKeeper | None = None
+    saver: FailureSaver | None = None
+    cache: ObservationCache | None = None
+    judge: Judge = judge
+    #: False for a shard: its gates are applied when the shards' reports are merged.
+    gating: bool = True
+    #: The HTML report's keeper of stream frames (misses and false alarms).
+    stream_keeper: StreamFrameKeeper | None = None
+    schedule: Schedule = dataclasses.field(default_factory=WholeCases)
+
+
+@dataclass
+class CaseSplit:
+    """One case in one trial for one arm: results an earlier attempt finished, and samples still to evaluate."""
+
+    plan: CasePlan
+    reused: dict[int, SampleResult]
+    pending: list[ScheduledSample]
+    #: Streams an earlier attempt finished, by target id (rescored from the checkpoint).
+    streams_reused: dict[str, StreamResult] = dataclasses.field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        """Some pending sample needs an adapter call."""
+        return any(not s.ignored for s in self.pending)
+
+    @property
+    def streams_pending(self) -> tuple[TargetSpec, ...]:
+        return tuple(t for t in self.plan.streams if t.id not in self.streams_reused)
+
+    def streams_in_order(self, fresh: Sequence[StreamResult]) -> list[StreamResult]:
+        """Reused and fresh streams in the case's declaration order."""
+        found = {**self.streams_reused, **{s.target: s for s in fresh}}
+        return [found[t.id] for t in self.plan.streams if t.id in found]
+
+    @property
+    def shown(self) -> bool:
+        """A case with nothing pending is not announced (a resume shows only the work it does)."""
+        return bool(self.pending) or not self.reused
+
+    def header(self) -> CaseHeader:
+        case = self.plan.case
+        video = self.plan.video_path.name if self.plan.video_path.name else case.video.describe()
+        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets))
+
+
+def split_cases(plan: Plan, trial: int, store: ResultStore | None, pace: float | None = None,
+                arm: str | None = None) -> list[CaseSplit]:
+    """Every case of ``plan`` split into what ``arm`` (None: a plain run) reuses and what it still evaluates."""
+    splits = []
+    for case_plan in plan.cases:
+        streams: dict[str, StreamResult] = {}
+        if store is not None and case_plan.video is not None:
+            for spec in case_plan.streams:
+                found = store.reusable_stream(trial, case_plan.case.name, spec, case_plan.video.end_time, pace,
+                                              arm)
+                if found is not None:
+                    streams[spec.id] = found
+        reused: dict[int, SampleResult] = {}
+        pending: list[ScheduledSample] = []
+        for sample in case_plan.samples:
+            result = store.reusable(trial, sample, arm) if store is not None else None
+            if result is None:
+                pending.append(sample)
+            else:
+                reused[sample.sample_index] = result
+        splits.append(CaseSplit(case_plan, reused, pending, streams))
+    return splits
+
+
+def warner(listener: RunListener) -> Warn:
+    loop = asyncio.get_running_loop()
+
+    def warn(message: str) -> None:
+        # From the decoding thread: printed by the loop, above the live progress line.
+        loop.call_soon_threadsafe(listener.notice, message)
+
+    return warn
+
+
+def announcing(sink: ResultSink | None, listener: RunListener, trial: int, trials: int) -> ResultSink:
+    """The store's sink, then the listener: a result is on record before anyone is told of it."""
+
+    def record(result: SampleResult) -> None:
+        if sink is not None:
+            sink(result)
+        listener.sample_finished(result, trial, trials)
+
+    return record
+
+
+async def tick(listener: RunListener) -> None:
+    while True:
+        await asyncio.sleep(TICK_S)
+        listener.tick()

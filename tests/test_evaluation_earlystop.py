@@ -1,0 +1,103 @@
+"""The gates ``run --early-stop`` decides and its tracker (glasskit_eval.evaluation.earlystop)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from evalkit import make_eval
+
+from glasskit_eval.evaluation import earlystop
+from glasskit_eval.evaluation.gates import CaseThresholds, GateOptions, evaluate_gates
+from glasskit_eval.evaluation.judge import Verdict, make_result
+from glasskit_eval.plan.planning import build_plan
+from glasskit_eval.plan.schedule import Filters, ScheduledSample
+from glasskit_eval.results import EarlyStop, Gate, GateDecision, Status
+
+pytestmark = pytest.mark.frames
+
+CASES = {
+    "one": """\
+        video: cfr_h264.mp4
+        targets:
+          a:
+            samples: [{range: [0, 1], every_s: 0.1, expect: true}]
+          b:
+            samples: [{range: [0, 1], every_s: 0.1, expect: true}, {at: 1.5, expect: true, ignore: bad}]
+        thresholds:
+          min_pass_rate: 0.8
+          max_failures: 3
+          per_target: {b: {min_pass_rate: 0.9}}
+        """,
+    "two": """\
+        video: cfr_h264.mp4
+        targets:
+          a:
+            samples: [{at: [0.5, 1.0], expect: true}]
+        """,
+}
+CONFIG = """\
+thresholds:
+  min_pass_rate: 0.7
+  per_target: {a: {min_pass_rate: 0.75}}
+"""
+
+
+@pytest.mark.parametrize("options", [GateOptions(), GateOptions(min_pass_rate=0.9), GateOptions(max_failures=2),
+                                     GateOptions(min_target_pass_rate=0.6)])
+def test_goals_are_the_rate_and_failure_gates_evaluate_gates_makes(tmp_path: Path, options: GateOptions) -> None:
+    plan = build_plan(make_eval(tmp_path, CASES, config=CONFIG), Filters(), allow_empty=False)
+    samples = [s for c in plan.cases for s in c.samples]
+    results = [make_result(s, Verdict(Status.IGNORED if s.ignored else Status.PASSED, "")) for s in samples]
+    gates = evaluate_gates(results, options=options, eval_thresholds=plan.eval_dir.config.thresholds,
+                           cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases])
+    assert [g.name for g in earlystop.goals(plan, options)] == [g.name for g in gates if g.name != "adapter_errors"]
+
+
+def _samples(tmp_path: Path) -> list[ScheduledSample]:
+    plan = build_plan(make_eval(tmp_path, CASES, config=CONFIG), Filters(case="one"), allow_empty=False)
+    return list(plan.cases[0].samples)
+
+
+def test_tracker_decides_each_goal_and_stops_when_all_are(tmp_path: Path) -> None:
+    samples = _samples(tmp_path)
+    options = earlystop.EarlyStopOptions(Fraction(1, 2), seed=0, alpha=0.05)
+    blocks = earlystop.order([samples], options, 1)
+    goals = [earlystop.Goal("fails", None, 1), earlystop.Goal("rate", 0.5, None, target="a"),
+             earlystop.Goal("nothing", 0.5, None, target="zzz")]
+    tracker = earlystop.Tracker(goals, blocks, options)
+    assert tracker.planned == 20 and not tracker.done
+    decisions = {d.name: d for d in tracker.record().gates}
+    # A goal over no samples is decided as the ordinary gate: a rate of nothing fails.
+    assert decisions["nothing"].verdict == "fail" and not decisions["nothing"].early
+    for block in blocks:
+        status = Status.FAILED if block.target == "b" else Status.PASSED
+        tracker.observe(block, [make_result(s, Verdict(Status.IGNORED if s.ignored else status, ""))
+                                for s in block.samples])
+    decisions = {d.name: d for d in tracker.record().gates}
+    first_b = next(i for i, b in enumerate(blocks) if b.target == "b" and b.size)
+    seen = sum(b.size for b in blocks[:first_b + 1])
+    fails = decisions["fails"]
+    # Decided at the first block of `b` (5 failures > 1), with what was known then.
+    assert (fails.verdict, fails.early, fails.after, fails.low, fails.high) == ("fail", True, seen, 5, 5 + 20 - seen)
+    # Half of `a` passed: at least 5 of its 10 samples pass whatever the rest do, so 0.5 is met.
+    rate = decisions["rate"]
+    assert (rate.verdict, rate.early, rate.after, rate.low, rate.high) == ("pass", True, 5, 0.5, 1.0)
+    assert tracker.done and tracker.evaluated == 20
+
+
+def test_decided_gates_replace_only_early_decisions() -> None:
+    record = EarlyStop(212, 2400, 0, 0.5, 0.05, (
+        GateDecision("eval_min_pass_rate", "pass", 0.931, 0.99, 0.9, 212, 2400, True),
+        GateDecision("one_max_failures", "fail", 4, 40, 3, 800, 2400, True),
+        GateDecision("eval_b_min_pass_rate", "pass", 0.95, 0.95, 0.9, 100, 100, False)))
+    gates = [Gate("adapter_errors", True, "no errors"), Gate("eval_min_pass_rate", False, "88% pass rate"),
+             Gate("one_max_failures", True, "2 failures"), Gate("eval_b_min_pass_rate", True, "95% pass rate")]
+    out = earlystop.decided_gates(gates, record)
+    assert [(g.name, g.passed) for g in out] == [("adapter_errors", True), ("eval_min_pass_rate", True),
+                                                 ("one_max_failures", False), ("eval_b_min_pass_rate", True)]
+    assert out[1].message == ("Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples "
+                              "(95% anytime-valid bound 93.1%)")
+    assert out[2].message.startswith("Decided early: FAIL one_max_failures <= 3 after 800 of 2,400 samples")
+    assert out[0] is gates[0] and out[3] is gates[3]
