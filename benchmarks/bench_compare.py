@@ -84,9 +84,10 @@ def main() -> int:
         done = subprocess.run([sys.executable, "-m", "glasskit_eval", "compare", str(a), str(b)], cwd=ROOT,
                               capture_output=True, text=True, preexec_fn=cap)
         wall = time.perf_counter() - started
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
         latency = [line for line in done.stdout.splitlines() if "atency" in line]
-        print(f"compare: exit {done.returncode}, {wall:.1f} s wall, peak RSS {peak:.0f} MiB "
+        print(f"compare: exit {done.returncode}, {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak:.0f} MiB "
               f"(limit {args.limit_gib:g} GiB)")
         for line in latency[:4]:
             print("  " + line.strip())
