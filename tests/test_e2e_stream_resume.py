@@ -135,7 +135,13 @@ def test_sigkill_mid_stream_then_resume_gives_the_uninterrupted_result(tmp_path:
     assert json.dumps(final["streams"]) == json.dumps(expected["streams"])
 
 
-def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("time", "message"), [
+    ("0.4", "emissions[0].time is not an exact time"),
+    # CRC-valid records whose times no frame of the 2 s video has: before it, or days after its end.
+    ("-1/10", "emissions[0].time -0.1s is outside the video (0 to 2s)"),
+    ("259200/1", "emissions[0].time 259200s is outside the video (0 to 2s)"),
+])
+def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path, time: str, message: str) -> None:
     from glasskit_eval.checkpoints.framing import encode_record
 
     eval_dir = make_eval(tmp_path, {"a": CASE}, adapter=ADAPTER)
@@ -149,9 +155,9 @@ def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path) -> N
     manifest.write_text(json.dumps(data))
     with open(checkpoint / RECORDS_NAME, "ab") as handle:
         handle.write(encode_record({"key": [1, "a", "pan", "stream"],
-                                    "payload": {"emissions": [{"time": "0.4", "value": 1}],
+                                    "payload": {"emissions": [{"time": time, "value": 1}],
                                                 "frames_delivered": 3, "frames_dropped": 0}}))
     code, out, err = run_cli("run", "--resume", checkpoint)
     assert code == 2, out + err
-    assert "stream a/pan (trial 1) is damaged" in err and "emissions[0].time" in err
+    assert "stream a/pan (trial 1) is damaged" in err and message in err, err
     assert "Traceback" not in err

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..support.outside import control_characters, inline
 from ..support.timevalues import format_time, same_time_key
 from ..yamltext.source import PathKey, YamlDocument
 from .checks import UNSET, Checker, type_name
@@ -275,6 +276,10 @@ def _parse_target(c: Checker, target_id: str, index: int, raw: Any, every_s: Fra
     path: PathKey = ("targets", target_id)
     if not target_id.strip():
         c.add(path, "target ids must not be empty")
+        return None
+    if controls := control_characters(target_id):
+        c.add(path, f"target id {inline(target_id)!r} holds control characters ({controls}); ids are printed "
+              "in logs, tables and CI annotations: use visible characters only")
         return None
     mapping = c.section(raw, path, f"target {target_id!r}", _TARGET_KEYS)
     if mapping is None:
