@@ -24,17 +24,16 @@ import io
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import TRIVIAL_ADAPTER, make_video, write_eval  # noqa: E402
+from harness import TRIVIAL_ADAPTER, importable, main_video, range_samples, workdir, write_eval
+
+importable()
 
 from glasskit_eval.cli import main as cli_main  # noqa: E402
 from glasskit_eval.reports import console  # noqa: E402
@@ -159,17 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
     sizes: dict[str, int] = {}
     beats: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-progress-") as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        video = folder / f"dense_{args.minutes}m_720p.mp4"
-        if not video.exists():
-            started = time.perf_counter()
-            make_video(video, args.minutes * 60, 1280, 720)
-            print(f"generated {video.name} in {time.perf_counter() - started:.1f}s", flush=True)
-        samples = f"- range: [0, {args.minutes * 60}]\n  field: ok\n  expect: true\n"
-        eval_dir = write_eval(Path(tmp) / "evaldir", video, {"a": samples, "b": samples}, TRIVIAL_ADAPTER, "0.5")
-        scratch = Path(tmp)
+    with workdir(args.keep) as (folder, scratch):
+        video = main_video(folder, args.minutes * 60)
+        samples = range_samples(args.minutes * 60)
+        eval_dir = write_eval(scratch / "evaldir", video, {"a": samples, "b": samples}, TRIVIAL_ADAPTER)
         one_run(eval_dir, "off", scratch)  # warm-up: imports, page cache, thread pools
         for round_ in range(args.rounds):
             order = VARIANTS[round_ % 3:] + VARIANTS[:round_ % 3]
