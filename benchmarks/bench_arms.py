@@ -9,7 +9,7 @@ The video is bench_frames' ``main`` one (1280x720, x264 veryfast with B-frames, 
 scenario is its ``dense-2`` (2 targets, a sample every 0.5 s) with the trivial adapter. The 4-arm
 run is the plain adapter plus three ``--arm NAME=CONFIG.yaml`` arms of the same adapter, so the
 difference is the fan-out: one decode handed to four evaluators. Each run is a subprocess, rounds
-interleaved; wall time excludes start-up, peak RSS comes from ``wait4``.
+interleaved; wall time excludes start-up, peak RSS is the child's own (VmHWM; see ``harness``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Usage: python3 benchmarks/bench_clips.py [--rounds 3] [--minutes 10] [--keep DIR
 Uses ``bench_frames``' video (``--minutes`` of 1280x720 x264 veryfast with B-frames, 30 fps, a
 keyframe every 2 s; generated in a temporary directory or ``--keep DIR``, reused when present).
 Every scenario and baseline runs in its own subprocess, ``--rounds`` times, interleaved; each
-child times its work (start-up and imports excluded), the parent reads its peak RSS.
+child times its work (start-up and imports excluded) and reads its own peak RSS (``harness``).
 
 Scenarios:
   sliding  ``range: [2, N*60]`` every 0.5 s, ``clip: {before_s: 2.0, every_s: 0.25}`` (9 frames,

@@ -13,7 +13,7 @@ directory (or ``--keep DIR``, reused when present; nothing is committed):
 
 Every scenario and baseline runs in its own subprocess, ``--rounds`` times, interleaved.
 Each child times its work (interpreter start-up and imports excluded, both sides) in wall
-and CPU seconds (all threads); the parent reads each child's peak RSS from ``wait4``.
+and CPU seconds (all threads) and reads its own peak RSS (VmHWM); see ``harness``.
 
 Scenarios:
   sparse-tail    a whole `run` of 5 samples in the last 10 s.

@@ -8,7 +8,7 @@ Uses ``bench_frames``' kind of video (1280x720 x264 veryfast, CRF 23, 30 fps, a 
 20 s clip of the same kind for the paced scenario. Generated in a temporary directory, or in
 ``--keep DIR`` and reused from there. Every run is a subprocess of its own, ``--rounds`` times,
 interleaved; each child times its work (interpreter start-up and imports excluded, both sides)
-in wall and CPU seconds, and the parent reads its peak RSS from ``wait4``. Engine children run
+in wall and CPU seconds and reads its own peak RSS (VmHWM; see ``harness``). Engine children run
 the CLI's ``run`` (``--output-json``) in-process and report the streams' ``frames_delivered`` and
 ``frames_dropped`` from the JSON report.
 
