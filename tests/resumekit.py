@@ -17,6 +17,22 @@ from glasskit_eval.checkpoints.store import MANIFEST_NAME, RECORDS_NAME, decode_
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: Adapter source defining ``log(line)``: one line appended to ``calls.log`` beside the adapter and
+#: fsynced, so a SIGKILL loses no call the adapter made. Prepend it to an adapter's own source.
+FSYNCED_LOG = """
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def log(line):
+    fd = os.open(os.path.join(HERE, "calls.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (line + "\\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+"""
+
 #: Report keys that differ between any two runs of the same eval.
 VOLATILE = frozenset({
     "duration_seconds", "evaluation_duration_seconds", "average_evaluation_seconds_per_attempt",

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from resumekit import (
+    FSYNCED_LOG,
     VOLATILE,
     checkpoint_records,
     environment,
@@ -34,19 +35,8 @@ from test_e2e_crash_resume import make
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
-ADAPTER = """
-import os
+ADAPTER = FSYNCED_LOG + """
 from PIL import ImageStat
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-def log(line):
-    fd = os.open(os.path.join(HERE, "calls.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 def create_evaluator(config):
     arm = config.config["arm"]

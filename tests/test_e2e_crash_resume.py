@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from evalkit import VIDEOS
 from resumekit import (
+    FSYNCED_LOG,
     checkpoint_records,
     environment,
     find_checkpoint,
@@ -90,18 +91,8 @@ targets:
 """,
 }
 
-ADAPTER = """
-import os, time
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-def log(line):
-    fd = os.open(os.path.join(HERE, "calls.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+ADAPTER = FSYNCED_LOG + """
+import time
 
 def create_evaluator(config):
     log("create")
