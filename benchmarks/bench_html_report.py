@@ -39,15 +39,16 @@ class TenPercent:
 
 def child(video: Path, seconds: int, html: bool) -> dict[str, float]:
     harness.load_engine()
-    from glasskit_eval.reports import publish, thumbnails
+    from glasskit_eval.commands import run as publish  # the name the run command calls
+    from glasskit_eval.reports import thumbnails
 
     spent = {"thumbnails": 0.0, "page": 0.0}
     keep = thumbnails.ThumbnailStore.keep
     write = publish.write_html
 
-    def timed_keep(self: thumbnails.ThumbnailStore, result: object, image: object) -> None:
+    def timed_keep(self: thumbnails.ThumbnailStore, result: object, image: object, frames: object = ()) -> None:
         started = time.perf_counter()
-        keep(self, result, image)  # type: ignore[arg-type]
+        keep(self, result, image, frames)  # type: ignore[arg-type]
         spent["thumbnails"] += time.perf_counter() - started
 
     def timed_write(*args: object, **kwargs: object) -> None:

@@ -23,7 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import ROOT, interleave
+
 DEMO = ROOT / "fixtures" / "demo" / "eval"
 VIDEO = DEMO / "cases" / "kitchen.mp4"
 TARGETS = {"help": 5.0, "validate": 1.2}
@@ -52,18 +55,16 @@ def _shebang_python(script: str) -> str:
 
 
 def measure(cmds: dict[str, list[str]], rounds: int, env: dict[str, str]) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in cmds}
-    for _ in range(2):  # warm the bytecode cache and the OS file cache
-        for cmd in cmds.values():
-            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    for _ in range(rounds):
-        for name, cmd in cmds.items():
-            start = time.perf_counter()
-            proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-            times[name].append(time.perf_counter() - start)
-            if proc.returncode != 0:
-                raise SystemExit(f"{name} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
-    return times
+    def once(name: str) -> dict[str, float]:
+        start = time.perf_counter()
+        proc = subprocess.run(cmds[name], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"{name} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+        return {"wall": wall}
+
+    interleave(2, list(cmds), once)  # warm the bytecode cache and the OS file cache
+    return {name: [r["wall"] for r in runs] for name, runs in interleave(rounds, list(cmds), once).items()}
 
 
 def main(argv: list[str] | None = None) -> int:

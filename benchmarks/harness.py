@@ -312,18 +312,29 @@ def run_child(script: str, kind: str, video: Path, seconds: int, *extra: str) ->
 
 
 def interleave(rounds: int, runs: Sequence[K], measure: Callable[[K], Figures],
-               line: Callable[[K, Figures], str]) -> dict[K, list[Figures]]:
-    """Every run once per round, in order; ``line`` describes one result (printed after ``round N:``,
-    with the time the run took, start-up included)."""
-    results: dict[K, list[Figures]] = {}
+               line: Callable[[K, Figures], str] | None = None, *, rotate: bool = False) -> dict[K, list[Figures]]:
+    """Every run once per round, in order (``rotate``: each round starts one run later, so none is
+    always first); ``line`` describes one result, printed after ``round N:`` with the time the run
+    took, start-up included."""
+    results: dict[K, list[Figures]] = {run: [] for run in runs}
     for round_no in range(1, rounds + 1):
-        for run in runs:
+        shift = (round_no - 1) % len(runs) if rotate else 0
+        for run in [*runs[shift:], *runs[:shift]]:
             started = time.perf_counter()
             figures = measure(run)
-            results.setdefault(run, []).append(figures)
-            print(f"round {round_no}: {line(run, figures)}  ({time.perf_counter() - started:.1f}s with start-up)",
-                  flush=True)
+            results[run].append(figures)
+            if line is not None:
+                print(f"round {round_no}: {line(run, figures)}  ({time.perf_counter() - started:.1f}s with "
+                      "start-up)", flush=True)
     return results
+
+
+def timed(work: Callable[[], object]) -> Figures:
+    """``wall`` and ``cpu`` seconds of one call in this process."""
+    wall, cpu = usage()
+    work()
+    wall2, cpu2 = usage()
+    return {"wall": wall2 - wall, "cpu": cpu2 - cpu}
 
 
 def child_line(kind: str, figures: Figures) -> str:
@@ -350,6 +361,13 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[object]], left: S
     for row in cells:
         print("  " + " ".join(c.ljust(w) if i in left else c.rjust(w)
                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+
+
+def print_pairs(rows: Sequence[tuple[str, object]]) -> None:
+    """Two columns: names padded to the longest, then values."""
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name.ljust(width)}  {value}")
 
 
 def ratio_table(scenarios: Sequence[tuple[str, Sequence[Figures], Sequence[Figures]]]) -> None:
