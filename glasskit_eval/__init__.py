@@ -12,14 +12,16 @@ Adapter authors can type-check against the public surface::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
 __all__ = ["BatchEvaluator", "FactoryConfig", "Sample", "SampleEvaluator", "Target", "TransientError",
            "__version__"]
 
+# Annotations only: `--help` imports this package, and typing is a noticeable share of its start.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .adapters.base import (
         BatchEvaluator,
         FactoryConfig,

@@ -239,6 +239,11 @@ class Gate:
     def to_json(self) -> dict[str, Any]:
         return {"message": self.message, "name": self.name, "passed": self.passed}
 
+    @classmethod
+    def recorded(cls, name: str, passed: bool, message: str) -> Gate:
+        """A gate as a report recorded it, read back: its verdict was made when the report was written."""
+        return cls(name, passed, message)
+
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:

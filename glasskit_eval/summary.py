@@ -8,10 +8,8 @@ merged-shard reporters read these fields and never count results themselves.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from .results import (
     ErrorKind,
@@ -23,10 +21,9 @@ from .results import (
     TrialResult,
     stability,
 )
+from .statistics.descriptive import percentile
 from .statistics.intervals import PassRateInterval, pass_rate_interval
 from .statistics.power import minimum_detectable_drop
-
-_Value = TypeVar("_Value")
 
 #: The confidence level of every interval, and the false-alarm rate of every test, unless the
 #: command line says otherwise (``--confidence``, ``--alpha``).
@@ -138,12 +135,6 @@ class Latency:
 
     def to_json(self) -> dict[str, float | int]:
         return {"count": self.count, "max_s": self.max, "p50_s": self.p50, "p90_s": self.p90, "p95_s": self.p95}
-
-
-def percentile(ordered: Sequence[_Value], p: float) -> _Value:
-    """Nearest-rank percentile of sorted values (p in 0..100); exact values (Fractions) stay exact."""
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,10 +317,6 @@ def run_gate_scope(gate: Gate) -> str:
 
 def target_display(result: SampleResult) -> str:
     return f"{result.target_label} ({result.target})" if result.target_label else result.target
-
-
-def mean(values: tuple[float, ...]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _target_of(result: SampleResult) -> str:

@@ -7,8 +7,11 @@ lazy imports hide is still a cycle for a reader.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import fields
 from pathlib import Path
+
+import pytest
 
 import glasskit_eval
 from glasskit_eval.results import SampleResult
@@ -108,11 +111,61 @@ def test_no_room_imports_a_room_above_it() -> None:
     assert upward == {}
 
 
+def _sign(room: Path) -> str:
+    return ast.get_docstring(ast.parse((room / "__init__.py").read_text())) or ""
+
+
+def _names_in(room: Path) -> list[str]:
+    """The modules and subpackages of a room (``__init__`` aside)."""
+    return sorted([p.stem for p in room.glob("*.py") if p.name != "__init__.py"]
+                  + [d.name for d in room.iterdir() if (d / "__init__.py").exists()])
+
+
+def _named(doc: str, name: str) -> bool:
+    # A sign names a module in double backticks, alone (``trials``) or with what it holds (``effective.x``).
+    return re.search(rf"``{re.escape(name)}(``|\.)", doc) is not None
+
+
 def test_every_room_has_a_sign() -> None:
     # h11's two rules at the package level: what lives here, and what it may not know.
     for init in sorted(PACKAGE.glob("*/__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and len(doc.split()) >= 12, f"{init} needs a docstring saying what lives there"
+
+
+@pytest.mark.parametrize("room", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
+def test_every_room_s_sign_names_every_module_in_it(room: str) -> None:
+    doc = _sign(PACKAGE / room)
+    missing = [name for name in _names_in(PACKAGE / room) if not _named(doc, name)]
+    assert missing == [], (f"{room}/__init__.py's sign does not name {', '.join(missing)}: say in it what each "
+                           "module holds, as ``name``")
+
+
+def _doors(room: str) -> set[str]:
+    """The modules a sign's ``Doors`` paragraph names."""
+    paragraph = next((p for p in _sign(PACKAGE / room).split("\n\n") if p.startswith("Doors")), "")
+    return set(re.findall(r"``(\w+)``", paragraph))
+
+
+def test_the_engine_is_entered_only_by_the_doors_its_sign_lists() -> None:
+    doors = _doors("evaluation")
+    assert doors and doors <= set(_names_in(PACKAGE / "evaluation"))
+    entered: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = _module(path)
+        if _room(module) == "evaluation":
+            continue
+        package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            target = [*package[: len(package) - (node.level - 1)], *(node.module.split(".") if node.module else [])]
+            names = [target[1]] if len(target) > 1 else [a.name for a in node.names]
+            if target[:1] == ["evaluation"]:
+                for name in names:
+                    entered.setdefault(name, []).append(module)
+    back_rooms = {name: sorted(set(by)) for name, by in entered.items() if name not in doors}
+    assert back_rooms == {}, "these engine modules are used from outside but not listed as doors in its sign"
 
 
 #: Fields only a SampleResult has: a ``replace`` setting one of them re-stamps a result.

@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from glasskit_eval.arms.compare import compare_arms, paired_series, robustness_gate
+from glasskit_eval.arms.compare import compare_arms, paired_series
+from glasskit_eval.evaluation.gates import robustness_gate
 from glasskit_eval.reports.arms_table import MAX_WIDTH, print_arms
 from glasskit_eval.results import SampleResult, Status
 from glasskit_eval.statistics.intervals import pass_rate_interval

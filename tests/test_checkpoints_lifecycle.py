@@ -76,13 +76,13 @@ def test_a_damaged_record_is_a_checkpoint_error(tmp_path: Path) -> None:
     {"at": ["soon"]}, {"keep_going": "yes"}, {"surprise": 1},
 ])
 def test_run_requests_are_restored_strictly(tmp_path: Path, change: dict[str, object]) -> None:
-    data = RunRequest(eval_dir="/e", at=("3/2",)).to_json() | change
+    data = RunRequest.of(eval_dir="/e", at=("3/2",)).to_json() | change
     with pytest.raises(CheckpointError):
         RunRequest.from_json(data, tmp_path / "manifest.json")
 
 
 def test_run_request_round_trip() -> None:
-    request = RunRequest(eval_dir="/e", targets=("a", "b"), at=("3/2",), concurrency=4, min_pass_rate=0.5)
+    request = RunRequest.of(eval_dir="/e", targets=("a", "b"), at=("3/2",), concurrency=4, min_pass_rate=0.5)
     assert RunRequest.from_json(request.to_json(), Path("m")) == request
     assert request.filters().at[0] * 2 == 3
 
@@ -92,5 +92,5 @@ def test_seed_requests_are_restored_strictly(tmp_path: Path, change: dict[str, o
     data = SeedRequest(eval_dir="/e").to_json() | change
     with pytest.raises(CheckpointError):
         SeedRequest.from_json(data, tmp_path / "manifest.json")
-    assert SeedRequest.from_json(SeedRequest(eval_dir="/e", targets=("a",)).to_json(), tmp_path) == SeedRequest(
+    assert SeedRequest.from_json(SeedRequest.of(eval_dir="/e", targets=("a",)).to_json(), tmp_path) == SeedRequest(
         eval_dir="/e", targets=("a",))

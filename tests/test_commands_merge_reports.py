@@ -60,6 +60,7 @@ def run_shards(eval_dir: Path, total: int, *options: str) -> list[Path]:
     (2, ()),  # whole cases
     (3, ("--repeat", "2", "--max-flaky-samples", "0")),
     (2, ("--repeat", "2", "--min-target-pass-rate", "0.6")),
+    (2, ("--max-cost", "0")),  # every gate option travels in the shard block, run-level ones too
 ])
 def test_shards_merged_equal_the_unsharded_run(eval_dir: Path, total: int, options: tuple[str, ...]) -> None:
     tmp = eval_dir.parent
@@ -185,6 +186,16 @@ def test_a_damaged_shard_object_is_refused(eval_dir: Path) -> None:
         path.write_text(json.dumps(edited))
     code, _out, err = run_cli("merge-reports", shards[1], shards[1])
     assert (code, err) == (2, f"error: {shards[1]}: its `shard` object is damaged; rerun that shard\n")
+
+
+def test_a_hand_edited_gate_option_is_damage(eval_dir: Path) -> None:
+    shards = run_shards(eval_dir, 2, "--min-pass-rate", "0.5")
+    for path in shards:
+        edited = json.loads(path.read_text())
+        edited["shard"]["options"]["min_pass_rate"] = "half"
+        path.write_text(json.dumps(edited))
+    code, _out, err = run_cli("merge-reports", *shards)
+    assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")
 
 
 def test_merge_compares_with_a_baseline_and_annotates(eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -240,7 +240,7 @@ def test_usage_sums_across_repeat_and_resume(tmp_path: Path) -> None:
 def test_resume_restores_the_call_options(tmp_path: Path) -> None:
     from glasskit_eval.commands.requests import RunRequest
 
-    request = RunRequest(eval_dir=str(tmp_path), timeout_s=2.5, retries=3, retry_backoff_s=0.5,
+    request = RunRequest.of(eval_dir=str(tmp_path), timeout_s=2.5, retries=3, retry_backoff_s=0.5,
                          max_calls_per_second=4.0)
     assert RunRequest.from_json(request.to_json(), tmp_path / "m.json") == request
     from glasskit_eval.errors import CheckpointError

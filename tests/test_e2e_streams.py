@@ -18,7 +18,7 @@ import pytest
 from evalkit import TESTS, make_eval, read_json, run_cli
 from fixturevideos import MANIFEST
 
-from glasskit_eval.summary import percentile
+from glasskit_eval.statistics.descriptive import percentile
 from glasskit_eval.video.probe import probe
 
 pytestmark = pytest.mark.e2e

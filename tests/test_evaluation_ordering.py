@@ -219,3 +219,20 @@ def test_a_pass_of_its_own_and_the_shared_pass_keep_the_same_time_apart(tmp_path
     got = [(s.target.id, s.time, f.index, read_frame_index(f.image))
            for s, f in declaration_order_items(tmp_path / "cfr_h264.mp4", samples, store=store)]
     assert got[20:] == [("b", Fraction(1, 10), 1, 1), ("b", 0, 0, 0), ("d", 0, 0, 0), ("d", Fraction(19, 10), 19, 19)]
+
+
+def test_the_cost_model_sends_a_tie_to_the_earlier_frame_for_a_video_without_timestamps() -> None:
+    # The cost model once rounded (round(1.5) == 2) where the decode gives the earlier frame.
+    from array import array
+
+    from glasskit_eval.video._orientation import UPRIGHT
+    from glasskit_eval.video.frametable import FrameTable
+
+    table = FrameTable(path=Path("synthetic.mp4"), codec="h264", format_name="mpegts", width=16, height=16,
+                       time_base=Fraction(1, 90000), average_rate=Fraction(10), pts=array("q"), keyframes=(),
+                       seek_points=(), orientation=UPRIGHT, has_b_frames=False, packets_without_pts=20,
+                       packet_count=20, first_time=Fraction(0), trusted=False, reason="20 packets have no timestamp")
+    costs = _Costs(table, cores=1)
+    assert [costs.index(Fraction(k, 20)) for k in (1, 3, 5, 7)] == [0, 1, 2, 3]
+    assert [round(Fraction(k, 20) * 10) for k in (1, 3, 5, 7)] == [0, 2, 2, 4]
+    assert _Costs(None, cores=1).index(Fraction(1, 20)) == 1  # 30 fps: 1.5 frames, the earlier

@@ -9,7 +9,7 @@ from glasskit_eval.cases.model import EventSpec
 from glasskit_eval.compare.modes import CompareConfig
 from glasskit_eval.evaluation.streamscore import pooled, quiet_seconds, score_stream
 from glasskit_eval.results import Emission
-from glasskit_eval.summary import percentile
+from glasskit_eval.statistics.descriptive import percentile
 
 
 def event(index: int, at: F | int | str, window: tuple[Any, Any] = (0, 1), expect: Any = "on",

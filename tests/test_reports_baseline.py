@@ -10,6 +10,7 @@ import pytest
 from cikit import ci_eval
 from evalkit import read_json, run_cli
 
+from glasskit_eval.evaluation.gates import baseline_gate
 from glasskit_eval.reports.baseline import diff, outcomes
 
 UPSTREAM = Path(__file__).parent / "data" / "baseline" / "upstream-report.json"
@@ -139,7 +140,7 @@ def test_repeats_take_the_worst_trial_and_times_match_to_nine_decimals() -> None
     found = diff(outcomes([_result("passed")]), outcomes([_result("ignored")]), "b")
     assert [c.kind for c in found.changes] == ["status_changed"] and found.regressions == 0
     found = diff(outcomes([_result("failed")]), outcomes([_result("error"), _result("passed")]), "b")
-    assert [c.kind for c in found.changes] == ["new_error"] and found.gate().passed is False
+    assert [c.kind for c in found.changes] == ["new_error"] and baseline_gate(found).passed is False
 
 
 def test_the_html_report_shows_the_baseline_changes(in_tmp: Path) -> None:
@@ -180,6 +181,6 @@ def test_the_significant_gate_decides_as_the_simulated_test_does() -> None:
         assert test is not None and found.significance is not None and found.significance.overall is not None
         assert found.significance.overall.p_value == pytest.approx(test.p_value, rel=1e-12)
         assert found.significance.overall.noise_source == "repeats"
-        assert found.gate("significant").passed is not test.significant
+        assert baseline_gate(found, "significant").passed is not test.significant
         decisions.append(test.significant)
     assert any(decisions) and not all(decisions)

@@ -109,6 +109,39 @@ def test_a_one_command_parser_helps_and_parses_as_the_full_one() -> None:
     assert vars(cli.build_parser("run").parse_args(["run"])) == vars(full.parse_args(["run"]))
 
 
+def imported_by(*args: str, cwd: Path) -> set[str]:
+    """Every module a fresh ``python -S -X importtime <args>`` imports. ``-S``: without site's
+    ``.pth`` hooks, whatever a machine's site-packages import at every start is left out."""
+    proc = python("-S", "-X", "importtime", *args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+#: What ``--help`` imports of glasskit_eval: the face with its help texts, the errors it maps and the
+#: secrets it cuts.
+HELP_MODULES = {"glasskit_eval", "glasskit_eval.cli", "glasskit_eval.cli.evals", "glasskit_eval.cli.helptext",
+                "glasskit_eval.cli.options",
+                "glasskit_eval.cli.reports", "glasskit_eval.cli.tools", "glasskit_eval.errors",
+                "glasskit_eval.support", "glasskit_eval.support.secretvalues"}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["validate", "--help"]])
+def test_help_imports_the_face_and_what_argparse_needs_no_more(tmp_path: Path, argv: list[str]) -> None:
+    # The budget is `python -c pass` plus half: only what argparse itself imports to print help
+    # (and __future__, collections.abc and math, for annotations, secrets and option types) may come
+    # with the face; typing, threading, urllib.parse, pathlib, fractions and json are imported
+    # where they are used.
+    argparse_alone = imported_by("-c", "import argparse, runpy\n"
+                                 "p = argparse.ArgumentParser(description='d')\n"
+                                 "p.add_subparsers().add_parser('c', help='h').add_argument('--a', help='h')\n"
+                                 "p.format_help()", cwd=tmp_path)
+    imported = imported_by("-m", "glasskit_eval", *argv, cwd=tmp_path)
+    ours = {m for m in imported if m.split(".")[0] == "glasskit_eval"}
+    assert HELP_MODULES - {"glasskit_eval.cli.helptext"} <= ours <= HELP_MODULES  # helptext: a command's help
+    assert sorted(imported - ours - argparse_alone - {"__future__", "collections.abc", "math"}) == []
+
+
 def test_validate_of_local_videos_loads_no_network_module(tmp_path: Path) -> None:
     # The video store's client (urllib, ssl, certificates) is for cloud videos only: an eval of
     # local files must not pay for it on every `validate` and `run`.

@@ -65,7 +65,8 @@ def test_a_run_that_evaluated_nothing_reports_zero_rates_and_no_timing_mode() ->
 
 
 def test_latency_percentiles_are_nearest_rank() -> None:
-    from glasskit_eval.summary import Latency, percentile
+    from glasskit_eval.statistics.descriptive import percentile
+    from glasskit_eval.summary import Latency
 
     ordered = tuple(float(i) for i in range(1, 21))
     assert percentile(ordered, 50) == 10 and percentile(ordered, 95) == 19 and percentile(ordered, 90) == 18

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import struct
+from dataclasses import fields
 from pathlib import Path
 
 import av
@@ -17,6 +18,7 @@ from glasskit_eval.video.frametable import FrameTable, build_frame_table
 
 pytestmark = pytest.mark.frames
 
+FRAME_TABLE_FIELDS = [f.name for f in fields(FrameTable)]
 MOV_FAMILY = sorted(name for name, entry in MANIFEST.items() if entry["demuxer"].startswith("mov,"))
 #: The MP4s the index cannot describe, and why.
 FALLBACKS = {"fragmented_cut_h264.mp4": "fragmented", "truncated_h264.mp4": "past the end of the file"}
@@ -56,7 +58,7 @@ def test_the_index_table_equals_the_demuxed_table(name: str) -> None:
     assert index.reordered is MANIFEST[name]["has_b_frames"]
     # And the frame table built through it is the demuxed one, field for field.
     fast = build_frame_table(path)
-    for field in FrameTable._fields:
+    for field in FRAME_TABLE_FIELDS:
         assert getattr(fast, field) == getattr(table, field) or field == "pts", field
     assert list(fast.pts) == list(table.pts)
 
@@ -146,7 +148,7 @@ def test_damaged_indexes_give_the_right_table_or_the_fallback(name: str, tmp_pat
                 build_frame_table(path)
             continue
         table = build_frame_table(path)
-        same = [field for field in FrameTable._fields if field != "pts"
+        same = [field for field in FRAME_TABLE_FIELDS if field != "pts"
                 and getattr(table, field) != getattr(reference, field)]
         if list(table.pts) != list(reference.pts):
             same.append("pts")

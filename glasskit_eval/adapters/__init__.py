@@ -2,8 +2,9 @@
 
 What lives here: the adapter-facing ``Sample``/``Target`` and the evaluator protocol (``base``),
 choosing an adapter from the options (``choose``), the four kinds (``python``; ``command`` with
-the sans-IO NDJSON protocol in ``_protocol``, its process in ``_process`` and its stream requests
-in ``_commandstreams``; ``_http`` with its transport in ``_httpio``; ``_exec``), the call record and
+the sans-IO NDJSON protocol in ``_protocol`` with its handshake (``_handshake``), JSON messages
+(``_messages``) and what a sample sends (``_wire``), its process in ``_process`` with the OS side in
+``_procio`` and its stdin in ``_linewriter``, and its stream requests in ``_commandstreams``; ``_http`` with its transport in ``_httpio``; ``_exec``), the call record and
 its callers for samples and streams (``calls``) and the call policy (``resilient``: timeouts,
 retries, rate limit). Modules named ``_*`` are back rooms: only this package uses them.
 

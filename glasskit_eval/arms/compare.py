@@ -12,7 +12,7 @@ Everything is computed from the run's tagged results, once, and rendered by the 
 * the Pareto set on pass rate (higher), p95 latency (lower) and cost (lower; left out when no
   arm reports a cost, and an arm reporting none counts as free when others do), among the
   candidates only: an arm with perturbations is a condition the model is tested under
-  (robustness, :func:`robustness_gate`), not something to ship, so it is never in the set.
+  (robustness, ``evaluation.gates.robustness_gate``), not something to ship, so it is never in the set.
 
 Outcomes are as everywhere: 1 passed, 0 failed or error, ignored samples left out; with
 ``--repeat`` a sample's outcome is its pass fraction across trials.
@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import Gate, SampleResult, Status, StreamResult
+from ..results import SampleResult, Status, StreamResult
 from ..statistics.intervals import PassRateInterval, pass_rate_interval
-from ..statistics.paired import PairedTest, p_text, paired_regression_test
+from ..statistics.paired import PairedTest
 from ..statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
 from ..summary import Counts
 from .streamcompare import StreamComparison, compare_arm_streams
@@ -243,20 +243,3 @@ def pareto(summaries: Mapping[str, ArmSummary]) -> list[str]:
         points[name] = values
     directions = [HIGHER, LOWER, LOWER] if with_cost else [HIGHER, LOWER]
     return pareto_front(points, directions)
-
-
-def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
-                    alpha: float = 0.05) -> Gate:
-    """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
-    the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
-    name = f"{arm}/max_robustness_drop"
-    mine = [r for r in results if r.arm == arm]
-    theirs = [r for r in results if r.arm == control]
-    test = paired_regression_test(paired_series(theirs, mine), alpha)
-    if test is None:
-        return Gate(name, True, f"no samples both {control} and {arm} evaluated (gate: drop <= {max_drop:.1%})")
-    drop = -test.delta_pass_rate
-    failed = drop > max_drop + 1e-12 and test.significant
-    change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
-    return Gate(name, not failed, f"pass rate {change} {control} (one-sided {p_text(test.p_value)}; gate: no "
-                f"significant drop beyond {max_drop:.1%})")

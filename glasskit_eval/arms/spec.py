@@ -82,6 +82,11 @@ def did_you_mean(name: str, known: Sequence[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def parse_chain(text: str) -> tuple[Perturbation, ...]:
+    """One ``--perturb`` value: ``kind:value`` perturbations chained with ``+``, in the order applied."""
+    return tuple(parse_spec(part.strip()) for part in text.split("+"))
+
+
 def select_arms(declared: Mapping[str, ArmSpec], arms: Sequence[str], perturbs: Sequence[str],
                 control: str | None) -> ArmSelection | None:
     """The arms ``--arm``/``--perturb``/``--control`` select; None when none is asked for (a plain run).
@@ -91,8 +96,7 @@ def select_arms(declared: Mapping[str, ArmSpec], arms: Sequence[str], perturbs: 
     option for unknown or repeated names.
     """
     if not arms and not perturbs:
-        if control is not None:
-            raise UsageError("--control needs arms to compare: add --arm NAME or --perturb SPEC")
+        # An option that needs arms given without any is refused by the command line, before planning.
         return None
     chosen: dict[str, ArmSpec] = {}
     plain_asked = False
@@ -129,7 +133,7 @@ def select_arms(declared: Mapping[str, ArmSpec], arms: Sequence[str], perturbs: 
             raise UsageError(f"--arm {name}: unknown arm{did_you_mean(name, [*known, ALL, CONTROL])} "
                              f"(declared: {listed}; or NAME=ADAPTER_CONFIG.yaml)")
     for text in perturbs:
-        chain = tuple(parse_spec(part.strip()) for part in text.split("+"))
+        chain = parse_chain(text)
         add(ArmSpec(chain_spec(chain), perturb=chain), f"--perturb {text}")
     if control is None or control == CONTROL:
         plain = ArmSpec(CONTROL)

@@ -16,8 +16,8 @@ from fractions import Fraction
 from typing import Any
 
 from ..results import StreamResult
+from ..statistics.descriptive import percentile
 from ..statistics.paired import mcnemar_drop_p_value
-from ..summary import percentile
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,6 @@ from ..errors import Problem, UsageError, ValidationError
 from ..store.config import VideoStoreConfig
 from ..store.urls import secret_parts
 from ..support.jsonvalues import json_problem
-from ..support.records import Frozen
 from ..yamltext.source import load_yaml_file
 from .checks import Checker, unknown_target_problem
 from .model import Case, Thresholds
@@ -27,37 +27,29 @@ _STORE_KEYS = {"type", "bucket", "region", "endpoint_url", "public_base_url",
                "access_key_id_env", "secret_access_key_env", "session_token_env"}
 
 
-class EvalConfig(Frozen):
-    _fields = ("thresholds", "video_stores", "run_timeout_s", "per_target_lines", "thresholds_line", "arms")
-    thresholds: Thresholds | None
-    video_stores: Mapping[str, VideoStoreConfig]
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    """config.yaml: eval-level thresholds, video stores, the call timeout and declared arms."""
+
+    thresholds: Thresholds | None = None
+    video_stores: Mapping[str, VideoStoreConfig] = field(default_factory=dict)
     #: ``run: timeout_s``: the per-call timeout when ``--timeout`` is not given.
-    run_timeout_s: float | None
+    run_timeout_s: float | None = None
     #: The config.yaml line of each ``thresholds.per_target`` entry, for messages about it.
-    per_target_lines: Mapping[str, int]
+    per_target_lines: Mapping[str, int] = field(default_factory=dict)
     #: The config.yaml line of ``thresholds:`` (where a failed eval-level gate is annotated).
-    thresholds_line: int | None
+    thresholds_line: int | None = None
     #: ``arms:``: declared arms by name (run only when ``--arm`` selects them).
-    arms: Mapping[str, ArmSpec]
-
-    def __init__(self, thresholds: Thresholds | None = None,
-                 video_stores: Mapping[str, VideoStoreConfig] | None = None,
-                 run_timeout_s: float | None = None, per_target_lines: Mapping[str, int] | None = None,
-                 thresholds_line: int | None = None, arms: Mapping[str, ArmSpec] | None = None) -> None:
-        self.__dict__.update(thresholds=thresholds, video_stores={} if video_stores is None else video_stores,
-                             run_timeout_s=run_timeout_s,
-                             per_target_lines={} if per_target_lines is None else per_target_lines,
-                             thresholds_line=thresholds_line, arms={} if arms is None else arms)
+    arms: Mapping[str, ArmSpec] = field(default_factory=dict)
 
 
-class EvalDir(Frozen):
-    _fields = ("root", "config", "case_paths")
+@dataclass(frozen=True, slots=True)
+class EvalDir:
+    """An eval directory: its root, its config.yaml and its case files."""
+
     root: Path
     config: EvalConfig
     case_paths: tuple[Path, ...]
-
-    def __init__(self, root: Path, config: EvalConfig, case_paths: tuple[Path, ...]) -> None:
-        self.__dict__.update(root=root, config=config, case_paths=case_paths)
 
     @property
     def cases_dir(self) -> Path:

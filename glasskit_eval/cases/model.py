@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ..compare.modes import CompareConfig
-from ..support.records import Frozen
 from ..support.timevalues import format_time
 from ..yamltext.source import YamlDocument
 
@@ -24,25 +24,23 @@ MAX_CLIP_FRAMES = 1024
 CLIP_EDGES = ("error", "clamp")
 
 
-class LocalVideo(Frozen):
-    _fields = ("path",)
-    path: Path
+@dataclass(frozen=True, slots=True)
+class LocalVideo:
+    """A case's video on this machine, as its ``video:`` path names it."""
 
-    def __init__(self, path: Path) -> None:
-        self.__dict__["path"] = path
+    path: Path
 
     def describe(self) -> str:
         return str(self.path)
 
 
-class CloudVideo(Frozen):
-    _fields = ("store", "key", "sha256")
+@dataclass(frozen=True, slots=True)
+class CloudVideo:
+    """A case's video in a configured video store: the store, the object key and its SHA-256."""
+
     store: str
     key: str
     sha256: str
-
-    def __init__(self, store: str, key: str, sha256: str) -> None:
-        self.__dict__.update(store=store, key=key, sha256=sha256)
 
     def describe(self) -> str:
         return f"{self.store}:{self.key}"
@@ -51,57 +49,48 @@ class CloudVideo(Frozen):
 VideoRef = LocalVideo | CloudVideo
 
 
-class StreamGates(Frozen):
+@dataclass(frozen=True, slots=True)
+class StreamGates:
     """A stream target's gates (``thresholds.per_target.<t>`` keys or the ``run`` options)."""
 
-    _fields = ("min_recall", "max_false_alarms_per_min", "max_detection_latency_p95_s")
-    min_recall: float | None
-    max_false_alarms_per_min: float | None
-    max_detection_latency_p95_s: float | None
-
-    def __init__(self, min_recall: float | None = None, max_false_alarms_per_min: float | None = None,
-                 max_detection_latency_p95_s: float | None = None) -> None:
-        self.__dict__.update(min_recall=min_recall, max_false_alarms_per_min=max_false_alarms_per_min,
-                             max_detection_latency_p95_s=max_detection_latency_p95_s)
+    min_recall: float | None = None
+    max_false_alarms_per_min: float | None = None
+    max_detection_latency_p95_s: float | None = None
 
     @property
     def empty(self) -> bool:
-        return all(getattr(self, name) is None for name in self._fields)
+        return all(getattr(self, name) is None for name in STREAM_GATE_NAMES)
 
 
-class Thresholds(Frozen):
-    _fields = ("min_pass_rate", "max_failures", "per_target", "max_p95_latency_s", "max_cost", "stream_gates")
-    min_pass_rate: float | None
-    max_failures: int | None
-    per_target: Mapping[str, float] | None
-    max_p95_latency_s: float | None
-    max_cost: float | None
+#: The stream gates, in the order reports list them.
+STREAM_GATE_NAMES = tuple(f.name for f in fields(StreamGates))
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """``thresholds:`` of config.yaml or a case file: the gates' settings (None: not set)."""
+
+    min_pass_rate: float | None = None
+    max_failures: int | None = None
+    per_target: Mapping[str, float] | None = None
+    max_p95_latency_s: float | None = None
+    max_cost: float | None = None
     #: ``per_target.<t>`` stream keys (min_recall, ...), by target.
-    stream_gates: Mapping[str, StreamGates] | None
-
-    def __init__(self, min_pass_rate: float | None = None, max_failures: int | None = None,
-                 per_target: Mapping[str, float] | None = None, max_p95_latency_s: float | None = None,
-                 max_cost: float | None = None, stream_gates: Mapping[str, StreamGates] | None = None) -> None:
-        self.__dict__.update(min_pass_rate=min_pass_rate, max_failures=max_failures, per_target=per_target,
-                             max_p95_latency_s=max_p95_latency_s, max_cost=max_cost, stream_gates=stream_gates)
+    stream_gates: Mapping[str, StreamGates] | None = None
 
 
-class ClipSpec(Frozen):
+@dataclass(frozen=True, slots=True)
+class ClipSpec:
     """A sample's ``clip`` setting: the window around the sample time and how it is sampled.
 
     ``every_s`` None means every decoded frame in ``[t - before_s, t + after_s]``, plus the
     anchor's frame; ``edge`` says whether a window outside the video is an error or clamped.
     """
 
-    _fields = ("before_s", "after_s", "every_s", "edge")
-    before_s: Fraction
-    after_s: Fraction
-    every_s: Fraction | None
-    edge: str
-
-    def __init__(self, before_s: Fraction = Fraction(0), after_s: Fraction = Fraction(0),
-                 every_s: Fraction | None = None, edge: str = "error") -> None:
-        self.__dict__.update(before_s=before_s, after_s=after_s, every_s=every_s, edge=edge)
+    before_s: Fraction = Fraction(0)
+    after_s: Fraction = Fraction(0)
+    every_s: Fraction | None = None
+    edge: str = "error"
 
     @property
     def grid_count(self) -> int | None:
@@ -117,11 +106,10 @@ class ClipSpec(Frozen):
         return f"{span} {sampling}" + (", clamped" if self.edge == "clamp" else "")
 
 
-class SampleBlock(Frozen):
+@dataclass(frozen=True, slots=True)
+class SampleBlock:
     """One entry of a target's ``samples`` list, with inherited settings resolved."""
 
-    _fields = ("target_id", "index", "times", "range", "every_s", "has_expect", "expect", "field",
-               "compare", "comment", "ignore", "clip")
     target_id: str
     index: int
     times: tuple[Fraction, ...]
@@ -133,15 +121,7 @@ class SampleBlock(Frozen):
     compare: CompareConfig | None
     comment: str | None
     ignore: str | None
-    clip: ClipSpec | None
-
-    def __init__(self, target_id: str, index: int, times: tuple[Fraction, ...],
-                 range: tuple[Fraction, Fraction] | None, every_s: Fraction | None, has_expect: bool,
-                 expect: Any, field: str | None, compare: CompareConfig | None, comment: str | None,
-                 ignore: str | None, clip: ClipSpec | None = None) -> None:
-        self.__dict__.update(target_id=target_id, index=index, times=times, range=range, every_s=every_s,
-                             has_expect=has_expect, expect=expect, field=field, compare=compare,
-                             comment=comment, ignore=ignore, clip=clip)
+    clip: ClipSpec | None = None
 
     def source(self) -> str:
         if self.range is not None:
@@ -157,26 +137,21 @@ class SampleBlock(Frozen):
 DEFAULT_WINDOW = (Fraction(0), Fraction(1))
 
 
-class EventSpec(Frozen):
+@dataclass(frozen=True, slots=True)
+class EventSpec:
     """One entry of a stream target's ``events``: an onset, the emission that notices it, and when.
 
     ``window`` is relative to ``at`` and closed at both ends: an emission at media time
     ``at + window[0] .. at + window[1]`` may detect the event.
     """
 
-    _fields = ("index", "at", "window", "has_expect", "expect", "compare", "comment")
     index: int
     at: Fraction
     window: tuple[Fraction, Fraction]
     has_expect: bool
     expect: Any
-    compare: CompareConfig | None
-    comment: str | None
-
-    def __init__(self, index: int, at: Fraction, window: tuple[Fraction, Fraction], has_expect: bool,
-                 expect: Any, compare: CompareConfig | None = None, comment: str | None = None) -> None:
-        self.__dict__.update(index=index, at=at, window=window, has_expect=has_expect, expect=expect,
-                             compare=compare, comment=comment)
+    compare: CompareConfig | None = None
+    comment: str | None = None
 
     @property
     def span(self) -> tuple[Fraction, Fraction]:
@@ -184,43 +159,38 @@ class EventSpec(Frozen):
         return self.at + self.window[0], self.at + self.window[1]
 
 
-class StreamSpec(Frozen):
+@dataclass(frozen=True, slots=True)
+class StreamSpec:
     """A stream target: events scored against what the app emits while it is fed the video in order.
 
     ``every_s`` None feeds every decoded frame; ``quiet`` None means the whole clip outside the
     windows is quiet time. ``field``/``compare`` apply to emissions (an event's own ``compare`` wins).
     """
 
-    _fields = ("every_s", "events", "quiet", "field", "compare")
     every_s: Fraction | None
     events: tuple[EventSpec, ...]
     quiet: tuple[tuple[Fraction, Fraction], ...] | None
-    field: str | None
-    compare: CompareConfig | None
-
-    def __init__(self, every_s: Fraction | None, events: tuple[EventSpec, ...],
-                 quiet: tuple[tuple[Fraction, Fraction], ...] | None, field: str | None = None,
-                 compare: CompareConfig | None = None) -> None:
-        self.__dict__.update(every_s=every_s, events=events, quiet=quiet, field=field, compare=compare)
+    field: str | None = None
+    compare: CompareConfig | None = None
 
 
-class TargetSpec(Frozen):
-    _fields = ("id", "index", "label", "config", "blocks", "stream")
+@dataclass(frozen=True, slots=True)
+class TargetSpec:
+    """One entry of a case's ``targets``: its sample blocks, or its events for a stream target."""
+
     id: str
     index: int
     label: str | None
     config: Mapping[str, Any]
     blocks: tuple[SampleBlock, ...]
     #: Set for a stream target (``events`` instead of ``samples``; ``blocks`` is then empty).
-    stream: StreamSpec | None
-
-    def __init__(self, id: str, index: int, label: str | None, config: Mapping[str, Any],
-                 blocks: tuple[SampleBlock, ...], stream: StreamSpec | None = None) -> None:
-        self.__dict__.update(id=id, index=index, label=label, config=config, blocks=blocks, stream=stream)
+    stream: StreamSpec | None = None
 
 
-class Case(Frozen):
-    _fields = ("name", "path", "video", "description", "targets", "thresholds", "document")
+@dataclass(frozen=True, slots=True)
+class Case:
+    """A parsed case file: its video, targets and thresholds, and the YAML it came from."""
+
     name: str
     path: Path
     video: VideoRef
@@ -228,12 +198,6 @@ class Case(Frozen):
     targets: tuple[TargetSpec, ...]
     thresholds: Thresholds | None
     document: YamlDocument
-
-    def __init__(self, name: str, path: Path, video: VideoRef, description: str | None,
-                 targets: tuple[TargetSpec, ...], thresholds: Thresholds | None,
-                 document: YamlDocument) -> None:
-        self.__dict__.update(name=name, path=path, video=video, description=description, targets=targets,
-                             thresholds=thresholds, document=document)
 
     def target(self, target_id: str) -> TargetSpec | None:
         for target in self.targets:

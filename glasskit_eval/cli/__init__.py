@@ -1,7 +1,10 @@
 """The command line's face: argparse only, and the one place errors become exit codes.
 
 What lives here: each command's ``add_<cmd>`` (its options) and ``run_<cmd>`` (options to a
-call of its body in ``commands/``), the parser, and :func:`main`. What it may not know: how a
+call of its body in ``commands/``), grouped by kind: ``evals`` (run, seed, validate,
+list-samples, export-frames), ``reports`` (report, compare, merge-reports) and ``tools`` (review,
+video-store, build-zipapp); the option plumbing they share (``options``), the help epilogues
+(``helptext``), the parser, and :func:`main`. What it may not know: how a
 command does its work. The bodies never see argparse.
 
 The start-up rule, stated once: only this face must stay light. ``--help``, ``--version`` and
@@ -16,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import cast
 
 from .. import __version__
 from ..errors import CommandStopped, EvalError, ExitCode, ValidationError, exit_code_for
@@ -66,8 +68,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     with secrets_scope():
         # Every line we print passes here, whoever made its text (an adapter's exception, a
         # server's error body): known secrets are cut at the last moment.
-        return _main(argv, cast("TextIO", RedactingStream(out or sys.stdout)),
-                     cast("TextIO", RedactingStream(err or sys.stderr)))
+        return _main(argv, RedactingStream.around(out or sys.stdout), RedactingStream.around(err or sys.stderr))
 
 
 def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:

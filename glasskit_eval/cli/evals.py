@@ -28,58 +28,47 @@ def add_run(sub: Any) -> None:
     opts.time_options(p)
     p.add_argument("--concurrency", type=opts.positive_int, default=1, metavar="INTEGER",
                    help="maximum concurrent evaluate calls (default: 1)")
-    p.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
-                   help="number of sequential trials, each with a fresh evaluator (default: 1)")
-    opts.call_options(p)
-    p.add_argument("--min-pass-rate", type=opts.rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
-    p.add_argument("--min-target-pass-rate", type=opts.rate, metavar="FLOAT",
-                   help="pass-rate gate applied to every selected target")
-    p.add_argument("--max-failures", type=opts.nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
-    p.add_argument("--max-flaky-samples", type=opts.nonnegative_int, metavar="INTEGER",
-                   help="maximum samples whose status varies across trials (needs --repeat >= 2)")
-    p.add_argument("--max-p95-latency", dest="max_p95_latency_s", type=opts.nonnegative_number,
-                   metavar="SECONDS", help="gate: the run's p95 evaluation latency (config.yaml: "
-                   "thresholds.max_p95_latency_s)")
-    p.add_argument("--max-cost", type=opts.nonnegative_number, metavar="NUMBER",
-                   help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
-    p.add_argument("--min-recall", type=opts.rate, metavar="FLOAT",
-                   help="gate: each stream target's recall, 0.0 to 1.0 (gate <target>_min_recall)")
-    p.add_argument("--max-false-alarms-per-min", type=opts.nonnegative_number, metavar="NUMBER",
-                   help="gate: each stream target's false alarms per minute of quiet time")
-    p.add_argument("--max-detection-latency-p95", dest="max_detection_latency_p95_s", type=opts.nonnegative_number,
-                   metavar="SECONDS", help="gate: each stream target's p95 detection latency")
-    p.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
-                   help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
-                   "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
     p.add_argument("--keep-going", action="store_true",
                    help="record adapter and comparison errors as results and continue")
     p.add_argument("--verbose", action="store_true", help="print every sample result")
-    p.add_argument("--output-json", metavar="PATH", help="write a machine-readable JSON report")
-    p.add_argument("--artifacts-dir", metavar="PATH",
-                   help="base directory for artifacts (default: <eval-dir>/runs/)")
-    p.add_argument("--order", choices=("declaration", "time"), default="declaration",
-                   help="call order within a case: target by target in case-file order (default), or "
-                   "all targets interleaved by sample time")
-    p.add_argument("--save-failures", action="store_true",
-                   help="save a JPEG frame and a JSON record for every failed or errored sample")
-    p.add_argument("--html", metavar="PATH",
-                   help="write a self-contained HTML report with thumbnails of the failed frames")
-    p.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
-                   help="size budget of the HTML report's embedded images (thumbnails first, then full-resolution "
-                   "frames); beyond it they link to --save-failures artifacts (default: 25)")
-    p.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
-                   help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
-                   "older ones are deleted (default: 10; 0 keeps all)")
-    cache = p.add_mutually_exclusive_group()
+    # One argparse group per request group (commands.requests): the face builds each from its dests.
+    trials = p.add_argument_group("trials")
+    trials.add_argument("--repeat", type=opts.positive_int, default=1, metavar="INTEGER",
+                        help="number of sequential trials, each with a fresh evaluator (default: 1)")
+    trials.add_argument("--order", choices=("declaration", "time"), default="declaration",
+                        help="call order within a case: target by target in case-file order (default), or "
+                        "all targets interleaved by sample time")
+    trials.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+                        help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
+                        "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
+    opts.call_options(p)
+    opts.gate_options(p)
+    outputs = p.add_argument_group("outputs")
+    outputs.add_argument("--output-json", metavar="PATH", help="write a machine-readable JSON report")
+    outputs.add_argument("--artifacts-dir", metavar="PATH",
+                         help="base directory for artifacts (default: <eval-dir>/runs/)")
+    outputs.add_argument("--save-failures", action="store_true",
+                         help="save a JPEG frame and a JSON record for every failed or errored sample")
+    outputs.add_argument("--html", metavar="PATH",
+                         help="write a self-contained HTML report with thumbnails of the failed frames")
+    outputs.add_argument("--html-budget-mb", type=opts.nonnegative_int, default=25, metavar="INTEGER",
+                         help="size budget of the HTML report's embedded images (thumbnails first, then "
+                         "full-resolution frames); beyond it they link to --save-failures artifacts (default: 25)")
+    outputs.add_argument("--keep-checkpoints", type=opts.nonnegative_int, default=10, metavar="INTEGER",
+                         help="completed run checkpoints kept in <eval-dir>/runs/checkpoints/ when a run ends; "
+                         "older ones are deleted (default: 10; 0 keeps all)")
+    cache_group = p.add_argument_group("observation cache")
+    cache = cache_group.add_mutually_exclusive_group()
     cache.add_argument("--cache", nargs="?", const="", default=None, metavar="DIR",
                        help="reuse observations of frames already judged by the same adapter and configs "
                        "(default DIR: $GLASSKIT_EVAL_CACHE_DIR/observations, else the per-user cache)")
     cache.add_argument("--no-cache", action="store_true", help="do not use the observation cache (default)")
-    p.add_argument("--cache-mode", choices=("read", "write", "readwrite"), default=None,
-                   help="read: only reuse; write: only record fresh observations; readwrite (default): both")
-    p.add_argument("--cache-max-mb", type=opts.positive_int, default=None, metavar="INTEGER",
-                   help="prune the observation cache to this size after the run, least recently used "
-                   "first (default: 512)")
+    cache_group.add_argument("--cache-mode", choices=("read", "write", "readwrite"), default=None,
+                             help="read: only reuse; write: only record fresh observations; readwrite (default): "
+                             "both")
+    cache_group.add_argument("--cache-max-mb", type=opts.positive_int, default=None, metavar="INTEGER",
+                             help="prune the observation cache to this size after the run, least recently used "
+                             "first (default: 512)")
     p.add_argument("--strict-pins", action="store_true",
                    help="frames that no longer match <case>.frames.lock are errors, not warnings")
     p.add_argument("--resume", metavar="PATH",
@@ -105,7 +94,7 @@ def add_run(sub: Any) -> None:
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..commands.requests import RunRequest, time_text
+    from ..commands import requests as rq
     from ..commands.run import execute_run
 
     if args.resume is not None:
@@ -116,28 +105,22 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     check_exclusive(args.adapter, args.adapter_command, args.adapter_http, args.adapter_exec)
     opts.filters(args).check()
+    arms = _arm_options(args)
+    arms.check()
     cache_dir = opts.cache_dir(args)
-    request = RunRequest(
+    request = rq.RunRequest(
         eval_dir=args.eval_dir, adapter=args.adapter, adapter_command=args.adapter_command,
         adapter_config_path=args.adapter_config, case=args.case, targets=tuple(args.target),
-        at=tuple(str(t) for t in args.at), from_s=time_text(args.from_s), until_s=time_text(args.until_s),
-        concurrency=args.concurrency, repeat=args.repeat, min_pass_rate=args.min_pass_rate,
-        min_target_pass_rate=args.min_target_pass_rate, max_failures=args.max_failures,
-        max_flaky_samples=args.max_flaky_samples, keep_going=args.keep_going, verbose=args.verbose,
-        output_json=args.output_json, artifacts_dir=args.artifacts_dir, save_failures=args.save_failures,
-        checkpoint_dir=args.checkpoint_dir, allow_empty=args.allow_empty, html=args.html,
-        html_budget_mb=args.html_budget_mb, junit_xml=args.junit_xml, annotations=args.annotations,
-        baseline=args.baseline, fail_on_regression=args.fail_on_regression,
-        fail_on_latency_regression_s=args.fail_on_latency_regression_s, confidence=args.confidence,
-        alpha=args.alpha, shard=opts.shard_text(args),
-        keep_checkpoints=args.keep_checkpoints, cache_dir=cache_dir, cache_mode=args.cache_mode or "readwrite",
-        cache_max_mb=args.cache_max_mb or 512, strict_pins=args.strict_pins, timeout_s=args.timeout_s,
-        retries=args.retries, retry_backoff_s=args.retry_backoff_s, max_calls_per_second=args.max_calls_per_second,
-        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec,
-        max_p95_latency_s=args.max_p95_latency_s, max_cost=args.max_cost, order=args.order,
-        min_recall=args.min_recall, max_false_alarms_per_min=args.max_false_alarms_per_min,
-        max_detection_latency_p95_s=args.max_detection_latency_p95_s, pace=args.pace,
-        early_stop=args.early_stop, early_stop_block=_early_stop_block(args), **_arm_fields(args))
+        concurrency=args.concurrency, keep_going=args.keep_going, verbose=args.verbose,
+        checkpoint_dir=args.checkpoint_dir, calls=opts.group(rq.CallOptions, args),
+        adapter_http=args.adapter_http, adapter_exec=args.adapter_exec, strict_pins=args.strict_pins,
+        selection=opts.group(rq.Selection, args, at=tuple(str(t) for t in args.at),
+                             from_s=rq.time_text(args.from_s), until_s=rq.time_text(args.until_s)),
+        trials=opts.group(rq.Trials, args), gates=opts.group(rq.Gates, args),
+        comparison=opts.comparison(args), ci=opts.group(rq.CiOutputs, args, shard=opts.shard_text(args)),
+        outputs=opts.group(rq.Outputs, args),
+        cache=rq.CacheOptions(cache_dir, args.cache_mode or "readwrite", args.cache_max_mb or 512), arms=arms,
+        early=opts.group(rq.EarlyStop, args, early_stop_block=_early_stop_block(args)))
     return ExitCode.OK if execute_run(request, out, err) else ExitCode.FAILED
 
 
@@ -151,24 +134,15 @@ def _early_stop_block(args: argparse.Namespace) -> str | None:
     return str(args.early_stop_block)
 
 
-def _arm_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The arm options as the request records them: ``NAME=PATH`` paths made absolute (from the cwd)."""
-    from ..commands.requests import absolute
+def _arm_options(args: argparse.Namespace) -> Any:
+    """The arms group as the request records it: ``NAME=PATH`` paths made absolute (from the cwd)."""
+    from ..commands.requests import ArmOptions, absolute
 
     arms = []
     for text in args.arm or ():
         name, sep, path = text.partition("=")
         arms.append(f"{name}={absolute(path) if path else ''}" if sep else text)
-    perturb = tuple(args.perturb or ())
-    if not arms and not perturb:
-        for given, option in ((args.control, "--control"), (args.gate_arm, "--gate-arm"),
-                              (args.max_robustness_drop, "--max-robustness-drop"),
-                              (args.max_blind_pass_rate, "--max-blind-pass-rate")):
-            if given is not None:
-                raise UsageError(f"{option} needs arms to compare: add --arm NAME or --perturb SPEC")
-    return {"arms": tuple(arms), "perturb": perturb, "control": args.control, "seed": args.seed,
-            "gate_arm": args.gate_arm, "max_robustness_drop": args.max_robustness_drop,
-            "jitter_frames": args.jitter_frames, "max_blind_pass_rate": args.max_blind_pass_rate}
+    return opts.group(ArmOptions, args, arms=tuple(arms), perturb=tuple(args.perturb or ()))
 
 
 #: Options that --resume may be given with: --eval-dir and --checkpoint-dir only say where to look
@@ -323,7 +297,7 @@ def add_seed(sub: Any) -> None:
 
 
 def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..commands.requests import SeedRequest
+    from ..commands.requests import CallOptions, SeedRequest
     from ..commands.seed import execute_seed
 
     opts.check_adapter_options(args)
@@ -339,9 +313,7 @@ def run_seed(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                               targets=tuple(args.target), adapter_config_path=args.adapter_config,
                               concurrency=args.concurrency, replace=args.replace,
                               keep_going=args.keep_going, verbose=args.verbose,
-                              checkpoint_dir=args.checkpoint_dir, timeout_s=args.timeout_s, retries=args.retries,
-                              retry_backoff_s=args.retry_backoff_s,
-                              max_calls_per_second=args.max_calls_per_second)
+                              checkpoint_dir=args.checkpoint_dir, calls=opts.group(CallOptions, args))
         done = execute_seed(request, out, err)
     return ExitCode.OK if done else ExitCode.FAILED
 

@@ -185,6 +185,18 @@ def nonnegative_number(text: str) -> float:
     return _number(text, lambda v: v >= 0, "a nonnegative number")
 
 
+def perturb_chain(text: str) -> str:
+    """A ``--perturb`` value, checked now (before any video is probed) and kept as given for the manifest."""
+    from ..arms.spec import parse_chain
+
+    try:
+        parse_chain(text)
+    except UsageError as exc:
+        # argparse names the option already.
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--perturb ")) from None
+    return text
+
+
 # --- shared option groups --------------------------------------------------------
 
 
@@ -228,17 +240,40 @@ def code_free_adapter_options(p: argparse.ArgumentParser) -> None:
 
 def call_options(p: argparse.ArgumentParser) -> None:
     """Timeouts, retries and the rate limit of adapter calls (adapters/resilient.py)."""
-    p.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",
-                   help="cancel an adapter call after this long and record a `timeout` error "
-                   "(batch calls: x batch size, at most 600 s; default: config.yaml run.timeout_s, else none)")
-    p.add_argument("--retries", type=nonnegative_int, default=0, metavar="INTEGER",
-                   help="retry transient failures (timeouts, TransientError, transient command-adapter "
-                   "errors, HTTP 408/429/5xx) up to this many times (default: 0)")
-    p.add_argument("--retry-backoff", dest="retry_backoff_s", type=nonnegative_number, default=1.0,
-                   metavar="SECONDS", help="base of the exponential full-jitter backoff between attempts, "
-                   "doubled per attempt up to 60 s; a retry_after/Retry-After is honoured (default: 1)")
-    p.add_argument("--max-calls-per-second", type=positive_number, metavar="RATE",
-                   help="start at most this many adapter calls per second across the whole run")
+    calls = p.add_argument_group("adapter calls")
+    calls.add_argument("--timeout", dest="timeout_s", type=positive_number, metavar="SECONDS",
+                       help="cancel an adapter call after this long and record a `timeout` error "
+                       "(batch calls: x batch size, at most 600 s; default: config.yaml run.timeout_s, else none)")
+    calls.add_argument("--retries", type=nonnegative_int, default=0, metavar="INTEGER",
+                       help="retry transient failures (timeouts, TransientError, transient command-adapter "
+                       "errors, HTTP 408/429/5xx) up to this many times (default: 0)")
+    calls.add_argument("--retry-backoff", dest="retry_backoff_s", type=nonnegative_number, default=1.0,
+                       metavar="SECONDS", help="base of the exponential full-jitter backoff between attempts, "
+                       "doubled per attempt up to 60 s; a retry_after/Retry-After is honoured (default: 1)")
+    calls.add_argument("--max-calls-per-second", type=positive_number, metavar="RATE",
+                       help="start at most this many adapter calls per second across the whole run")
+
+
+def gate_options(p: argparse.ArgumentParser) -> None:
+    """The gates ``run`` sets; each dest is a field of ``commands.requests.Gates``, built by :func:`group`."""
+    gates = p.add_argument_group("gates (each one given wins over its config.yaml key)")
+    gates.add_argument("--min-pass-rate", type=rate, metavar="FLOAT", help="pass-rate gate from 0.0 to 1.0")
+    gates.add_argument("--min-target-pass-rate", type=rate, metavar="FLOAT",
+                       help="pass-rate gate applied to every selected target")
+    gates.add_argument("--max-failures", type=nonnegative_int, metavar="INTEGER", help="maximum failed comparisons")
+    gates.add_argument("--max-flaky-samples", type=nonnegative_int, metavar="INTEGER",
+                       help="maximum samples whose status varies across trials (needs --repeat >= 2)")
+    gates.add_argument("--max-p95-latency", dest="max_p95_latency_s", type=nonnegative_number,
+                       metavar="SECONDS", help="gate: the run's p95 evaluation latency (config.yaml: "
+                       "thresholds.max_p95_latency_s)")
+    gates.add_argument("--max-cost", type=nonnegative_number, metavar="NUMBER",
+                       help="gate: the run's summed reported cost (config.yaml: thresholds.max_cost)")
+    gates.add_argument("--min-recall", type=rate, metavar="FLOAT",
+                       help="gate: each stream target's recall, 0.0 to 1.0 (gate <target>_min_recall)")
+    gates.add_argument("--max-false-alarms-per-min", type=nonnegative_number, metavar="NUMBER",
+                       help="gate: each stream target's false alarms per minute of quiet time")
+    gates.add_argument("--max-detection-latency-p95", dest="max_detection_latency_p95_s", type=nonnegative_number,
+                       metavar="SECONDS", help="gate: each stream target's p95 detection latency")
 
 
 def env_file_options(p: argparse.ArgumentParser) -> None:
@@ -297,11 +332,22 @@ def checkpoint_dir(args: argparse.Namespace) -> Path | None:
 # --- options to request values ------------------------------------------------
 
 
+def group(kind: Any, args: argparse.Namespace, **given: Any) -> Any:
+    """The request group ``kind`` (a ``commands.requests`` dataclass) from its options' dests.
+
+    Each field is the option whose dest has its name, unless ``given`` holds it (a value the face
+    resolves first, such as an absolute path), so a new option of a group needs no line here.
+    """
+    from dataclasses import fields
+
+    return kind(**{f.name: given[f.name] if f.name in given else getattr(args, f.name) for f in fields(kind)})
+
+
 def comparison(args: argparse.Namespace) -> Any:
     """The baseline options as the bodies take them (a ``commands.requests.Comparison``)."""
     from ..commands.requests import Comparison
 
-    return Comparison(args.fail_on_regression, args.fail_on_latency_regression_s, args.confidence, args.alpha)
+    return group(Comparison, args)
 
 
 def check_baseline_options(args: argparse.Namespace) -> None:
@@ -385,7 +431,7 @@ def arm_options(p: Any) -> Any:
                       help="also run this arm: a name config.yaml `arms:` declares, `all` of them, `control` (the "
                       "plain adapter, when --control names another arm), or NAME=CONFIG.yaml for the plain "
                       "adapter with that config; repeatable")
-    arms.add_argument("--perturb", action="append", default=None, metavar="SPEC",
+    arms.add_argument("--perturb", action="append", default=None, type=perturb_chain, metavar="SPEC",
                       help="also run the plain adapter on perturbed frames, as an arm named SPEC: jpeg:Q, blur:R, "
                       "brightness:F, contrast:F, noise:SIGMA, downscale:F, occlude:F, rotate:DEG, chained "
                       "with '+'; blind (no value): blank, mean, shuffle; repeatable")

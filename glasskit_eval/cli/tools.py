@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
 
 from ..errors import ExitCode, UsageError
 from . import options as opts
+
+# Annotations only: typing is a noticeable share of `--help`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 # --- review -----------------------------------------------------------------------------
 

@@ -16,13 +16,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..cases.evaldir import load_cases, open_eval_dir
 from ..cases.model import Case, block_times
+from ..cases.parse import parse_case
 from ..compare.modes import CompareConfig
 from ..errors import Problem, UsageError, ValidationError
+from ..reports.tables import table
 from ..statistics.agreement import VARIANCE, Kappa, cohen_kappa, within_tolerance
 from ..support.fsio import write_text_atomic
 from ..support.jsonvalues import canonical_key, render_json
 from ..support.timevalues import format_time
+from ..yamltext.source import load_yaml_file
 
 #: (case — empty when two single files are compared —, target, time)
 Key = tuple[str, str, Fraction]
@@ -97,10 +101,6 @@ def _is_number(value: object) -> bool:
 
 def _labels(path: Path, single: bool) -> dict[Key, Label]:
     """Every labelled sample of a case file or an eval directory, in file order."""
-    from ..cases.evaldir import load_cases, open_eval_dir
-    from ..cases.parse import parse_case
-    from ..yamltext.source import load_yaml_file
-
     if path.is_file():
         doc, problems = load_yaml_file(path)
         case = None
@@ -156,8 +156,6 @@ def _ci(k: Kappa) -> str:
 
 def _print(first: Path, second: Path, rows: list[TargetAgreement], overall: Kappa | None,
            disagreements: list[tuple[Label, Label]], out: TextIO) -> None:
-    from ..reports.tables import table
-
     level = f"{(overall.confidence if overall else 0.95) * 100:g}%"
     print(f"Agreement: A = {first}, B = {second}; {overall.items if overall else 0} samples labelled by both",
           file=out)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..evaluation.gates import arm_gates
 from ..reports.baseline import (
     BaselineDiff,
     diff,
@@ -44,8 +45,8 @@ class ArmBaselines:
         return self.diffs.get(self.control)
 
     def gates(self, comparison: Comparison, gated: Sequence[str]) -> list[Gate]:
-        return [Gate(f"{arm}/{g.name}", g.passed, g.message) for arm, found in self.diffs.items() if arm in gated
-                for g in baseline_gates(found, comparison)]
+        return [g for arm, found in self.diffs.items() if arm in gated
+                for g in arm_gates(arm, baseline_gates(found, comparison))]
 
     def to_json(self) -> dict[str, dict[str, Any]]:
         return {arm: found.to_json() for arm, found in self.diffs.items()}

@@ -23,13 +23,13 @@ from .requests import RunRequest
 
 def select(request: RunRequest, config: EvalConfig) -> ArmSelection | None:
     """The arms the request selects from config.yaml's declarations; None for a plain run."""
-    if not request.with_arms:
+    if not request.arms.used:
         return None
-    selection = select_arms(config.arms, request.arms, request.perturb, request.control)
+    selection = select_arms(config.arms, request.arms.arms, request.arms.perturb, request.arms.control)
     assert selection is not None
-    if request.gate_arm is not None and request.gate_arm not in selection.names:
-        raise UsageError(f"--gate-arm {request.gate_arm}: not a selected arm"
-                         f"{did_you_mean(request.gate_arm, selection.names)} (selected: {', '.join(selection.names)})")
+    if request.arms.gate_arm is not None and request.arms.gate_arm not in selection.names:
+        raise UsageError(f"--gate-arm {request.arms.gate_arm}: not a selected arm"
+                         f"{did_you_mean(request.arms.gate_arm, selection.names)} (selected: {', '.join(selection.names)})")
     return selection
 
 
@@ -43,8 +43,9 @@ def prepare_arms(selection: ArmSelection, request: RunRequest, root: Path, stder
             raise
         except EvalError as exc:
             raise UsageError(f"arm {spec.name!r}: {exc}") from None
-    plan = ArmPlan(tuple(arms), selection.control, request.seed, request.gate_arm, request.max_robustness_drop,
-                   request.alpha, request.max_blind_pass_rate)
+    given = request.arms
+    plan = ArmPlan(tuple(arms), selection.control, given.seed, given.gate_arm, given.max_robustness_drop,
+                   request.comparison.alpha, given.max_blind_pass_rate)
     if plan.max_blind_pass_rate is not None and not plan.blind:
         raise UsageError("--max-blind-pass-rate needs a blind arm to gate: add --perturb blank, --perturb mean "
                          "or --perturb shuffle")

@@ -11,42 +11,46 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..cases.model import Thresholds
+from ..cases.model import STREAM_GATE_NAMES, Thresholds
 from ..errors import OutputError
+from ..evaluation.gates import baseline_gate, baseline_latency_gate
 from ..plan.planning import Plan
+from ..reports.annotations import github_annotations, step_summary
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
+from ..reports.junit import JunitContext, render_junit
 from ..reports.locations import Locations, SampleLocation, relative_path, sample_locations
 from ..results import Gate
 from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
-from .requests import Comparison, RunRequest
+from .requests import Comparison, Gates, RunRequest, Selection
 
 if TYPE_CHECKING:
     from ..arms.plan import ArmPlan
 
-#: Options every shard of one matrix must share (they select samples or gate them).
-SHARED_OPTIONS = ("case", "targets", "at", "from_s", "until_s", "repeat", "min_pass_rate",
-                  "min_target_pass_rate", "max_failures", "max_flaky_samples", "allow_empty", "min_recall",
-                  "max_false_alarms_per_min", "max_detection_latency_p95_s", "pace")
+#: Options every shard of one matrix must share (they select samples or gate them): every gate
+#: the command line sets travels, so ``merge-reports`` applies it (a new gate needs no line here).
+SHARED_OPTIONS = ("case", "targets", *(f.name for f in fields(Selection)), "repeat", "pace",
+                  *(f.name for f in fields(Gates)))
 
 
 def compare_baseline(request: RunRequest, result: RunResult) -> BaselineDiff | None:
     """The run against ``--baseline`` (none for a shard: ``merge-reports`` compares the whole run)."""
-    if request.shard is not None or request.baseline is None:
+    if request.ci.shard is not None or request.ci.baseline is None:
         return None
-    return diff_against(Path(request.baseline), [r for t in result.trials for r in t.results],
-                        label=display_path(request.baseline), alpha=request.alpha, confidence=request.confidence,
+    return diff_against(Path(request.ci.baseline), [r for t in result.trials for r in t.results],
+                        label=display_path(request.ci.baseline), alpha=request.comparison.alpha, confidence=request.comparison.confidence,
                         streams=[s for t in result.trials for s in t.streams])
 
 
 def baseline_gates(found: BaselineDiff, comparison: Comparison) -> list[Gate]:
     """The gates ``--fail-on-regression`` and ``--fail-on-latency-regression`` add."""
-    gates = [found.gate(comparison.fail_on_regression)] if comparison.fail_on_regression else []
+    gates = [baseline_gate(found, comparison.fail_on_regression)] if comparison.fail_on_regression else []
     if comparison.fail_on_latency_regression_s is not None:
-        gates.append(found.latency_gate(comparison.fail_on_latency_regression_s))
+        gates.append(baseline_latency_gate(found, comparison.fail_on_latency_regression_s))
     return gates
 
 
@@ -58,9 +62,9 @@ def display_path(path: str) -> str:
 
 def print_notes(request: RunRequest, found: BaselineDiff | None, out: TextIO) -> None:
     """After the summary: the shard this was, or the baseline comparison."""
-    if request.shard is not None:
+    if request.ci.shard is not None:
         print(file=out)
-        print(f"Shard {request.shard}: gates are applied when `merge-reports` merges the shards' reports",
+        print(f"Shard {request.ci.shard}: gates are applied when `merge-reports` merges the shards' reports",
               file=out)
     print_baseline(found, out)
 
@@ -74,7 +78,7 @@ def print_baseline(found: BaselineDiff | None, out: TextIO) -> None:
 def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    streams = {target: {name: getattr(gates, name) for name in gates._fields}
+    streams = {target: {name: getattr(gates, name) for name in STREAM_GATE_NAMES}
                for target, gates in (t.stream_gates or {}).items()}
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
             "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None}
@@ -94,8 +98,8 @@ def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:
 
 def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any],
                 arms: ArmPlan | None = None) -> dict[str, Any]:
-    assert request.shard is not None
-    index, _, total = request.shard.partition("/")
+    assert request.ci.shard is not None
+    index, _, total = request.ci.shard.partition("/")
     options = request.to_json()
     root = full.eval_dir.root
     locations = sample_locations(c.case for c in full.cases)
@@ -133,8 +137,6 @@ def annotations_on(mode: str, env: Mapping[str, str]) -> bool:
 
 def write_junit(path: Path, summary: RunSummary, locations: Locations, eval_root: Path,
                 found: BaselineDiff | None) -> None:
-    from ..reports.junit import JunitContext, render_junit
-
     cwd = Path.cwd()
     context = JunitContext(locations=locations, base=str(cwd), eval_dir=relative_path(eval_root, cwd),
                            properties=found.properties() if found is not None else ())
@@ -148,8 +150,6 @@ def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, f
 
     Returns what was written, as ``Wrote ...`` names it.
     """
-    from ..reports.annotations import github_annotations, step_summary
-
     workspace = env.get("GITHUB_WORKSPACE") or str(Path.cwd())
     lines = github_annotations(summary, locations, workspace=workspace,
                                eval_dir=relative_path(eval_root, Path.cwd()), gate_places=gate_places)
@@ -195,10 +195,10 @@ def gate_places(full: Plan, request: RunRequest) -> dict[str, SampleLocation]:
         return places
     path = full.eval_dir.root / "config.yaml"
     at = SampleLocation(path, config.thresholds_line)
-    from_file = {"eval_min_pass_rate": request.min_pass_rate, "eval_max_failures": request.max_failures,
-                 "max_p95_latency": request.max_p95_latency_s, "max_cost": request.max_cost}
+    from_file = {"eval_min_pass_rate": request.gates.min_pass_rate, "eval_max_failures": request.gates.max_failures,
+                 "max_p95_latency": request.gates.max_p95_latency_s, "max_cost": request.gates.max_cost}
     places.update({name: at for name, given in from_file.items() if given is None})
-    if request.min_target_pass_rate is None:
+    if request.gates.min_target_pass_rate is None:
         for target, line in config.per_target_lines.items():
             places[f"eval_{target}_min_pass_rate"] = SampleLocation(path, line or None)
     return places
@@ -209,16 +209,16 @@ def write_outputs(summary: RunSummary, request: RunRequest, full: Plan, found: B
     """JUnit XML and GitHub's outputs, as the request asks; returns what was written."""
     env = os.environ if env is None else env
     # A shard's failures are annotated once, by merge-reports, unless asked for explicitly.
-    github = annotations_on(request.annotations, env) and not (request.shard and request.annotations == "auto")
-    if request.junit_xml is None and not github:
+    github = annotations_on(request.ci.annotations, env) and not (request.ci.shard and request.ci.annotations == "auto")
+    if request.ci.junit_xml is None and not github:
         return []
     locations = sample_locations(c.case for c in full.cases)
     root = full.eval_dir.root
     written = []
-    if request.junit_xml is not None:
-        write_junit(Path(request.junit_xml), summary, locations, root, found)
-        written.append(display_path(request.junit_xml))
+    if request.ci.junit_xml is not None:
+        write_junit(Path(request.ci.junit_xml), summary, locations, root, found)
+        written.append(display_path(request.ci.junit_xml))
     if github:
         written += github_outputs(summary, locations, root, found, out, env,
-                                  gate_places=gate_places(full, request), html=request.html)
+                                  gate_places=gate_places(full, request), html=request.outputs.html)
     return written

@@ -10,7 +10,9 @@ from typing import TextIO
 from ..cases.evaldir import EvalDir, load_cases, open_eval_dir
 from ..cases.model import Case
 from ..errors import OutputError, UsageError, VideoError
-from ..plan.planning import VideoResolver, check_video_file, local_video
+from ..plan.planning import VideoResolver, build_plan, check_video_file, local_video
+from ..plan.schedule import Filters
+from ..plan.videos import video_resolver
 from ..support.fsio import write_bytes_atomic
 from ..support.timevalues import format_time, same_time_key
 from ..video.frames import decode_at
@@ -34,8 +36,6 @@ def execute_export_frames(eval_dir: str | Path, case_name: str, times: Sequence[
                           output_dir: str | Path | None, out: TextIO, err: TextIO, *,
                           target: str | None = None) -> None:
     """Export, printing each written path (once, in requested order)."""
-    from ..plan.videos import video_resolver
-
     resolve = video_resolver(lambda message: print(message, file=err))
     for path in export_frames(eval_dir, case_name, times, output_dir, resolve_video=resolve, target=target):
         print(path, file=out)
@@ -79,9 +79,6 @@ def export_frames(eval_dir: str | Path, case_name: str, times: Sequence[Fraction
 def _export_samples(eval_dir: str | Path, case_name: str, target: str, times: list[Fraction],
                     output_dir: str | Path | None, resolve_video: VideoResolver) -> list[Path]:
     """The target's samples at ``times``, planned as ``run`` plans them (clips, edges, end of video)."""
-    from ..plan.planning import build_plan
-    from ..plan.schedule import Filters
-
     # Drafts are exported too: looking at a sample's frames is how its label gets written.
     plan = build_plan(eval_dir, Filters(case=case_name, targets=(target,), at=tuple(times)), allow_empty=True,
                       allow_drafts=True, resolve_video=resolve_video)

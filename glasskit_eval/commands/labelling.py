@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..labels.consensus import check_labels, compare_from, default_compare
+
 if TYPE_CHECKING:
     from ..arms.plan import ArmPlan
     from ..labels.consensus import CompareOf, LabelCheck
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
 
 def run_label_check(plan: Plan, arms: ArmPlan | None, result: RunResult) -> LabelCheck | None:
     """The check for a run with repeats or arms; None for a plain run, whose report keeps upstream's keys."""
-    from ..labels.consensus import compare_from
-
     # An arm that perturbs its frames fails on purpose: its votes say nothing about the label.
     abstaining = [a.name for a in arms.arms if a.perturb] if arms is not None else []
     configs = {(c.case.name, s.target.id, s.sample_index): s.compare for c in plan.cases for s in c.samples
@@ -42,6 +42,5 @@ def _check(result: RunResult, with_arms: bool, abstaining: Collection[str], comp
     # A plain run, or stream targets alone (no sample results): nothing to say about labels either way.
     if (result.repeat < 2 and not with_arms) or not results:
         return None
-    from ..labels.consensus import check_labels, default_compare
 
     return check_labels(results, abstaining_arms=abstaining, compare_of=compare_of or default_compare)

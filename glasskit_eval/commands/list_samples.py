@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..cases.evaldir import EvalConfig
 from ..errors import VideoError
+from ..plan.clips import select_clip
 from ..plan.planning import CasePlan, build_plan, check_video_file, local_video
 from ..plan.schedule import Filters
 from ..reports.tables import compact, table
 from ..support.timevalues import format_time
+from ..video.frametable import frame_table
+from ..video.probe import probe
 
 if TYPE_CHECKING:
     from ..video.frametable import FrameTable
@@ -82,17 +85,12 @@ def _clip_counts(case_plan: CasePlan, config: EvalConfig) -> dict[int, str]:
         elif video is None:
             counts[sample.sample_index] = "?" if grid is None else f"≤{grid}"
         else:
-            from ..plan.clips import select_clip
-
             counts[sample.sample_index] = str(len(select_clip(sample.time, spec, video[0], end_time=video[1])))
     return counts
 
 
 def _local_video(case_plan: CasePlan, config: EvalConfig) -> tuple[FrameTable, Fraction] | None:
     """The frame table and clip length of the case's video, if it is on this machine (never downloaded)."""
-    from ..video.frametable import frame_table
-    from ..video.probe import probe
-
     try:
         path = local_video(case_plan.case, config)
         check_video_file(path)

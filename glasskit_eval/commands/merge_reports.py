@@ -8,7 +8,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from ..arms.compare import compare_arms
+from ..reports.arms_table import print_arms
 from ..reports.baseline import BaselineDiff, diff_against, load_report
+from ..reports.console import print_end, print_summary
+from ..reports.json_report import build_report, write_report
+from ..reports.labels import print_labels, review_suspects_command
+from ..summary import RunSummary
+from . import ci_outputs as ci
+from .arm_baselines import arm_baselines
+from .labelling import merged_label_check
+from .merging import merge_reports
 from .requests import Comparison
 
 
@@ -16,20 +26,12 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
                           annotations: str = "auto", baseline: str | None = None, comparison: Comparison,
                           env: Mapping[str, str] | None = None) -> bool:
     """Merge, report and gate; True when every gate passed. Bad shards raise UsageError."""
-    from ..reports.console import print_end, print_summary
-    from ..reports.json_report import build_report, write_report
-    from ..summary import RunSummary
-    from . import ci_outputs as ci
-    from .merging import merge_reports
-
     env = os.environ if env is None else env
     merged = merge_reports([(path, load_report(Path(path))) for path in paths])
     result = merged.result
     found: BaselineDiff | None = None
     arm_diffs = None
     if baseline is not None and merged.arms is not None:
-        from .arm_baselines import arm_baselines
-
         arm_diffs = arm_baselines(Path(baseline), baseline, [r for t in result.trials for r in t.results],
                                   merged.arms.names, merged.arms.control, comparison)
         found = arm_diffs.main
@@ -46,9 +48,6 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     print_summary(summary, out)
     arms = None
     if merged.arms is not None:
-        from ..arms.compare import compare_arms
-        from ..reports.arms_table import print_arms
-
         # The comparisons of the whole run, from every shard's results (no shard saw them all).
         arms = compare_arms([t.results for t in result.trials], merged.arms.names, merged.arms.control,
                             merged.arms.specs, alpha=comparison.alpha, confidence=comparison.confidence)
@@ -59,8 +58,6 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
             arms = replace(arms, baselines=arm_diffs.to_json())
     else:
         ci.print_baseline(found, out)
-    from ..reports.labels import print_labels, review_suspects_command
-    from .labelling import merged_label_check
 
     labels = merged_label_check(result, merged.arms.specs if merged.arms is not None else None)
     print_labels(labels, out, review_suspects_command(result.eval_dir, output_json))

@@ -18,9 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases.model import StreamGates, Thresholds
+from ..cases.model import STREAM_GATE_NAMES, StreamGates, Thresholds
 from ..errors import UsageError
-from ..evaluation.gates import CaseThresholds, GateOptions, blind_gate, evaluate_gates, flaky_gate
+from ..evaluation.gates import (
+    CaseThresholds,
+    GateOptions,
+    arm_gates,
+    arm_trials,
+    blind_gate,
+    evaluate_gates,
+    robustness_gate,
+    run_gates,
+)
 from ..evaluation.streamgates import CaseStreamGates, stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
@@ -32,14 +41,19 @@ from ..results import (
     StreamResult,
     TimingMode,
     TrialResult,
-    stability,
 )
 from ..summary import RunResult
 from ..support.strictjson import LoadError
+from .recorded import checks_of, group_of
+from .requests import Gates
 
 _REQUIRED = ("total", "eval_fingerprint", "options", "cases", "selection", "thresholds", "case_files")
 #: What every shard of one run shares (``arms`` only in a run with arms).
 _SAME = (*_REQUIRED, "arms")
+
+
+#: The check of each gate option a shard report carries (as a resumed manifest's).
+_GATE_CHECKS = checks_of(Gates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +142,7 @@ def _well_formed(block: Mapping[str, Any]) -> bool:
     return (_is_int(block["index"]) and _is_int(block["total"])
             and 1 <= block["index"] <= block["total"] <= MAX_SHARDS
             and isinstance(options, Mapping) and _is_int(options.get("repeat")) and options["repeat"] >= 1
+            and all(check(options[name]) for name, check in _GATE_CHECKS.items() if name in options)
             and isinstance(files, Mapping) and isinstance(block["cases"], list)
             and isinstance(selection, list)
             and all(isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) and e[0] in files
@@ -148,7 +163,7 @@ def _stream_thresholds_ok(data: object) -> bool:
         return True
     gates = data["stream_gates"]
     return isinstance(gates, Mapping) and all(
-        isinstance(g, Mapping) and set(g) <= set(StreamGates._fields)
+        isinstance(g, Mapping) and set(g) <= set(STREAM_GATE_NAMES)
         and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in g.values())
         for g in gates.values())
 
@@ -242,10 +257,8 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     reports = [(name, report) for (name, _b), (_n, report) in ordered]
     options = block["options"]
     selection: list[SampleKey] = [(c, t, i) for c, t, i, _line in block["selection"]]
-    gate_options = GateOptions(options.get("min_pass_rate"), options.get("min_target_pass_rate"),
-                               options.get("max_failures"))
-    stream_options = StreamGates(options.get("min_recall"), options.get("max_false_alarms_per_min"),
-                                 options.get("max_detection_latency_p95_s"))
+    # Every gate the shards' command line set, whichever they are.
+    gate_options = group_of(Gates, options).options()
     stream_selection = [(c, t) for c, t in block.get("streams") or []]
     eval_thresholds = _thresholds(block["thresholds"]["eval"])
     cases = [CaseThresholds(c["case"], _thresholds(c["thresholds"])) for c in block["thresholds"]["cases"]]
@@ -283,18 +296,18 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
             if arms is None or arms.gated(str(arm)):
                 mine = [r for r in results if r.arm == arm]
                 made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
-                gates += made if arm is None else [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in made]
-        gates += stream_gates(streams, options=stream_options, eval_thresholds=eval_thresholds,
+                gates += made if arm is None else arm_gates(str(arm), made)
+        gates += stream_gates(streams, options=gate_options.streams, eval_thresholds=eval_thresholds,
                               cases=[CaseStreamGates(c.case, c.thresholds) for c in cases])
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
                                   timing_mode=_timing(reports, trial), streams=streams))
-    run_gates = _run_gates(trials, options, arms)
+    whole_run = _run_gates(trials, gate_options, arms)
     first = reports[0][1]
     duration = max(float(r.get("summary", {}).get("duration_seconds") or 0.0) for _n, r in reports)
     result = RunResult(eval_dir=str(first.get("eval_dir")), cases=tuple(block["cases"]),
-                       repeat=int(options["repeat"]), trials=tuple(trials), gates=tuple(run_gates),
+                       repeat=int(options["repeat"]), trials=tuple(trials), gates=tuple(whole_run),
                        duration_seconds=duration)
     root = Path(str(first.get("eval_dir")))
     files = block["case_files"]
@@ -302,22 +315,12 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     return Merged(result, locations, arms)
 
 
-def _run_gates(trials: Sequence[TrialResult], options: Mapping[str, Any], arms: MergedArms | None) -> list[Gate]:
-    """The flaky-sample gate (per gated arm), then each perturbation arm's robustness gate."""
-    gates: list[Gate] = []
+def _run_gates(trials: Sequence[TrialResult], options: GateOptions, arms: MergedArms | None) -> list[Gate]:
+    """The run-level gates (per gated arm), then each perturbation arm's robustness gate and the blind gate."""
     if arms is None:
-        if options.get("max_flaky_samples") is not None:
-            flaky = sum(1 for s in stability(trials) if s.flaky)
-            gates.append(flaky_gate(flaky, options["max_flaky_samples"]))
-        return gates
-    from ..arms.compare import robustness_gate
-
-    for arm in arms.names:
-        if arms.gated(arm) and options.get("max_flaky_samples") is not None:
-            mine = [TrialResult(t.trial, tuple(r for r in t.results if r.arm == arm), (), t.duration_seconds,
-                                t.timing_mode) for t in trials]
-            gate = flaky_gate(sum(1 for s in stability(mine) if s.flaky), options["max_flaky_samples"])
-            gates.append(Gate(f"{arm}/{gate.name}", gate.passed, gate.message))
+        return run_gates(trials, options, None)
+    gates = [g for arm in arms.names if arms.gated(arm)
+             for g in arm_gates(arm, run_gates(arm_trials(trials, arm), options, None))]
     if arms.max_robustness_drop is not None:
         every = [r for t in trials for r in t.results]
         for arm in arms.names:

@@ -13,25 +13,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import OutputError
+from ..evaluation.observation_store import ObservationStore
+from ..reports.baseline import load_report, report_results
+from .ci_outputs import annotations_on
 from .requests import RunRequest
 
 
 def preflight(request: RunRequest, environ: Mapping[str, str] | None = None) -> None:
     """Raise the :class:`~glasskit_eval.errors.EvalError` the first failing check finds."""
     env = os.environ if environ is None else environ
-    if request.cache_dir is not None:
-        from ..evaluation.observation_store import ObservationStore
-
-        ObservationStore(Path(request.cache_dir)).check_is_cache()
-    if request.baseline is not None and request.shard is None:
-        from ..reports.baseline import load_report, report_results
-
-        where = f"--baseline {request.baseline}"
-        report_results(load_report(Path(request.baseline), where), where)
-    from .ci_outputs import annotations_on
+    if request.cache.cache_dir is not None:
+        ObservationStore(Path(request.cache.cache_dir)).check_is_cache()
+    if request.ci.baseline is not None and request.ci.shard is None:
+        where = f"--baseline {request.ci.baseline}"
+        report_results(load_report(Path(request.ci.baseline), where), where)
 
     summary_path = env.get("GITHUB_STEP_SUMMARY")
-    if summary_path and annotations_on(request.annotations, env):
+    if summary_path and annotations_on(request.ci.annotations, env):
         try:
             # Opened as the summary will be (created if missing, as the runner does), nothing written.
             with open(summary_path, "a", encoding="utf-8"):

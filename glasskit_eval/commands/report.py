@@ -11,11 +11,13 @@ from ..plan.planning import build_plan, clip_durations
 from ..plan.schedule import Filters
 from ..plan.videos import video_resolver
 from ..reports.html import HtmlOptions
+from ..reports.labels import review_suspects_command
 from ..reports.loading import arms_of_reports, load_report_file, run_from_reports
 from ..reports.publish import shown_eval_dir, write_html
 from ..reports.thumbnails import DEFAULT_BUDGET_BYTES, ThumbnailStore, arm_variants, wants_thumbnail
 from ..results import SampleResult
 from ..summary import RunSummary
+from .labelling import merged_label_check
 
 
 def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, *, eval_dir: Path | None,
@@ -46,8 +48,6 @@ def execute_report(paths: Sequence[Path], html: Path, out: TextIO, err: TextIO, 
                                        lambda line: print(line, file=err), pictured)
         notes += more
     shown = shown_eval_dir(run.eval_dir, str(eval_dir) if eval_dir is not None else None)
-    from ..reports.labels import review_suspects_command
-    from .labelling import merged_label_check
 
     labels = merged_label_check(run, arms.specs if arms is not None else None)
     # `review --suspects` reads one report; shards merged here have none that lists them all.

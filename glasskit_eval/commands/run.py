@@ -79,15 +79,15 @@ class _Prepared:
 def destinations(request: RunRequest, root: Path) -> list[Destination]:
     """Where the run will write, checked before the adapter exists."""
     found = []
-    if request.output_json:
-        found.append(Destination(Path(request.output_json), "--output-json"))
-    if request.html:
-        found.append(Destination(Path(request.html), "--html"))
+    if request.outputs.output_json:
+        found.append(Destination(Path(request.outputs.output_json), "--output-json"))
+    if request.outputs.html:
+        found.append(Destination(Path(request.outputs.html), "--html"))
     # Without --save-failures nothing is saved, so --artifacts-dir alone creates nothing (as upstream):
     # the adapter is only told the path.
-    if request.save_failures and request.artifacts_dir:
-        found.append(Destination(Path(request.artifacts_dir), "--artifacts-dir", directory=True))
-    elif request.save_failures:
+    if request.outputs.save_failures and request.outputs.artifacts_dir:
+        found.append(Destination(Path(request.outputs.artifacts_dir), "--artifacts-dir", directory=True))
+    elif request.outputs.save_failures:
         found.append(Destination(root / "runs", "--save-failures (to <eval-dir>/runs/)", directory=True))
     return found
 
@@ -120,53 +120,53 @@ def _prepare(life: CheckpointedCommand, given: RunRequest | Path, output_json: s
         request = life.resume(given, RunRequest.from_json, digests)
         shown = shown_eval_dir(request.eval_dir)
         if output_json is not None:
-            request = replace(request, output_json=absolute(output_json))
+            request = request.replaced(output_json=absolute(output_json))
         if baseline is not None:
-            request = replace(request, baseline=absolute(baseline))
+            request = request.replaced(baseline=absolute(baseline))
     else:
         request = given
         shown = request.eval_dir
     life.verbose = request.verbose
-    plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.allow_empty,
+    plan = build_plan(request.eval_dir, request.filters(), allow_empty=request.selection.allow_empty,
                       resolve_video=video_resolver(lambda message: print(message, file=err)),
                       on_video=digests.start)
     # A shard plans the whole selection, then runs its part of it (the split needs the whole).
     full = plan
-    if request.shard is not None:
-        plan = shard_plan(full, parse_shard(request.shard))
+    if request.ci.shard is not None:
+        plan = shard_plan(full, parse_shard(request.ci.shard))
     _check_pins(plan, request.strict_pins, err)
     root = plan.eval_dir.root
     if request.adapter_config is None:
-        request = replace(request, adapter_config=load_adapter_config(root, request.adapter_config_path))
+        request = request.replaced(adapter_config=load_adapter_config(root, request.adapter_config_path))
     if uses_python(request.adapter, request.adapter_command, request.adapter_http, request.adapter_exec,
                    request.adapter_config):
-        request = replace(request, adapter=python_target(request.adapter, root))
-    if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
+        request = request.replaced(adapter=python_target(request.adapter, root))
+    if request.calls.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
         # Recorded resolved, so a resume keeps the timeout even if config.yaml changes.
-        request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
+        request = request.replaced(timeout_s=plan.eval_dir.config.run_timeout_s)
     output, in_process = _adapter_output(request, out, err)
     spec = adapter_spec(request.adapter, request.adapter_command, root, output.stderr,
                         adapter_http=request.adapter_http, adapter_exec=request.adapter_exec,
                         adapter_config=request.adapter_config)
     arms = _arms(request, plan, output.stderr)
-    if request.early_stop:
+    if request.early.early_stop:
         _check_early_stop(request, plan)
-    if request.jitter_frames and request.shard is not None:
+    if request.arms.jitter_frames and request.ci.shard is not None:
         raise UsageError("--jitter-frames is not supported together with --shard yet; run the jitter unsharded")
     check_writable(destinations(request, root))
     preflight(request)
     if life.checkpoint is None:
         # Stored with absolute paths, so `run --resume` works from any directory.
-        request = replace(request, eval_dir=str(root), output_json=absolute(request.output_json),
-                          artifacts_dir=absolute(request.artifacts_dir), html=absolute(request.html),
-                          checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.junit_xml),
-                          baseline=absolute(request.baseline))
+        request = request.replaced(eval_dir=str(root), output_json=absolute(request.outputs.output_json),
+                          artifacts_dir=absolute(request.outputs.artifacts_dir), html=absolute(request.outputs.html),
+                          checkpoint_dir=absolute(request.checkpoint_dir), junit_xml=absolute(request.ci.junit_xml),
+                          baseline=absolute(request.ci.baseline))
     # Every arm evaluates every sample and feeds every stream: its records are its own.
     per_arm = len(arms.arms) if arms is not None else 1
     streams = sum(len(c.streams) for c in plan.cases)
     life.has_streams = streams > 0
     life.start(request.to_json(), full, request.case, digests,
-               total=(plan.sample_count + streams) * per_arm * request.repeat,
+               total=(plan.sample_count + streams) * per_arm * request.trials.repeat,
                root=request.checkpoint_root(), err=err)
     return _Prepared(request, plan, full, spec, output, in_process, shown, arms)
 
@@ -175,10 +175,10 @@ def _check_early_stop(request: RunRequest, plan: Plan) -> None:
     """What ``--early-stop`` cannot do, refused before any call."""
     from ..evaluation.earlystop import goals, missing_gate_message
 
-    if request.shard is not None:
+    if request.ci.shard is not None:
         raise UsageError("--early-stop cannot be combined with --shard: a shard cannot see the other shards' "
                          "evidence; run the selection unsharded")
-    if request.jitter_frames:
+    if request.arms.jitter_frames:
         raise UsageError("--early-stop is not supported together with --jitter-frames")
     if not any(g.minimum is not None for g in goals(plan, request.trial_options(request.filters()).gates)):
         raise UsageError(missing_gate_message())
@@ -186,7 +186,7 @@ def _check_early_stop(request: RunRequest, plan: Plan) -> None:
 
 def _arms(request: RunRequest, plan: Plan, stderr: TextIO) -> ArmPlan | None:
     """The selected arms, every one checked before the first adapter call (exit 2 on a bad one)."""
-    if not request.with_arms:
+    if not request.arms.used:
         return None
 
     selection = select(request, plan.eval_dir.config)
@@ -218,12 +218,12 @@ def _evaluate(life: CheckpointedCommand, prepared: _Prepared, cache: Observation
         saver = _failure_saver(request, plan.eval_dir.root, life.resumed)
         arms = prepared.arms if prepared.arms is not None else ArmPlan.single(prepared.spec, options.adapter_config)
         result = await run_trials(plan, prepared.spec, options, listener, arms=arms, store=RunStore(life),
-                                  keep_frame=keep, saver=saver, cache=cache, gating=request.shard is None,
+                                  keep_frame=keep, saver=saver, cache=cache, gating=request.ci.shard is None,
                                   stream_keeper=thumbnails.streams if thumbnails is not None else None)
-        if not request.jitter_frames or not result.trials:
+        if not request.arms.jitter_frames or not result.trials:
             return result, None
         # The extra calls make no results: pass rates and gates are already what they are.
-        return result, await run_jitter(plan, result.trials[0].results, request.jitter_frames, arms, options)
+        return result, await run_jitter(plan, result.trials[0].results, request.arms.jitter_frames, arms, options)
 
     try:
         with capture:
@@ -242,7 +242,7 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     assert checkpoint is not None
     checkpoint.close()
     result, baseline, arm_diffs = _compare_baseline(prepared, result)
-    summary = RunSummary.of(result, confidence=request.confidence, alpha=request.alpha,
+    summary = RunSummary.of(result, confidence=request.comparison.confidence, alpha=request.comparison.alpha,
                             control=prepared.arms.control if prepared.arms is not None else None)
     errors = summary.resumable_adapter_errors
     report_checkpoint: dict[str, Any] | None = {
@@ -250,16 +250,16 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
     if errors and not life.keeps:
         report_checkpoint = None  # error-only: rerunning the command loses nothing
     hint = "\n".join(life.resume_lines(errors)) if errors and life.has_completed_work else None
-    print_summary(summary, out, resume_hint=hint, report_path=request.output_json,
-                  gated_elsewhere=request.shard is not None,
-                  fold=ci.annotations_on(request.annotations, os.environ))
-    if request.early_stop:
+    print_summary(summary, out, resume_hint=hint, report_path=request.outputs.output_json,
+                  gated_elsewhere=request.ci.shard is not None,
+                  fold=ci.annotations_on(request.ci.annotations, os.environ))
+    if request.early.early_stop:
         from ..reports.early_stop import print_early_stop
 
         print_early_stop(summary, out)
     arms = _arms_report(prepared, result, request, out)
     labels = run_label_check(prepared.plan, prepared.arms, result)
-    review = review_suspects_command(prepared.shown_eval_dir, request.output_json)
+    review = review_suspects_command(prepared.shown_eval_dir, request.outputs.output_json)
     print_labels(labels, out, review)
     if jitter is not None:
 
@@ -271,20 +271,20 @@ def _publish(life: CheckpointedCommand, prepared: _Prepared, result: RunResult, 
             arms = replace(arms, baselines=arm_diffs.to_json())
     cache_block = _cache_report(cache, request, result, out)
     written = []
-    if request.output_json:
+    if request.outputs.output_json:
         shard = (ci.shard_block(request, prepared.full, checkpoint.manifest.fingerprints, prepared.arms)
-                 if request.shard is not None else None)
-        write_report(Path(request.output_json), build_report(
+                 if request.ci.shard is not None else None)
+        write_report(Path(request.outputs.output_json), build_report(
             summary, checkpoint=report_checkpoint, baseline=baseline.to_json() if baseline is not None else None,
             shard=shard, observation_cache=cache_block, arms=arms,
             jitter=jitter.to_json() if jitter is not None else None, labels=labels))
-        written.append(ci.display_path(request.output_json))
+        written.append(ci.display_path(request.outputs.output_json))
     written += ci.write_outputs(summary, request, prepared.full, baseline, out)
-    if request.html and thumbnails is not None:
-        _write_html(Path(request.html), summary, prepared, thumbnails, baseline, arms, (labels, review))
-        written.append(ci.display_path(request.html))
+    if request.outputs.html and thumbnails is not None:
+        _write_html(Path(request.outputs.html), summary, prepared, thumbnails, baseline, arms, (labels, review))
+        written.append(ci.display_path(request.outputs.html))
     life.finish(complete=not errors)
-    prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.keep_checkpoints, current=checkpoint.path)
+    prune_completed(prepared.plan.eval_dir.root, RUN_KIND, request.outputs.keep_checkpoints, current=checkpoint.path)
     print_end(summary, written, out)
     return summary.success
 
@@ -294,16 +294,16 @@ def _compare_baseline(prepared: _Prepared, result: RunResult
     """The run against ``--baseline`` (arm by arm in a run with arms), its gates added to the result."""
     request = prepared.request
     plan = prepared.arms
-    if plan is None or request.baseline is None or request.shard is not None:
+    if plan is None or request.ci.baseline is None or request.ci.shard is not None:
         baseline = ci.compare_baseline(request, result)
         if baseline is not None:
-            result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison())))
+            result = replace(result, gates=(*result.gates, *ci.baseline_gates(baseline, request.comparison)))
         return result, baseline, None
 
-    found = arm_baselines(Path(request.baseline), ci.display_path(request.baseline),
+    found = arm_baselines(Path(request.ci.baseline), ci.display_path(request.ci.baseline),
                           [r for t in result.trials for r in t.results], plan.names, plan.control,
-                          request.comparison())
-    gates = found.gates(request.comparison(), [n for n in plan.names if plan.gated(n)])
+                          request.comparison)
+    gates = found.gates(request.comparison, [n for n in plan.names if plan.gated(n)])
     return replace(result, gates=(*result.gates, *gates)), found.main, found
 
 
@@ -314,17 +314,17 @@ def _arms_report(prepared: _Prepared, result: RunResult, request: RunRequest, ou
 
     plan = prepared.arms
     report = compare_arms([t.results for t in result.trials], plan.names, plan.control,
-                          {a.name: a.description or {} for a in plan.arms}, alpha=request.alpha,
-                          confidence=request.confidence, streams=[s for t in result.trials for s in t.streams])
+                          {a.name: a.description or {} for a in plan.arms}, alpha=request.comparison.alpha,
+                          confidence=request.comparison.confidence, streams=[s for t in result.trials for s in t.streams])
     print_arms(report, out)
     return report
 
 
 def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSaver | None:
-    if not request.save_failures:
+    if not request.outputs.save_failures:
         return None
 
-    saver = FailureSaver(Path(request.artifacts_dir) if request.artifacts_dir else root / "runs")
+    saver = FailureSaver(Path(request.outputs.artifacts_dir) if request.outputs.artifacts_dir else root / "runs")
     if not resumed:
         # A resume keeps the artifacts its reused results point at.
         try:
@@ -337,15 +337,15 @@ def _failure_saver(request: RunRequest, root: Path, resumed: bool) -> FailureSav
 
 def _thumbnail_store(prepared: _Prepared) -> ThumbnailStore | None:
     request = prepared.request
-    if not request.html:
+    if not request.outputs.html:
         return None
 
     arms = prepared.arms
     if arms is None:
-        return ThumbnailStore(request.html_budget_mb * 1000 * 1000)
+        return ThumbnailStore(request.outputs.html_budget_mb * 1000 * 1000)
     # Each arm's frames as it saw them (a perturbation arm's perturbed pixels).
     variants = arm_variants({a.name: a.description or {} for a in arms.arms})
-    return ThumbnailStore(request.html_budget_mb * 1000 * 1000, variants=variants, arms=arms.names)
+    return ThumbnailStore(request.outputs.html_budget_mb * 1000 * 1000, variants=variants, arms=arms.names)
 
 
 def _write_html(path: Path, summary: RunSummary, prepared: _Prepared, thumbnails: ThumbnailStore,
@@ -378,10 +378,10 @@ def _check_pins(plan: Plan, strict: bool, err: TextIO) -> None:
 
 def _observation_cache(prepared: _Prepared, err: TextIO) -> ObservationCache | None:
     request = prepared.request
-    if request.cache_dir is None:
+    if request.cache.cache_dir is None:
         return None
 
-    return ObservationCache(prepared.spec, ObservationStore(Path(request.cache_dir)), request.cache_mode, err)
+    return ObservationCache(prepared.spec, ObservationStore(Path(request.cache.cache_dir)), request.cache.cache_mode, err)
 
 
 def _cache_report(cache: ObservationCache | None, request: RunRequest, result: RunResult,
@@ -394,7 +394,7 @@ def _cache_report(cache: ObservationCache | None, request: RunRequest, result: R
     evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)
     pruned = 0
     if stats.writes or stats.stream_writes:
-        pruned = cache.store.prune(request.cache_max_mb * 1024 * 1024).files
+        pruned = cache.store.prune(request.cache.cache_max_mb * 1024 * 1024).files
     # A whole stream counts as one hit, miss or write, beside the samples' (and on its own in `streams`).
     streams = {"hits": stats.stream_hits, "misses": stats.stream_misses, "writes": stats.stream_writes}
     if stats.disabled is not None:
@@ -404,8 +404,8 @@ def _cache_report(cache: ObservationCache | None, request: RunRequest, result: R
         print(f"Observation cache: {hits} of {evaluated} evaluated samples reused, {stats.misses} adapter "
               f"calls, {stats.writes} stored"
               + (f"; {stats.stream_hits} of {looked} streams reused, {stats.stream_writes} stored" if looked else "")
-              + f" ({request.cache_mode}, {request.cache_dir})"
+              + f" ({request.cache.cache_mode}, {request.cache.cache_dir})"
               + (f"; pruned {pruned} old entries" if pruned else ""), file=out)
-    return {"dir": request.cache_dir, "mode": request.cache_mode, "hits": hits + stats.stream_hits,
+    return {"dir": request.cache.cache_dir, "mode": request.cache.cache_mode, "hits": hits + stats.stream_hits,
             "misses": stats.misses + stats.stream_misses, "writes": stats.writes + stats.stream_writes,
             "pruned": pruned, "disabled": stats.disabled, "streams": streams}

@@ -10,7 +10,6 @@ import asyncio
 import functools
 import shlex
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -74,9 +73,9 @@ class _Seeder:
                     todo.append(s)
             proposals[case_plan.case.name] = mine
             pending[case_plan.case.name] = todo
-        if request.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
+        if request.calls.timeout_s is None and plan.eval_dir.config.run_timeout_s is not None:
             # As `run`: recorded resolved, so a resume keeps the timeout even if config.yaml changes.
-            request = replace(request, timeout_s=plan.eval_dir.config.run_timeout_s)
+            request = request.replaced(timeout_s=plan.eval_dir.config.run_timeout_s)
         streams = stream_targets(plan, request.replace)
         events = sum(len(events_to_seed(t, request.replace)) for _c, targets in streams for t in targets)
         total = sum(len(v) for v in pending.values()) + sum(len(v) for v in proposals.values()) + events
@@ -87,7 +86,7 @@ class _Seeder:
         if life.checkpoint is not None or any(pending.values()) or streams:
             if life.checkpoint is None:
                 # Stored with absolute paths, so `seed --resume` works from any directory.
-                request = replace(request, eval_dir=str(plan.eval_dir.root),
+                request = request.replaced(eval_dir=str(plan.eval_dir.root),
                                   checkpoint_dir=absolute(request.checkpoint_dir),
                                   adapter=(python_target(request.adapter, plan.eval_dir.root)
                                            if request.adapter_command is None else None),

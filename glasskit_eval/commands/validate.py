@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..cases.evaldir import load_adapter_config, misnamed_yml_problems
 from ..errors import AdapterError, EvalError, Interrupted, UsageError, ValidationError
+from ..plan.pinfiles import any_pinned
+from ..plan.planning import Plan, build_plan, undeclared_gate_targets
 from ..plan.schedule import Filters
-from ..support.records import Frozen
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ..plan.planning import Plan
+from ..plan.videos import video_resolver
 
 
-class ValidationReport(Frozen):
-    """What ``validate`` found. A hand-written record: ``dataclasses`` costs start-up time here."""
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    """What ``validate`` found."""
 
-    _fields = ("passed", "root", "sample_count", "details", "hint", "warnings", "event_count")
     passed: bool
     root: Path | None
     sample_count: int
     #: Problems (failed) or per-video descriptions (passed, when asked for).
     details: tuple[str, ...]
-    hint: str | None
+    hint: str | None = None
     #: Frame-lock findings that do not fail validation (without --strict-pins).
-    warnings: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
     #: Events of the selected stream targets.
-    event_count: int
-
-    def __init__(self, passed: bool, root: Path | None, sample_count: int, details: tuple[str, ...],
-                 hint: str | None = None, warnings: tuple[str, ...] = (), event_count: int = 0) -> None:
-        self.__dict__.update(passed=passed, root=root, sample_count=sample_count, details=details, hint=hint,
-                             warnings=warnings, event_count=event_count)
+    event_count: int = 0
 
     def lines(self) -> list[str]:
         if not self.passed:
@@ -60,17 +55,12 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
              describe_videos: bool = False, stderr: TextIO, pin: bool = False,
              strict_pins: bool = False) -> ValidationReport:
     """Every check ``run`` makes before its first adapter call; usage errors are raised, not reported."""
-    from ..plan.planning import build_plan
-    from ..plan.videos import video_resolver
-
     try:
         plan = build_plan(eval_dir, filters, allow_empty=allow_empty,
                           resolve_video=video_resolver(lambda message: print(message, file=stderr)))
         if adapter is not None or adapter_command is not None:
             _check_adapter(adapter, adapter_command, adapter_config, plan.eval_dir.root, stderr)
         elif adapter_config is None:
-            from ..cases.evaldir import misnamed_yml_problems
-
             # `run` would refuse it when it looks for adapter.yaml; say so before it gets there.
             stray = misnamed_yml_problems(plan.eval_dir.root, "adapter")
             if stray:
@@ -82,13 +72,13 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
         return ValidationReport(False, None, 0, tuple(str(p) for p in exc.problems) or (str(exc),), exc.hint)
     except EvalError as exc:
         return ValidationReport(False, None, 0, (str(exc),))
-    from ..plan.planning import undeclared_gate_targets
 
     for target, why in undeclared_gate_targets(plan, filters).items():
         # Valid YAML, but `run` will fail this gate: say so now.
         print(f"warning: gate eval_{target}_min_pass_rate will fail: {why}", file=stderr)
     details: list[str] = []
     if describe_videos:
+        # The decoder and Pillow: only for --describe-videos.
         from ..video.frames import stream_orientation
 
         for case_plan in plan.cases:
@@ -100,11 +90,11 @@ def validate(eval_dir: str | Path, filters: Filters, *, allow_empty: bool, adapt
 
 
 def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
-    from ..plan.pinfiles import any_pinned
-
     if not any_pinned(c.case for c in plan.cases):
         return ()
+    # Frame locks hash decoded pixels: the decoder, Pillow and hashlib only for an eval that has them.
     from ..plan.pinning import check_plan, raise_strict
+
 
     check = check_plan(plan)
     if strict:
@@ -114,6 +104,7 @@ def _check_pins(plan: Plan, strict: bool) -> tuple[str, ...]:
 
 def _pin(plan: Plan) -> tuple[str, ...]:
     """``--pin``: write each selected case's lock; the lines say what changed since the last one."""
+    # As in _check_pins.
     from ..plan.pinning import pin_case
 
     lines = []
@@ -129,11 +120,12 @@ def _pin(plan: Plan) -> tuple[str, ...]:
 def _check_adapter(adapter: str | None, adapter_command: str | None, adapter_config: str | None,
                    root: Path, stderr: TextIO) -> None:
     """Construct and close the adapter once, as a trial would."""
+    # Here, not at the top: asyncio brings ssl, which a `validate` of local videos without an
+    # adapter does not pay for (tests/test_startup.py); the adapter protocol neither.
     import asyncio
 
     from ..adapters.base import FactoryConfig
     from ..adapters.choose import adapter_spec
-    from ..cases.evaldir import load_adapter_config
     from ..support.interrupts import interruptible
 
     spec = adapter_spec(adapter, adapter_command, root, stderr)

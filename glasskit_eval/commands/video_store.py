@@ -9,9 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+import yaml
+
 from ..cases.evaldir import load_cases, open_eval_dir
 from ..cases.model import VIDEO_SUFFIXES, CloudVideo
 from ..errors import PreconditionFailed, StoreError, UsageError
+from ..evaluation.observation_store import (
+    DEFAULT_MAX_MB,
+    ObservationStore,
+    default_observation_dir,
+)
 from ..plan.videos import StoreEnv, download_video, store_config
 from ..store.progress import format_size
 from ..store.s3 import ObjectInfo, Part, S3Client
@@ -54,8 +61,6 @@ def video_block(store: str, key: str, sha256: str) -> str:
 
 def _yaml_scalar(text: str) -> str:
     """Plain when YAML reads it back as the same string, else double-quoted (JSON is valid YAML)."""
-    import yaml
-
     if _PLAIN_YAML.match(text):
         try:
             if yaml.safe_load(text) == text:
@@ -194,12 +199,6 @@ def prune_cache(everything: bool, out: TextIO, *, env: StoreEnv | None = None) -
 
 def prune_observations(cache: str | None, max_mb: int | None, everything: bool, out: TextIO) -> None:
     """``prune-cache --observations``: the observation cache of ``run --cache``, least recently used first."""
-    from ..evaluation.observation_store import (
-        DEFAULT_MAX_MB,
-        ObservationStore,
-        default_observation_dir,
-    )
-
     root = Path(cache).expanduser() if cache else default_observation_dir()
     limit = 0 if everything else (DEFAULT_MAX_MB if max_mb is None else max_mb) * 1024 * 1024
     stats = ObservationStore(root).prune(limit)

@@ -6,22 +6,19 @@ Case-file validation needs only these; keeping them apart from :mod:`compare` sp
 
 from __future__ import annotations
 
-from ..support.records import Frozen
+from dataclasses import dataclass
 
 __all__ = ["MODES", "CompareConfig", "infer_mode"]
 
 MODES = ("exact", "numeric", "json_subset", "set_equals", "set_contains_any", "set_contains_all")
 
 
-class CompareConfig(Frozen):
+@dataclass(frozen=True, slots=True)
+class CompareConfig:
     """How one sample is compared; ``tolerance`` only matters to ``numeric``."""
 
-    _fields = ("mode", "tolerance")
     mode: str
-    tolerance: float
-
-    def __init__(self, mode: str, tolerance: float = 0.0) -> None:
-        self.__dict__.update(mode=mode, tolerance=tolerance)
+    tolerance: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         return {"mode": self.mode, "tolerance": self.tolerance}

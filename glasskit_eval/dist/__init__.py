@@ -1,5 +1,5 @@
-"""Distribution: the reproducible zipapp that carries glasskit_eval (and, optionally, its
-dependencies) in one file.
+"""Distribution: the reproducible zipapp (``zipapp``) that carries glasskit_eval (and, optionally,
+its dependencies) in one file.
 
 What it may not know: evals, runs or adapters; it packs files.
 """

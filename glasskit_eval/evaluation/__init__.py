@@ -6,13 +6,19 @@ the one door every evaluator is opened, wrapped, checked, cancelled and closed t
 (``lanes``); one case's samples through a caller (``case``), from one decode handed to every
 lane (``tee``) through the thread-to-loop hand-off (``bridge``); decode order and the shared
 frame store (``ordering``, ``framestore``), clip samples' frames shared by reference
-(``clipframes``); judging a call into its one result (``judge``); gates (``gates``); reuse of
-checkpointed results (``reuse``); failure artifacts (``failures``); the observation cache
-(``observation_cache``, ``observation_store``; whole replay streams: ``streamcache``); stream
-targets fed and scored (``streams``, the paced clock ``pacing``, every lane's streams
-``streamlanes``, ``streamscore``, ``streamgates``, ``streamrecord``); neighbouring frames of
-knife-edge labels (``jitter``), seed's proposals (``proposals``), and ``run --early-stop``: the
-gates it decides and each arm's tracker (``earlystop``), its blocks in the trial loop (``earlyloop``).
+(``clipframes``); judging a call into its one result (``judge``); every gate (``gates``; which
+stream targets get theirs: ``streamgates``); reuse of checkpointed results (``reuse``); failure
+artifacts (``failures``); the observation cache (``observation_cache``, ``observation_store``;
+whole replay streams: ``streamcache``); stream targets fed and scored (``streams``, the paced
+clock ``pacing``, every lane's streams ``streamlanes``, ``streamscore``, ``streamrecord``);
+neighbouring frames of knife-edge labels (``jitter``), seed's proposals (``proposals``), and
+``run --early-stop``: the gates it decides and each arm's tracker (``earlystop``), its blocks in
+the trial loop (``earlyloop``).
+
+Doors (the only modules the rooms above, ``commands/`` and ``cli/``, may import): ``trials``,
+``options``, ``lanes``, ``case``, ``gates``, ``streamgates``, ``streams``, ``reuse``,
+``failures``, ``jitter``, ``proposals``, ``earlystop``, ``observation_cache`` and
+``observation_store``. The others are back rooms, used only from inside the engine.
 
 What it may not know: argparse, requests or what a command prints; it talks to the outside
 through a listener, a result store and the options it is given.

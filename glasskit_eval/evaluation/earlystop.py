@@ -3,8 +3,8 @@
 What lives here: the gates the early stop decides (:func:`goals`, the same names and precedence
 as :func:`~.gates.evaluate_gates`), a :class:`Tracker` that feeds each evaluated block to every
 gate's anytime-valid bound (:mod:`glasskit_eval.statistics.anytime`) and says when all are
-decided, and :func:`decided_gates`, which puts the decisions in place of the ordinary pass-rate
-gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
+decided, and ``decided_gates`` (made in :mod:`.gates`, as every gate), which puts the decisions
+in place of the ordinary pass-rate gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
 count over the whole set is only known once every sample is seen).
 
 The trial loop owns the calls: it asks :func:`order` for the blocks and calls
@@ -14,7 +14,7 @@ resumed) are read in the same order, so a resume reaches the same decision after
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -22,9 +22,9 @@ from ..cases.model import Thresholds
 from ..plan.blocks import Block, make_blocks, shuffled
 from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
-from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
+from ..results import EarlyStop, GateDecision, SampleResult, Status
 from ..statistics import anytime
-from .gates import GateOptions
+from .gates import GateOptions, decided_gates
 
 __all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
@@ -187,10 +187,3 @@ def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResu
     from .judge import Verdict, make_result
 
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
-
-
-def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
-    """``gates`` with each early decision in place of the ordinary gate of the same name."""
-    early = {d.name: d for d in record.gates if d.early}
-    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
-            if g.name in early else g for g in gates]

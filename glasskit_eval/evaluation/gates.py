@@ -1,4 +1,10 @@
-"""Quality gates: thresholds precedence resolved into pass/fail records (pure).
+"""Quality gates: every :class:`~glasskit_eval.results.Gate` is made here (pure); reports only render them.
+
+What lives here: the trial's gates with their thresholds precedence (below), the run's gates
+(flaky samples, p95 latency, cost), stream gates (recall, false alarms, detection latency; which
+targets and cases get them is ``streamgates``'), the baseline gates (``--fail-on-regression``,
+``--fail-on-latency-regression``: the CI verdict on a :class:`~glasskit_eval.reports.baseline.BaselineDiff`),
+the arms' robustness gate and an arm's copy of any gate (``<arm>/<gate>``).
 
 Precedence (upstream manual, "Threshold precedence"): ``--min-pass-rate`` and
 ``--max-failures`` override the eval-level keys of config.yaml and switch off
@@ -10,12 +16,16 @@ no selected results, but one naming a target no selected case declares fails
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
+from ..arms.compare import paired_series
 from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
-from ..results import Gate, SampleResult, Status, TrialResult, stability
+from ..reports.baseline import BaselineDiff, latency_change_text, paired_test_text
+from ..results import EarlyStop, Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
+from ..statistics.paired import p_text, paired_regression_test
 from ..summary import Counts
 from ..support.timevalues import format_duration
 
@@ -40,8 +50,8 @@ class CaseThresholds:
     thresholds: Thresholds | None
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f}%"
+def _pct(value: float | Fraction) -> str:
+    return f"{float(value) * 100:.1f}%"
 
 
 def _rate_gate(name: str, results: Sequence[SampleResult], minimum: float) -> Gate:
@@ -162,6 +172,93 @@ def run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: T
     return gates
 
 
+# --- streams -------------------------------------------------------------------------------
+
+
+def recall_gate(name: str, metrics: StreamMetrics, minimum: float) -> Gate:
+    if metrics.recall is None:
+        return Gate(name, True, f"no events (gate: recall >= {_pct(minimum)})")
+    # Exact: detected >= minimum * events, so 9 of 10 passes a 0.9 gate.
+    passed = metrics.detected >= Fraction(minimum) * metrics.events - Fraction(1, 10**9)
+    return Gate(name, passed, f"recall {_pct(metrics.recall)} ({metrics.detected}/{metrics.events} events) "
+                f"(gate: >= {_pct(minimum)})")
+
+
+def false_alarm_gate(name: str, metrics: StreamMetrics, maximum: float) -> Gate:
+    rate = metrics.false_alarms_per_min
+    if rate is None:
+        return Gate(name, True, f"no quiet time (gate: <= {maximum:g} false alarms per minute)")
+    passed = rate <= Fraction(maximum)
+    return Gate(name, passed, f"{float(rate):.3g} false alarms per minute ({metrics.false_alarms} in "
+                f"{float(metrics.quiet_s):g}s of quiet time) (gate: <= {maximum:g})")
+
+
+def latency_p95_gate(name: str, metrics: StreamMetrics, maximum: float) -> Gate:
+    p95 = metrics.latency_p95
+    if p95 is None:
+        return Gate(name, True, f"no detections (gate: p95 detection latency <= {maximum:g}s)")
+    passed = p95 <= Fraction(maximum)
+    return Gate(name, passed, f"p95 detection latency {float(p95):.3f}s {'<=' if passed else '>'} {maximum:g}s")
+
+
+def stream_errors_gate(errors: int) -> Gate:
+    """Present only when streams stopped on an adapter error: it always fails."""
+    return Gate("stream_errors", False, f"{errors} streams stopped on an adapter error")
+
+
+# --- against a baseline --------------------------------------------------------------------
+
+
+def baseline_gate(found: BaselineDiff, mode: str = "any") -> Gate:
+    """``--fail-on-regression``: any pass->fail or new error, or (``significant``) a real drop."""
+    if mode == "significant":
+        family = found.significance
+        overall = family.overall if family is not None else None
+        passed = family is None or not family.any_significant
+        message = (f"{found.verdict}: {paired_test_text(overall)}" if overall is not None
+                   else "no matched samples to test")
+        return Gate("baseline_significant_regression", passed, message)
+    n_fail, n_error = found.count("pass_to_fail"), found.count("new_error")
+    missed = f", {found.streams.regressions} detected->missed events" if found.streams is not None else ""
+    message = ("no regressions against the baseline" if not found.regressions
+               else f"{n_fail} pass->fail, {n_error} new errors{missed} against the baseline")
+    return Gate("baseline_regressions", found.regressions == 0, message)
+
+
+def baseline_latency_gate(found: BaselineDiff, seconds: float) -> Gate:
+    """``--fail-on-latency-regression S``: the median latency change is surely above S seconds."""
+    change = found.latency
+    if change is None:
+        return Gate("baseline_latency_regression", True, "no paired latencies to compare")
+    return Gate("baseline_latency_regression", not change.exceeds(seconds),
+                f"{latency_change_text(change)}; gate: interval's low end <= {format_duration(seconds)}")
+
+
+# --- arms ----------------------------------------------------------------------------------
+
+
+def arm_gates(arm: str, gates: Iterable[Gate]) -> list[Gate]:
+    """``gates`` as an arm's: each named ``<arm>/<gate>``."""
+    return [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in gates]
+
+
+def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
+                    alpha: float = 0.05) -> Gate:
+    """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
+    the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
+    name = f"{arm}/max_robustness_drop"
+    mine = [r for r in results if r.arm == arm]
+    theirs = [r for r in results if r.arm == control]
+    test = paired_regression_test(paired_series(theirs, mine), alpha)
+    if test is None:
+        return Gate(name, True, f"no samples both {control} and {arm} evaluated (gate: drop <= {max_drop:.1%})")
+    drop = -test.delta_pass_rate
+    failed = drop > max_drop + 1e-12 and test.significant
+    change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
+    return Gate(name, not failed, f"pass rate {change} {control} (one-sided {p_text(test.p_value)}; gate: no "
+                f"significant drop beyond {max_drop:.1%})")
+
+
 def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:
     """``gates_of(arm)`` for every gated arm, named ``<arm>/<gate>``; a plain run's gates keep their names."""
     if arms.plain:
@@ -169,7 +266,7 @@ def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> 
     out: list[Gate] = []
     for arm in arms.arms:
         if arms.gated(arm.name):
-            out += [Gate(f"{arm.name}/{g.name}", g.passed, g.message) for g in gates_of(arm.name)]
+            out += arm_gates(arm.name, gates_of(arm.name))
     return out
 
 
@@ -205,3 +302,10 @@ def blind_gate(trials: Sequence[TrialResult], control: str, blind: Sequence[str]
                      for arm, kept, rate in rates)
     return Gate(BLIND_GATE, worst <= maximum + 1e-12,
                 f"{text} (gate: <= {_pct(maximum)}; above it the adapter is not looking at the frames)")
+
+
+def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
+    """``--early-stop``: ``gates`` with each early decision in place of the ordinary gate of the same name."""
+    early = {d.name: d for d in record.gates if d.early}
+    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
+            if g.name in early else g for g in gates]

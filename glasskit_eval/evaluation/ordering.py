@@ -32,6 +32,7 @@ from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame, available_cores, decode_at
 from ..video.frametable import FrameTable, frame_table
 from ..video.strategy import plan
+from ..video.timeline import DEFAULT_RATE, nearest_at_rate, timeline
 from .framestore import FrameStore
 
 DECLARATION = "declaration"
@@ -89,13 +90,13 @@ class _Costs:
     def __init__(self, table: FrameTable | None, cores: int) -> None:
         self.table = table
         self.cores = cores
+        self._timeline = timeline(table) if table is not None else None
 
     def index(self, time: Fraction) -> int:
-        table = self.table
-        if table is not None and table.trusted and len(table.pts):
-            return table.select(time)
-        rate = table.average_rate if table is not None and table.average_rate else Fraction(30)
-        return round(time * rate)
+        """The frame ``time`` selects, by the frame engine's one rule (an unreadable video: 30 fps)."""
+        if self._timeline is None:
+            return nearest_at_rate(time, DEFAULT_RATE)
+        return self._timeline.nearest(time)
 
     def decode(self, indices: set[int]) -> float:
         """Wall cost, in decoded frames, of one decode of these frames."""

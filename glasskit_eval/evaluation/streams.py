@@ -263,7 +263,7 @@ class StreamFeeder:
                              field=spec.field, compare=spec.compare)
         p50 = p95 = None
         if self.work.pace is not None and stream.answers:
-            from ..summary import percentile
+            from ..statistics.descriptive import percentile
 
             stale = sorted(answered - media for answered, media in stream.answers)
             p50, p95 = percentile(stale, 50), percentile(stale, 95)

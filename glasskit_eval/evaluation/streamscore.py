@@ -5,7 +5,7 @@ Each event takes the earliest emission inside its closed window whose value matc
 Every other emission inside a window is a repeat. An emission outside every window is a false
 alarm when it falls in quiet time: the ``quiet`` spans when given (other emissions are then not
 scored), else the whole clip outside the windows. Percentiles are the latency summary's
-(nearest rank, :func:`~glasskit_eval.summary.percentile`).
+(nearest rank, :func:`~glasskit_eval.statistics.descriptive.percentile`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..cases.model import EventSpec
 from ..compare.modes import CompareConfig, infer_mode
 from ..compare.values import MissingField, compare_values, extract_field
 from ..results import Emission, EventOutcome, StreamMetrics
-from ..summary import percentile
+from ..statistics.descriptive import percentile
 
 Span = tuple[Fraction, Fraction]
 

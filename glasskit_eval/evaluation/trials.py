@@ -15,7 +15,6 @@ import time
 from collections.abc import Sequence
 
 from ..adapters.base import AdapterSpec
-from ..arms.compare import robustness_gate
 from ..arms.plan import ArmPlan
 from ..compare.values import MissingField, what_is_there
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
@@ -39,7 +38,15 @@ from .engine import (
 )
 from .failures import FailureSaver
 from .framestore import image_bytes
-from .gates import CaseThresholds, arm_trials, blind_gate, evaluate_gates, per_arm, run_gates
+from .gates import (
+    CaseThresholds,
+    arm_trials,
+    blind_gate,
+    evaluate_gates,
+    per_arm,
+    robustness_gate,
+    run_gates,
+)
 from .judge import Judge, ignored_result, judge
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache

@@ -2,25 +2,24 @@
 
 The selection is pure (an anchor time, a :class:`ClipSpec` and a frame table in, entries
 out) and uses the single-sample rule for every requested time: nearest frame, ties to
-the earlier one, answered by :meth:`FrameTable.select`. So a clip's frames are exactly
-the frames ``decode_at`` gives for its requested times, and a later decode needs no rule
+the earlier one, answered by the frame engine's ``video.timeline``. So a clip's frames are
+exactly the frames ``decode_at`` gives for its requested times, and a later decode needs no rule
 of its own: it asks for the entries' times.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
 from ..cases.model import MAX_CLIP_FRAMES, Case, ClipSpec
 from ..errors import Problem
-from ..support.records import Frozen
 from ..support.timevalues import format_time
 from ..video.frametable import FrameTable
 from ..video.probe import END_TOLERANCE_S
+from ..video.timeline import timeline
 from .schedule import ScheduledSample
 
 
@@ -33,15 +32,12 @@ class ClipEntry(NamedTuple):
     media_time: Fraction
 
 
-class Clip(Frozen):
+@dataclass(frozen=True, slots=True)
+class Clip:
     """A sample's clip: entries in time order; ``anchor`` is the position of the sample time's entry."""
 
-    _fields = ("entries", "anchor")
     entries: tuple[ClipEntry, ...]
     anchor: int
-
-    def __init__(self, entries: tuple[ClipEntry, ...], anchor: int) -> None:
-        self.__dict__.update(entries=entries, anchor=anchor)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -80,7 +76,7 @@ def select_clip(anchor: Fraction, spec: ClipSpec, table: FrameTable, *, end_time
     samples get) are dropped whatever ``spec.edge`` says: refusing them is
     :func:`edge_problem`'s job, at validation.
     """
-    frames = _frames(table)
+    frames = timeline(table)
     limit = end_time + END_TOLERANCE_S
     if spec.every_s is not None:
         # The anchor stays whatever its time: past-the-end sample times are refused on their own.
@@ -151,66 +147,10 @@ def neighbour_frames(index: int, k: int, table: FrameTable) -> list[ClipEntry]:
     A frame's own presentation time selects it by the single-sample rule, so a decode asked for
     these times gives exactly these frames (no rule of its own, as for clips).
     """
-    frames = _frames(table)
+    frames = timeline(table)
     return [ClipEntry(frames.time(i), i, frames.time(i))
             for i in range(max(index - k, 0), min(index + k, frames.count - 1) + 1) if i != index]
 
 
 def uses_clips(samples: Iterable[ScheduledSample]) -> bool:
     return any(s.block.clip is not None for s in samples)
-
-
-class _Frames:
-    """Frame times from a table with a timestamp on every packet (trusted or not)."""
-
-    def __init__(self, table: FrameTable) -> None:
-        self._table = table
-
-    @property
-    def count(self) -> int:
-        return len(self._table.pts)
-
-    def time(self, index: int) -> Fraction:
-        return self._table.time_of(index)
-
-    def nearest(self, want: Fraction) -> int:
-        return self._table.select(want)
-
-    def between(self, start: Fraction, end: Fraction) -> range:
-        if end < start:
-            return range(0)
-        pts, base = self._table.pts, self._table.time_base
-        # Compared in exact ticks, as ``select`` does.
-        return range(bisect.bisect_left(pts, start / base + pts[0]), bisect.bisect_right(pts, end / base + pts[0]))
-
-
-class _EstimatedFrames(_Frames):
-    """Frames without timestamps: placed at ``index / average_rate``, as the sequential decode does."""
-
-    def __init__(self, table: FrameTable) -> None:
-        super().__init__(table)
-        self._rate = table.average_rate or Fraction(30)
-        self._count = table.packet_count
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-    def time(self, index: int) -> Fraction:
-        return index / self._rate
-
-    def nearest(self, want: Fraction) -> int:
-        position = want * self._rate
-        below = math.floor(position)
-        # Halfway is a tie: the earlier frame.
-        index = below + 1 if position - below > Fraction(1, 2) else below
-        return min(max(index, 0), self._count - 1)
-
-    def between(self, start: Fraction, end: Fraction) -> range:
-        first = max(math.ceil(start * self._rate), 0)
-        last = min(math.floor(end * self._rate), self._count - 1)
-        return range(first, last + 1) if last >= first else range(0)
-
-
-def _frames(table: FrameTable) -> _Frames:
-    return _EstimatedFrames(table) if table.packets_without_pts or not table.pts else _Frames(table)

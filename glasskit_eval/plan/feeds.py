@@ -2,7 +2,7 @@
 
 Without ``every_s`` a stream gets every decoded frame. With it, the grid ``0, every_s,
 2*every_s, ...`` up to the clip's end, each time mapped to its frame by the single-sample
-rule (nearest, ties to the earlier frame: the frame table's ``select``, as clips use), and a
+rule (nearest, ties to the earlier frame: ``video.timeline``, as clips use), and a
 frame that two grid times map to is fed once, at its first grid time's turn.
 """
 
@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from ..video.frametable import FrameTable
-from .clips import _frames as frame_times
+from ..video.timeline import timeline
 
 
 class FeedFrame(NamedTuple):
@@ -29,7 +29,7 @@ def grid(end_time: Fraction, every_s: Fraction) -> list[Fraction]:
 
 def feed(table: FrameTable, end_time: Fraction, every_s: Fraction | None) -> tuple[FeedFrame, ...]:
     """The frames a stream is fed, in presentation order, each once."""
-    frames = frame_times(table)
+    frames = timeline(table)
     if every_s is None:
         return tuple(FeedFrame(i, frames.time(i)) for i in frames.between(Fraction(0), end_time))
     seen: set[int] = set()

@@ -10,13 +10,13 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 from ..cases.evaldir import EvalConfig, EvalDir, load_cases, open_eval_dir
 from ..cases.model import Case, CloudVideo, TargetSpec
 from ..errors import Problem, ValidationError, VideoError
-from ..support.records import Frozen
 from ..support.timevalues import format_time
 from ..video.frametable import frame_table
 from ..video.probe import END_TOLERANCE_S, VideoInfo, probe
@@ -24,27 +24,24 @@ from .clips import plan_clips, uses_clips
 from .schedule import Filters, ScheduledSample, select_cases, selected_streams
 
 
-class CasePlan(Frozen):
-    _fields = ("case", "samples", "video_path", "video", "streams")
+@dataclass(frozen=True, slots=True)
+class CasePlan:
+    """One case as a command runs it: its selected samples and stream targets, and its probed video."""
+
     case: Case
     samples: tuple[ScheduledSample, ...]
     video_path: Path
     video: VideoInfo | None
     #: The selected stream targets (``events``), fed the whole clip.
-    streams: tuple[TargetSpec, ...]
-
-    def __init__(self, case: Case, samples: tuple[ScheduledSample, ...], video_path: Path,
-                 video: VideoInfo | None, streams: tuple[TargetSpec, ...] = ()) -> None:
-        self.__dict__.update(case=case, samples=samples, video_path=video_path, video=video, streams=streams)
+    streams: tuple[TargetSpec, ...] = ()
 
 
-class Plan(Frozen):
-    _fields = ("eval_dir", "cases")
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a command runs: every selected case of an eval directory."""
+
     eval_dir: EvalDir
     cases: tuple[CasePlan, ...]
-
-    def __init__(self, eval_dir: EvalDir, cases: tuple[CasePlan, ...]) -> None:
-        self.__dict__.update(eval_dir=eval_dir, cases=cases)
 
     @property
     def sample_count(self) -> int:

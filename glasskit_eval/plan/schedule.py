@@ -8,6 +8,7 @@ command selects all of a case or one timestamp of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -15,27 +16,23 @@ from ..cases.checks import unknown_target_problem
 from ..cases.model import Case, SampleBlock, TargetSpec, block_times
 from ..compare.modes import CompareConfig, infer_mode
 from ..errors import Problem, UsageError, ValidationError
-from ..support.records import Frozen
 from ..support.timevalues import format_time, same_time_key
 
 if TYPE_CHECKING:
     from .clips import Clip
 
 
-class ScheduledSample(Frozen):
-    _fields = ("case", "target", "block", "sample_index", "time", "clip")
+@dataclass(frozen=True, slots=True)
+class ScheduledSample:
+    """One sample to evaluate: a time of one block of one target of a case (with its clip, once planned)."""
+
     case: Case
     target: TargetSpec
     block: SampleBlock
     sample_index: int
     time: Fraction
     #: The clip's frames, once planning has read the video (None: a single-frame sample, or not planned).
-    clip: Clip | None
-
-    def __init__(self, case: Case, target: TargetSpec, block: SampleBlock, sample_index: int,
-                 time: Fraction, clip: Clip | None = None) -> None:
-        self.__dict__.update(case=case, target=target, block=block, sample_index=sample_index, time=time,
-                             clip=clip)
+    clip: Clip | None = None
 
     def with_clip(self, clip: Clip | None) -> ScheduledSample:
         return ScheduledSample(self.case, self.target, self.block, self.sample_index, self.time, clip)
@@ -73,17 +70,15 @@ class ScheduledSample(Frozen):
         return f"{self.case.name} / {self.target.id} @ {format_time(self.time)}s"
 
 
-class Filters(Frozen):
-    _fields = ("case", "targets", "at", "from_s", "until_s")
-    case: str | None
-    targets: tuple[str, ...]
-    at: tuple[Fraction, ...]
-    from_s: Fraction | None
-    until_s: Fraction | None
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which samples a command selects: ``--case``, ``--targets``, ``--at``, ``--from`` and ``--until``."""
 
-    def __init__(self, case: str | None = None, targets: tuple[str, ...] = (), at: tuple[Fraction, ...] = (),
-                 from_s: Fraction | None = None, until_s: Fraction | None = None) -> None:
-        self.__dict__.update(case=case, targets=targets, at=at, from_s=from_s, until_s=until_s)
+    case: str | None = None
+    targets: tuple[str, ...] = ()
+    at: tuple[Fraction, ...] = ()
+    from_s: Fraction | None = None
+    until_s: Fraction | None = None
 
     def check(self) -> None:
         """Option rules that do not need the eval directory."""

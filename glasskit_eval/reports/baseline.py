@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..results import Gate, SampleResult, StreamResult
+from ..results import SampleResult, StreamResult
 from ..statistics.bootstrap import LatencyChange, median_latency_change
 from ..statistics.paired import (
     NOISE_FROM_DIFFERENCES,
@@ -37,7 +37,6 @@ from ..statistics.paired import (
 )
 from ..statistics.power import minimum_detectable_drop
 from ..summary import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, POWER
-from ..support.timevalues import format_duration
 from .calls import points
 from .streambaseline import StreamDiff, format_stream_diff, stream_diff
 from .stretch import Matched, Stretch, longest_stretch
@@ -173,28 +172,6 @@ class BaselineDiff:
             if why is not None:
                 extra["inconclusive_stretch"] = why.to_json()
         return test.to_json() | extra
-
-    def gate(self, mode: str = "any") -> Gate:
-        """``--fail-on-regression``: any pass->fail or new error, or (``significant``) a real drop."""
-        if mode == "significant":
-            overall = self.significance.overall if self.significance is not None else None
-            passed = self.significance is None or not self.significance.any_significant
-            message = (f"{self.verdict}: {_test_text(overall)}" if overall is not None
-                       else "no matched samples to test")
-            return Gate("baseline_significant_regression", passed, message)
-        n_fail, n_error = self.count("pass_to_fail"), self.count("new_error")
-        missed = f", {self.streams.regressions} detected->missed events" if self.streams is not None else ""
-        message = ("no regressions against the baseline" if not self.regressions
-                   else f"{n_fail} pass->fail, {n_error} new errors{missed} against the baseline")
-        return Gate("baseline_regressions", self.regressions == 0, message)
-
-    def latency_gate(self, seconds: float) -> Gate:
-        """``--fail-on-latency-regression S``: the median latency change is surely above S seconds."""
-        change = self.latency
-        if change is None:
-            return Gate("baseline_latency_regression", True, "no paired latencies to compare")
-        return Gate("baseline_latency_regression", not change.exceeds(seconds),
-                    f"{_latency_text(change)}; gate: interval's low end <= {format_duration(seconds)}")
 
     def properties(self) -> list[tuple[str, str]]:
         out = [("baseline.path", self.path), ("baseline.matched_samples", str(self.matched)),
@@ -441,12 +418,12 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:+.1f}ms" if abs(seconds) < 10 else f"{seconds:+.2f}s"
 
 
-def _latency_text(change: LatencyChange) -> str:
+def latency_change_text(change: LatencyChange) -> str:
     return (f"median latency change {_ms(change.median)} ({change.level * 100:g}% CI {_ms(change.low)} to "
             f"{_ms(change.high)}; {change.pairs} pairs)")
 
 
-def _test_text(test: PairedTest | None) -> str:
+def paired_test_text(test: PairedTest | None) -> str:
     if test is None:
         return "no matched samples"
     family = f", Holm over {test.family_tests} tests" if test.family_tests > 1 else ""
@@ -456,22 +433,21 @@ def _test_text(test: PairedTest | None) -> str:
             f"{test.effective_pairs:.0f} effective of {test.pairs} pairs, noise from the {test.noise_source})")
 
 
-
 def significance_lines(d: BaselineDiff) -> list[str]:
     """The verdict on the pass rate, per target when there are several, and the latency change."""
     family = d.significance
     if family is None or family.overall is None:
         return []
-    lines = [f"Pass rate {_test_text(family.overall)}: {d.verdict}"]
+    lines = [f"Pass rate {paired_test_text(family.overall)}: {d.verdict}"]
     why = d.why_inconclusive
     if why is not None:
         lines.append(f"  {why.text()}")
     if len(family.per_target) > 1:
         for target, test in sorted(family.per_target.items()):
             word = "significant drop" if test.significant else "not significant"
-            lines.append(f"  target {target}: {_test_text(test)}: {word}")
+            lines.append(f"  target {target}: {paired_test_text(test)}: {word}")
     if d.latency is not None:
-        lines.append(f"Latency: {_latency_text(d.latency)}")
+        lines.append(f"Latency: {latency_change_text(d.latency)}")
     return lines
 
 

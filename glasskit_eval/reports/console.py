@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..results import SampleResult, Status, StreamResult
-from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, mean, target_display
+from ..statistics.descriptive import mean
+from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, target_display
 from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
@@ -360,7 +361,7 @@ def _target_table(summary: RunSummary) -> str:
     rows = []
     for g in summary.targets:
         known = [x * 100 for x in g.trial_rates]
-        span = "-" if not known else f"{min(known):.1f}/{sum(known) / len(known):.1f}/{max(known):.1f}%"
+        span = "-" if not known else f"{min(known):.1f}/{mean(known) or 0:.1f}/{max(known):.1f}%"
         mine = [s for s in g.stability if s.evaluated]
         s = StabilityCounts.of(mine)
         rows.append([g.display, span, str(len(mine)), str(s.consistently_passed), str(s.consistently_failed),

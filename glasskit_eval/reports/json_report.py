@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..summary import POWER, RunSummary, TrialSummary, mean
+from ..statistics.descriptive import mean
+from ..summary import POWER, RunSummary, TrialSummary
 from ..support.fsio import write_text_atomic
 from .calls import counts_json, groups_json, interval_json
 

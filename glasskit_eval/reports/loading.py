@@ -169,7 +169,7 @@ def _gate(data: Any, label: str, path: Path, where: str) -> Gate:
     if (not isinstance(data, dict) or not isinstance(data.get("name"), str)
             or not isinstance(data.get("passed"), bool)):
         raise ReportReadError(f"{path}: {where}: a gate needs a `name` and a boolean `passed`")
-    return Gate(name=data["name"], passed=data["passed"], message=label + str(data.get("message", "")))
+    return Gate.recorded(data["name"], data["passed"], label + str(data.get("message", "")))
 
 
 def _get(data: dict[str, Any], *keys: str) -> Any:

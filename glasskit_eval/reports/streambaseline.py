@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import StreamResult
+from ..statistics.descriptive import mean
 from .tables import table, time_label
 
 EVENT_KINDS = ("detected_to_missed", "missed_to_detected", "latency_changed", "added", "removed")
@@ -104,7 +105,7 @@ def event_sides(streams: Iterable[StreamResult]) -> dict[EventKey, EventSide]:
     for key, latencies in found.items():
         hits = [x for x in latencies if x is not None]
         out[key] = EventSide(len(hits) == len(latencies), len(hits), len(latencies),
-                             sum(hits) / len(hits) if hits else None)
+                             mean(hits))
     return out
 
 

@@ -107,16 +107,13 @@ def if_range_allows(header: str | None, etag: str) -> bool:
 
 
 def frame_table(path: Path) -> tuple[Fraction, ...]:
-    """Rebased presentation times of every frame: the frame engine's table, so stepping in the
-    page lands on exactly the frames `run` selects. Untrusted tables (missing timestamps) place
-    frames at ``index / average_rate``, as the decoder does."""
+    """Rebased presentation times of every frame: the frame engine's timeline, so stepping in the
+    page lands on exactly the frames `run` selects (estimated from the frame rate for a video
+    without timestamps, as the decoder does)."""
     from ..video.frametable import frame_table as engine_table
+    from ..video.timeline import timeline
 
-    table = engine_table(path)
-    if table.trusted and table.pts:
-        return tuple(table.times)
-    rate = table.average_rate or Fraction(30)
-    return tuple(Fraction(i) / rate for i in range(table.frame_count))
+    return timeline(engine_table(path)).times
 
 
 # --- exact frames ------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 What lives here: effective sample sizes of autocorrelated outcome series, Wilson intervals of
 pass rates, the paired regression test with its Holm family adjustment and difference interval,
 the block bootstrap of median latency changes, the minimum detectable drop and agreement between two
-labellers (Cohen's kappa). Every function
+labellers (Cohen's kappa: ``agreement``); the arms' two-sided paired test and Pareto sets
+(``sidebyside``), binomial tails (``binomial``), and the one percentile, quantile and mean every
+report uses (``descriptive``). Every function
 takes plain sequences of floats, returns a small frozen dataclass (with ``to_json()`` where it
 becomes report JSON) or a float, and has no I/O, no state and no randomness except a seeded
 ``random.Random`` it makes itself. The modules use only the standard library and import
@@ -42,6 +44,9 @@ How to use (import from the modules; this ``__init__`` imports nothing):
 - ``agreement.cohen_kappa(pairs, confidence=0.95) -> Kappa | None``: two labellers' labels of the same
   items (any hashables); percent agreement, kappa and its Fleiss-Cohen-Everitt interval.
   ``within_tolerance(pairs, tolerance)``: the share of numeric pairs within a tolerance.
+- ``descriptive.percentile(ordered, p)`` (nearest rank: latency p50/p95 everywhere),
+  ``descriptive.interpolated_quantile(sorted_values, fraction)`` (type 7: the bootstrap's) and
+  ``descriptive.mean(values)``.
 - Lower level: ``lag1_autocorrelation`` (as measured), ``corrected_autocorrelation`` (the r
   used everywhere), ``effective_factor``, ``wilson_bounds``,
   ``mcnemar_drop_p_value``, ``paired_difference_interval``, ``regularized_beta``,

@@ -15,13 +15,13 @@ drives every draw, so the same input and seed give the same interval.
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .descriptive import interpolated_quantile
 from .effective import block_length, corrected_autocorrelation
 from .intervals import check_confidence, finite
 
@@ -54,17 +54,6 @@ class LatencyChange:
         return {"median": finite(self.median),
                 "ci": {"low": finite(self.low), "high": finite(self.high), "level": finite(self.level)},
                 "method": self.method, "block_length": self.block_length, "pairs": self.pairs}
-
-
-def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Linear interpolation between order statistics (numpy's default, R's type 7)."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    position = fraction * (len(sorted_values) - 1)
-    below = math.floor(position)
-    above = min(below + 1, len(sorted_values) - 1)
-    weight = position - below
-    return sorted_values[below] + weight * (sorted_values[above] - sorted_values[below])
 
 
 def _resample_series(values: Sequence[float], length: int, scheme: Scheme,
@@ -117,6 +106,6 @@ def median_latency_change(series: Sequence[Sequence[tuple[float, float]]], confi
     medians.sort()
     tail = (1.0 - confidence) / 2.0
     return LatencyChange(median=statistics.median([d for values in differences for d in values]),
-                         low=percentile(medians, tail), high=percentile(medians, 1.0 - tail),
+                         low=interpolated_quantile(medians, tail), high=interpolated_quantile(medians, 1.0 - tail),
                          level=confidence, method=f"block-bootstrap-{scheme}", block_length=length,
                          autocorrelation=r, pairs=pairs, resamples=resamples, seed=seed)

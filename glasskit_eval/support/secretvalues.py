@@ -9,12 +9,16 @@ quoting a header, a server echoing it or an adapter printing it are all covered.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import re
-import threading
-import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Any, TextIO
+
+# The command line's face imports this module before `--help`: typing, threading and urllib.parse
+# (with ipaddress) are a noticeable share of that start, so they are imported where they are used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 REDACTED = "[redacted]"
 #: Shorter values are not secrets worth the name (``1``, ``true``, ``prod``), and replacing them
@@ -28,11 +32,12 @@ class SecretValues:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def add(self, value: str) -> None:
         """Record ``value`` and the forms it takes when quoted (repr, JSON, URL encoding)."""
-        import json  # here: the command line's face imports this module before --help
+        import json
+        import urllib.parse
 
         # "Bearer abc…": a server echoing only the token leaks it as well.
         bases = {value, value.strip(), *value.split()[-1:]}
@@ -90,6 +95,8 @@ def redact(text: str) -> str:
 
 def add_url_secrets(url: str) -> None:
     """An adapter URL's userinfo and query (a key in ``?key=…``), which messages must not show."""
+    import urllib.parse
+
     parts = urllib.parse.urlsplit(url)
     if parts.password:
         add_secret(parts.password)
@@ -116,6 +123,13 @@ class RedactingStream:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+
+    @classmethod
+    def around(cls, stream: TextIO) -> TextIO:
+        """``stream`` wrapped, as the text stream it stands in for (without ``typing.cast``, which
+        would import typing at start-up)."""
+        wrapped: TextIO = cls(stream)  # type: ignore[assignment]  # a TextIO by delegation
+        return wrapped
 
     def write(self, text: str) -> int:
         self._stream.write(SECRETS.redact(text))

@@ -14,9 +14,8 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import BinaryIO
-
-from ..support.records import Frozen
 
 MAX_MOOV_BYTES = 256 << 20
 #: Composition offsets beyond this make FFmpeg drop ``ctts`` (treated as unusable).
@@ -27,15 +26,12 @@ class IndexUnusable(Exception):
     """The index cannot be read with certainty; demux the file instead."""
 
 
-class Runs(Frozen):
+@dataclass(frozen=True, slots=True)
+class Runs:
     """A run-length table (``stts``, ``ctts``): ``counts[i]`` samples have ``values[i]``."""
 
-    _fields = ("counts", "values")
     counts: Sequence[int]
     values: Sequence[int]
-
-    def __init__(self, counts: Sequence[int], values: Sequence[int]) -> None:
-        self.__dict__.update(counts=counts, values=values)
 
     @property
     def total(self) -> int:
@@ -59,11 +55,10 @@ class Runs(Frozen):
         return out
 
 
-class Track(Frozen):
+@dataclass(frozen=True, slots=True)
+class Track:
     """The sample tables of one video track, as stored."""
 
-    _fields = ("track_id", "timescale", "movie_timescale", "sample_count", "stts", "ctts", "dts_shift",
-               "sync", "sizes", "chunk_offsets", "stsc", "edits")
     track_id: int
     timescale: int
     movie_timescale: int
@@ -76,9 +71,6 @@ class Track(Frozen):
     chunk_offsets: array[int]
     stsc: list[tuple[int, int]]  # (first chunk, samples per chunk), 1-based chunks
     edits: list[tuple[int, int]]  # (duration in movie timescale, media time)
-
-    def __init__(self, track_id: int, timescale: int, movie_timescale: int, sample_count: int, stts: Runs, ctts: Runs | None, dts_shift: int, sync: list[int] | None, sizes: array[int], chunk_offsets: array[int], stsc: list[tuple[int, int]], edits: list[tuple[int, int]]) -> None:
-        self.__dict__.update(track_id=track_id, timescale=timescale, movie_timescale=movie_timescale, sample_count=sample_count, stts=stts, ctts=ctts, dts_shift=dts_shift, sync=sync, sizes=sizes, chunk_offsets=chunk_offsets, stsc=stsc, edits=edits)
 
 
 def children(data: bytes, start: int, end: int) -> Iterator[tuple[bytes, int, int]]:
@@ -159,16 +151,13 @@ def _be_array(kind: str, data: bytes, start: int, count: int, itemsize: int) -> 
     return values
 
 
-class Layout(Frozen):
+@dataclass(frozen=True, slots=True)
+class Layout:
     """Where a track's samples are: sizes, chunks and samples per chunk."""
 
-    _fields = ("sizes", "chunk_offsets", "stsc")
     sizes: array[int]
     chunk_offsets: array[int]
     stsc: list[tuple[int, int]]  # (first chunk, samples per chunk), 1-based chunks
-
-    def __init__(self, sizes: array[int], chunk_offsets: array[int], stsc: list[tuple[int, int]]) -> None:
-        self.__dict__.update(sizes=sizes, chunk_offsets=chunk_offsets, stsc=stsc)
 
 
 def parse_movie(moov: bytes) -> tuple[Track, list[Layout]]:
@@ -413,7 +402,6 @@ def _read_elst(data: bytes, start: int, end: int) -> list[tuple[int, int]]:
             raise IndexUnusable("an edit with a negative media time")
         edits.append((duration, media_time))
     return edits
-
 
 
 def chunk_extents(layout: Layout) -> tuple[list[int], list[int]]:

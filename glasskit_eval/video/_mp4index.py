@@ -27,20 +27,19 @@ import bisect
 import itertools
 import operator
 from array import array
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from ..support.records import Frozen
 from ._mp4boxes import IndexUnusable, Track, check_layout, find_moov, parse_movie
 
 __all__ = ["IndexTable", "IndexUnusable", "index_table", "read_index"]
 
 
-class IndexTable(Frozen):
+@dataclass(frozen=True, slots=True)
+class IndexTable:
     """What the demuxer will deliver, as a frame table needs it."""
 
-    _fields = ("time_base", "pts", "keyframes", "seek_points", "reordered", "packets", "track_id",
-               "sample_count", "last_duration")
     time_base: Fraction
     pts: array[int]  # presentation timestamps of shown frames, ascending
     keyframes: list[int]  # frame indices of shown keyframes
@@ -50,10 +49,7 @@ class IndexTable(Frozen):
     track_id: int
     sample_count: int
     #: The last shown frame's ``stts`` duration, cut at the edit's end (0: none or damaged).
-    last_duration: int
-
-    def __init__(self, time_base: Fraction, pts: array[int], keyframes: list[int], seek_points: list[int], reordered: bool, packets: list[tuple[int, int, bool, bool]], track_id: int, sample_count: int, last_duration: int = 0) -> None:
-        self.__dict__.update(time_base=time_base, pts=pts, keyframes=keyframes, seek_points=seek_points, reordered=reordered, packets=packets, track_id=track_id, sample_count=sample_count, last_duration=last_duration)
+    last_duration: int = 0
 
 
 def index_table(track: Track, *, head: int = 8) -> IndexTable:

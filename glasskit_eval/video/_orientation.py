@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from ..support.records import Frozen
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -26,16 +25,13 @@ _TRANSPOSE = "TRANSPOSE"
 _TRANSVERSE = "TRANSVERSE"
 
 
-class Orientation(Frozen):
+@dataclass(frozen=True, slots=True)
+class Orientation:
     """How to turn decoded pixels into what a player shows."""
 
-    _fields = ("operations", "rotation", "mirrored")
-    operations: tuple[str, ...]
-    rotation: int  # clockwise degrees a player turns the picture: 0, 90, 180 or 270
-    mirrored: bool
-
-    def __init__(self, operations: tuple[str, ...] = (), rotation: int = 0, mirrored: bool = False) -> None:
-        self.__dict__.update(operations=operations, rotation=rotation, mirrored=mirrored)
+    operations: tuple[str, ...] = ()
+    rotation: int = 0  # clockwise degrees a player turns the picture: 0, 90, 180 or 270
+    mirrored: bool = False
 
     def apply(self, image: Image.Image) -> Image.Image:
         from PIL import Image as PILImage

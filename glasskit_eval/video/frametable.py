@@ -23,12 +23,12 @@ import os
 import threading
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import VideoError
-from ..support.records import Record
 from ._mp4index import IndexTable, IndexUnusable, read_index
 from ._orientation import UPRIGHT, Orientation, orientation_from_side_data
 
@@ -46,10 +46,10 @@ class PacketInfo(NamedTuple):
     duration: int = 0  # as the demuxer reports it; 0 when it does not know
 
 
-class FrameTable(Record):
-    _fields = ("path", "codec", "format_name", "width", "height", "time_base", "average_rate", "pts",
-               "keyframes", "seek_points", "orientation", "has_b_frames", "packets_without_pts",
-               "packet_count", "first_time", "trusted", "reason", "last_duration")
+@dataclass(slots=True)
+class FrameTable:
+    """Every frame's presentation time and the keyframes of one video (see the module's docstring)."""
+
     path: Path
     codec: str
     format_name: str
@@ -70,35 +70,11 @@ class FrameTable(Record):
     packet_count: int
     first_time: Fraction
     trusted: bool
-    reason: str
+    reason: str = ""
     #: How long the last frame (in presentation order) is shown, in ``time_base`` ticks: its
     #: duration as the container gives it (``stts``, a Matroska block or default duration),
     #: else the gap before it; 0 for a single frame without one. The clip ends there.
-    last_duration: int
-
-    def __init__(self, path: Path, codec: str, format_name: str, width: int, height: int,
-                 time_base: Fraction, average_rate: Fraction | None, pts: Sequence[int],
-                 keyframes: tuple[int, ...], seek_points: tuple[int, ...], orientation: Orientation,
-                 has_b_frames: bool, packets_without_pts: int, packet_count: int, first_time: Fraction,
-                 trusted: bool, reason: str = "", last_duration: int = 0) -> None:
-        self.path = path
-        self.codec = codec
-        self.format_name = format_name
-        self.width = width
-        self.height = height
-        self.time_base = time_base
-        self.average_rate = average_rate
-        self.pts = pts
-        self.keyframes = keyframes
-        self.seek_points = seek_points
-        self.orientation = orientation
-        self.has_b_frames = has_b_frames
-        self.packets_without_pts = packets_without_pts
-        self.packet_count = packet_count
-        self.first_time = first_time
-        self.trusted = trusted
-        self.reason = reason
-        self.last_duration = last_duration
+    last_duration: int = 0
 
     @property
     def frame_count(self) -> int:

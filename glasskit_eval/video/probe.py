@@ -10,11 +10,11 @@ scene) is inside the clip for as long as it is shown.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 from ..errors import VideoError
-from ..support.records import Frozen
 from ..support.timevalues import format_time
 from ._orientation import UPRIGHT, Orientation
 from .frametable import FileKey, FrameTable, file_key, frame_table, open_container, video_stream
@@ -26,10 +26,10 @@ __all__ = ["END_TOLERANCE_S", "VideoInfo", "open_container", "probe", "video_str
 END_TOLERANCE_S = Fraction(1, 20)
 
 
-class VideoInfo(Frozen):
-    _fields = ("path", "codec", "width", "height", "time_base", "average_rate", "frame_count", "first_time",
-               "last_frame_time", "end_time", "variable_rate", "has_b_frames", "timestamps_missing",
-               "orientation", "keyframe_count", "keyframe_interval", "seekable")
+@dataclass(frozen=True, slots=True)
+class VideoInfo:
+    """Facts about a video: its stream, frame count, clip length and rate, and how it is decoded."""
+
     path: Path
     codec: str
     width: int
@@ -43,22 +43,10 @@ class VideoInfo(Frozen):
     variable_rate: bool
     has_b_frames: bool
     timestamps_missing: bool
-    orientation: Orientation
-    keyframe_count: int
-    keyframe_interval: Fraction | None  # mean seconds between keyframes
-    seekable: bool  # frames are reached by seeking (the frame table is trusted)
-
-    def __init__(self, path: Path, codec: str, width: int, height: int, time_base: Fraction,
-                 average_rate: Fraction | None, frame_count: int, first_time: Fraction,
-                 last_frame_time: Fraction, end_time: Fraction, variable_rate: bool, has_b_frames: bool,
-                 timestamps_missing: bool, orientation: Orientation = UPRIGHT, keyframe_count: int = 0,
-                 keyframe_interval: Fraction | None = None, seekable: bool = False) -> None:
-        self.__dict__.update(
-            path=path, codec=codec, width=width, height=height, time_base=time_base,
-            average_rate=average_rate, frame_count=frame_count, first_time=first_time,
-            last_frame_time=last_frame_time, end_time=end_time, variable_rate=variable_rate,
-            has_b_frames=has_b_frames, timestamps_missing=timestamps_missing, orientation=orientation,
-            keyframe_count=keyframe_count, keyframe_interval=keyframe_interval, seekable=seekable)
+    orientation: Orientation = UPRIGHT
+    keyframe_count: int = 0
+    keyframe_interval: Fraction | None = None  # mean seconds between keyframes
+    seekable: bool = False  # frames are reached by seeking (the frame table is trusted)
 
     def describe(self) -> str:
         rate = "unknown rate" if self.average_rate is None else f"{float(self.average_rate):.3f} fps"

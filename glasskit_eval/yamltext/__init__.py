@@ -2,7 +2,8 @@
 an edit that keeps everything around it byte for byte.
 
 Doors: ``source`` (loading, with located problems) and ``edit`` (text edits). Modules named
-``_*`` are back rooms.
+``_*`` are back rooms: composed nodes (``_nodes``), rendering values (``_render``), text surgery
+(``_morph``) and matching an edited list's items (``_seqplan``).
 
 What it may not know: what a case file means; ``cases`` gives it that.
 """

@@ -9,13 +9,13 @@ PyYAML would otherwise silently overwrite.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import yaml
 
 from ..errors import Problem
-from ..support.records import Record
 
 PathKey = tuple[str | int, ...]
 
@@ -36,18 +36,13 @@ def format_path(path: PathKey) -> str:
     return out
 
 
-class YamlDocument(Record):
+@dataclass(slots=True)
+class YamlDocument:
     """A loaded YAML document: its value and the line (1-based) of every node."""
 
-    _fields = ("file", "value", "lines")
     file: str
     value: Any
-    lines: dict[PathKey, int]
-
-    def __init__(self, file: str, value: Any, lines: dict[PathKey, int] | None = None) -> None:
-        self.file = file
-        self.value = value
-        self.lines = {} if lines is None else lines
+    lines: dict[PathKey, int] = field(default_factory=dict)
 
     def line(self, path: PathKey) -> int | None:
         # Fall back to the closest enclosing node that we know the line of.
