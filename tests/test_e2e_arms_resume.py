@@ -18,24 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from resumekit import (
-    FSYNCED_LOG,
-    VOLATILE,
-    checkpoint_records,
-    environment,
-    find_checkpoint,
-    log_lines,
-    normalized,
-    reusable,
-    run_command,
-    run_to_the_end,
-    run_until_signalled,
-)
+import resumekit
+from resumekit import log_lines, run_command
 from test_e2e_crash_resume import make
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
-ADAPTER = FSYNCED_LOG + """
+ADAPTER = resumekit.FSYNCED_LOG + """
 from PIL import ImageStat
 
 def create_evaluator(config):
@@ -66,7 +55,7 @@ ARMS = ("control", "wide", "dim")
 ARGS = ("--repeat", "2", "--concurrency", "2", "--arm", "control", "--arm", "wide", "--arm", "dim",
         "--seed", "5", "--keep-going")
 #: Pareto membership weighs p95 latency, which differs between any two runs.
-UNSTABLE = VOLATILE | {"pareto"}
+UNSTABLE = resumekit.VOLATILE | {"pareto"}
 
 Key = tuple[int, str, str, int, str]
 
@@ -83,11 +72,11 @@ def checkpointed(checkpoint: Path | None) -> set[Key]:
     """What a resume reuses, per arm: every intact record but adapter errors."""
     if checkpoint is None:
         return set()
-    records = checkpoint_records(checkpoint)
+    records = resumekit.checkpoint_records(checkpoint)
     for record in records:
         _trial, _case, _target, _index, arm = record["key"]  # every record of an arms run names its arm
         assert record["payload"]["arm"] == arm
-    return reusable(records)
+    return resumekit.reusable(records)
 
 
 def universe(reference: dict[str, Any]) -> list[Key]:
@@ -122,7 +111,7 @@ def calls_past(eval_dir: Path, count: int) -> bool:
 
 def test_sigkill_then_resume_with_arms_gives_the_uninterrupted_report(tmp_path: Path) -> None:
     reference_dir = make_arms(tmp_path / "reference")
-    run_to_the_end(run_command(reference_dir, tmp_path / "reference.json", None, ARGS), timeout=300)
+    resumekit.run_to_the_end(run_command(reference_dir, tmp_path / "reference.json", None, ARGS), timeout=300)
     reference = json.loads((tmp_path / "reference.json").read_text())
     every = universe(reference)
     assert {k[4] for k in every} == set(ARMS) and len(every) == 3 * 2 * 76
@@ -137,23 +126,23 @@ def test_sigkill_then_resume_with_arms_gives_the_uninterrupted_report(tmp_path: 
         before = len(log_lines(eval_dir))
         calls_before = sum(1 for line in log_lines(eval_dir) if line.startswith("call"))
         count = calls_before + rng.randint(5, 60)
-        code, _out, err = run_until_signalled(run_command(eval_dir, report, checkpoint, ARGS),
-                                              partial(calls_past, eval_dir, count), delay=rng.uniform(0, 0.01),
-                                              env=environment())
+        code, _out, err = resumekit.run_until_signalled(
+            run_command(eval_dir, report, checkpoint, ARGS), partial(calls_past, eval_dir, count),
+            delay=rng.uniform(0, 0.01), env=resumekit.environment())
         check_segment(log_lines(eval_dir)[before:], done, every)
         if code in (0, 1):
             break
         assert code == -signal.SIGKILL, err
         kills += 1
-        checkpoint = find_checkpoint(eval_dir)
+        checkpoint = resumekit.find_checkpoint(eval_dir)
     assert kills >= 3, "the run finished before it was killed often enough to prove anything"
     if not report.exists():
         done = checkpointed(checkpoint)
         before = len(log_lines(eval_dir))
-        run_to_the_end(run_command(eval_dir, report, checkpoint, ARGS), timeout=300)
+        resumekit.run_to_the_end(run_command(eval_dir, report, checkpoint, ARGS), timeout=300)
         check_segment(log_lines(eval_dir)[before:], done, every)
     resumed = json.loads(report.read_text())
-    assert normalized(resumed, UNSTABLE) == normalized(reference, UNSTABLE)
+    assert resumekit.normalized(resumed, UNSTABLE) == resumekit.normalized(reference, UNSTABLE)
     assert resumed["arms"].keys() == reference["arms"].keys() == set(ARMS)
     # Every arm evaluated every sample it had to, across all attempts.
     called = {(words[1], words[2], words[3], int(words[4])) for line in log_lines(eval_dir)
