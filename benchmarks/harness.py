@@ -8,8 +8,10 @@ exec, so encoding in the parent would raise every measured child's peak to the e
 A measured child is the calling script run again with hidden options (``child_options``); it times
 its work with ``usage`` (interpreter start-up and imports excluded, on both sides) and prints its
 figures with ``report``, which adds its own peak RSS (VmHWM). ``run_child`` starts it, reads the
-figures and adds ``rss`` in MiB. ``interleave`` runs every child once per round, in order, so a
-scenario and its baseline see the same machine.
+figures and adds ``rss`` in MiB. ``interleave`` runs every child once per round, in order (or
+rotated, so none always goes first), so a scenario and its baseline see the same machine; scripts
+that measure inside one process hand it ``timed`` or ``timed_cli`` instead of ``run_child``.
+``ratio_table``, ``print_table`` and ``print_pairs`` print the medians.
 
 Run ``python3 benchmarks/harness.py --make-video PATH SECONDS WIDTH HEIGHT textured|plain`` to
 encode one video by hand.
