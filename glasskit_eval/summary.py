@@ -148,6 +148,8 @@ class CaseHeader:
     video: str
     #: The case's targets in declaration order, as (id, label).
     targets: tuple[tuple[str, str | None], ...]
+    #: Stream targets this trial feeds in the case (after its samples).
+    streams: int = 0
 
 
 @dataclass(frozen=True, slots=True)

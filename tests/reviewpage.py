@@ -177,7 +177,15 @@ def _expected_refusal(text: str) -> bool:
 
 @contextmanager
 def opened(browser: Any, server: ReviewServer, *, permissions: list[str] | None = None) -> Iterator[Page]:
-    context = browser.new_context(viewport=VIEWPORT)
+    with opened_at(browser, server, VIEWPORT, permissions=permissions) as page:
+        yield page
+
+
+@contextmanager
+def opened_at(browser: Any, server: ReviewServer, viewport: dict[str, int], *,
+              permissions: list[str] | None = None) -> Iterator[Page]:
+    """A logged-in tab of ``viewport`` (a phone's, say)."""
+    context = browser.new_context(viewport=viewport)
     if permissions:
         context.grant_permissions(permissions, origin=f"http://127.0.0.1:{server.port}")
     problems: list[str] = []

@@ -45,7 +45,8 @@ def test_a_failure_without_a_gate_says_so_in_the_verdict(eval_dir: Path) -> None
     code, out, _err = run_cli("run", "--eval-dir", eval_dir, "--case", "door", "--target", "idx")
     assert code == 0
     assert out.rstrip("\n").splitlines()[-1].endswith("; no gate is set")
-    assert out.rstrip("\n").splitlines()[-1].startswith("PASSED: 2 failed, 2 passed, 1 ignored in ")
+    # Failures that fail nothing are not a pass: the line does not start with PASSED (the exit code is 0).
+    assert out.rstrip("\n").splitlines()[-1].startswith("NOT GATED: 2 failed, 2 passed, 1 ignored in ")
 
 
 def test_an_error_line_does_not_repeat_its_sample(eval_dir: Path) -> None:

@@ -283,3 +283,31 @@ def test_paced_clock_drops_about_half_the_frames_of_an_adapter_twice_too_slow(tm
     # An answer arrives after its frame's media time (processing time is latency): staleness > 0.
     assert all(a["time_s"] > float(Fraction(f, 10)) for a, f in zip(answers, frames))
     assert stream["staleness"]["p50_s"] > 0 and stream["staleness"]["p95_s"] >= stream["staleness"]["p50_s"]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_stream_only_run_on_a_terminal_shows_frames_fed_and_fits_it(tmp_path: Path, columns: int) -> None:
+    import re
+
+    from ptykit import run_in_pty
+
+    from glasskit_eval.reports.tables import time_label
+
+    s = scenario("cfr_h264.mp4")
+    eval_dir = write_eval(tmp_path, "cfr_h264.mp4", {"onsets": s["onsets"], "k": K, "spurious": s["spurious"]},
+                          case_text("cfr_h264.mp4", s["ats"]))
+    frames = len(s["times"])
+    result = run_in_pty(["run", "--eval-dir", str(eval_dir)], cwd=tmp_path, columns=columns)
+    assert result.returncode == 0, result.text
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", result.text)
+    assert f"case 1/1 c · 0/{frames} stream frames · 0:00 elapsed" in text
+    assert "0 samples" not in text and "By target" not in text
+    # Every line but the ones naming a path (the checkpoint's, the eval dir's) fits the terminal.
+    lines = [part for line in text.split("\r\n") for part in line.split("\r") if str(tmp_path) not in part]
+    assert max(len(line) for line in lines) <= min(columns, 80), [line for line in lines if len(line) > 80]
+    missed = f"{float(s['ats'][2]):g}s"
+    alarms = [f"false alarm @ {time_label(float(s['times'][i]))}s" for i in s["spurious"]]
+    assert f"missed event @ {missed}" in text and all(a in text for a in alarms)
+    verdict = text[text.rindex("NOT GATED: "):].replace("\r\n ", "").rstrip()
+    assert verdict.startswith("NOT GATED: 1 of 3 events missed, 2 false alarms in ")
+    assert verdict.endswith("; no gate is set")

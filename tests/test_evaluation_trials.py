@@ -101,3 +101,22 @@ def test_the_batch_memory_warning_matches_the_measured_peak_within_a_quarter(tmp
     held, peak = rss["during"] - rss["before"], rss["peak"] - rss["before"]
     assert abs(held - estimate) <= estimate / 4, (held >> 20, estimate >> 20)
     assert abs(peak - estimate) <= estimate / 4, (peak >> 20, estimate >> 20)
+
+
+def test_a_field_most_observations_lack_is_named_with_the_keys_they_have() -> None:
+    from glasskit_eval.compare.values import MissingField
+    from glasskit_eval.results import SampleResult, Status
+
+    def one(index: int, observed: object, reason: str, status: Status) -> SampleResult:
+        return SampleResult(case="walk", target="door", target_label=None, sample_index=index, timestamp_s=float(index),
+                            source="at", status=status, expected=True, field="state.open", compare_mode=None,
+                            reason=reason, observed=observed, observed_value=None)
+
+    missing = MissingField("state.open").reason
+    lacking = [one(i, {"state": {"opn": True, "score": 0.9}}, missing, Status.FAILED) for i in range(3)]
+    having = one(3, {"state": {"open": True}}, "", Status.PASSED)
+    (note,) = trials.missing_field_notes([*lacking, having])
+    assert note == ("field `state.open` is missing from 3 of 4 observations of walk/door (4 samples): "
+                    "at `state` the observation has keys: opn, score")
+    # Half or fewer lacking it: a labelling question, not a wrong path.
+    assert trials.missing_field_notes([lacking[0], having]) == []

@@ -195,3 +195,17 @@ def test_at_most_fifty_annotations_then_one_summary_annotation() -> None:
                          "samples are not annotated; see the job summary or the JUnit report for all of them")
     text = step_summary(RunSummary.of(run))
     assert text.count("| c | t |") == 50 and "… and 7 more failing samples." in text
+
+
+def test_the_job_summary_has_a_streams_section_with_each_miss_and_false_alarm() -> None:
+    from test_reports_streams import FOUR, HITS, stream
+    from test_reports_streams import summary as streams_summary
+
+    text = step_summary(streams_summary(stream(FOUR, HITS)))
+    assert text.startswith("## glasskit_eval: not gated\n\n1 cases: 1 of 4 events missed, 1 false alarm in 1 stream\n")
+    assert "### By target" not in text  # no samples: no empty table
+    assert ("### Streams\n\n| Stream | Detected | Recall | Repeats | False alarms | Latency p50/p95 | Frames |\n"
+            "|---|---|---|---|---|---|---|\n| room/lights | 3/4 | 75.0% | 0 | 1 (2.31/min) | 0/100ms | 750 |\n") in text
+    assert ("| Stream | Time | Finding | Detail |\n|---|---|---|---|\n"
+            '| room/lights | 17s | false alarm | `"on"` |\n'
+            '| room/lights | 27s | missed event | `no "on" in [27, 28]s` |\n') in text

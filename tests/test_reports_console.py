@@ -173,3 +173,25 @@ def test_a_run_failed_by_adapter_errors_does_not_say_no_gate_is_set(tmp_path: Pa
     assert "No gate is set" not in out
     assert "Only the adapter-error gate is set, so failed samples do not fail this run;" in out
     assert out.rstrip("\n").splitlines()[-1].endswith("; gates: adapter_errors")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_prose_wraps_to_its_width_and_a_pipe_gets_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from glasskit_eval.reports import progress
+    from glasskit_eval.reports.console import fit_terminal
+
+    monkeypatch.setattr(progress, "_columns", lambda stream: 80)
+    monkeypatch.delenv("TERM", raising=False)
+    line = ("    FAILED walk/lights @0.5s frame=12 expected=true observed=false reason=expected true, observed false "
+            "(the lights were off)")
+    wrapped = fit_terminal(line, _Terminal()).splitlines()
+    assert len(wrapped) == 2 and all(len(x) <= 80 for x in wrapped)
+    assert wrapped[1].startswith("      ") and " ".join(x.strip() for x in wrapped) == line.strip()
+    assert fit_terminal(line, io.StringIO()) == line
+    out = _Terminal()
+    print_summary(summary_of([result(i, Status.FAILED) for i in range(3)]), out)
+    assert max(len(x) for x in out.getvalue().splitlines() if not x.startswith("Look at the first: ")) <= 80

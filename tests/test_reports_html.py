@@ -157,3 +157,30 @@ def test_latency_and_usage_come_from_the_summary() -> None:
         "Target", "Timed", "Mean", "p50", "p90", "p95", "Max", "cost", "input_tokens"]
     assert "<td>250.0 ms</td>" in section and "<td>400.0 ms</td>" in section  # mean, max
     assert "<td>0.04</td>" in section and "<td>40</td>" in section
+
+
+def test_the_baseline_section_lists_stream_event_changes() -> None:
+    streams = {"counts": {"detected_to_missed": 1, "missed_to_detected": 0, "latency_changed": 1, "added": 0,
+                          "removed": 0},
+               "events": [{"at": 12.0, "baseline_detected": True, "baseline_latency_s": 0.0, "case": "room",
+                           "detected": False, "kind": "detected_to_missed", "latency_change_s": None,
+                           "latency_s": None, "target": "lights"},
+                          {"at": 5.0, "baseline_detected": True, "baseline_latency_s": 0.0, "case": "room",
+                           "detected": True, "kind": "latency_changed", "latency_change_s": 0.2, "latency_s": 0.2,
+                           "target": "lights"}],
+               "false_alarms": [{"baseline_false_alarms": 1.0, "case": "room", "change": 2.0, "false_alarms": 3.0,
+                                 "target": "lights"}],
+               "matched_events": 4, "regressions": 1}
+    diff = {"path": "base.json", "matched_samples": 0, "counts": {}, "changes": [], "streams": streams}
+    page = render_html(summary_of([result()]), HtmlOptions(baseline=diff))
+    section = page[page.index('<section id="baseline">'):]
+    section = section[:section.index("</section>")]
+    assert "Streams: 4 events matched; 1 detected-&gt;missed, 1 latency changed." in section
+    cells = re.findall(r"<td>(.*?)</td>", section)
+    assert cells[:9] == ["detected-&gt;missed", "room", "lights", "12 s", "detected", "missed", "0 ms", "–", "–"]
+    assert cells[9:18] == ["latency changed", "room", "lights", "5 s", "detected", "detected", "0 ms", "200 ms",
+                           "+200 ms"]
+    assert cells[18:] == ["room", "lights", "1", "3", "+2"]
+    # A damaged report's values never break the page.
+    streams["events"][0]["latency_s"] = "soon"
+    assert "Streams: 4 events matched" in render_html(summary_of([result()]), HtmlOptions(baseline=diff))

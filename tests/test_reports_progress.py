@@ -99,6 +99,50 @@ def test_heartbeat_line_mentions_errors_only_when_there_are_some() -> None:
     assert heartbeat_line(p, 40) == "[00:40] walk: 187/442 samples, 3 failed, 1 error"
 
 
+def test_a_stream_case_counts_frames_fed_and_its_eta_covers_them() -> None:
+    p = CaseProgress("room", number=1, cases=1, total=0, trial=1, trials=1, started=0.0, streams=1)
+    assert live_line(p, 0.5, 0.5) == "case 1/1 room · streams next · 0:00 elapsed"
+    p.fed(0, 750, now=1.0)
+    assert live_line(p, 1.0, 1.0) == "case 1/1 room · 0/750 stream frames · 0:01 elapsed"
+    p.fed(250, 750, now=1.0)
+    # 250 frames in 8 s: the 500 left take 16 s more.
+    assert live_line(p, 9.0, 9.0) == "case 1/1 room · 250/750 stream frames · 0:09 elapsed · ~0:16 left"
+    assert heartbeat_line(p, 40) == "[00:40] room: 250/750 stream frames"
+
+
+def test_while_samples_run_the_eta_says_streams_come_after() -> None:
+    p = CaseProgress("room", number=1, cases=1, total=4, trial=1, trials=1, started=0.0, streams=2)
+    p.add(result(Status.PASSED))
+    assert live_line(p, 1.0, 1.0) == ("case 1/1 room · target lights · 1/4 samples · 0 failed · 0 errors · "
+                                      "streams next · 0:01 elapsed · ~0:03 left + streams")
+    for _ in range(3):
+        p.add(result(Status.PASSED))
+    p.fed(10, 100, now=4.0)
+    assert live_line(p, 5.0, 5.0) == ("case 1/1 room · 4/4 samples · 0 failed · 0 errors · "
+                                      "10/100 stream frames · 0:05 elapsed · ~0:09 left")
+    assert heartbeat_line(p, 5) == "[00:05] room: 4/4 samples, 0 failed, 10/100 stream frames"
+
+
+def test_a_narrow_terminal_keeps_the_counts_and_the_time_left() -> None:
+    p = CaseProgress("room", number=1, cases=1, total=24, trial=1, trials=1, started=0.0, streams=1, done=24,
+                     failed=6, target="lit")
+    p.fed(375, 750, now=10.0)
+    line = live_line(p, 20.0, 20.0, width=79)
+    assert line == "case 1/1 room · 375/750 stream frames · 0:20 elapsed · ~0:10 left"
+    assert live_line(p, 20.0, 20.0, width=200).count(" · ") == 6
+
+
+def test_fed_frames_count_as_progress_for_heartbeats() -> None:
+    now = Clock()
+    out = io.StringIO()
+    display = ProgressDisplay(out, io.StringIO(), live=False, now=now)
+    display.case_started("room", 1, 1, 0, 1, 1, streams=1)
+    display.stream_fed(0, 750)
+    now.t += 10
+    display.stream_fed(300, 750)
+    assert out.getvalue().splitlines() == ["[00:10] room: 300/750 stream frames"]
+
+
 # --- when to write -----------------------------------------------------------------------
 
 
@@ -156,7 +200,8 @@ def test_live_line_is_throttled_and_cleared_around_other_output(monkeypatch: pyt
     monkeypatch.setattr(progress, "_columns", lambda stream: 20)
     now.t += 0.25
     display.tick()
-    assert err.getvalue().endswith("\r\033[Kcase 1/1 walk | tar")  # never wider than the terminal
+    # Never wider than the terminal; the time left outranks the target's name.
+    assert err.getvalue().endswith("\r\033[Kcase 1/1 walk | ~0:")
     display.case_finished()
     assert err.getvalue().endswith("\r\033[K")
     display.write_above("after")

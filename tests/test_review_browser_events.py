@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from evalkit import load_case
-from reviewpage import REPO, Page, browser, opened, served
+from reviewpage import REPO, Page, browser, opened, opened_at, served
 from test_e2e_streams import SCRIPTED, K
 
 from glasskit_eval.cases.model import Case
@@ -118,7 +118,9 @@ def test_events_and_emissions_are_drawn_and_edits_write_the_case(page: tuple[Pag
     t.click("#add-at")
     tab.saves(1)
     notice = tab.notice()
-    assert "Not saved" in notice and "targets.pan.events" in notice and "overlaps" in notice
+    # Named by onset, as the page shows events, not by position.
+    assert "Not saved" in notice and "targets.pan event @ 0.9s" in notice and "overlaps" in notice
+    assert "events[" not in notice
     assert path.read_bytes() == before
     t.wait_for_function("document.querySelectorAll(\".tl-row[data-target='pan'] .tl-event\").length === 4")
 
@@ -145,3 +147,69 @@ def test_events_and_emissions_are_drawn_and_edits_write_the_case(page: tuple[Pag
     assert _onsets(path) == [Fraction(3, 10), Fraction(7, 10), Fraction(13, 10), Fraction(8, 5)]
     assert _count(tab, ".tl-event") == 4
     assert tab.problems == []
+
+
+def test_an_event_opens_in_the_inspector_and_each_field_saves_that_event_alone(page: tuple[Page, Path],
+                                                                                 tmp_path: Path) -> None:
+    tab, path = page
+    t = tab.tab
+    sent: list[tuple[str, Any]] = []
+    t.on("request", lambda r: sent.append((r.method, json.loads(r.post_data or "null")))
+         if r.method in ("PUT", "PATCH") else None)
+    _row(tab).locator(".tl-event[data-event='1']").click()
+    t.wait_for_selector("#event-form:not([hidden])")
+    assert t.inner_text("#insp-where") == "pan · event @ 1s"
+    assert t.input_value("#ev-at") == "1" and t.input_value("#ev-expect") == '"boiling"'
+    assert t.is_hidden("#insp-form") and t.is_hidden("#insp-empty")
+    # The run's verdict on this event: detected, with its latency.
+    assert "detected @ 1.2s, latency 0.2s" in t.inner_text("#ev-results")
+    tab.screenshot(tmp_path, "review-event-inspector")
+
+    t.fill("#ev-comment", "the second boil")
+    t.press("#ev-comment", "Tab")
+    tab.saves(1)
+    t.fill("#ev-win-end", "0.15")
+    t.press("#ev-win-end", "Enter")
+    tab.saves(2)
+    t.fill("#ev-expect", '"steam"')
+    t.press("#ev-expect", "Tab")
+    tab.saves(3)
+    assert ("      - at: 1.0\n        window: [0, 0.15]\n        expect: steam\n        comment: the second boil\n"
+            in path.read_text())
+    _validates(path.parent.parent)
+    # Each save carried the one event, never the list.
+    assert [m for m, _b in sent] == ["PATCH"] * 3
+    assert all(set(b) == {"revision", "op", "index", "event"} and b["op"] == "set" and b["index"] == 1
+               for _m, b in sent)
+
+    # A refused change names the event by its onset and leaves the file as it was.
+    before = path.read_bytes()
+    t.fill("#ev-at", "0.35")
+    t.press("#ev-at", "Enter")
+    tab.saves(3)  # refused: no new save
+    notice = tab.notice()
+    assert "event @ 0.35s" in notice and "overlaps" in notice and "events[" not in notice
+    assert path.read_bytes() == before
+    t.wait_for_selector("#ev-at")
+    assert t.input_value("#ev-at") == "1"
+    assert tab.problems == []
+
+
+def test_on_a_phone_the_video_and_timeline_fit_the_screen(browser: Any, tmp_path: Path) -> None:
+    from evalkit import make_eval
+
+    root = make_eval(tmp_path, {"c": CASE}, adapter=SCRIPTED, videos=("cfr_h264.mp4",))
+    with served(root) as server, opened_at(browser, server, {"width": 390, "height": 844}) as tab:
+        t = tab.tab
+        sizes = t.evaluate("""() => ({page: document.documentElement.scrollWidth,
+            video: document.getElementById('stage').getBoundingClientRect().width,
+            timeline: document.getElementById('timeline').getBoundingClientRect().top})""")
+        assert sizes["page"] <= 390, sizes  # no sideways scrolling
+        assert sizes["video"] >= 300, sizes
+        assert sizes["timeline"] < 844, sizes  # in view without scrolling
+        t.screenshot(path=str(tmp_path / "review-phone.png"))
+        # The event inspector is reachable below the timeline.
+        _row(tab).locator(".tl-event[data-event='0']").click()
+        t.wait_for_selector("#event-form:not([hidden])")
+        assert t.evaluate("document.documentElement.scrollWidth") <= 390
+        assert tab.problems == []

@@ -9,8 +9,7 @@ compared on samples (``compare``: per-arm summaries and paired tests, from the r
 on stream targets' events (``streamcompare``); what ``--jitter-frames`` found (``jitter``).
 
 What it may not know: the command line, the engine's scheduling, how results are made, gates or
-reports. ``compare``
-reads results and summary counts (rooms below it) and turns them into figures; the gates made
-from those figures are ``evaluation.gates``'. Pure but for Pillow: an image and a seed in, an
+reports. ``compare`` reads results and summary counts (rooms below it) and turns them into
+figures; the gates made of those figures are ``evaluation.gates``'. Pure but for Pillow: an image and a seed in, an
 image out.
 """

@@ -180,18 +180,20 @@ def _describe_span(span: tuple[Fraction, Fraction]) -> str:
 
 def _check_window_overlaps(c: Checker, events: list[EventSpec], path: PathKey) -> None:
     # Closed windows: touching ends overlap (one emission at that instant could detect both).
-    ordered = sorted(events, key=lambda e: (e.span[0], e.index))
-    reach: EventSpec | None = None
-    for event in ordered:
-        if reach is not None and event.span[0] <= reach.span[1]:
-            first, second = sorted((reach, event), key=lambda e: e.index)
+    # Each span once: a target may have many thousands of events, and Fraction sums are not cheap.
+    spans = [(e.span, e) for e in events]
+    spans.sort(key=lambda x: (x[0][0], x[1].index))
+    reach: tuple[tuple[Fraction, Fraction], EventSpec] | None = None
+    for span, event in spans:
+        if reach is not None and span[0] <= reach[0][1]:
+            first, second = sorted((reach[1], event), key=lambda e: e.index)
             other = (*path, first.index)
             c.add((*path, second.index), f"the window {_describe_span(second.span)} of events[{second.index}] "
                   f"overlaps the window {_describe_span(first.span)} of events[{first.index}] "
                   f"({format_path(other)}, line {c.doc.line(other)}); windows of one target may not overlap "
                   "(both ends are closed): narrow a window or move an event")
-        if reach is None or event.span[1] > reach.span[1]:
-            reach = event
+        if reach is None or span[1] > reach[0][1]:
+            reach = (span, event)
 
 
 def _check_quiet_windows(c: Checker, quiet: tuple[tuple[Fraction, Fraction], ...], events: list[EventSpec],

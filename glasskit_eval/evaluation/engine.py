@@ -45,6 +45,9 @@ class RunListener(Protocol):
     def stream_finished(self, result: StreamResult, trial: int, total: int) -> None:
         """Each stream once it is fed to the end (or stopped) and scored."""
 
+    def stream_fed(self, case: str, fed: int, total: int) -> None:
+        """Frames of ``case``'s streams fed (or dropped) so far, of ``total``: as they go out."""
+
     def tick(self) -> None:
         """Called every :data:`TICK_S` while a trial runs, so progress shows while calls are slow."""
 
@@ -147,7 +150,8 @@ class CaseSplit:
     def header(self) -> CaseHeader:
         case = self.plan.case
         video = self.plan.video_path.name if self.plan.video_path.name else case.video.describe()
-        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets))
+        return CaseHeader(case.name, len(self.pending), video, tuple((t.id, t.label) for t in case.targets),
+                          len(self.streams_pending))
 
 
 def split_cases(plan: Plan, trial: int, store: ResultStore | None, pace: float | None = None,

@@ -78,6 +78,8 @@ class StreamWork:
     keep_frame: StreamFrameKeeper | None = None
     #: The stream cache's recorder (replay only; None: nothing recorded).
     tap: StreamTap | None = None
+    #: Told (frames fed or dropped so far, frames in all) as the case's streams go (a live display).
+    progress: Callable[[int, int], None] | None = None
     #: The arm whose adapter is fed (on each result; None without arms).
     arm: str | None = None
     #: An arm's perturbations: ``(image, target id, media time)`` -> the image its adapter gets.
@@ -162,6 +164,7 @@ class StreamFeeder:
         self.streams = [Stream(spec, adapter_target(spec), feed(table, self.end_time, spec.stream.every_s))
                         for spec in plan.streams if spec.stream is not None]
         self.keeper = work.keep_frame
+        self.total = sum(len(s.frames) for s in self.streams)
         if self.keeper is not None:
             for stream in self.streams:
                 assert stream.spec.stream is not None
@@ -197,6 +200,8 @@ class StreamFeeder:
 
     async def start(self) -> None:
         plan = self.work.plan
+        if self.work.progress is not None:
+            self.work.progress(0, self.total)
 
         async def one(stream: Stream) -> None:
             assert stream.spec.stream is not None
@@ -216,6 +221,8 @@ class StreamFeeder:
                         sample_index=stream.delivered, video_path=str(self.work.plan.video_path),
                         case_name=self.work.plan.case.name)
         stream.delivered += 1
+        if self.work.progress is not None:
+            self.work.progress(sum(s.delivered + s.dropped for s in self.streams), self.total)
         try:
             call = await self.caller.frame(sample, stream.target)
         finally:

@@ -11,6 +11,7 @@ record of. It knows only :class:`~.options.TrialOptions`, never the command line
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Sequence
 
@@ -192,9 +193,12 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
             mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
             # The HTML report keeps the frames of streams without an arm (an arm's are not told apart there).
             keeper = engine.stream_keeper if lane.name is None else None
+            # Lanes share one decode: the first one's frames fed stand for the case's progress.
+            progress = functools.partial(listener.stream_fed, mine.case.name) if not works else None
             works.append((lane, StreamWork(mine, trial, options.keep_going, options.pace, warner(listener),
                                            keep_frame=keeper, arm=lane.name,
-                                           perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name))))
+                                           perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name),
+                                           progress=progress)))
     fresh: dict[str | None, list[StreamResult]] = {}
     if works:
         stream_sink = engine.store.stream_sink(trial) if engine.store is not None else None
@@ -211,7 +215,7 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
 
 
 def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
-    """A target whose ``field`` is missing from every observation: the path is wrong, so say what is there."""
+    """A target whose ``field`` is missing from most observations: the path is likely wrong, so say what is there."""
     missing = MissingField("").reason
     by_target: dict[tuple[str, str], list[SampleResult]] = {}
     for r in results:
@@ -219,10 +223,12 @@ def missing_field_notes(results: Sequence[SampleResult]) -> list[str]:
             by_target.setdefault((r.target, r.field), []).append(r)
     notes = []
     for (target, field), mine in by_target.items():
-        if all(r.reason.startswith(missing) for r in mine):
+        lacking = [r for r in mine if r.reason.startswith(missing)]
+        if 2 * len(lacking) > len(mine):
             count = f"{len(mine)} sample{'s' if len(mine) != 1 else ''}"
-            notes.append(f"field `{field}` is missing from every observation of {mine[0].case}/{target} ({count}): "
-                         f"{what_is_there(mine[0].observed, field)}")
+            share = "every observation" if len(lacking) == len(mine) else f"{len(lacking)} of {len(mine)} observations"
+            notes.append(f"field `{field}` is missing from {share} of {lacking[0].case}/{target} ({count}): "
+                         f"{what_is_there(lacking[0].observed, field)}")
     return notes
 
 

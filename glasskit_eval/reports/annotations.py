@@ -157,6 +157,21 @@ def _capped(rows: list[list[str]], what: str) -> tuple[list[list[str]], list[str
     return rows[:MAX_SUMMARY_ROWS], ["", f"… and {len(rows) - MAX_SUMMARY_ROWS} more {what}."]
 
 
+def _streams_section(summary: RunSummary) -> list[str]:
+    """Every stream's figures, then each missed event and false alarm with its time (none: no section)."""
+    from .streams import STREAM_ROW_HEADERS, findings, stream_rows
+
+    rows = stream_rows(summary)
+    if not rows:
+        return []
+    out = ["", "### Streams", "", *_table(STREAM_ROW_HEADERS, rows)]
+    found = [[f.stream, f.when, f.kind, _code(f.detail)] for f in findings(summary)]
+    if found:
+        shown, more = _capped(found, "missed events and false alarms")
+        out += ["", *_table(["Stream", "Time", "Finding", "Detail"], shown), *more]
+    return out
+
+
 def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, title: str = "glasskit_eval",
                  html: str | None = None, artifacts_url: str | None = None) -> str:
     """The job summary (GitHub-flavoured Markdown), ending in a newline.
@@ -164,18 +179,25 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
     ``html``: the HTML report this run wrote; ``artifacts_url``: where the workflow run's
     artifacts are listed, to link the report from (when it is uploaded as one).
     """
+    from .console import has_samples, verdict_word
+    from .streams import event_counts
+
     run = summary.run
     total = summary.total
-    verdict = "passed" if summary.success else "failed"
-    out = [f"## {title}: {verdict}", ""]
+    out = [f"## {title}: {verdict_word(summary).lower()}", ""]
     if html is not None:
         where = f"; [the run's artifacts]({artifacts_url}) hold it once uploaded" if artifacts_url else ""
         out += [f"HTML report: {_code(html)}{where}.", ""]
     trials = f", {len(run.trials)} trials" if len(run.trials) > 1 else ""
+    events = event_counts(summary)
+    samples = has_samples(summary) or events is None
     arm = f" (arm {summary.arm}, the control; each arm's figures are its own)" if summary.arm is not None else ""
-    out.append(f"{len(run.cases)} cases{trials}{arm}: {total.evaluated} evaluated, {total.passed} passed, "
-               f"{total.failed} failed, {total.errors} errors, {total.ignored} ignored; "
-               f"pass rate {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}")
+    judged = [f"{total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, {total.errors} errors, "
+              f"{total.ignored} ignored; pass rate {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}"
+              ] if samples else []
+    if events is not None:
+        judged.append(f"{events.text()} in {events.streams} stream{'s' if events.streams != 1 else ''}")
+    out.append(f"{len(run.cases)} cases{trials}{arm}: {'; '.join(judged)}")
     gates = [(f"Trial {t.trial}" if len(run.trials) > 1 else "Run", g) for t in run.trials for g in t.gates]
     gates += [("Run", g) for g in run.gates]
     if gates:
@@ -183,10 +205,12 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
         out += _table(["Scope", "Gate", "Result", "Detail"],
                       [[scope, _code(g.name), "✅ passed" if g.passed else "❌ failed", g.message]
                        for scope, g in gates])
-    out += ["", "### By target", ""]
-    out += _table(["Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored"],
-                  [[g.display, pct(g.counts.pass_rate), str(g.counts.passed), str(g.counts.failed),
-                    str(g.counts.errors), str(g.counts.ignored)] for g in summary.targets])
+    if samples:
+        out += ["", "### By target", ""]
+        out += _table(["Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored"],
+                      [[g.display, pct(g.counts.pass_rate), str(g.counts.passed), str(g.counts.failed),
+                        str(g.counts.errors), str(g.counts.ignored)] for g in summary.targets])
+    out += _streams_section(summary)
     failing = failing_samples(summary)
     if failing:
         rows = [[(f"[{f.first.arm}] " if f.first.arm is not None else "") + f.first.case, f.first.target,

@@ -1,4 +1,4 @@
-"""The console's side-by-side table of a run's arms (at most 100 columns), rendered from an ArmsReport."""
+"""The console's side-by-side table of a run's arms (at most 80 columns), rendered from an ArmsReport."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import TextIO
 from ..arms.compare import ArmComparison, ArmsReport
 from ..support.timevalues import format_duration
 
-#: The table never gets wider than this.
-MAX_WIDTH = 100
+#: The table never gets wider than this (a terminal's default width).
+MAX_WIDTH = 80
+#: Arm names are cut to this, or to what the other columns leave of :data:`MAX_WIDTH`.
 _NAME = 14
 #: Flips listed under the table per arm, at most.
 FLIP_LINES = 5
@@ -20,12 +21,13 @@ def _pct(value: float | None) -> str:
 
 def _span(low: float, high: float, signed: bool = False) -> str:
     if signed:
-        return f"{low * 100:+.1f}..{high * 100:+.1f}"
+        # The high end's sign only when negative: ``-29.9..29.9`` fits the column ``+`` would not.
+        return f"{low * 100:+.1f}..{high * 100:.1f}"
     return f"{low * 100:.1f}-{high * 100:.1f}"
 
 
-def _name(text: str) -> str:
-    return text if len(text) <= _NAME else text[:_NAME - 1] + "…"
+def _name(text: str, width: int = _NAME) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _seconds(value: float | None) -> str:
@@ -37,34 +39,41 @@ def _cost(value: float | None) -> str:
 
 
 def table_lines(report: ArmsReport) -> list[str]:
-    """The header line, one row per arm (control first), then the flips against the control."""
+    """The header line, one row per arm (control first), the Pareto front, then the flips against the control.
+
+    Within :data:`MAX_WIDTH`: latency is the p95 the Pareto front weighs (p50 is in the JSON and
+    HTML reports), and the front is a line under the table rather than a column.
+    """
     level = next((s.interval.level for s in report.summaries.values() if s.interval is not None), 0.95)
     ci = f"{level * 100:g}% CI"
     cost = any(s.counts.cost is not None for s in report.summaries.values())
-    headers = ["Arm", "Pass", ci, "Δ pts", ci, "p(Holm)", "Flips", "p50", "p95"]
-    widths = [_NAME, 6, 11, 6, 13, 7, 5, 7, 7]
+    headers = ["Arm", "Pass", ci, "Δ pts", ci, "p(Holm)", "Flips", "p95"]
+    widths = [_NAME, 6, 11, 6, 12, 7, 5, 7]
     if cost:
         headers.append("Cost")
-        widths.append(8)
-    headers.append("Pareto")
-    widths.append(6)
+        widths.append(7)
+    widths[0] = max(8, min(_NAME, MAX_WIDTH - sum(widths[1:]) - (len(widths) - 1)))
     rows = []
     for name in report.names:
         s = report.summaries[name]
         latency = s.counts.latency
-        cells = [_name(name), _pct(s.pass_rate), _span(s.interval.low, s.interval.high) if s.interval else "-"]
+        cells = [_name(name, widths[0]), _pct(s.pass_rate),
+                 _span(s.interval.low, s.interval.high) if s.interval else "-"]
         comparison = report.overall(name)
         cells += _comparison_cells(comparison) if name != report.control else ["ctrl", "", "", ""]
-        cells += [_seconds(latency.p50 if latency else None), _seconds(latency.p95 if latency else None)]
+        cells.append(_seconds(latency.p95 if latency else None))
         if cost:
             cells.append(_cost(s.counts.cost))
-        cells.append("yes" if name in report.pareto else "")
         rows.append(cells)
 
     def line(cells: list[str]) -> str:
         return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     out = [line(headers), *(line(r) for r in rows)]
+    weighed = "pass rate, p95 latency" + (", cost" if cost else "")
+    front = [n for n in report.names if n in report.pareto]
+    if front:
+        out.append(f"Pareto front ({weighed}): {', '.join(front)}")
     for name in report.names:
         comparison = report.overall(name)
         if comparison is None or not comparison.flips:
@@ -75,7 +84,7 @@ def table_lines(report: ArmsReport) -> list[str]:
                        f"{flip.arm_status.value}" + (f" (trial {flip.trial})" if report.repeat > 1 else ""))
         if len(comparison.flips) > FLIP_LINES:
             out.append(f"  ... and {len(comparison.flips) - FLIP_LINES} more (JSON: arm_comparisons)")
-    return [text[:MAX_WIDTH] for text in out]
+    return [text if len(text) <= MAX_WIDTH else text[:MAX_WIDTH - 1] + "…" for text in out]
 
 
 def _comparison_cells(comparison: ArmComparison | None) -> list[str]:
@@ -92,27 +101,36 @@ def _delta(value: float | None, scale: float = 1.0, unit: str = "") -> str:
 
 
 def stream_lines(report: ArmsReport) -> list[str]:
-    """Each arm against the control per stream target: recall, false alarms/min, latency p95 (empty without streams)."""
+    """Each arm against the control per stream target: recall, false alarms/min, latency p95 (empty without streams).
+
+    One block per stream target, its name on a line of its own, so the rows fit :data:`MAX_WIDTH`
+    whatever the case and target are called.
+    """
     if not report.streams:
         return []
-    headers = ["Arm", "Stream", "Recall", "Δ pts", "FA/min", "Δ", "Lat p95", "Δ", "Only ctrl/arm", "p"]
-    widths = [_NAME, 18, 6, 6, 6, 6, 7, 7, 13, 6]
+    headers = ["Arm", "Recall", "Δ pts", "FA/min", "Δ", "Lat p95", "Δ", "Only ctrl/arm", "p"]
+    widths = [_NAME, 6, 6, 6, 6, 7, 7, 13, 6]
 
     def line(cells: list[str]) -> str:
-        return " ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     out = [line(headers)]
-    for c in report.streams:
+    shown: str | None = None
+    order = {key: i for i, key in reversed(list(enumerate((c.case, c.target) for c in report.streams)))}
+    for c in sorted(report.streams, key=lambda c: order[(c.case, c.target)]):
+        stream = f"{c.case}/{c.target}"
+        if stream != shown:
+            out.append(_name(stream, MAX_WIDTH))
+            shown = stream
         mine = c.arm_figures
         recall, per_min, p95 = mine.recall, mine.false_alarms_per_min, mine.latency_p95
-        stream = f"{c.case}/{c.target}"
-        out.append(line([_name(c.arm), stream if len(stream) <= 18 else stream[:17] + "…",
+        out.append(line(["  " + _name(c.arm, widths[0] - 2),
                          _pct(None if recall is None else float(recall)), _delta(c.delta_recall, 100),
                          "-" if per_min is None else f"{float(per_min):.2f}", _delta(c.delta_false_alarms_per_min),
                          _seconds(None if p95 is None else float(p95)),
                          "-" if c.delta_latency_p95_s is None else f"{c.delta_latency_p95_s * 1000:+.0f}ms",
                          f"{c.control_only}/{c.arm_only}", f"{c.p_value:.3g}"]))
-    return [text[:MAX_WIDTH] for text in out]
+    return out
 
 
 def print_arms(report: ArmsReport, out: TextIO) -> None:

@@ -19,6 +19,7 @@ from ..support.outside import inline, quoted_lines
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
+from .streams import EventCounts
 from .tables import WIDTH, compact, pct, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33",
@@ -45,9 +46,12 @@ class ConsoleListener:
         self.colour = use_colour(self.out)
         self.case_names = list(case_names)
         self.progress = ProgressDisplay(self.out, err or sys.stderr, live=live)
+        #: Streams of the running case not yet reported: its progress lasts until they are.
+        self._streams_left = 0
+        self._trial = (1, 1)
 
     def _print(self, text: str = "") -> None:
-        self.progress.write_above(text)
+        self.progress.write_above(fit_terminal(text, self.out))
 
     def _status(self, status: Status) -> str:
         word = status.value.upper()
@@ -56,13 +60,26 @@ class ConsoleListener:
         return word
 
     def trial_started(self, trial: int, total: int) -> None:
+        self._trial = (trial, total)
         self._print()
         self._print(f"Trial {trial}/{total}")
 
     def case_started(self, case: CaseHeader, trial: int, total: int) -> None:
-        self._print(f"Case {case.name} ({case.samples} samples, video={case.video})")
-        number = self.case_names.index(case.name) + 1 if case.name in self.case_names else 1
-        self.progress.case_started(case.name, number, max(len(self.case_names), 1), case.samples, trial, total)
+        self._print(f"Case {case.name} ({case_contents(case)}, video={case.video})")
+        self._trial = (trial, total)
+        self._streams_left = case.streams
+        self.progress.case_started(case.name, self._number(case.name), max(len(self.case_names), 1), case.samples,
+                                   trial, total, streams=case.streams)
+
+    def _number(self, case: str) -> int:
+        return self.case_names.index(case) + 1 if case in self.case_names else 1
+
+    def stream_fed(self, case: str, fed: int, total: int) -> None:
+        if self.progress.case is None or self.progress.case.case != case:
+            # A resumed case whose samples were all done is not announced: its streams still show.
+            self.progress.case_started(case, self._number(case), max(len(self.case_names), 1), 0, *self._trial,
+                                       streams=1)
+        self.progress.stream_fed(fed, total)
 
     def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
         """A result as soon as it is judged: failures (every result with --verbose) are printed now."""
@@ -81,8 +98,12 @@ class ConsoleListener:
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
         arm = f" [{result.arm}]" if result.arm is not None else ""
         self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
-                    f"{m.detected}/{m.events} events detected, {m.repeats} repeats, {m.false_alarms} false alarms"
+                    f"{m.detected}/{m.events} events detected, {_plural(m.repeats, 'repeat')}, "
+                    f"{_plural(m.false_alarms, 'false alarm')}"
                     f"{stopped}")
+        self._streams_left -= 1
+        if self._streams_left <= 0:
+            self.progress.case_finished()
 
     def tick(self) -> None:
         self.progress.tick()
@@ -91,7 +112,8 @@ class ConsoleListener:
         self._print(f"warning: {text}")
 
     def case_finished(self, case: CaseHeader, results: list[SampleResult], trial: int, total: int) -> None:
-        self.progress.case_finished()
+        if not case.streams:
+            self.progress.case_finished()
         for target_id, label in case.targets:
             mine = [r for r in results if r.target == target_id]
             if not mine:
@@ -116,6 +138,48 @@ class ConsoleListener:
                 f"{frame} expected={compact(r.expected)}{observed} reason={shown_reason(r)}{inline(at)}")
 
 
+def fit_terminal(text: str, stream: TextIO) -> str:
+    """``text`` as a terminal of its width shows it without running past the edge: a long line
+    (a failure's reason) wraps onto lines indented under it. Pipes and logs get it unchanged, one
+    line per result, for grep."""
+    if not use_colour_or_terminal(stream):
+        return text
+    import textwrap
+
+    from .progress import terminal_columns
+
+    width = terminal_columns(stream)
+    out = []
+    for line in text.split("\n"):
+        if len(_ANSI.sub("", line)) <= width:
+            out.append(line)
+            continue
+        lead = len(line) - len(line.lstrip(" "))
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=" " * (lead + 2),
+                             break_long_words=False, break_on_hyphens=False, drop_whitespace=True) or [line]
+    return "\n".join(out)
+
+
+_ANSI = re.compile(r"\033\[[0-9;]*m")
+
+
+def use_colour_or_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def case_contents(case: CaseHeader) -> str:
+    """``12 samples``, ``1 stream`` or ``12 samples, 2 streams``: what the case's header announces."""
+    parts = [_plural(case.samples, "sample")] if case.samples or not case.streams else []
+    if case.streams:
+        parts.append(_plural(case.streams, "stream"))
+    return ", ".join(parts)
+
+
 def indent_block(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
@@ -125,7 +189,9 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     """The run's summary; ``gated_elsewhere``: a shard, whose gates ``merge-reports`` applies;
     ``fold``: long tables fold into GitHub Actions log groups (their title stays visible)."""
     def p(text: str = "") -> None:
-        print(text, file=out)
+        # A command to copy stays one line; prose wraps on a terminal (see fit_terminal).
+        keep = text.startswith(("Look at the first: ", "Resume with")) or "\nLook at the first: " in text
+        print(text if keep else fit_terminal(text, out), file=out)
 
     def section(text: str) -> None:
         if not fold:
@@ -136,15 +202,24 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         p(rest)
         p("::endgroup::")
 
+    from .streams import event_counts, stream_findings, stream_stability_table, stream_table
+
     run = summary.run
     total = summary.total
     many = len(run.trials) > 1
+    events = event_counts(summary)
+    # A run of stream targets only has no sample figures to show: no zero counts, no empty table.
+    samples = has_samples(summary) or events is None
     p()
     p(f"Eval: {run.eval_dir}")
     p(f"Cases: {len(run.cases)}")
     if summary.arm is not None:
         p(f"Arm: {summary.arm} (the control; arms are never pooled: each arm's figures are in the arms table)")
-    if not many:
+    if events is not None:
+        p(streams_headline(events, many))
+    if not samples:
+        pass
+    elif not many:
         p(f"Samples: {total.evaluated} evaluated, {total.passed} passed, {total.failed} failed, "
           f"{total.errors} errors, {total.ignored} ignored")
         p(f"Pass rate: {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}")
@@ -172,8 +247,10 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
     unit = "attempt" if many else "sample"
     if total.average_latency is not None:
         p(f"Avg evaluation latency: {total.average_latency * 1000:.2f}ms/{unit}")
-    if run.duration_seconds > 0:
+    if run.duration_seconds > 0 and samples:
         p(f"Throughput: {total.evaluated / run.duration_seconds:.2f} {unit}s/s")
+    elif run.duration_seconds > 0 and events is not None:
+        p(f"Throughput: {events.frames / run.duration_seconds:.1f} frames/s")
     for line in console_lines(summary, latency=_latency_says_something(summary)):
         p(line)
 
@@ -195,14 +272,17 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
             p(table("Failed gates", ["Gate", "Detail"], [[g.name, g.message] for _s, g in failed_gates],
                     [False, False], width=WIDTH))
 
-    p()
-    section(_target_table(summary))
-    from .streams import stream_stability_table, stream_table
-
+    if samples:
+        p()
+        section(_target_table(summary))
     for streams in (stream_table(summary), stream_stability_table(summary)):
         if streams is not None:
             p()
             section(streams)
+    findings = stream_findings(summary)
+    if findings:
+        p()
+        section("\n".join(findings))
     if many:
         unstable = [s for s in summary.stability if s.flaky or s.consistently_failed]
         if unstable:
@@ -243,27 +323,65 @@ def print_end(summary: RunSummary, written: Sequence[str], out: TextIO) -> None:
     print(file=out)
     for name in written:
         print(f"Wrote {name}", file=out)
-    print(verdict_line(summary), file=out)
+    print(fit_terminal(verdict_line(summary), out), file=out)
+
+
+def has_samples(summary: RunSummary) -> bool:
+    """Whether the run judged (or ignored) any sample; a run of stream targets only has none."""
+    return any(t.results for t in summary.run.trials)
+
+
+def streams_headline(events: EventCounts, many: bool) -> str:
+    """``Streams: 1 (750 frames fed): 1 of 4 events missed, 1 false alarm`` (over every trial with --repeat)."""
+    over = " over every trial" if many else ""
+    return (f"Streams: {events.streams} ({events.frames} frames fed){over}: {events.text()}")
 
 
 def verdict_line(summary: RunSummary) -> str:
-    """The last line of a run, in pytest's manner: what happened, how long it took, which gates failed."""
+    """The last line of a run, in pytest's manner: what was judged, how long it took, which gates failed.
+
+    Samples and stream events are both counted. A run that judged something wrong but passed
+    because no gate looks at it says ``NOT GATED`` (its exit code is still 0, as upstream's),
+    never ``PASSED``.
+    """
+    from .streams import event_counts
+
     total = summary.total
     parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
                                            (total.passed, "passed"), (total.ignored, "ignored"),
                                            (total.not_evaluated, "not evaluated")) if n]
-    counts = ", ".join(parts) or "nothing evaluated"
+    events = event_counts(summary)
+    judged = [", ".join(parts)] if parts else []
+    if events is not None:
+        judged.append(events.text())
+    counts = "; ".join(judged) or "nothing evaluated"
     failed = sorted({g.name for _scope, g in summary.failed_gates()})
     if failed:
         tail = f"; gates: {', '.join(failed)}"
-    elif (total.failed or total.errors) and not summary.correctness_gated:
+    elif _ungated(summary):
         tail = "; no gate is set"
     else:
         tail = ""
-    word = "PASSED" if summary.success else "FAILED"
     from .early_stop import verdict_tail
 
-    return f"{word}: {counts} in {seconds(summary.run.duration_seconds)}{tail}{verdict_tail(summary)}"
+    return f"{verdict_word(summary)}: {counts} in {seconds(summary.run.duration_seconds)}{tail}{verdict_tail(summary)}"
+
+
+def _ungated(summary: RunSummary) -> bool:
+    """Something was judged wrong and no gate looks at it: a failed sample without a correctness
+    gate, or a missed event, false alarm or stopped stream without a stream gate."""
+    from .streams import event_counts, streams_gated
+
+    total = summary.total
+    events = event_counts(summary)
+    samples_wrong = bool(total.failed or total.errors) and not summary.correctness_gated
+    events_wrong = events is not None and events.bad and not streams_gated(summary)
+    return samples_wrong or events_wrong
+
+
+def verdict_word(summary: RunSummary) -> str:
+    """``PASSED``, ``FAILED`` (a gate failed), or ``NOT GATED`` (it passed only because no gate judged what went wrong)."""
+    return "FAILED" if not summary.success else "NOT GATED" if _ungated(summary) else "PASSED"
 
 #: Rows of the failure table; the rest are counted and left to the JSON report.
 FAILURE_ROWS = 20

@@ -44,14 +44,19 @@ def table(section_id: str, title: str, head: Sequence[str], body: Sequence[Seque
     """
     if not body:
         return ""
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    opens = [f'<tr class="jump" data-jump="{j}">' for j in jumps] if jumps is not None else ["<tr>"] * len(body)
-    tr = "".join(tag + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for tag, row in zip(opens, body))
-    grid = f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{tr}</tbody></table></div>'
+    grid = _grid(head, body, jumps)
     if fold and len(body) == 1:
         return (f'<section id="{section_id}" class="folded"><details><summary><h2>{esc(title)}</h2> '
                 f'<span class="hint">(one row)</span></summary>{extra}{grid}</details></section>')
     return f'<section id="{section_id}"><h2>{esc(title)}</h2>{extra}{grid}</section>'
+
+
+def _grid(head: Sequence[str], body: Sequence[Sequence[str]], jumps: Sequence[int] | None = None) -> str:
+    """A table that scrolls sideways in its own box; cells are markup."""
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    opens = [f'<tr class="jump" data-jump="{j}">' for j in jumps] if jumps is not None else ["<tr>"] * len(body)
+    tr = "".join(tag + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for tag, row in zip(opens, body))
+    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{tr}</tbody></table></div>'
 
 
 def _time_of(value: Any) -> str:
@@ -79,7 +84,7 @@ def baseline(diff: Mapping[str, Any] | None) -> str:
         "no changes")
     extra = (f'<p class="meta">Against <code>{esc(str(diff.get("path", "")))}</code>: '
              f'{esc(str(diff.get("matched_samples", 0)))} samples matched; {esc(summary)}.</p>'
-             + _significance(diff.get("significance")))
+             + _significance(diff.get("significance")) + stream_changes(diff.get("streams")))
     rows = []
     for c in diff.get("changes") or []:
         rows.append([esc(str(c.get("kind", ""))).replace("_", " "), esc(str(c.get("case", ""))),
@@ -91,6 +96,48 @@ def baseline(diff: Mapping[str, Any] | None) -> str:
     return table("baseline", "Changes against the baseline", ["Change", "Case", "Target", "Time", "Before",
                                                                 "After", "Observed before", "Observed after"],
                  rows, extra, fold=False)
+
+
+def _ms_of(value: Any, sign: str = "") -> str:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f"{float(value) * 1000:{sign}.0f} ms" if ok else "–"
+
+
+def _number_of(value: Any, sign: str = "") -> str:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f"{float(value):{sign}g}" if ok else "–"
+
+
+def _detected_of(value: Any) -> str:
+    return "detected" if value is True else "missed" if value is False else "–"
+
+
+def stream_changes(streams: Any) -> str:
+    """The streams' part of the baseline section, from the JSON report's ``baseline.streams``: the counts,
+    each changed event (detected->missed first, latency changes) and each stream whose false alarms changed."""
+    if not isinstance(streams, Mapping):
+        return ""
+    from .streambaseline import EVENT_KINDS
+
+    counts = streams.get("counts") or {}
+    said = ", ".join(f"{counts[kind]} {kind.replace('_to_', '->').replace('_', ' ')}"
+                     for kind in EVENT_KINDS if counts.get(kind)) or "no changes"
+    out = (f'<p class="meta" id="baseline-streams">Streams: {esc(str(streams.get("matched_events", 0)))} events '
+           f'matched; {esc(said)}.</p>')
+    events = [c for c in streams.get("events") or [] if isinstance(c, Mapping)]
+    if events:
+        rows = [[esc(str(c.get("kind", "")).replace("_to_", "->").replace("_", " ")), esc(str(c.get("case", ""))),
+                 esc(str(c.get("target", ""))), esc(_time_of(c.get("at"))), esc(_detected_of(c.get("baseline_detected"))),
+                 esc(_detected_of(c.get("detected"))), esc(_ms_of(c.get("baseline_latency_s"))),
+                 esc(_ms_of(c.get("latency_s"))), esc(_ms_of(c.get("latency_change_s"), "+"))] for c in events]
+        out += _grid(["Event change", "Case", "Target", "At", "Before", "After", "Latency before", "after", "change"],
+                     rows)
+    alarms = [a for a in streams.get("false_alarms") or [] if isinstance(a, Mapping) and a.get("change")]
+    if alarms:
+        rows = [[esc(str(a.get("case", ""))), esc(str(a.get("target", ""))), esc(_number_of(a.get("baseline_false_alarms"))),
+                 esc(_number_of(a.get("false_alarms"))), esc(_number_of(a.get("change"), "+"))] for a in alarms]
+        out += _grid(["Case", "Target", "False alarms before", "after", "change"], rows)
+    return out
 
 
 def _significance(test: Any) -> str:

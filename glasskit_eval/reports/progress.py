@@ -48,6 +48,26 @@ class CaseProgress:
     failed: int = 0
     errors: int = 0
     target: str | None = None
+    #: Stream targets fed after the samples (their frames are counted once they start).
+    streams: int = 0
+    frames_fed: int = 0
+    frames_total: int = 0
+    #: When the first stream frame went out (None: the streams have not started).
+    streams_started: float | None = None
+
+    @property
+    def streaming(self) -> bool:
+        return self.streams_started is not None
+
+    def fed(self, fed: int, total: int, now: float) -> None:
+        if self.streams_started is None:
+            self.streams_started = now
+        self.frames_fed, self.frames_total = fed, total
+
+    @property
+    def work_done(self) -> int:
+        """Samples finished plus frames fed: whether anything moved since a heartbeat."""
+        return self.done + self.frames_fed
 
     def add(self, result: SampleResult) -> None:
         self.done += 1
@@ -73,33 +93,71 @@ def _plural(count: int, one: str, many: str) -> str:
 
 
 def remaining(p: CaseProgress, now: float) -> float | None:
-    """Seconds the case still needs at its pace so far (None before its first sample)."""
+    """Seconds the case still needs at its pace so far (None before its first sample or frame).
+
+    While its streams are fed, at the streams' own pace (frames go one at a time per stream,
+    samples side by side: one pace says nothing of the other).
+    """
+    if p.streaming:
+        assert p.streams_started is not None
+        if p.frames_fed == 0:
+            return None
+        return (now - p.streams_started) / p.frames_fed * max(0, p.frames_total - p.frames_fed)
     if p.done == 0 or p.done >= p.total:
         return None if p.done == 0 else 0.0
     return (now - p.started) / p.done * (p.total - p.done)
 
 
-def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ") -> str:
-    """``case 2/5 walk · target lights · 187/442 samples · 3 failed · 0 errors · 0:14 elapsed · ~0:19 left``."""
-    parts = []
+def _samples_shown(p: CaseProgress) -> bool:
+    return p.total > 0 or not p.streams
+
+
+def _frames(p: CaseProgress) -> str:
+    return f"{p.frames_fed}/{p.frames_total} stream frames" if p.streaming else "streams next"
+
+
+def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ", width: int | None = None) -> str:
+    """``case 2/5 walk · target lights · 187/442 samples · 3 failed · 0 errors · 0:14 elapsed · ~0:19 left``.
+
+    A case with stream targets adds ``312/750 stream frames`` once they are fed (``streams next``
+    before); its ETA then covers the frames left. While samples run, ``+ streams`` says the ETA does
+    not yet count streams whose pace is unknown. Within ``width``, the least telling parts go first
+    (the target, a zero error count, the failures), so the counts and the time left stay.
+    """
+    # (text, rank): a part of higher rank is dropped first when the line is too wide.
+    parts: list[tuple[str, int]] = []
     if p.trials > 1:
-        parts.append(f"trial {p.trial}/{p.trials}")
-    parts.append(f"case {p.number}/{p.cases} {p.case}")
-    if p.target is not None:
-        parts.append(f"target {p.target}")
-    parts += [f"{p.done}/{p.total} samples", f"{p.failed} failed", _plural(p.errors, "error", "errors"),
-              f"{clock(elapsed)} elapsed"]
+        parts.append((f"trial {p.trial}/{p.trials}", 0))
+    parts.append((f"case {p.number}/{p.cases} {p.case}", 0))
+    if p.target is not None and not p.streaming:
+        parts.append((f"target {p.target}", 4))
+    if _samples_shown(p):
+        # Once the streams run, the samples are done: their count gives way before the clock does.
+        parts += [(f"{p.done}/{p.total} samples", 2 if p.streaming else 1), (f"{p.failed} failed", 2 if p.failed else 3),
+                  (_plural(p.errors, "error", "errors"), 2 if p.errors else 3)]
+    if p.streams or p.streaming:
+        parts.append((_frames(p), 0))
+    parts.append((f"{clock(elapsed)} elapsed", 1))
     left = remaining(p, now)
     if left is not None:
-        parts.append(f"~{clock(left)} left")
-    return sep.join(parts)
+        parts.append((f"~{clock(left)} left" + (" + streams" if p.streams and not p.streaming else ""), 0))
+    line = sep.join(text for text, _rank in parts)
+    for rank in (4, 3, 2, 1):
+        if width is None or len(line) <= width:
+            break
+        parts = [(text, r) for text, r in parts if r != rank]
+        line = sep.join(text for text, _rank in parts)
+    return line
 
 
 def heartbeat_line(p: CaseProgress, elapsed: float) -> str:
-    """``[00:40] walkthrough: 187/442 samples, 3 failed`` (and the errors, when there are any)."""
+    """``[00:40] walkthrough: 187/442 samples, 3 failed`` (and the errors, when there are any; and the stream frames)."""
     trial = f" (trial {p.trial}/{p.trials})" if p.trials > 1 else ""
     errors = f", {_plural(p.errors, 'error', 'errors')}" if p.errors else ""
-    return f"[{clock(elapsed, wide=True)}] {p.case}{trial}: {p.done}/{p.total} samples, {p.failed} failed{errors}"
+    parts = [f"{p.done}/{p.total} samples, {p.failed} failed{errors}"] if _samples_shown(p) else []
+    if p.streaming:
+        parts.append(_frames(p))
+    return f"[{clock(elapsed, wide=True)}] {p.case}{trial}: {', '.join(parts)}"
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -107,6 +165,11 @@ def is_terminal(stream: TextIO) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+def terminal_columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to (80 when it does not say)."""
+    return _columns(stream)
 
 
 def _columns(stream: TextIO) -> int:
@@ -139,12 +202,24 @@ class ProgressDisplay:
 
     # -- events
 
-    def case_started(self, case: str, number: int, cases: int, total: int, trial: int, trials: int) -> None:
+    def case_started(self, case: str, number: int, cases: int, total: int, trial: int, trials: int,
+                     streams: int = 0) -> None:
         now = self.now()
-        self.case = CaseProgress(case, number, cases, total, trial, trials, started=now)
+        self.case = CaseProgress(case, number, cases, total, trial, trials, started=now, streams=streams)
         self._beat_at = now
         self._beat_done = 0
         self._draw(force=True)
+
+    def stream_fed(self, fed: int, total: int) -> None:
+        """The running case's streams fed ``fed`` of ``total`` frames (see :meth:`case_started`)."""
+        if self.case is None:
+            return
+        first = not self.case.streaming
+        self.case.fed(fed, total, self.now())
+        if first and self.live:
+            self._draw(force=True)
+        else:
+            self.tick()
 
     def result(self, result: SampleResult) -> None:
         if self.case is None:
@@ -161,9 +236,9 @@ class ProgressDisplay:
             return
         now = self.now()
         since = now - self._beat_at
-        if since >= HEARTBEAT_MAX_S or (since >= HEARTBEAT_MIN_S and self.case.done != self._beat_done):
+        if since >= HEARTBEAT_MAX_S or (since >= HEARTBEAT_MIN_S and self.case.work_done != self._beat_done):
             self._beat_at = now
-            self._beat_done = self.case.done
+            self._beat_done = self.case.work_done
             self._emit(heartbeat_line(self.case, now - self.run_started))
 
     def case_finished(self) -> None:
@@ -204,12 +279,15 @@ class ProgressDisplay:
             now = self.now()
             if not force and now - self._drawn_at < REDRAW_S:
                 return
-            line = live_line(self.case, now - self.run_started, now, self._sep)
+            width = max(1, _columns(self.err) - 1)
+            line = live_line(self.case, now - self.run_started, now, self._sep, width)
             # A line wider than the terminal wraps, and \r then redraws only its last part.
-            line = line[:max(1, _columns(self.err) - 1)]
+            line = line[:width]
+            # Ctrl+C's message must not be glued onto it (see support.interrupts). Said before the
+            # line is written: a signal handled between the write and this (another thread may be
+            # drawing) would otherwise see the line as closed; a newline too many is harmless.
+            note_open_line(True)
             self.err.write(_CLEAR + line)
             self.err.flush()
             self._shown = line
             self._drawn_at = now
-            # Ctrl+C's message must not be glued onto it (see support.interrupts).
-            note_open_line(True)

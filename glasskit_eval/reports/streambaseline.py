@@ -16,7 +16,7 @@ from typing import Any
 
 from ..results import StreamResult
 from ..statistics.descriptive import mean
-from .tables import table, time_label
+from .tables import WIDTH, table, time_label
 
 EVENT_KINDS = ("detected_to_missed", "missed_to_detected", "latency_changed", "added", "removed")
 REGRESSION = "detected_to_missed"
@@ -179,13 +179,30 @@ def summary_line(d: StreamDiff) -> str:
     return f"Streams: {d.matched_events} events matched; {counts or 'no changes'}{alarms}"
 
 
+def _latency_change(c: EventChange) -> str:
+    """``0ms -> 200ms (+200ms)``; one side alone when the other has none."""
+    before = c.before.latency_s if c.before else None
+    after = c.after.latency_s if c.after else None
+    if before is None and after is None:
+        return "-"
+    change = c.latency_change_s
+    return f"{_ms(before)} -> {_ms(after)}" + (f" ({_ms(change, '+')})" if change is not None else "")
+
+
+def console_event_rows(d: StreamDiff) -> list[list[str]]:
+    """The event changes within the console's 80 columns: one ``case/target`` column, latency as one change."""
+    return [[c.kind.replace("_to_", "->").replace("_", " "), f"{c.case}/{c.target}", f"{time_label(c.at)}s",
+             _yes(c.before), _yes(c.after), _latency_change(c)] for c in d.events]
+
+
 def format_stream_diff(d: StreamDiff) -> str:
     parts = [summary_line(d)]
     if d.events:
-        parts.append(table("Event changes against the baseline", EVENT_HEADERS, event_rows(d),
-                           [False, False, False, True, False, False, True, True, True]))
+        parts.append(table("Event changes against the baseline",
+                           ["Change", "Stream", "At", "Before", "After", "Latency"], console_event_rows(d),
+                           [False, False, True, False, False, False], width=WIDTH))
     rows = alarm_rows(d)
     if rows:
         parts.append(table("False alarm changes against the baseline", ALARM_HEADERS, rows,
-                           [False, False, True, True, True]))
+                           [False, False, True, True, True], width=WIDTH))
     return "\n\n".join(parts)

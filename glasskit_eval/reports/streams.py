@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..results import StreamResult
+from ..results import StreamMetrics, StreamResult
 from ..summary import RunSummary
 from .locations import Locations, event_key, relative_path
+from .tables import WIDTH as CONSOLE_WIDTH
 from .tables import compact, pct, table, time_label
-
-WIDTH = 100
 
 
 def _streams(summary: RunSummary) -> list[StreamResult]:
@@ -35,23 +35,172 @@ def _ms(value: Fraction | None) -> str:
     return "-" if value is None else f"{float(value) * 1000:.0f}ms"
 
 
-def stream_table(summary: RunSummary) -> str | None:
-    """The console table of every stream (None when the run has no stream targets)."""
+def _latencies(m: StreamMetrics) -> str:
+    """``120/310ms`` (p50/p95), or ``1.2/3.4s`` once a figure reaches ten seconds."""
+    if m.latency_p50 is None or m.latency_p95 is None:
+        return "-"
+    p50, p95 = float(m.latency_p50), float(m.latency_p95)
+    if p95 >= 10:
+        return f"{p50:.1f}/{p95:.1f}s"
+    return f"{p50 * 1000:.0f}/{p95 * 1000:.0f}ms"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(1, width - 1)] + "…"
+
+
+def _fit_name(text: str, width: int) -> str:
+    """Cut in the middle: a ``case/target`` keeps the start of its case and the end of its target."""
+    if len(text) <= width:
+        return text
+    head = (width - 1 + 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+#: The narrowest the Stream column gets before a run's widest table would pass :data:`~.tables.WIDTH`.
+_MIN_NAME = 12
+
+
+def stream_table(summary: RunSummary, width: int = CONSOLE_WIDTH) -> str | None:
+    """The console table of every stream, within ``width`` columns (None when the run has no stream targets).
+
+    One ``case/target`` column (cut with ``…`` only when it alone would pass ``width``); latencies
+    as p50/p95 (the maximum is in the JSON and HTML reports).
+    """
     streams = _streams(summary)
     if not streams:
         return None
+    headers = list(STREAM_ROW_HEADERS)
+    rows = stream_rows(summary)
+    if all(row[3] == "0" for row in rows):
+        # No stream repeated itself: the column would say nothing, and its width goes to the names.
+        del headers[3]
+        for row in rows:
+            del row[3]
+    rest = sum(max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers) if i) + 2 * (len(headers) - 1)
+    room = max(_MIN_NAME, width - rest)
+    for row in rows:
+        row[0] = _fit_name(row[0], room)
+    return table("Streams", headers, rows, [False] + [True] * (len(headers) - 1))
+
+
+def rounded(value: float) -> str:
+    """A rate as people read it: three significant figures, never ``187.97826086956522`` (``188``, ``2.31``)."""
+    if value == 0 or abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+#: Missed events and false alarms listed under the Streams table, at most (the rest are in the reports).
+STREAM_FINDINGS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A missed event, a false alarm or a stopped stream, at its media time (every reporter lists the same)."""
+
+    stream: str
+    time: Fraction | None
+    kind: str
+    detail: str
+
+    @property
+    def when(self) -> str:
+        return "-" if self.time is None else f"{time_label(float(self.time))}s"
+
+
+def findings(summary: RunSummary) -> list[Finding]:
+    """Each stream's misses and false alarms in time order (a stopped stream's error first), streams in run order."""
+    many = len(summary.run.trials) > 1
+    out: list[Finding] = []
+    for s in _streams(summary):
+        name = f"{s.case}/{_named(s)}" + (f" [trial {s.trial}]" if many else "")
+        found = [Finding(name, event.at, "missed event",
+                         f"no {compact(event.expect)} in [{time_label(float(event.span[0]))}, "
+                         f"{time_label(float(event.span[1]))}]s") for event in s.events if not event.detected]
+        found += [Finding(name, alarm.time, "false alarm", compact(alarm.value)) for alarm in s.false_alarms]
+        found.sort(key=lambda f: f.time or 0)
+        if s.error:
+            found.insert(0, Finding(name, None, "stopped", s.error))
+        out += found
+    return out
+
+
+def stream_findings(summary: RunSummary, width: int = CONSOLE_WIDTH) -> list[str]:
+    """Each missed event and false alarm with its time, so the console says when, not only how many."""
+    lines = [_fit(f"  {f.stream}  {f.kind} @ {f.when}: {f.detail}" if f.time is not None
+                  else f"  {f.stream}  {f.kind}: {f.detail}", width) for f in findings(summary)]
+    if not lines:
+        return []
+    shown = lines[:STREAM_FINDINGS]
+    if len(lines) > len(shown):
+        shown.append(f"  ... and {len(lines) - len(shown)} more (JSON report: streams)")
+    return ["Missed events and false alarms", *shown]
+
+
+def stream_rows(summary: RunSummary) -> list[list[str]]:
+    """One row per stream, under :data:`STREAM_ROW_HEADERS` (the console's table and the job summary's)."""
     many = len(summary.run.trials) > 1
     rows = []
-    for s in streams:
+    for s in _streams(summary):
         m = s.metrics
-        per_min = "-" if m.false_alarms_per_min is None else f"{float(m.false_alarms_per_min):.2f}"
+        per_min = "" if m.false_alarms_per_min is None else f" ({rounded(float(m.false_alarms_per_min))}/min)"
         frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
-        rows.append([s.case, _named(s) + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
-                     pct(None if m.recall is None else float(m.recall)), str(m.repeats), str(m.false_alarms),
-                     per_min, _ms(m.latency_p50), _ms(m.latency_p95), _ms(m.latency_max), frames])
-    return table("Streams", ["Case", "Target", "Detected", "Recall", "Repeats", "False alarms", "FA/min",
-                             "Latency p50", "p95", "max", "Frames"], rows,
-                 [False, False, True, True, True, True, True, True, True, True, True], width=WIDTH)
+        rows.append([f"{s.case}/{_named(s)}" + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
+                     pct(None if m.recall is None else float(m.recall)), str(m.repeats),
+                     f"{m.false_alarms}{per_min}", _latencies(m), frames])
+    return rows
+
+
+STREAM_ROW_HEADERS = ["Stream", "Detected", "Recall", "Repeats", "False alarms", "Latency p50/p95", "Frames"]
+
+
+@dataclass(frozen=True, slots=True)
+class EventCounts:
+    """What a run's streams were judged on, over every trial: for the verdict line and the headline."""
+
+    streams: int
+    events: int
+    missed: int
+    false_alarms: int
+    stopped: int
+    frames: int
+
+    @property
+    def bad(self) -> bool:
+        return bool(self.missed or self.false_alarms or self.stopped)
+
+    def text(self) -> str:
+        """``1 of 4 events missed, 1 false alarm`` (``4 of 4 events detected`` when none was missed)."""
+        noun = "event" if self.events == 1 else "events"
+        parts = [f"{self.missed} of {self.events} {noun} missed" if self.missed
+                 else f"{self.events} of {self.events} {noun} detected"]
+        if self.false_alarms:
+            parts.append(f"{self.false_alarms} false alarm{'s' if self.false_alarms != 1 else ''}")
+        if self.stopped:
+            parts.append(f"{self.stopped} stream{'s' if self.stopped != 1 else ''} stopped")
+        return ", ".join(parts)
+
+
+#: Gates that judge streams (their names end so, whatever the target or arm prefix).
+STREAM_GATE_SUFFIXES = ("_min_recall", "_max_false_alarms_per_min", "_max_detection_latency_p95", "stream_errors",
+                        "baseline_regressions")
+
+
+def streams_gated(summary: RunSummary) -> bool:
+    """Whether any gate of the run judges its streams."""
+    names = [g.name for t in summary.run.trials for g in t.gates] + [g.name for g in summary.run.gates]
+    return any(name.endswith(STREAM_GATE_SUFFIXES) for name in names)
+
+
+def event_counts(summary: RunSummary) -> EventCounts | None:
+    """The run's streams counted (None when it has none); with arms the control's alone, as every headline figure."""
+    streams = [s for s in _streams(summary) if summary.arm is None or s.arm == summary.arm]
+    if not streams:
+        return None
+    return EventCounts(len(streams), sum(s.metrics.events for s in streams),
+                       sum(s.metrics.missed for s in streams), sum(s.metrics.false_alarms for s in streams),
+                       sum(1 for s in streams if s.error), sum(s.frames_delivered for s in streams))
 
 
 def junit_stream_suites(root: ET.Element, summary: RunSummary, locations: Locations, base: str,
@@ -144,4 +293,4 @@ def stream_stability_table(summary: RunSummary) -> str | None:
     if not rows:
         return None
     return table("Unstable and missed events", ["Case", "Target", "At", "Detected", "Finding"], rows,
-                 [False, False, True, True, False], width=WIDTH)
+                 [False, False, True, True, False], width=CONSOLE_WIDTH)

@@ -166,6 +166,12 @@ def _save_events(state: ReviewState, parts: list[str], body: Any) -> edits.Writt
     return edits.save_events(state.root, parts[2], parts[4], body)
 
 
+def _save_event(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
+    from .eventedits import save_event
+
+    return save_event(state.root, parts[2], parts[4], body, state.revisions)
+
+
 def _remove_target(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
     return edits.remove_target(state.root, parts[2], parts[4], body)
 
@@ -177,6 +183,7 @@ def _restore(state: ReviewState, parts: list[str], body: Any) -> edits.Written:
 _WRITES: dict[tuple[str, tuple[str, ...]], Callable[[ReviewState, list[str], Any], edits.Written]] = {
     ("PUT", ("api", "cases", "*", "targets", "*", "samples")): _save_samples,
     ("PUT", ("api", "cases", "*", "targets", "*", "events")): _save_events,
+    ("PATCH", ("api", "cases", "*", "targets", "*", "events")): _save_event,
     ("DELETE", ("api", "cases", "*", "targets", "*")): _remove_target,
     ("PUT", ("api", "cases", "*", "restore")): _restore,
 }

@@ -200,7 +200,12 @@ def save_events(root: Path, case_id: str, target_id: str, body: Any) -> Written:
             result = rewrite(loaded.text, data)
         except CaseEditError as exc:
             raise ApiError(422, "invalid_edit", str(exc)) from None
-        return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+        try:
+            return _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+        except ApiError as exc:
+            from .eventnames import named
+
+            raise named(exc, target_id, data["targets"][target_id]["events"]) from None
 
 
 def remove_target(root: Path, case_id: str, target_id: str, body: Any) -> Written:
@@ -241,19 +246,27 @@ def restore_text(root: Path, case_id: str, body: Any, seen: Revisions) -> Writte
 
 
 def _current(root: Path, case_id: str, revision: str) -> casedata.LoadedCase:
-    loaded = casedata.load(root, case_id)
+    return _same(casedata.load(root, case_id), revision)
+
+
+def _same(loaded: casedata.LoadedCase, revision: str) -> casedata.LoadedCase:
     if loaded.revision != revision:
         raise ApiError(409, "conflict", f"{loaded.path.name} changed on disk since the page loaded it; "
                        "reload to see the current file (nothing was written)", revision=loaded.revision)
     return loaded
 
 
-def _editable(root: Path, case_id: str, revision: str) -> casedata.LoadedCase:
-    loaded = _current(root, case_id, revision)
+def editable(loaded: casedata.LoadedCase, revision: str) -> casedata.LoadedCase:
+    """``loaded``, if it still has ``revision`` (else a conflict) and is valid (else refused)."""
+    _same(loaded, revision)
     if loaded.case is None or loaded.problems:
         raise ApiError(422, "invalid_case", f"{loaded.path.name} is invalid; fix it in an editor first",
                        problems=[str(p) for p in loaded.problems])
     return loaded
+
+
+def _editable(root: Path, case_id: str, revision: str) -> casedata.LoadedCase:
+    return editable(casedata.load(root, case_id), revision)
 
 
 def _target(loaded: casedata.LoadedCase, target_id: str) -> None:

@@ -46,9 +46,13 @@ export const api = {
   thumbs: async (caseId, times) => (await request(`/api/cases/${enc(caseId)}/thumbs?t=${times.join(",")}`)).thumbs,
   saveSamples: (caseId, targetId, revision, blocks) =>
     write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/samples`, { revision, blocks }),
-  // A stream target's events, all of them: add, move and delete are each one write of the new list.
+  // A stream target's events, all of them (the whole list; kept for scripts).
   saveEvents: (caseId, targetId, revision, events) =>
     write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/events`, { revision, events }),
+  // One event added, changed or deleted: {op: "add" | "set" | "delete", index, event}. The page
+  // sends only this, so a target of many thousands of events costs one event per save.
+  saveEvent: (caseId, targetId, revision, edit) =>
+    write("PATCH", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/events`, { revision, ...edit }),
   removeTarget: (caseId, targetId, revision) =>
     write("DELETE", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}`, { revision }),
   // Undo and redo: write back a whole earlier state of the file, if the file is still `revision`.

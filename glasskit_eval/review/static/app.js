@@ -6,6 +6,7 @@ import { api } from "./api.js";
 import { Writer } from "./autosave.js";
 import { ClipView } from "./clips.js";
 import * as edits from "./edits.js";
+import { EventInspector } from "./eventinspector.js";
 import { Inspector } from "./inspector.js";
 import { installKeys, renderHelp } from "./keys.js";
 import { Player } from "./player.js";
@@ -148,6 +149,7 @@ function renderEditing() {
   clips.update();
   renderSamplesTable(select);
   inspector.render();
+  eventInspector.render();
   renderPrompt();
   renderHistory();
   const canAdd = editable() && !!state.detail?.video && !state.detail.video.error;
@@ -384,7 +386,7 @@ function template() {
   return out;
 }
 
-// --- a stream target's events: each edit writes the whole list (the server checks windows, quiet time, the end) ---
+// --- a stream target's events: each edit writes one event (the server checks windows, quiet time, the end) ---
 
 function selectEvent(targetId, index) {
   state.prompt = null;
@@ -396,8 +398,9 @@ function selectEvent(targetId, index) {
   renderEditing();
 }
 
-function editEvents(targetId, events, label, index) {
-  writer.editEvents(targetId, events, label, index === null ? null : { target: targetId, index });
+// Show `events` (the list after the edit) at once; write only `edit` ({op, index, event}).
+function editEvents(targetId, events, label, index, edit) {
+  writer.editEvents(targetId, events, label, index === null ? null : { target: targetId, index }, edit);
   renderEditing();
 }
 
@@ -409,28 +412,37 @@ function addEvent() {
   const like = list.filter((e) => Number(e.at) <= t).pop() || list[0];
   const event = { at: t };
   if (like && "expect" in like) event.expect = clone(like.expect);
-  const events = clone(list);
-  const k = events.findIndex((e) => Number(e.at) > t);
-  const at = k < 0 ? events.length : k;
+  const k = list.findIndex((e) => Number(e.at) > t);
+  const at = k < 0 ? list.length : k;
+  const events = list.slice();
   events.splice(at, 0, event);
-  editEvents(state.targetId, events, `add event at ${t} s`, at);
+  editEvents(state.targetId, events, `add event at ${t} s`, at, { op: "add", index: at, event });
+}
+
+// The inspector's (and a drag's) change to one event: written as that event alone.
+function commitEvent(targetId, index, raw, label) {
+  if (!canEdit()) { renderEditing(); return; }
+  const events = (state.events[targetId] || []).slice();
+  if (!events[index]) return;
+  events[index] = raw;
+  editEvents(targetId, events, label, index, { op: "set", index, event: raw });
 }
 
 function moveEvent(targetId, index, t) {
   if (!canEdit()) { timeline.render(); return; }
-  const events = clone(state.events[targetId]);
-  events[index] = { ...events[index], at: round6(t) };
-  editEvents(targetId, events, `move event to ${round6(t)} s`, index);
+  const old = state.events[targetId]?.[index];
+  if (!old) return;
+  commitEvent(targetId, index, { ...clone(old), at: round6(t) }, `move event to ${round6(t)} s`);
   seek(t);
 }
 
 function removeEvent() {
   if (!canEdit()) return;
   const sel = state.eventSel;
-  const events = clone(state.events[sel.target] || []);
+  const events = (state.events[sel.target] || []).slice();
   if (!events[sel.index]) return;
   const [gone] = events.splice(sel.index, 1);
-  editEvents(sel.target, events, `delete event at ${gone.at} s`, null);
+  editEvents(sel.target, events, `delete event at ${gone.at} s`, null, { op: "delete", index: sel.index });
 }
 
 function commitBlock(raw, label) {
@@ -516,6 +528,7 @@ const player = new Player({ timeline, onError: (message) => showBanner(message) 
 const clips = new ClipView({ timeline, seek });
 const suspects = new SuspectsBar({ go: goToSample, relabel: (value) => { setValue(value, "C"); return !state.prompt; } });
 const inspector = new Inspector({ state, commit: commitBlock, remove, playheadTime, blockTimes, useObserved, seek });
+const eventInspector = new EventInspector({ state, commit: commitEvent, remove: removeEvent, playheadTime, seek });
 const writer = new Writer({
   adopt, reload: (selection) => reloadAfterRefusal(selection).catch(fail), status: setStatus, notify,
   conflict: (message) => showBanner(message, { conflict: true, reload: true }),

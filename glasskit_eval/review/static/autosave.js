@@ -29,12 +29,13 @@ export class Writer {
       send: (revision) => api.saveSamples(state.caseId, targetId, revision, result.blocks) });
   }
 
-  // A stream target's new events, shown at once and written next; `eventSel` is the event to select.
-  editEvents(targetId, events, label, eventSel) {
+  // A stream target's new events, shown at once; only `edit` ({op, index, event}) is written next.
+  // `eventSel` is the event to select.
+  editEvents(targetId, events, label, eventSel, edit) {
     state.events[targetId] = events;
     state.eventSel = eventSel;
     this.push({ kind: "edit", label, selectionBefore: clone(state.selection), selectionAfter: clone(state.selection),
-      send: (revision) => api.saveEvents(state.caseId, targetId, revision, events) });
+      send: (revision) => api.saveEvent(state.caseId, targetId, revision, edit) });
   }
 
   removeTarget(targetId) {

@@ -24,10 +24,18 @@ export function streamItems(tl, track, target) {
     place(tl, quiet, start, end);
     track.append(quiet);
   }
-  (state.events[target.id] || []).forEach((raw, index) => {
-    const [start, end] = eventSpan(raw, stream);
+  const events = state.events[target.id] || [];
+  const [from, to] = visibleSpan(tl, events.length);
+  let lastX = -Infinity;
+  events.forEach((raw, index) => {
     const at = Number(raw.at);
-    const selected = state.eventSel?.target === target.id && state.eventSel.index === index ? " selected" : "";
+    const isSelected = state.eventSel?.target === target.id && state.eventSel.index === index;
+    // A long list draws what the eye can tell apart: the events in view, one per few pixels
+    // (zoom in for the rest); the selected event always. A short list draws every event.
+    if (!isSelected && (at < from || at > to || tl.x(at) - lastX < MIN_EVENT_GAP_PX)) return;
+    lastX = tl.x(at);
+    const [start, end] = eventSpan(raw, stream);
+    const selected = isSelected ? " selected" : "";
     const expect = "expect" in raw ? JSON.stringify(raw.expect) : "(draft: no expect)";
     const win = el("div", { class: `tl-window${selected}`, dataset: { event: index, start, end },
       title: `event @ ${fmtS(at)}: window [${fmtS(start)}, ${fmtS(end)}], expect ${expect}` });
@@ -51,6 +59,32 @@ export function streamItems(tl, track, target) {
     mark.addEventListener("pointerdown", (event) => { event.stopPropagation(); tl.ctx.seek(m.time_s); });
     track.append(mark);
   }
+}
+
+// Past this many events, only those in view (and a few pixels apart) are drawn.
+const MANY_EVENTS = 2000;
+const MIN_EVENT_GAP_PX = 3;
+
+// The media times the timeline shows now, with a screen's margin either side; everything for a short list.
+function visibleSpan(tl, count) {
+  if (count <= MANY_EVENTS) return [-Infinity, Infinity];
+  const view = tl.root.parentElement;
+  const width = view?.clientWidth || 1000;
+  const left = (view?.scrollLeft || 0) - width;
+  watchScroll(tl, view);
+  return [left / tl.pxPerSecond, (left + 3 * width) / tl.pxPerSecond];
+}
+
+// Scrolling a long list draws the events that come into view (once per frame at most).
+function watchScroll(tl, view) {
+  if (!view || view.dataset.eventsWatched) return;
+  view.dataset.eventsWatched = "1";
+  let queued = false;
+  view.addEventListener("scroll", () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; tl.render(); });
+  }, { passive: true });
 }
 
 function place(tl, node, start, end) {

@@ -1,0 +1,131 @@
+"""The review page's one-event writes to a stream target, and how its errors name an event.
+
+The page sends one edit (add, set or delete one event), never the whole list: a target of many
+thousands of events costs one event on the wire. The write goes through the same path as every
+other (``edits``): the candidate passes ``validate``'s checks and replaces the file only if it
+still has the revision the page saw. A file changed on disk since then is merged as samples are:
+the edit goes onto the file as it is now unless the same event (or, for an add, the list) changed
+there too, which is a conflict. Errors name an event by its onset (``event @ 12.4s``), the way the
+page shows it, not by its position in the list.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import casedata
+from .edits import (
+    EVENT_KEY_ORDER,
+    Revisions,
+    Written,
+    _empty,
+    _revision,
+    _save_lock,
+    _target,
+    _write,
+    editable,
+    restore_numbers,
+)
+from .errors import ApiError
+from .eventnames import name_events, named
+
+OPS = ("add", "set", "delete")
+
+
+def _op(body: Any) -> tuple[str, int, dict[str, Any] | None]:
+    op, index, event = body.get("op"), body.get("index"), body.get("event")
+    if op not in OPS:
+        raise ApiError(400, "bad_request", f"body.op must be one of {', '.join(OPS)}")
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ApiError(400, "bad_request", "body.index must be the event's position (a nonnegative integer)")
+    if op != "delete" and not isinstance(event, dict):
+        raise ApiError(422, "invalid_edit", "body.event must be a mapping (at, window, expect, comment)")
+    return op, index, event if isinstance(event, dict) else None
+
+
+def _raw_events(loaded: casedata.LoadedCase, target_id: str) -> list[Any]:
+    assert loaded.case is not None
+    raw = loaded.case.document.value["targets"][target_id].get("events")
+    return list(raw) if isinstance(raw, list) else []
+
+
+def _ordered(event: dict[str, Any]) -> dict[str, Any]:
+    rank = {key: n for n, key in enumerate(EVENT_KEY_ORDER)}
+    return {k: event[k] for k in sorted(event, key=lambda k: rank.get(k, len(rank)))}
+
+
+def apply_op(events: list[Any], op: str, index: int, event: dict[str, Any] | None) -> list[Any]:
+    """``events`` with one event added before ``index``, replaced at it, or deleted from it."""
+    limit = len(events) if op == "add" else len(events) - 1
+    if index > limit:
+        raise ApiError(409, "conflict", f"there is no event at position {index} any more; reload the case "
+                       "(nothing was written)")
+    out = list(events)
+    if op == "delete":
+        del out[index]
+    elif op == "add":
+        assert event is not None
+        out.insert(index, _ordered(event))
+    else:
+        assert event is not None
+        old = out[index]
+        out[index] = _ordered(restore_numbers([event], [old] if isinstance(old, dict) else [])[0])
+    return out
+
+
+def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisions | None = None) -> Written:
+    """One event of ``targets.<target_id>.events`` added, changed or deleted (body: revision, op, index, event)."""
+    from ..errors import CaseEditError
+    from ..yamltext.edit import plain, rewrite
+
+    revision = _revision(body)
+    op, index, event = _op(body)
+    with _save_lock:
+        # One read of the file (a long list of events makes every parse count).
+        loaded = casedata.load(root, case_id)
+        base = seen.text(revision) if seen is not None and loaded.revision != revision else None
+        editable(loaded, revision if base is None else loaded.revision)
+        _target(loaded, target_id)
+        assert loaded.case is not None
+        spec = loaded.case.target(target_id)
+        if spec is None or spec.stream is None:
+            raise ApiError(422, "invalid_edit", f"targets.{target_id} has samples, not events; edit its samples")
+        events = _raw_events(loaded, target_id)
+        if base is not None:
+            _check_merge(loaded, base, target_id, events, op, index)
+        new = apply_op(events, op, index, event)
+        data = plain(loaded.case.document.value)
+        data["targets"][target_id]["events"] = new
+        try:
+            result = rewrite(loaded.text, data)
+        except CaseEditError as exc:
+            raise ApiError(422, "invalid_edit", name_events(str(exc), target_id, new)) from None
+        try:
+            written = _write(root, loaded, result.text, result.fallback, result.reason, keep_empty=_empty(loaded))
+        except ApiError as exc:
+            raise named(exc, target_id, new) from None
+        if base is not None and seen is not None:
+            seen.add(loaded.revision, loaded.text)
+            written.saved.update(merged=True, before={"text": loaded.text, "revision": loaded.revision})
+        return written
+
+
+def _check_merge(current: casedata.LoadedCase, base_text: str, target_id: str, now: list[Any], op: str,
+                 index: int) -> None:
+    """Refuse an edit whose event (or, adding, whose list) changed on disk since the page saw the file."""
+    from ..cases.edit import parse_candidate
+
+    conflict = ApiError(409, "conflict", f"{current.path.name} changed on disk since the page loaded it, in the "
+                        f"events of {target_id!r} you edited; reload to see the current file (nothing was written)",
+                        revision=current.revision)
+    base_case, _problems = parse_candidate(base_text, current.path)
+    targets = base_case.document.value.get("targets") or {} if base_case is not None else {}
+    if target_id not in targets:
+        raise conflict
+    raw = targets[target_id].get("events")
+    base = list(raw) if isinstance(raw, list) else []
+    if base == now:
+        return  # the disk changed elsewhere only
+    if op == "add" or len(base) != len(now) or index >= len(base) or base[index] != now[index]:
+        raise conflict
