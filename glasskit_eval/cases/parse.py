@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import Problem
 from ..support.jsonvalues import type_name
+from ..support.outside import control_characters, inline
 from ..support.timevalues import format_time, same_time_key
 from ..yamltext.source import PathKey, YamlDocument
 from .checks import UNSET, Checker
@@ -274,6 +275,10 @@ def _parse_target(c: Checker, target_id: str, index: int, raw: Any, every_s: Fra
     path: PathKey = ("targets", target_id)
     if not target_id.strip():
         c.add(path, "target ids must not be empty")
+        return None
+    if controls := control_characters(target_id):
+        c.add(path, f"target id {inline(target_id)!r} holds control characters ({controls}); ids are printed "
+              "in logs, tables and CI annotations: use visible characters only")
         return None
     mapping = c.section(raw, path, f"target {target_id!r}", _TARGET_KEYS)
     if mapping is None:

@@ -140,7 +140,11 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
             from ..support.allocator import reuse_freed_frames
 
             reuse_freed_frames()
-        return int(args.handler(args, out, err))
+        from ..support.outside import LineGuard
+
+        # A command prints names and outside text: a line of it starting with `::` is never a
+        # workflow command unless we write it as one.
+        return int(args.handler(args, LineGuard.around(out), LineGuard.around(err)))
     except opts.ParserExit as exc:
         return exc.status
     except CommandStopped as exc:

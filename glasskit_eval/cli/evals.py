@@ -35,9 +35,10 @@ def add_run(p: argparse.ArgumentParser) -> None:
     trials.add_argument("--order", choices=("declaration", "time"), default="declaration",
                         help="call order within a case: target by target in case-file order (default), or "
                         "all targets interleaved by sample time")
-    trials.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+    trials.add_argument("--pace", type=opts.pace, metavar="FLOAT",
                         help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
-                        "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
+                        "(1.0 is real time; from 0.01 to 1000), the newest frame wins while the adapter is busy "
+                        "(default: replay)")
     opts.call_options(p)
     opts.gate_options(p)
     outputs = p.add_argument_group("outputs")

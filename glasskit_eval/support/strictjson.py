@@ -25,6 +25,7 @@ import json
 import math
 import os
 import stat
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -372,17 +373,37 @@ class Num(Shape):
         kinds = (int,) if self.integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             what = "an integer" if self.integer else "a number"
-            return path, f"must be {what}{' or null' if self.nullable else ''}, not {_type_name(value)}"
+            return path, _must_be(what, self.nullable, value)
+        if not self.integer and isinstance(value, int) and abs(value) > _FLOAT_MAX:
+            # Every reader takes such a number as a float, which has no room for it.
+            return path, f"is an integer of {len(str(abs(value)))} digits, out of range for a number (over 1.8e308)"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            low, high = _bound(self.low), _bound(self.high)
-            bounds = (f"from {low} to {high}" if self.low is not None and self.high is not None
-                      else f"at least {low}" if self.low is not None else f"at most {high}")
+            bounds = (f"at most {_bound(self.high)}" if self.low is None else f"at least {_bound(self.low)}"
+                      if self.high is None else f"from {_bound(self.low)} to {_bound(self.high)}")
             return path, f"is {_clip(repr(value))}, must be {bounds}"
         return None
 
 
+_FLOAT_MAX = int(sys.float_info.max)
+
+
 def _bound(value: int | float | None) -> str:
     return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+#: Times and durations in files read back, in seconds: about 31 years, far above any video or run,
+#: and small enough that sums and squares of millions of them stay finite floats.
+MAX_SECONDS = 1e9
+
+
+def Seconds(*, nullable: bool = False) -> Num:
+    """A duration or a time from the start of a video or run: 0 to :data:`MAX_SECONDS`."""
+    return Num(0, MAX_SECONDS, nullable)
+
+
+def Time(*, nullable: bool = False) -> Num:
+    """A time that may precede a video's start (a media time): within :data:`MAX_SECONDS` of 0."""
+    return Num(-MAX_SECONDS, MAX_SECONDS, nullable)
 
 
 #: Counts, indexes, sizes: what a 64-bit integer holds.
