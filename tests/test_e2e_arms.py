@@ -201,7 +201,7 @@ def test_perturbation_arm_is_deterministic_and_gated_on_a_significant_drop(eval_
     (("--control", "small"), "--control needs arms"),
     (("--perturb", "jpeg:300"), "jpeg takes a JPEG quality from 1 to 95, got 300"),
     # Pillow refuses such a radius only when the arm's first frame is blurred, after the control's calls.
-    (("--perturb", "blur:1e300"), "--perturb blur:1e300: blur takes a blur radius in pixels greater than 0, "
+    (("--perturb", "blur:1e300"), "--perturb: blur:1e300: blur takes a blur radius in pixels greater than 0, "
                                   "at most 10000, got 1e+300"),
     (("--perturb", "contrast:1e300"), "contrast takes a contrast factor from 0 to 100, got 1e+300"),
     (("--perturb", "brightness:101"), "brightness takes a brightness factor from 0 to 100, got 101"),
