@@ -93,7 +93,7 @@ def test_step_summary_has_the_baseline_section(in_tmp: Path, monkeypatch: pytest
     assert ("\n\n| Change | Case | Target | Time | Before | After | Observed before | Observed after |\n"
             in section)
     assert ": no significant drop  \n" in section
-    assert "| pass_to_fail | door | idx | 1s | passed | failed | 5 | 10 |" in section
+    assert "| pass_to_fail | `door` | `idx` | 1s | passed | failed | 5 | 10 |" in section
 
 
 def test_compare_offline_exits_1_on_regressions(in_tmp: Path) -> None:

@@ -62,13 +62,7 @@ def goals(plan: Plan, options: GateOptions) -> list[Goal]:
     """The pass-rate and failure-count gates of a trial over ``plan``, named as ``evaluate_gates`` names them."""
     eval_t = plan.eval_dir.config.thresholds or Thresholds()
     samples = [s for c in plan.cases for s in c.samples]
-    found: list[Goal] = []
-    min_rate = options.min_pass_rate if options.min_pass_rate is not None else eval_t.min_pass_rate
-    max_failures = options.max_failures if options.max_failures is not None else eval_t.max_failures
-    if min_rate is not None:
-        found.append(Goal("eval_min_pass_rate", min_rate, None))
-    if max_failures is not None:
-        found.append(Goal("eval_max_failures", None, max_failures))
+    found = [Goal(name, minimum, maximum) for name, minimum, maximum in options.eval_gates(eval_t)]
     if options.min_target_pass_rate is not None:
         for target in sorted({s.target.id for s in samples if not s.ignored}):
             found.append(Goal(f"all_targets_{target}_min_pass_rate", options.min_target_pass_rate, None,

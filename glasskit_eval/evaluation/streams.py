@@ -139,11 +139,21 @@ def onset_frames(frames: Sequence[FeedFrame], ats: Sequence[tuple[int, Fraction]
     return out
 
 
-def emissions_of(answer: Any, what: str) -> list[Any]:
-    """None, one JSON-like emission or a list of them, as a list; AdapterError for anything else."""
+#: Emissions one answer may carry, and a whole stream: an app alerts a few times a minute, and a
+#: stream that says something on every frame of 69 minutes at 60 fps stays under the second.
+MAX_EMISSIONS_PER_CALL = 1_000
+MAX_EMISSIONS_PER_STREAM = 250_000
+
+
+def emissions_of(answer: Any, what: str, already: int = 0) -> list[Any]:
+    """None, one JSON-like emission or a list of them, as a list; AdapterError for anything else,
+    and for more emissions than a call (or a stream that made ``already``) may make."""
     if answer is None:
         return []
     items = list(answer) if isinstance(answer, (list, tuple)) else [answer]
+    if len(items) > MAX_EMISSIONS_PER_CALL or already + len(items) > MAX_EMISSIONS_PER_STREAM:
+        raise AdapterError(f"{what} returned {len(items)} emissions after {already}; a stream makes at most "
+                           f"{MAX_EMISSIONS_PER_CALL:,} per call and {MAX_EMISSIONS_PER_STREAM:,} in all")
     for item in items:
         problem = json_problem(item)
         if problem is not None:
@@ -234,7 +244,7 @@ class StreamFeeder:
             # Most frames answer nothing: skip describing the frame for an error that cannot come.
             if call.observation is None:
                 return []
-            return emissions_of(call.observation, f"on_frame for {self.describe(stream, frame)}")
+            return emissions_of(call.observation, f"on_frame for {self.describe(stream, frame)}", len(stream.emissions))
         except Exception as exc:
             self.fail(stream, exc, f"on_frame at frame {frame.frame_index} ({format_time(frame.media_time)}s)")
             return None
@@ -247,7 +257,7 @@ class StreamFeeder:
             try:
                 if call.error is not None:
                     raise call.error
-                values = emissions_of(call.observation, f"end_stream for {self.describe(stream)}")
+                values = emissions_of(call.observation, f"end_stream for {self.describe(stream)}", len(stream.emissions))
             except Exception as exc:
                 self.fail(stream, exc, "end_stream")
                 return

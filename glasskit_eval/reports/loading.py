@@ -37,20 +37,20 @@ _TIMING = sj.Str(nullable=True, choices=("individual", "batch_amortized", "batch
 _RATE = sj.Num(0, 1)
 _GATE = sj.Obj({"name": sj.Str(), "passed": sj.Bool(), "message": sj.Str()})
 _COUNT = sj.Int()
-_SECONDS = sj.Num(0, nullable=True)
+_SECONDS = sj.Seconds(nullable=True)
 #: Our additions to both summaries: absent from upstream's reports, checked when present.
 _OURS = {"latency": sj.Obj(nullable=True), "batch_call_latency": sj.Obj(nullable=True),
          "retried_samples": _COUNT, "timeout_errors": _COUNT, "usage": sj.MapOf(sj.Num()),
          "pass_rate_ci": sj.Obj(nullable=True), "minimum_detectable_drop": sj.Obj(nullable=True)}
 TRIAL_SUMMARY_SHAPE = sj.Obj(
     required={"passed": _COUNT, "failed": _COUNT, "errors": _COUNT, "ignored": _COUNT, "evaluated": _COUNT,
-              "pass_rate": _RATE, "duration_seconds": sj.Num(0), "average_evaluation_seconds_per_sample": _SECONDS,
+              "pass_rate": _RATE, "duration_seconds": sj.Seconds(), "average_evaluation_seconds_per_sample": _SECONDS,
               "throughput_samples_per_second": _SECONDS, "evaluation_timing_mode": _TIMING},
     optional=_OURS)
 SUMMARY_SHAPE = sj.Obj(
     required={"attempt_pass_rate": _RATE, "average_evaluation_seconds_per_attempt": _SECONDS,
               "consistently_failed_samples": _COUNT, "consistently_passed_samples": _COUNT,
-              "duration_seconds": sj.Num(0), "error_attempts": _COUNT, "error_samples": _COUNT,
+              "duration_seconds": sj.Seconds(), "error_attempts": _COUNT, "error_samples": _COUNT,
               "evaluated_attempts": _COUNT, "evaluated_samples": _COUNT, "evaluation_timing_mode": _TIMING,
               "failed_attempts": _COUNT, "flaky_samples": _COUNT, "ignored_samples": _COUNT,
               "maximum_trial_pass_rate": sj.Num(0, 1, nullable=True),
@@ -59,7 +59,7 @@ SUMMARY_SHAPE = sj.Obj(
               "successful_trials": _COUNT, "throughput_attempts_per_second": _SECONDS, "trials": _COUNT},
     optional=_OURS)
 _CHANGE = sj.Obj(optional={"kind": sj.Str(), "case": sj.Str(), "target": sj.Str(),
-                           "timestamp_s": sj.Num(nullable=True), "status": sj.Str(nullable=True),
+                           "timestamp_s": sj.Seconds(nullable=True), "status": sj.Str(nullable=True),
                            "baseline_status": sj.Str(nullable=True)})
 #: The ``baseline`` block a run with ``--baseline`` records (the HTML report shows it again).
 _BASELINE = sj.Obj(optional={"path": sj.Str(), "matched_samples": _COUNT, "counts": sj.MapOf(_COUNT),
