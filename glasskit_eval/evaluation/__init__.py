@@ -1,7 +1,7 @@
 """The engine ``run`` and ``seed`` share: every :class:`~glasskit_eval.results.SampleResult` is made here.
 
 What lives here: the one trial loop over lanes (``trials``; a plain run is one arm) and what its
-trials share (``engine``: listener, result store, case splits, the schedule hook; ``options``);
+trials share (``engine``: listener, result store, case splits, the schedule it plays; ``options``);
 the one door every evaluator is opened, wrapped, checked, cancelled and closed through
 (``lanes``); one case's samples through a caller (``case``), from one decode handed to every
 lane (``tee``) through the thread-to-loop hand-off (``bridge``); decode order and the shared
@@ -12,8 +12,8 @@ artifacts (``failures``); the observation cache (``observation_cache``, ``observ
 whole replay streams: ``streamcache``); stream targets fed and scored (``streams``, the paced
 clock ``pacing``, every lane's streams ``streamlanes``, ``streamscore``, ``streamrecord``);
 neighbouring frames of knife-edge labels (``jitter``), seed's proposals (``proposals``), and
-``run --early-stop``: the gates it decides and each arm's tracker (``earlystop``), its blocks in
-the trial loop (``earlyloop``).
+``run --early-stop``: the gates it decides, each arm's tracker and its schedule of seeded blocks
+(``earlystop``).
 
 Doors (the only modules the rooms above, ``commands/`` and ``cli/``, may import): ``trials``,
 ``options``, ``lanes``, ``case``, ``gates``, ``streamgates``, ``streams``, ``reuse``,

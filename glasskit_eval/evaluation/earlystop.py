@@ -7,26 +7,32 @@ decided, and ``decided_gates`` (made in :mod:`.gates`, as every gate), which put
 in place of the ordinary pass-rate gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
 count over the whole set is only known once every sample is seen).
 
-The trial loop owns the calls: it asks :func:`order` for the blocks and calls
-:meth:`Tracker.observe` after each one. A block's results already on record (a checkpoint being
-resumed) are read in the same order, so a resume reaches the same decision after the same blocks.
+:class:`EarlyStopping` is the trial loop's schedule (:class:`~.engine.Schedule`): every case's
+blocks in :func:`order`, as many side by side as ``--concurrency`` allows (a function of the order
+alone, so a resume tests after the same blocks), each block's frames in time order, one tracker
+per arm, so each arm stops once its own gates are decided. The trial loop owns the calls and
+reads a block's results already on record (a checkpoint being resumed) in their place in the
+order, so a resume reaches the same decision after the same blocks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..arms.plan import ArmPlan
 from ..cases.model import Thresholds
 from ..plan.blocks import Block, make_blocks, shuffled
 from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
-from ..results import EarlyStop, GateDecision, SampleResult, Status
+from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
 from .gates import GateOptions, decided_gates
+from .ordering import TIME
 
-__all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
+__all__ = ["Block", "EarlyStopOptions", "EarlyStopping", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +187,54 @@ def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResu
     from .judge import Verdict, make_result
 
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
+
+
+class EarlyStopping:
+    """``run --early-stop`` as the trial loop's schedule: blocks in the trial's seeded order until each
+    arm's gates are decided."""
+
+    def __init__(self, options: EarlyStopOptions, gates: GateOptions, concurrency: int = 1) -> None:
+        self.options = options
+        self.gates = gates
+        self.concurrency = concurrency
+
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> TrialStopping:
+        blocks = order([c.samples for c in plan.cases], self.options, trial)
+        side_by_side = max(1, self.concurrency // max((len(b.samples) for b in blocks), default=1))
+        trackers = [Tracker(goals(plan, self.gates), blocks, self.options) for _arm in arms.arms]
+        return TrialStopping(blocks, side_by_side, trackers, arms)
+
+
+class TrialStopping:
+    """One trial of :class:`EarlyStopping`: its order of blocks and every arm's tracker."""
+
+    #: Each block's frames in time order (one forward run of the decoder).
+    order: str | None = TIME
+
+    def __init__(self, blocks: Sequence[Block], side_by_side: int, trackers: Sequence[Tracker],
+                 arms: ArmPlan) -> None:
+        self.blocks = blocks
+        self.side_by_side = side_by_side
+        self.trackers = trackers
+        self.arms = arms
+
+    def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
+        self.trackers[arm].observe(self.blocks[block], results)
+
+    def done(self, arm: int) -> bool:
+        return self.trackers[arm].done
+
+    def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
+        from .judge import ignored_result
+
+        return ignored_result(sample, arm) if sample.ignored else not_evaluated(sample, arm)
+
+    def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
+        """The decisions in place of the ordinary gates, and one record of every arm's decisions, named as
+        the trial's gates are (``<arm>/<gate>`` with arms)."""
+        records = [t.record() for t in self.trackers]
+        named = tuple(d if self.arms.plain else dataclasses.replace(d, name=f"{arm.name}/{d.name}")
+                      for arm, record in zip(self.arms.arms, records) for d in record.gates)
+        record = dataclasses.replace(records[0], samples_evaluated=sum(r.samples_evaluated for r in records),
+                                     samples_planned=sum(r.samples_planned for r in records), gates=named)
+        return decided_gates(gates, record), record

@@ -134,7 +134,7 @@ class StreamCache:
                 hashes[frame.frame_index] = self._shared.pixel_hash(video, frame.frame_index, got.image)
                 if keeper is not None:
                     for target, event in onsets.get(frame.frame_index, ()):
-                        keeper.onset((work.plan.case.name, target, work.trial), event, frame, got.image)
+                        keeper.onset((work.plan.case.name, target, work.trial, work.arm), event, frame, got.image)
             finally:
                 got.image.close()
         return hashes
@@ -193,7 +193,7 @@ class StreamCache:
         async for want, got in decoded(work, sorted(wanted)):
             try:
                 for result, frame, time in wanted[want]:
-                    keeper.false_alarm((result.case, result.target, result.trial), time, frame, got.image)
+                    keeper.false_alarm((result.case, result.target, result.trial, result.arm), time, frame, got.image)
             finally:
                 got.image.close()
         for result in hits:

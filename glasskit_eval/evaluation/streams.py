@@ -31,8 +31,8 @@ from ..video.frametable import frame_table
 from .judge import traceback_of
 from .streamscore import false_alarm_at, score_stream
 
-#: A stream: (case, target, trial).
-StreamKey = tuple[str, str, int]
+#: A stream: (case, target, trial, arm; None in a plain run).
+StreamKey = tuple[str, str, int, str | None]
 
 
 class StreamFrameKeeper(Protocol):
@@ -181,7 +181,7 @@ class StreamFeeder:
                 stream.onsets = onset_frames(stream.frames, [(e.index, e.at) for e in stream.spec.stream.events])
 
     def key(self, stream: Stream) -> StreamKey:
-        return (self.work.plan.case.name, stream.target.id, self.work.trial)
+        return (self.work.plan.case.name, stream.target.id, self.work.trial, self.work.arm)
 
     def decoded(self, stream: Stream, frame: FeedFrame, image: Any) -> None:
         """A frame of ``stream`` came out of the decode (fed or, paced, maybe dropped): keep it if an event's onset."""
