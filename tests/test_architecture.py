@@ -191,7 +191,7 @@ def test_results_are_made_in_one_place() -> None:
                 if (knows_results and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                         and node.func.id == "replace" and {k.arg for k in node.keywords} & RESULT_ONLY_FIELDS - own):
                     makers.append(f"{_module(path)}.{function.name} (replace)")
-    assert sorted(makers) == ["evaluation.judge.make_result"]
+    assert sorted(makers) == ["evaluation._judge.make_result"]
 
 
 def test_modules_stay_small() -> None:

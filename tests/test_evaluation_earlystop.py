@@ -9,8 +9,8 @@ import pytest
 from evalkit import make_eval
 
 from glasskit_eval.evaluation import earlystop
+from glasskit_eval.evaluation._judge import Verdict, make_result
 from glasskit_eval.evaluation.gates import CaseThresholds, GateOptions, evaluate_gates
-from glasskit_eval.evaluation.judge import Verdict, make_result
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, ScheduledSample
 from glasskit_eval.results import EarlyStop, Gate, GateDecision, Status

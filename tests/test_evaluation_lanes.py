@@ -23,7 +23,7 @@ from glasskit_eval.adapters.choose import adapter_spec
 from glasskit_eval.adapters.resilient import CallPolicy
 from glasskit_eval.arms.plan import Arm, ArmPlan
 from glasskit_eval.errors import SampleFailure, UsageError
-from glasskit_eval.evaluation.engine import CaseBlock
+from glasskit_eval.evaluation._engine import CaseBlock
 from glasskit_eval.evaluation.lanes import Door, Needs, open_lanes
 from glasskit_eval.evaluation.options import TrialOptions
 from glasskit_eval.evaluation.trials import run_trials

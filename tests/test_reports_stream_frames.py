@@ -1,7 +1,7 @@
 """Stream frames for the HTML report: which frames the engine hands over, what the keeper keeps, and the page data.
 
 (glasskit_eval.reports.stream_frames, reports.html_streams, and the engine's side of the hook:
-evaluation.streams.onset_frames, evaluation.streamscore.false_alarm_at.)
+evaluation.streams.onset_frames, evaluation._streamscore.false_alarm_at.)
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from framecode import draw_frame, read_frame_index
 from htmlkit import page_data, summary_of, thumbnail_images
 from test_evaluation_streamscore import emit, event
 
+from glasskit_eval.evaluation._streamscore import false_alarm_at, score_stream
 from glasskit_eval.evaluation.streams import onset_frames
-from glasskit_eval.evaluation.streamscore import false_alarm_at, score_stream
 from glasskit_eval.plan.feeds import FeedFrame
 from glasskit_eval.reports.html import HtmlOptions, render_html
 from glasskit_eval.reports.stream_frames import MAX_FALSE_ALARM_FRAMES, StreamFrames

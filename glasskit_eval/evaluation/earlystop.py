@@ -7,7 +7,7 @@ decided, and ``decided_gates`` (made in :mod:`.gates`, as every gate), which put
 in place of the ordinary pass-rate gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
 count over the whole set is only known once every sample is seen).
 
-:class:`EarlyStopping` is the trial loop's schedule (:class:`~.engine.Schedule`): every case's
+:class:`EarlyStopping` is the trial loop's schedule (:class:`~._engine.Schedule`): every case's
 blocks in :func:`order`, as many side by side as ``--concurrency`` allows (a function of the order
 alone, so a resume tests after the same blocks), each block's frames in time order, one tracker
 per arm, so each arm stops once its own gates are decided. The trial loop owns the calls and
@@ -29,8 +29,8 @@ from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
+from ._ordering import TIME
 from .gates import GateOptions, decided_gates
-from .ordering import TIME
 
 __all__ = ["Block", "EarlyStopOptions", "EarlyStopping", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
@@ -184,7 +184,7 @@ class Tracker:
 
 
 def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
-    from .judge import Verdict, make_result
+    from ._judge import Verdict, make_result
 
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
 
@@ -225,7 +225,7 @@ class TrialStopping:
         return self.trackers[arm].done
 
     def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
-        from .judge import ignored_result
+        from ._judge import ignored_result
 
         return ignored_result(sample, arm) if sample.ignored else not_evaluated(sample, arm)
 

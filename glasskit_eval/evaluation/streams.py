@@ -3,7 +3,7 @@
 One stream per (case, target, trial). Each stream is fed strictly one frame at a time; streams of
 different targets take the same decoded frame side by side, and the next frame goes out once every
 stream has answered (replay). An emission's time is the media time of the frame it answered;
-``end_stream``'s emissions are timed at the clip's end. The paced clock lives in :mod:`.pacing`.
+``end_stream``'s emissions are timed at the clip's end. The paced clock lives in :mod:`._pacing`.
 Every call goes through a :class:`~..adapters.calls.StreamCaller` (timeout, retries, rate limit).
 """
 
@@ -28,8 +28,8 @@ from ..support.timevalues import format_time
 from ..video.damage import Warn
 from ..video.frames import DecodedFrame, decode_at
 from ..video.frametable import frame_table
-from .judge import traceback_of
-from .streamscore import false_alarm_at, score_stream
+from ._judge import traceback_of
+from ._streamscore import false_alarm_at, score_stream
 
 #: A stream: (case, target, trial, arm; None in a plain run).
 StreamKey = tuple[str, str, int, str | None]
@@ -321,7 +321,7 @@ async def decoded(work: StreamWork, times: Sequence[Fraction]) -> AsyncIterator[
 
 
 async def run_streams(work: StreamWork, caller: StreamCaller) -> list[StreamResult]:
-    """Feed every stream of the case on the replay clock and score it (:mod:`.pacing` has the paced one)."""
+    """Feed every stream of the case on the replay clock and score it (:mod:`._pacing` has the paced one)."""
     (results,) = await feed_together([(work, caller)])
     return results
 

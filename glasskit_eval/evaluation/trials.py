@@ -2,7 +2,7 @@
 
 :func:`run_trials` reads as its phases: split each case into reused and pending work per arm,
 open the trial's lanes (one per arm with work; a plain run is one arm, ``arms.plan.ArmPlan.single``),
-play the schedule's blocks (:class:`~.engine.Schedule`: whole cases in declaration order by
+play the schedule's blocks (:class:`~._engine.Schedule`: whole cases in declaration order by
 default, ``--early-stop``'s seeded blocks until each arm's gates are decided; every lane from one
 decode per block), finish each case (its results, then each lane's streams), tear the lanes down
 as one, and gate (per arm, named ``<arm>/<gate>``, unless the run is plain). Each arm resumes on
@@ -28,9 +28,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import allocator, threads
-from .case import FrameKeeper, ResultSink
-from .earlystop import EarlyStopping
-from .engine import (
+from ._engine import (
     CaseSplit,
     Engine,
     ResultStore,
@@ -43,8 +41,13 @@ from .engine import (
     tick,
     warner,
 )
+from ._framestore import image_bytes
+from ._judge import Judge, ignored_result, judge
+from ._streamlanes import run_lane_streams
+from ._tee import CaseRun, evaluate_case, stream_perturbation
+from .case import FrameKeeper, ResultSink
+from .earlystop import EarlyStopping
 from .failures import FailureSaver
-from .framestore import image_bytes
 from .gates import (
     CaseThresholds,
     arm_trials,
@@ -54,14 +57,11 @@ from .gates import (
     robustness_gate,
     run_gates,
 )
-from .judge import Judge, ignored_result, judge
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
 from .options import TrialOptions
 from .streamgates import CaseStreamGates, stream_gates
-from .streamlanes import run_lane_streams
 from .streams import StreamFrameKeeper, StreamWork
-from .tee import CaseRun, evaluate_case, stream_perturbation
 
 _T = TypeVar("_T")
 

@@ -22,7 +22,7 @@ from typing import Any
 from ..cases.model import TargetSpec
 from ..results import Emission, StreamResult
 from ..support import strictjson as sj
-from .streamscore import score_stream
+from ._streamscore import score_stream
 
 _EXACT = re.compile(r"-?\d{1,40}/\d{1,40}")
 

@@ -26,9 +26,9 @@ from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, SampleResult, StreamResult
 from ..summary import CaseHeader
 from ..video.damage import Warn
+from ._judge import Judge, judge
 from .case import FrameKeeper, ResultSink
 from .failures import FailureSaver
-from .judge import Judge, judge
 from .observation_cache import ObservationCache
 from .options import TrialOptions
 from .streams import StreamFrameKeeper
