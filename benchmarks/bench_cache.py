@@ -2,7 +2,7 @@
 
 Usage: python3 benchmarks/bench_cache.py [--minutes 2] [--concurrency 8] [--keep DIR]
 
-The video is bench_frames' dense one (1280x720, 30 fps, N minutes, x264 ultrafast); the case
+The video is bench_frames' main one (1280x720, 30 fps, N minutes, x264 veryfast, B-frames); the case
 has 2 targets sampled every 0.5 s over the whole clip; the adapter sleeps 50 ms per call.
 Three runs of ``glasskit_eval run --cache`` in this process on one cache directory: cold (every
 call reaches the adapter), warm (every observation from the cache: decoding and pixel hashing
@@ -13,17 +13,12 @@ counted, and a warm run must make none.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import make_video, write_eval  # noqa: E402
+from harness import importable, main_video, range_samples, timed_calls, workdir, write_eval
 
 ADAPTER = """
 import asyncio
@@ -38,24 +33,9 @@ class Sleepy:
     async def evaluate(self, sample, target):
         await asyncio.sleep(0.05)
         with CALLS.open("a") as log:
-            log.write("x\\n")
+            log.write("1\\n")
         return {"ok": True}
 """
-
-
-def timed_run(argv: list[str], eval_dir: Path) -> tuple[float, int]:
-    from glasskit_eval.cli import main
-
-    calls = eval_dir / "calls.log"
-    calls.unlink(missing_ok=True)
-    out = io.StringIO()
-    started = time.perf_counter()
-    code = main(argv, out=out, err=out)
-    elapsed = time.perf_counter() - started
-    if code != 0:
-        raise SystemExit(f"run failed ({code}):\n{out.getvalue()}")
-    made = len(calls.read_text().splitlines()) if calls.exists() else 0
-    return elapsed, made
 
 
 def main() -> None:
@@ -64,20 +44,17 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="directory for the generated video (reused when present)")
     args = parser.parse_args()
+    importable()
     seconds = args.minutes * 60
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        video = folder / f"dense_{args.minutes}m_720p.mp4"
-        if not video.exists():
-            make_video(video, seconds, 1280, 720)
-        samples = f"- range: [0, {seconds}]\n  field: ok\n  expect: true\n"
-        eval_dir = write_eval(Path(tmp) / "eval", video, {"a": samples, "b": samples}, ADAPTER, "0.5")
-        cache = Path(tmp) / "cache"
+    with workdir(args.keep) as (folder, scratch):
+        video = main_video(folder, seconds)
+        samples = range_samples(seconds)
+        eval_dir = write_eval(scratch / "eval", video, {"a": samples, "b": samples}, ADAPTER)
+        cache = scratch / "cache"
         base = ["run", "--eval-dir", str(eval_dir), "--concurrency", str(args.concurrency)]
-        cold, cold_calls = timed_run([*base, "--cache", str(cache)], eval_dir)
-        warm, warm_calls = timed_run([*base, "--cache", str(cache)], eval_dir)
-        plain, plain_calls = timed_run(base, eval_dir)
+        cold, cold_calls = timed_calls([*base, "--cache", str(cache)], eval_dir)
+        warm, warm_calls = timed_calls([*base, "--cache", str(cache)], eval_dir)
+        plain, plain_calls = timed_calls(base, eval_dir)
         count = 2 * 2 * seconds
         print(f"dense {args.minutes} min 720p, {count} samples, 50 ms adapter, concurrency {args.concurrency}")
         print(f"  no cache   {plain:7.2f} s  {plain_calls} adapter calls")

@@ -24,8 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import ROOT, importable, interleave, print_pairs
+
+importable()
 
 from glasskit_eval.adapters.python import PythonAdapterSpec  # noqa: E402
 from glasskit_eval.checkpoints.lifecycle import CheckpointedCommand, plan_fingerprints  # noqa: E402
@@ -104,19 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--check", action="store_true", help=f"exit 1 if the ratio exceeds {TARGET}")
     args = parser.parse_args(argv)
-    times: dict[bool, list[float]] = {False: [], True: []}
-    cpu: dict[bool, list[float]] = {False: [], True: []}
     with tempfile.TemporaryDirectory(prefix="bench-checkpoints-") as tmp:
         eval_dir = make_eval(Path(tmp), args.samples)
         one_run(eval_dir, True)  # warm-up: imports, page cache, thread pools
         one_run(eval_dir, False)
-        for round_ in range(args.rounds):
-            for checkpointed in ((False, True) if round_ % 2 == 0 else (True, False)):
-                elapsed, used, evaluated = one_run(eval_dir, checkpointed)
-                if evaluated != args.samples:
-                    raise SystemExit(f"expected {args.samples} passed samples, got {evaluated}")
-                times[checkpointed].append(elapsed)
-                cpu[checkpointed].append(used)
+
+        def measure(checkpointed: bool) -> dict[str, float]:
+            elapsed, used, evaluated = one_run(eval_dir, checkpointed)
+            if evaluated != args.samples:
+                raise SystemExit(f"expected {args.samples} passed samples, got {evaluated}")
+            return {"wall": elapsed, "cpu": used}
+
+        results = interleave(args.rounds, [False, True], measure, rotate=True)
+    times = {key: [r["wall"] for r in runs] for key, runs in results.items()}
+    cpu = {key: [r["cpu"] for r in runs] for key, runs in results.items()}
     plain, durable = statistics.median(times[False]), statistics.median(times[True])
     # The fastest round is the least disturbed by other load on the machine.
     best_plain, best_durable = min(times[False]), min(times[True])
@@ -132,9 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         ("CPU ratio", f"{statistics.median(cpu[True]) / statistics.median(cpu[False]):.3f}"),
         ("ratio of medians (target <= 1.10)", f"{ratio:.3f}"),
     ]
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        print(f"{name.ljust(width)}  {value}")
+    print_pairs(rows)
     return 1 if args.check and ratio > TARGET else 0
 
 

@@ -5,7 +5,7 @@ Usage: python3 benchmarks/bench_clips.py [--rounds 3] [--minutes 10] [--keep DIR
 Uses ``bench_frames``' video (``--minutes`` of 1280x720 x264 veryfast with B-frames, 30 fps, a
 keyframe every 2 s; generated in a temporary directory or ``--keep DIR``, reused when present).
 Every scenario and baseline runs in its own subprocess, ``--rounds`` times, interleaved; each
-child times its work (start-up and imports excluded), the parent reads its peak RSS.
+child times its work (start-up and imports excluded) and reads its own peak RSS (``harness``).
 
 Scenarios:
   sliding  ``range: [2, N*60]`` every 0.5 s, ``clip: {before_s: 2.0, every_s: 0.25}`` (9 frames,
@@ -22,22 +22,18 @@ Goals (the issue's): sliding <= 1.1x the baseline's wall with peak RSS <= 300 Mi
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import FPS, TRIVIAL_ADAPTER, _usage, ensure_videos, sparse_tail_times
+import harness
+from bench_frames import sparse_tail_times
+from harness import FPS, TRIVIAL_ADAPTER, bare_decode, timed_cli, usage, write_eval
 
-ROOT = Path(__file__).resolve().parent.parent
 EVERY = Fraction(1, 4)
 BEFORE = Fraction(2)
 CLIP = "{before_s: 2.0, every_s: 0.25}"
@@ -53,60 +49,29 @@ def clip_times(anchor: Fraction) -> list[Fraction]:
 
 
 def child_engine(scenario: str, video: Path, seconds: int) -> tuple[float, float]:
-    import importlib
-    import io
-    import pkgutil
-
-    import av  # noqa: F401  (imports are start-up, not work)
-
-    import glasskit_eval
-    from glasskit_eval.cli import main
-
-    for module in pkgutil.walk_packages(glasskit_eval.__path__, "glasskit_eval."):
-        if not module.name.endswith("__main__"):
-            importlib.import_module(module.name)
+    harness.load_engine()
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "cases").mkdir()
-        (root / "cases" / video.name).symlink_to(video)
         if scenario == "sliding":
-            samples = f"    - range: [2, {seconds}]\n      field: ok\n      expect: true\n"
+            samples = f"- range: [2, {seconds}]\n  field: ok\n  expect: true\n"
         else:
             listed = ", ".join(str(float(t)) for t in sparse_tail_times(seconds))
-            samples = f"    - at: [{listed}]\n      field: ok\n      expect: true\n"
-        (root / "cases" / "bench.yaml").write_text(
-            f"video: {video.name}\nsampling:\n  every_s: 0.5\nsample_defaults:\n  clip: {CLIP}\n"
-            f"targets:\n  a:\n    samples:\n{samples}")
-        (root / "adapter.py").write_text(TRIVIAL_ADAPTER)
-        out = io.StringIO()
-        wall, cpu = _usage()
-        code = main(["run", "--eval-dir", tmp, "--concurrency", "8"], out=out, err=out)
-        wall2, cpu2 = _usage()
-        if code != 0:
-            raise SystemExit(f"engine run failed ({code}):\n{out.getvalue()}")
-        return wall2 - wall, cpu2 - cpu
+            samples = f"- at: [{listed}]\n  field: ok\n  expect: true\n"
+        write_eval(Path(tmp), video, {"a": samples}, TRIVIAL_ADAPTER, defaults=f"sample_defaults:\n  clip: {CLIP}\n")
+        return timed_cli(["run", "--eval-dir", tmp, "--concurrency", "8"])
 
 
 def child_baseline_sliding(video: Path, seconds: int) -> tuple[float, float]:
-    import av
-
-    wall, cpu = _usage()
+    wall, cpu = usage()
     wanted = {nearest_index(EVERY * k) for k in range(int(seconds / EVERY) + 1)}
-    container = av.open(str(video))
-    stream = container.streams.video[0]
-    stream.thread_type = "AUTO"
-    for index, frame in enumerate(container.decode(stream)):
-        if index in wanted:
-            frame.to_image().close()
-    container.close()
-    wall2, cpu2 = _usage()
+    bare_decode(video, wanted.__contains__)
+    wall2, cpu2 = usage()
     return wall2 - wall, cpu2 - cpu
 
 
 def child_baseline_sparse(video: Path, seconds: int) -> tuple[float, float]:
     import av
 
-    wall, cpu = _usage()
+    wall, cpu = usage()
     container = av.open(str(video))
     stream = container.streams.video[0]
     base = stream.time_base
@@ -121,7 +86,7 @@ def child_baseline_sparse(video: Path, seconds: int) -> tuple[float, float]:
             if index >= indexes[-1]:
                 break
     container.close()
-    wall2, cpu2 = _usage()
+    wall2, cpu2 = usage()
     return wall2 - wall, cpu2 - cpu
 
 
@@ -135,62 +100,23 @@ CHILDREN = {
 SCENARIOS = {"sliding": ("engine-sliding", "base-sliding"), "sparse": ("engine-sparse", "base-sparse")}
 
 
-def run_child(kind: str, video: Path, seconds: int) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS in MiB) of one child run."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, "--video", str(video),
-                             "--seconds", str(seconds)], stdout=subprocess.PIPE, env=env)
-    assert proc.stdout is not None
-    output = proc.stdout.read()
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{kind} failed")
-    result = json.loads(output)
-    return result["wall"], result["cpu"], usage.ru_maxrss / 1024
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--minutes", type=int, default=10)
-    parser.add_argument("--keep", type=Path, help="folder for the generated video (reused)")
-    parser.add_argument("--only", nargs="+", choices=sorted(SCENARIOS), help="run these scenarios")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--video", help=argparse.SUPPRESS)
-    parser.add_argument("--seconds", type=int, help=argparse.SUPPRESS)
+    harness.options(parser, minutes=10, scenarios=sorted(SCENARIOS))
     args = parser.parse_args()
     if args.child:
         wall, cpu = CHILDREN[args.child](Path(args.video), args.seconds)
-        print(json.dumps({"wall": wall, "cpu": cpu}))
+        harness.report({"wall": wall, "cpu": cpu})
         return 0
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} cores)", flush=True)
+    harness.load_average("at start")
     names = args.only or list(SCENARIOS)
-    samples: dict[str, list[tuple[float, float, float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        path, seconds = ensure_videos(folder, args.minutes, 0, {"main"})["main"]
-        for round_no in range(1, args.rounds + 1):
-            for name in names:
-                for kind in SCENARIOS[name]:
-                    started = time.perf_counter()
-                    wall, cpu, rss = run_child(kind, path, seconds)
-                    samples.setdefault(kind, []).append((wall, cpu, rss))
-                    print(f"round {round_no}: {kind:15s} wall {wall:8.3f}s  cpu {cpu:8.3f}s  peak RSS {rss:5.0f} MiB"
-                          f"  ({time.perf_counter() - started:.1f}s with start-up)", flush=True)
-    med = {kind: (statistics.median(w for w, _c, _r in vals), statistics.median(c for _w, c, _r in vals),
-                  max(r for _w, _c, r in vals)) for kind, vals in samples.items()}
-    print(f"\nmedians of {args.rounds} rounds (peak RSS: the largest of the rounds)")
-    print(f"  {'scenario':10s} {'engine wall':>12s} {'base wall':>10s} {'wall ratio':>10s} "
-          f"{'engine cpu':>11s} {'base cpu':>9s} {'cpu ratio':>9s} {'engine RSS':>11s} {'base RSS':>9s}")
-    for name in names:
-        engine, base = SCENARIOS[name]
-        ew, ec, er = med[engine]
-        bw, bc, br = med[base]
-        print(f"  {name:10s} {ew:11.3f}s {bw:9.3f}s {ew / bw:9.2f}x {ec:10.3f}s {bc:8.3f}s "
-              f"{ec / bc:8.2f}x {er:7.0f} MiB {br:5.0f} MiB")
-    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with harness.workdir(args.keep) as (folder, _scratch):
+        seconds = args.minutes * 60
+        path = harness.main_video(folder, seconds)
+        results = harness.interleave(args.rounds, [kind for name in names for kind in SCENARIOS[name]],
+                             lambda kind: harness.run_child(__file__, kind, path, seconds), harness.child_line)
+    harness.ratio_table([(name, results[SCENARIOS[name][0]], results[SCENARIOS[name][1]]) for name in names])
+    harness.load_average("at the end")
     return 0
 
 

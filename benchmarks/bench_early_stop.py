@@ -28,10 +28,11 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import importable, video
+
+importable(tests=True)
 
 from earlystopkit import burst_outcomes, calls, iid_outcomes, make_eval  # noqa: E402
 from earlystopkit import make_video as small_video  # noqa: E402
@@ -131,12 +132,9 @@ def part_cli(seeds: int) -> None:
         print(f"Same seed twice, identical call logs: {calls(first) == calls(second)}\n")
 
 
-def _big_video(path: Path, seconds: int) -> Path:
-    from bench_frames import make_video
-
-    if not path.exists():
-        make_video(path, seconds, 1280, 720, textured=False)
-    return path
+def _big_video(folder: Path, seconds: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return video(folder, "dense_720p_4min.mp4", seconds, textured=False)
 
 
 def part_decode(seeds: int, cache: Path) -> None:
@@ -145,7 +143,7 @@ def part_decode(seeds: int, cache: Path) -> None:
     from glasskit_eval.video.strategy import plan
 
     cache.mkdir(parents=True, exist_ok=True)
-    video = _big_video(cache / "dense_720p_4min.mp4", PLANNED // 10)
+    video = _big_video(cache, PLANNED // 10)
     table = frame_table(video)
     times = [Fraction(i, 10) for i in range(PLANNED)]
 
@@ -192,7 +190,7 @@ def part_decode(seeds: int, cache: Path) -> None:
 
 
 def part_dense(cache: Path) -> None:
-    video = _big_video(cache / "dense_720p_4min.mp4", PLANNED // 10)
+    video = _big_video(cache, PLANNED // 10)
     with tempfile.TemporaryDirectory() as tmp:
         outcomes = iid_outcomes(random.Random(0), PLANNED, 0.97)
         print("## Dense scenario: 720p, 2,400 samples every 0.1 s, trivial adapter, 0.97 against 0.90\n")

@@ -15,20 +15,16 @@ page-load   A synthetic 10,000-sample report (10% failed, with thumbnails) opene
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import make_video, write_eval  # noqa: E402
+import harness
+from harness import importable, range_samples, timed_cli, write_eval
 
 FAILING_ADAPTER = """
 def create_evaluator(config):
@@ -42,27 +38,17 @@ class TenPercent:
 
 
 def child(video: Path, seconds: int, html: bool) -> dict[str, float]:
-    import importlib
-    import io
-    import pkgutil
-
-    import av  # noqa: F401  (imports are start-up, not work)
-
-    import glasskit_eval
-    from glasskit_eval.cli import main
-
-    for module in pkgutil.walk_packages(glasskit_eval.__path__, "glasskit_eval."):
-        if not module.name.endswith("__main__"):
-            importlib.import_module(module.name)
-    from glasskit_eval.reports import publish, thumbnails
+    harness.load_engine()
+    from glasskit_eval.commands import run as publish  # the name the run command calls
+    from glasskit_eval.reports import thumbnails
 
     spent = {"thumbnails": 0.0, "page": 0.0}
     keep = thumbnails.ThumbnailStore.keep
     write = publish.write_html
 
-    def timed_keep(self: thumbnails.ThumbnailStore, result: object, image: object) -> None:
+    def timed_keep(self: thumbnails.ThumbnailStore, result: object, image: object, frames: object = ()) -> None:
         started = time.perf_counter()
-        keep(self, result, image)  # type: ignore[arg-type]
+        keep(self, result, image, frames)  # type: ignore[arg-type]
         spent["thumbnails"] += time.perf_counter() - started
 
     def timed_write(*args: object, **kwargs: object) -> None:
@@ -73,36 +59,20 @@ def child(video: Path, seconds: int, html: bool) -> dict[str, float]:
     thumbnails.ThumbnailStore.keep = timed_keep  # type: ignore[method-assign]
     publish.write_html = timed_write  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
-        samples = f"- range: [0, {seconds}]\n  field: ok\n  expect: true\n"
-        eval_dir = write_eval(Path(tmp), video, {"a": samples, "b": samples}, FAILING_ADAPTER, "0.5")
+        eval_dir = write_eval(Path(tmp), video, {"a": range_samples(seconds), "b": range_samples(seconds)},
+                              FAILING_ADAPTER)
         argv = ["run", "--eval-dir", str(eval_dir)]
         page = Path(tmp) / "report.html"
         if html:
             argv += ["--html", str(page)]
-        out = io.StringIO()
-        started = time.perf_counter()
-        code = main(argv, out=out, err=out)
-        elapsed = time.perf_counter() - started
-        if code not in (0, 1):
-            raise SystemExit(f"run failed ({code}):\n{out.getvalue()}")
+        elapsed, _cpu = timed_cli(argv, ok=(0, 1))
         size = page.stat().st_size if html else 0
     return {"elapsed": elapsed, "size_mb": size / 1e6, **spent}
 
 
-def run_child(video: Path, seconds: int, html: bool) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    argv = [sys.executable, __file__, "--child", "--video", str(video), "--seconds", str(seconds)]
-    proc = subprocess.run(argv + (["--html"] if html else []), capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"child failed:\n{proc.stderr}")
-    result: dict[str, float] = json.loads(proc.stdout)
-    return result
-
-
 def page_load(folder: Path) -> tuple[float, float]:
     """(ms until usable, page MB) for a 10,000-sample report in headless Chromium."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    sys.path.insert(0, str(ROOT))
+    importable(tests=True)
     from framecode import draw_frame
     from htmlkit import result, summary_of
     from playwright.sync_api import sync_playwright
@@ -138,37 +108,29 @@ def page_load(folder: Path) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--minutes", type=int, default=10)
-    parser.add_argument("--keep", type=Path, help="folder for the generated videos (reused)")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--html", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--video", help=argparse.SUPPRESS)
-    parser.add_argument("--seconds", type=int, help=argparse.SUPPRESS)
+    harness.options(parser, minutes=10)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(Path(args.video), args.seconds, args.html)))
+        harness.report(child(args.video, args.seconds, args.child == "html"))
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        video = folder / f"dense_{args.minutes}m_720p.mp4"  # bench_frames' name: --keep folders are shared
-        if not video.exists():
-            make_video(video, args.minutes * 60, 1280, 720)
-        seconds = args.minutes * 60
-        plain: list[float] = []
-        html: list[dict[str, float]] = []
-        for round_no in range(1, args.rounds + 1):
-            plain.append(run_child(video, seconds, False)["elapsed"])
-            html.append(run_child(video, seconds, True))
-            print(f"round {round_no}: run {plain[-1]:.3f}s, run --html {html[-1]['elapsed']:.3f}s "
-                  f"(thumbnails {html[-1]['thumbnails']:.3f}s, page {html[-1]['page']:.3f}s, "
-                  f"{html[-1]['size_mb']:.1f} MB)", flush=True)
-        load_ms, load_mb = page_load(Path(tmp))
-    base = statistics.median(plain)
-    with_html = statistics.median(h["elapsed"] for h in html)
-    thumbs = statistics.median(h["thumbnails"] for h in html)
-    page = statistics.median(h["page"] for h in html)
+    seconds = args.minutes * 60
+    with harness.workdir(args.keep) as (folder, scratch):
+        video = harness.main_video(folder, seconds)
+
+        def line(kind: str, f: dict[str, float]) -> str:
+            if kind == "plain":
+                return f"run {f['elapsed']:.3f}s"
+            return (f"run --html {f['elapsed']:.3f}s (thumbnails {f['thumbnails']:.3f}s, page {f['page']:.3f}s, "
+                    f"{f['size_mb']:.1f} MB)")
+
+        results = harness.interleave(args.rounds, ["plain", "html"],
+                             lambda kind: harness.run_child(__file__, kind, video, seconds), line)
+        load_ms, load_mb = page_load(scratch)
+    html = results["html"]
+    base = harness.median(results["plain"], "elapsed")
+    with_html = harness.median(html, "elapsed")
+    thumbs = harness.median(html, "thumbnails")
+    page = harness.median(html, "page")
     samples = 2 * (seconds * 2 + 1)
     print(f"\nmedians of {args.rounds} rounds, dense {args.minutes} min 720p, {samples} samples, 10% failing")
     print(f"  run            {base:7.3f}s")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import shutil
 import statistics
 import sys
@@ -26,14 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from glasskit_eval.adapters.base import Sample, Target
-from glasskit_eval.adapters.calls import DirectCaller
-from glasskit_eval.adapters.resilient import CallPolicy, ResilientCaller
-from glasskit_eval.cli import main as cli_main
+from harness import ROOT, importable, interleave, timed_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+importable()
+
+from glasskit_eval.adapters.base import Sample, Target  # noqa: E402
+from glasskit_eval.adapters.calls import DirectCaller  # noqa: E402
+from glasskit_eval.adapters.resilient import CallPolicy, ResilientCaller  # noqa: E402
+
 VIDEO = ROOT / "fixtures" / "videos" / "cfr_h264.mp4"
 TARGETS = 8
 
@@ -67,14 +68,8 @@ def make_eval(root: Path, cases: int) -> Path:
 
 
 def timed_run(eval_dir: Path, adapter: str, concurrency: int, extra: list[str]) -> float:
-    out, err = io.StringIO(), io.StringIO()
-    started = time.perf_counter()
-    code = cli_main(["run", "--eval-dir", str(eval_dir), "--adapter", f"{eval_dir / 'adapter.py'}:{adapter}",
-                     "--concurrency", str(concurrency), *extra], out=out, err=err)
-    elapsed = time.perf_counter() - started
-    if code != 0:
-        raise SystemExit(f"run failed ({code}):\n{err.getvalue()}")
-    return elapsed
+    return timed_cli(["run", "--eval-dir", str(eval_dir), "--adapter", f"{eval_dir / 'adapter.py'}:{adapter}",
+                      "--concurrency", str(concurrency), *extra])[0]
 
 
 class Trivial:
@@ -133,11 +128,10 @@ def main() -> None:
         plain_async = 0.0
         for adapter in ("create_async", "create_sync"):
             timed_run(eval_dir, adapter, args.concurrency, [])  # warm caches (frame tables, imports)
-            plain: list[float] = []
-            resilient: list[float] = []
-            for _round in range(args.rounds):
-                plain.append(timed_run(eval_dir, adapter, args.concurrency, []))
-                resilient.append(timed_run(eval_dir, adapter, args.concurrency, options))
+            runs = interleave(args.rounds, [(), tuple(options)], lambda extra, adapter=adapter: {  # type: ignore[misc]
+                "wall": timed_run(eval_dir, adapter, args.concurrency, list(extra))})
+            plain = [r["wall"] for r in runs[()]]
+            resilient = [r["wall"] for r in runs[tuple(options)]]
             a, b = statistics.median(plain), statistics.median(resilient)
             lo_a, lo_b = min(plain), min(resilient)
             plain_async = plain_async or lo_a

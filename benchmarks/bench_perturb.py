@@ -11,14 +11,15 @@ to handing a frame over.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import importable, interleave, median, timed
+
+importable()
 
 from PIL import Image  # noqa: E402
 
@@ -36,12 +37,7 @@ def frame(width: int, height: int) -> Image.Image:
 
 
 def median_ms(work: Callable[[], object], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
+    return median(interleave(rounds, [work], timed)[work], "wall") * 1000
 
 
 def main() -> None:

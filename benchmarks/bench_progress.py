@@ -24,17 +24,25 @@ import io
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import TRIVIAL_ADAPTER, make_video, write_eval  # noqa: E402
+from harness import (
+    TRIVIAL_ADAPTER,
+    importable,
+    interleave,
+    main_video,
+    print_pairs,
+    range_samples,
+    workdir,
+    write_eval,
+)
+
+importable()
 
 from glasskit_eval.cli import main as cli_main  # noqa: E402
 from glasskit_eval.reports import console  # noqa: E402
@@ -156,28 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="folder for the generated video (reused)")
     parser.add_argument("--check", action="store_true", help="exit 1 if the display takes 1%% or more of the run's CPU time")
     args = parser.parse_args(argv)
-    times: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    sizes: dict[str, int] = {}
-    beats: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-progress-") as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        video = folder / f"dense_{args.minutes}m_720p.mp4"
-        if not video.exists():
-            started = time.perf_counter()
-            make_video(video, args.minutes * 60, 1280, 720)
-            print(f"generated {video.name} in {time.perf_counter() - started:.1f}s", flush=True)
-        samples = f"- range: [0, {args.minutes * 60}]\n  field: ok\n  expect: true\n"
-        eval_dir = write_eval(Path(tmp) / "evaldir", video, {"a": samples, "b": samples}, TRIVIAL_ADAPTER, "0.5")
-        scratch = Path(tmp)
+    with workdir(args.keep) as (folder, scratch):
+        video = main_video(folder, args.minutes * 60)
+        samples = range_samples(args.minutes * 60)
+        eval_dir = write_eval(scratch / "evaldir", video, {"a": samples, "b": samples}, TRIVIAL_ADAPTER)
         one_run(eval_dir, "off", scratch)  # warm-up: imports, page cache, thread pools
-        for round_ in range(args.rounds):
-            order = VARIANTS[round_ % 3:] + VARIANTS[:round_ % 3]
-            for variant in order:
-                elapsed, size, beat = one_run(eval_dir, variant, scratch)
-                times[variant].append(elapsed)
-                sizes[variant] = size
-                beats[variant] = beat
+        results = interleave(args.rounds, list(VARIANTS), lambda variant: dict(
+            zip(("wall", "size", "beats"), one_run(eval_dir, variant, scratch))), rotate=True)
+    times = {variant: [r["wall"] for r in runs] for variant, runs in results.items()}
+    sizes = {variant: runs[-1]["size"] for variant, runs in results.items()}
+    beats = {variant: runs[-1]["beats"] for variant, runs in results.items()}
     samples_count = args.minutes * 60 * 2 * 2
     off = statistics.median(times["off"])
     rows: list[tuple[str, Any]] = [("samples", samples_count), ("rounds", args.rounds)]
@@ -192,9 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("terminal: display CPU / run CPU (median)", f"{statistics.median(shares) * 100:.3f}%"))
     rows.append(("live-line bytes on the terminal", sizes["terminal"]))
     rows.append(("heartbeat lines in the log", beats["log"]))
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        print(f"{name.ljust(width)}  {value}")
+    print_pairs(rows)
     return 1 if args.check and statistics.median(shares) > TARGET - 1 else 0
 
 

@@ -21,10 +21,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import importable
+
 if TYPE_CHECKING:
     from glasskit_eval.reports.baseline import BaselineDiff
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
@@ -32,8 +34,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
+    importable(tests=True)
     from test_statistics_kit import repeated_pair
 
     from glasskit_eval.statistics.paired import paired_regression_test

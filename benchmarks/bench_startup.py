@@ -29,7 +29,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import ROOT, interleave
+
 DEMO = ROOT / "fixtures" / "demo" / "eval"
 VIDEO = DEMO / "cases" / "kitchen.mp4"
 TARGETS = {"help": 1.5, "validate": 1.2}
@@ -75,17 +78,14 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 def measure(cmds: dict[str, list[str]], rounds: int,
             env: dict[str, str]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Per command, the wall times and the CPU times of ``rounds`` interleaved runs."""
-    wall: dict[str, list[float]] = {name: [] for name in cmds}
-    cpu: dict[str, list[float]] = {name: [] for name in cmds}
-    for _ in range(2):  # warm the bytecode cache and the OS file cache
-        for cmd in cmds.values():
-            run_once(cmd, env)
-    for _ in range(rounds):
-        for name, cmd in cmds.items():
-            seconds, used = run_once(cmd, env)
-            wall[name].append(seconds)
-            cpu[name].append(used)
-    return wall, cpu
+    def once(name: str) -> dict[str, float]:
+        seconds, used = run_once(cmds[name], env)
+        return {"wall": seconds, "cpu": used}
+
+    interleave(2, list(cmds), once)  # warm the bytecode cache and the OS file cache
+    results = interleave(rounds, list(cmds), once)
+    return ({name: [r["wall"] for r in runs] for name, runs in results.items()},
+            {name: [r["cpu"] for r in runs] for name, runs in results.items()})
 
 
 def ratios(times: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float]]:

@@ -19,17 +19,12 @@ A warm run must make no adapter call, and the others one per frame.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import make_video  # noqa: E402
+from harness import bare_decode, importable, timed_calls, usage, video, workdir, write_case
 
 ADAPTER = """
 from pathlib import Path
@@ -55,61 +50,29 @@ class Trivial:
 """
 
 
-def bare_decode(video: Path) -> float:
-    import av
-
-    started = time.perf_counter()
-    with av.open(str(video)) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        for frame in container.decode(stream):
-            frame.to_image()
-    return time.perf_counter() - started
-
-
-def timed_run(argv: list[str], eval_dir: Path) -> tuple[float, int]:
-    from glasskit_eval.cli import main
-
-    calls = eval_dir / "calls.log"
-    calls.unlink(missing_ok=True)
-    out = io.StringIO()
-    started = time.perf_counter()
-    code = main(argv, out=out, err=out)
-    elapsed = time.perf_counter() - started
-    if code not in (0, 1):
-        raise SystemExit(f"run failed ({code}):\n{out.getvalue()}")
-    made = sum(int(n) for n in calls.read_text().split()) if calls.exists() else 0
-    return elapsed, made
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--size", default="1280x720")
     parser.add_argument("--keep", type=Path, help="directory for the generated video (reused when present)")
     args = parser.parse_args()
+    importable()
     width, height = (int(v) for v in args.size.split("x"))
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        video = folder / f"stream_{args.seconds}s_{width}x{height}.mp4"
-        if not video.exists():
-            make_video(video, args.seconds, width, height, textured=False)
-        eval_dir = Path(tmp) / "eval"
-        (eval_dir / "cases").mkdir(parents=True)
-        (eval_dir / "cases" / video.name).symlink_to(video)
-        (eval_dir / "cases" / "bench.yaml").write_text(
-            f"video: {video.name}\ntargets:\n  pan:\n    sample_defaults: {{field: alert}}\n"
-            f"    events:\n      - at: 1.0\n        expect: tick\n")
-        (eval_dir / "adapter.py").write_text(ADAPTER)
-        cache = Path(tmp) / "cache"
+    with workdir(args.keep) as (folder, scratch):
+        path = video(folder, f"stream_{args.seconds}s_{width}x{height}.mp4", args.seconds, width, height,
+                     textured=False)
+        eval_dir = write_case(scratch / "eval", path,
+                              f"video: {path.name}\ntargets:\n  pan:\n    sample_defaults: {{field: alert}}\n"
+                              f"    events:\n      - at: 1.0\n        expect: tick\n", ADAPTER)
+        cache = scratch / "cache"
         base = ["run", "--eval-dir", str(eval_dir)]
-        bare = bare_decode(video)
-        rows = [("bare", bare, None)]
-        rows.append(("no cache", *timed_run(base, eval_dir)))
-        rows.append(("cold", *timed_run([*base, "--cache", str(cache)], eval_dir)))
-        rows.append(("warm", *timed_run([*base, "--cache", str(cache)], eval_dir)))
-        rows.append(("write", *timed_run([*base, "--cache", str(cache), "--cache-mode", "write"], eval_dir)))
+        started, _cpu = usage()
+        bare_decode(path)
+        bare = usage()[0] - started
+        rows: list[tuple[str, float, int | None]] = [("bare", bare, None)]
+        for name, extra in (("no cache", []), ("cold", ["--cache", str(cache)]), ("warm", ["--cache", str(cache)]),
+                            ("write", ["--cache", str(cache), "--cache-mode", "write"])):
+            rows.append((name, *timed_calls([*base, *extra], eval_dir, ok=(0, 1))))
         print(f"{args.seconds} s {width}x{height} 30 fps, one stream target fed every frame")
         print(f"  {'run':10s} {'wall s':>8s} {'x bare':>7s} {'adapter calls':>14s}")
         for name, wall, made in rows:

@@ -8,7 +8,7 @@ Uses ``bench_frames``' kind of video (1280x720 x264 veryfast, CRF 23, 30 fps, a 
 20 s clip of the same kind for the paced scenario. Generated in a temporary directory, or in
 ``--keep DIR`` and reused from there. Every run is a subprocess of its own, ``--rounds`` times,
 interleaved; each child times its work (interpreter start-up and imports excluded, both sides)
-in wall and CPU seconds, and the parent reads its peak RSS from ``wait4``. Engine children run
+in wall and CPU seconds and reads its own peak RSS (VmHWM; see ``harness``). Engine children run
 the CLI's ``run`` (``--output-json``) in-process and report the streams' ``frames_delivered`` and
 ``frames_dropped`` from the JSON report.
 
@@ -34,20 +34,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_frames import FPS, _usage, make_video
+import harness
+from harness import FPS, bare_decode, timed_cli, usage, write_case
 
-ROOT = Path(__file__).resolve().parent.parent
 EVERY_S = "0.2"
 EVERY_FRAMES = 6  # 0.2 s at 30 fps: the grid's nearest frames are exactly every 6th
 PACED_SECONDS = 20
@@ -88,38 +84,18 @@ def case_text(video: Path, seconds: int, targets: int, every: bool) -> str:
 
 
 def child_engine(kind: str, video: Path, seconds: int) -> dict[str, Any]:
-    import importlib
-    import io
-    import pkgutil
-
-    import av  # noqa: F401  (imports are start-up, not work: the baselines pay them untimed too)
-
-    import glasskit_eval
-    from glasskit_eval.cli import main
-
-    for module in pkgutil.walk_packages(glasskit_eval.__path__, "glasskit_eval."):
-        if not module.name.endswith("__main__"):
-            importlib.import_module(module.name)
+    harness.load_engine()
     targets = 2 if kind == "engine-two" else 1
     every = kind == "engine-every"
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "cases").mkdir()
-        (root / "cases" / video.name).symlink_to(video)
-        (root / "cases" / "bench.yaml").write_text(case_text(video, seconds, targets, every))
-        (root / "adapter.py").write_text(adapter_source(seconds))
-        report = root / "report.json"
-        argv = ["run", "--eval-dir", tmp, "--output-json", str(report)]
+        root = write_case(Path(tmp), video, case_text(video, seconds, targets, every), adapter_source(seconds))
+        report_json = root / "report.json"
+        argv = ["run", "--eval-dir", tmp, "--output-json", str(report_json)]
         if kind == "engine-paced":
             argv += ["--pace", "1.0"]
-        out = io.StringIO()
-        wall, cpu = _usage()
-        code = main(argv, out=out, err=out)
-        wall2, cpu2 = _usage()
-        if code != 0:
-            raise SystemExit(f"{kind} run failed ({code}):\n{out.getvalue()}")
-        streams = json.loads(report.read_text())["streams"]
-    return {"wall": wall2 - wall, "cpu": cpu2 - cpu,
+        wall, cpu = timed_cli(argv)
+        streams = json.loads(report_json.read_text())["streams"]
+    return {"wall": wall, "cpu": cpu,
             "delivered": sum(s["frames_delivered"] for s in streams),
             "dropped": sum(s["frames_dropped"] for s in streams),
             "detected": sum(s["metrics"]["detected"] for s in streams),
@@ -128,66 +104,23 @@ def child_engine(kind: str, video: Path, seconds: int) -> dict[str, Any]:
 
 def child_baseline(kind: str, video: Path, seconds: int) -> dict[str, Any]:
     """One decoder with frame threads; every ``step``-th frame converted to RGB as the engine does."""
-    import av
-    from PIL import Image
-
     step = EVERY_FRAMES if kind == "base-every" else 1
     # The grid's last time is the clip's end, whose nearest frame is the last one.
     last = seconds * FPS - 1
-    wall, cpu = _usage()
-    container = av.open(str(video))
-    stream = container.streams.video[0]
-    stream.thread_type = "AUTO"
-    converted = 0
-    for index, frame in enumerate(container.decode(stream)):
-        if index % step == 0 or index == last:
-            plane = frame.reformat(format="rgb24").planes[0]
-            Image.frombuffer("RGB", (plane.width, plane.height), plane, "raw", "RGB", plane.line_size, 1).close()
-            converted += 1
-    container.close()
-    wall2, cpu2 = _usage()
+    wall, cpu = usage()
+    converted = bare_decode(video, lambda index: index % step == 0 or index == last, as_engine=True)
+    wall2, cpu2 = usage()
     return {"wall": wall2 - wall, "cpu": cpu2 - cpu, "delivered": converted}
 
 
 def child(args: argparse.Namespace) -> None:
-    video = Path(args.video)
     if args.child.startswith("engine-"):
-        result = child_engine(args.child, video, args.seconds)
+        harness.report(child_engine(args.child, args.video, args.seconds))
     else:
-        result = child_baseline(args.child, video, args.seconds)
-    print(json.dumps(result))
+        harness.report(child_baseline(args.child, args.video, args.seconds))
 
 
 # --------------------------------------------------------------------------- parent
-
-
-def video_for(folder: Path, seconds: int) -> Path:
-    # The name bench_frames gives whole minutes, so one --keep folder serves both.
-    name = f"bframes_{seconds // 60}m_720p.mp4" if seconds % 60 == 0 else f"bframes_{seconds}s_720p.mp4"
-    path = folder / name
-    if not path.exists():
-        started = time.perf_counter()
-        # In a child: Linux carries a process's peak RSS over fork and exec, so encoding in the
-        # parent would raise every measured child's peak to the encoder's.
-        subprocess.run([sys.executable, __file__, "--make-video", str(path), "--seconds", str(seconds)], check=True)
-        print(f"generated {name} ({path.stat().st_size / 1e6:.0f} MB) in "
-              f"{time.perf_counter() - started:.0f}s", flush=True)
-    return path
-
-
-def run_child(kind: str, video: Path, seconds: int) -> dict[str, Any]:
-    """The child's own figures plus its peak RSS (MiB)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, "--video", str(video),
-                             "--seconds", str(seconds)], stdout=subprocess.PIPE, env=env)
-    assert proc.stdout is not None
-    output = proc.stdout.read()
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{kind} failed")
-    result: dict[str, Any] = json.loads(output)
-    result["rss"] = usage.ru_maxrss / 1024
-    return result
 
 
 #: scenario -> (measured child, reference child, goal on the wall ratio)
@@ -201,19 +134,10 @@ SCENARIOS: dict[str, tuple[str, str | None, float]] = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--minutes", type=float, default=10.0, help="length of the main video (fractions allowed)")
-    parser.add_argument("--keep", type=Path, help="folder for the generated videos (reused)")
-    parser.add_argument("--only", nargs="+", choices=list(SCENARIOS), help="run these scenarios")
+    harness.options(parser, minutes=10.0, fractions=True, minutes_help="length of the main video (fractions allowed)",
+                    scenarios=list(SCENARIOS))
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--video", help=argparse.SUPPRESS)
-    parser.add_argument("--seconds", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--make-video", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.make_video:
-        make_video(args.make_video, args.seconds, 1280, 720, textured=True)
-        return 0
     if args.child:
         child(args)
         return 0
@@ -221,62 +145,53 @@ def main() -> int:
     if seconds < 4:
         parser.error("--minutes must give at least 4 seconds of video")
     names = args.only or list(SCENARIOS)
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} cores)", flush=True)
-    results: dict[str, list[dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = args.keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
+    harness.load_average("at start")
+    with harness.workdir(args.keep) as (folder, _scratch):
         videos: dict[str, tuple[Path, int]] = {}
         if any(n != "paced" for n in names):
-            videos["main"] = (video_for(folder, seconds), seconds)
+            videos["main"] = (harness.main_video(folder, seconds), seconds)
         if "paced" in names:
-            videos["paced"] = (video_for(folder, PACED_SECONDS), PACED_SECONDS)
+            videos["paced"] = (harness.main_video(folder, PACED_SECONDS), PACED_SECONDS)
         runs: list[str] = []
         for name in names:
             for kind in SCENARIOS[name][:2]:
                 if kind is not None and kind not in runs:
                     runs.append(kind)
-        for round_no in range(1, args.rounds + 1):
-            for kind in runs:
-                path, length = videos["paced" if kind == "engine-paced" else "main"]
-                started = time.perf_counter()
-                r = run_child(kind, path, length)
-                results.setdefault(kind, []).append(r)
-                extra = f"  dropped {r['dropped']}" if "dropped" in r else ""
-                print(f"round {round_no}: {kind:13s} wall {r['wall']:8.3f}s  cpu {r['cpu']:8.3f}s  "
-                      f"peak RSS {r['rss']:5.0f} MiB  frames {r['delivered']}{extra}  "
-                      f"({time.perf_counter() - started:.1f}s with start-up)", flush=True)
 
-    def med(kind: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[kind])
+        def line(kind: str, r: dict[str, Any]) -> str:
+            extra = f"  dropped {r['dropped']}" if "dropped" in r else ""
+            return (f"{kind:13s} wall {r['wall']:8.3f}s  cpu {r['cpu']:8.3f}s  "
+                    f"peak RSS {r['rss']:5.0f} MiB  frames {r['delivered']}{extra}")
 
-    def peak(kind: str) -> float:
-        return max(r["rss"] for r in results[kind])
+        results = harness.interleave(args.rounds, runs, lambda kind: harness.run_child(
+            __file__, kind, *videos["paced" if kind == "engine-paced" else "main"]), line)
 
     on = [f"{length} s of 720p" + (" (paced)" if key == "paced" else "") for key, (_p, length) in videos.items()]
     print(f"\nmedians of {args.rounds} rounds on {' and '.join(on)} (peak RSS: the largest of the rounds)")
-    print(f"  {'scenario':12s} {'wall':>9s} {'ref wall':>9s} {'ratio':>7s} {'goal':>7s} {'cpu ratio':>9s} "
-          f"{'RSS':>8s} {'ref RSS':>8s}  frames")
+    rows: list[list[object]] = []
     missed = []
     for name in names:
         kind, ref, goal = SCENARIOS[name]
-        wall, rss = med(kind, "wall"), peak(kind)
+        mine = results[kind]
+        wall = harness.median(mine, "wall")
         if ref is None:
-            dropped = max(r["dropped"] for r in results[kind])
+            dropped = max(r["dropped"] for r in mine)
             ok = abs(wall - PACED_SECONDS) <= 0.5 and dropped == 0
-            print(f"  {name:12s} {wall:8.3f}s {PACED_SECONDS:8d}s {'':>7s} {'+/-0.5s':>7s} {'':>9s} "
-                  f"{rss:4.0f} MiB {'':>8s}  {int(med(kind, 'delivered'))} delivered, {dropped} dropped (most "
-                  f"of any round){'' if ok else '  MISSED'}")
+            rows.append([name, f"{wall:.3f}s", f"{PACED_SECONDS}s", "", "+/-0.5s", "", f"{harness.peak(mine):.0f} MiB", "",
+                         f"{int(harness.median(mine, 'delivered'))} delivered, {dropped} dropped (most of any round)"
+                         f"{'' if ok else '  MISSED'}"])
         else:
-            ratio = wall / med(ref, "wall")
-            ok = ratio <= goal
-            print(f"  {name:12s} {wall:8.3f}s {med(ref, 'wall'):8.3f}s {ratio:6.2f}x {goal:6.2f}x "
-                  f"{med(kind, 'cpu') / med(ref, 'cpu'):8.2f}x {rss:4.0f} MiB {peak(ref):4.0f} MiB  "
-                  f"{int(med(kind, 'delivered'))} vs {int(med(ref, 'delivered'))}{'' if ok else '  MISSED'}")
+            theirs = results[ref]
+            ok = wall / harness.median(theirs, "wall") <= goal
+            rows.append([name, f"{wall:.3f}s", f"{harness.median(theirs, 'wall'):.3f}s", harness.ratio(wall, harness.median(theirs, "wall")),
+                         f"{goal:.2f}x", harness.ratio(harness.median(mine, "cpu"), harness.median(theirs, "cpu")), f"{harness.peak(mine):.0f} MiB",
+                         f"{harness.peak(theirs):.0f} MiB", f"{int(harness.median(mine, 'delivered'))} vs "
+                         f"{int(harness.median(theirs, 'delivered'))}{'' if ok else '  MISSED'}"])
         if not ok:
             missed.append(name)
-    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    harness.print_table(["scenario", "wall", "ref wall", "ratio", "goal", "cpu ratio", "RSS", "ref RSS", "frames"], rows,
+                        left=(0, 8))
+    harness.load_average("at the end")
     return 1 if args.check and missed else 0
 
 

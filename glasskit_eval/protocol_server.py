@@ -64,19 +64,15 @@ _STREAM_METHODS = ("startStream", "frame", "endStream")
 class AdapterConfig:
     """What the factory receives, with the fields an in-process factory config has."""
 
-    def __init__(
-        self, eval_dir: Path, config: dict[str, Any], artifacts_dir: Path | None, verbose: bool
-    ) -> None:
+    def __init__(self, eval_dir: Path, config: dict[str, Any], artifacts_dir: Path | None, verbose: bool) -> None:
         self.eval_dir = eval_dir
         self.config = config
         self.artifacts_dir = artifacts_dir
         self.verbose = verbose
 
     def __repr__(self) -> str:
-        return (
-            f"AdapterConfig(eval_dir={self.eval_dir!r}, config={self.config!r}, "
-            f"artifacts_dir={self.artifacts_dir!r}, verbose={self.verbose!r})"
-        )
+        return (f"AdapterConfig(eval_dir={self.eval_dir!r}, config={self.config!r}, "
+                f"artifacts_dir={self.artifacts_dir!r}, verbose={self.verbose!r})")
 
 
 class Target:
@@ -112,9 +108,8 @@ class Frame:
     ``timestamp_s`` (the time asked for), ``media_timestamp_s`` (the frame's own time; None
     for a sample without a clip, whose request does not carry it) and ``frame_index``."""
 
-    def __init__(
-        self, image: dict[str, Any], timestamp_s: float, media_timestamp_s: float | None, frame_index: int
-    ) -> None:
+    def __init__(self, image: dict[str, Any], timestamp_s: float, media_timestamp_s: float | None,
+                 frame_index: int) -> None:
         self.png: bytes = _b64decode(image["dataBase64"])
         self.mime_type: str = image.get("mimeType", "image/png")
         self.width: int = image["width"]

@@ -17,6 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from .support import strictjson as sj
 from .support.strictjson import AnyValue, Arr, Bool, Int, LoadError, MapOf, Num, Obj, Str, check
 
 
@@ -208,26 +209,26 @@ class SampleResult:
 
 _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
 _OPTIONAL = ("attempts", "usage", "call_duration_seconds", "arm", "clip")
-_SECONDS = Num(0, nullable=True)
+_SECONDS = sj.Seconds(nullable=True)
 
 #: Every key of a stored result (reports, checkpoint records), as :meth:`SampleResult.to_json` writes
 #: it; the keys without a default are upstream's and always written. Times and durations are
 #: non-negative, indexes and counts non-negative integers.
 RESULT_SHAPE = Obj(
     required={"case": Str(), "target": Str(), "target_label": Str(nullable=True), "sample_index": Int(),
-              "timestamp_s": Num(0), "source": Str(), "status": Str(choices=tuple(s.value for s in Status)),
+              "timestamp_s": sj.Seconds(), "source": Str(), "status": Str(choices=tuple(s.value for s in Status)),
               "expected": AnyValue(), "field": Str(nullable=True), "compare_mode": Str(nullable=True),
               "reason": Str()},
     optional={"observed": AnyValue(), "observed_value": AnyValue(),
               "evaluation_duration_seconds": _SECONDS,
               "evaluation_timing_mode": Str(nullable=True, choices=(*(m.value for m in TimingMode), "batch")),
-              "frame_index": Int(nullable=True), "media_timestamp_s": Num(nullable=True),
+              "frame_index": Int(nullable=True), "media_timestamp_s": sj.Time(nullable=True),
               "error_kind": Str(nullable=True, choices=tuple(k.value for k in ErrorKind)),
               "artifact_image": Str(nullable=True), "artifact_json": Str(nullable=True),
               "traceback": Str(nullable=True), "cached": Bool(), "attempts": Int(nullable=True),
               "usage": MapOf(Num(), nullable=True), "call_duration_seconds": _SECONDS,
               "arm": Str(nullable=True),
-              "clip": Obj({"timestamps": Arr(Num(0)), "frame_indexes": Arr(Int())})})
+              "clip": Obj({"timestamps": Arr(sj.Seconds()), "frame_indexes": Arr(Int())})})
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import signal
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from resumekit import run_until_signalled
 
 from glasskit_eval.cases.model import Case
 from glasskit_eval.cases.parse import parse_case
@@ -82,20 +86,6 @@ class Reader:
 
 def interrupt_when_marked(argv: list[str], mark: Path, signum: int | None = None) -> tuple[int, str]:
     """Run ``python -m glasskit_eval *argv``, signal it (SIGINT) once ``mark`` exists; returns (code, stderr)."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", *argv], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while not mark.exists() and proc.poll() is None:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT if signum is None else signum)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, err
+    code, _out, err = run_until_signalled([sys.executable, "-m", "glasskit_eval", *argv], mark.exists,
+                                          signum=signal.SIGINT if signum is None else signum, cwd=ROOT, poll=0.05)
+    return code, err

@@ -1,7 +1,6 @@
 """Helpers for the review page in a real headless Chromium (Debian's ``chromium`` under Playwright).
 
-Tests are skipped when Playwright or Chromium is missing, except in CI (``CI=true``), where the
-browser is installed by ``.ci/run`` and a missing one is a failure. One browser serves a test
+Chromium comes from ``chromiumkit`` (skipped without it, except in CI). One browser serves a test
 module; every test gets its own server, eval directory and browser context.
 
 Screenshots named by tests go to ``$GLASSKIT_REVIEW_SCREENS`` when set (kept for people to
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromiumkit import VIEWPORT, launched
 from PIL import Image
 
 from glasskit_eval.commands.review import ReviewOptions, start_review
@@ -28,36 +28,12 @@ from glasskit_eval.review.server import ReviewServer, serve_in_thread
 REPO = Path(__file__).resolve().parent.parent
 VIDEOS = REPO / "fixtures" / "videos"
 DEMO = REPO / "fixtures" / "demo" / "eval"
-CHROMIUM = os.environ.get("GLASSKIT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1400, "height": 950}
-
-
-def need_playwright() -> Any:
-    reason = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "Playwright for Python is not installed (pip install playwright)"
-    if reason is None and not Path(CHROMIUM).exists():
-        reason = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run in CI: {reason}")
-        pytest.skip(reason)
-    return sync_playwright
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_playwright = need_playwright()
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with launched() as chromium:
+        yield chromium
 
 
 def make_eval(tmp_path: Path, case_text: str, *, video: Path = VIDEOS / "cfr_h264.mp4", name: str = "clip",

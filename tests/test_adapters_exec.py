@@ -44,6 +44,13 @@ if mode == "setsid":
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(state, f"daemon-{sample['sampleIndex']}"), "w") as f:
         f.write(str(daemon.pid))
+if mode == "setsid_holds":
+    # A helper in its own session that inherits stdout and stderr and outlives the process by 30 s
+    # (so that a regression fails the test rather than hanging it).
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True,
+                              stdin=subprocess.DEVNULL)
+    with open(os.path.join(state, f"daemon-{sample['sampleIndex']}"), "w") as f:
+        f.write(str(daemon.pid))
 if mode == "bigout":
     sys.stdout.write('"')
     block = "x" * (1 << 20)
@@ -132,6 +139,28 @@ def test_a_process_that_calls_setsid_is_gone_after_its_sample(tmp_path: Path) ->
     try:
         code, err, report, state = run_exec(tmp_path, "setsid")
         assert code == 0, err
+        daemons = [int((state / f"daemon-{i}").read_text()) for i in (0, 1)]
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in daemons) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in daemons)
+    finally:
+        for path in (tmp_path / "state").glob("daemon-*"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(path.read_text()), signal.SIGKILL)
+
+
+def test_a_setsid_helper_holding_stdout_does_not_stretch_the_call(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    try:
+        started = time.monotonic()
+        code, err, report, state = run_exec(tmp_path, "setsid_holds")
+        # Each call ends when its process exits (plus a grace of a quarter second), not with the helper.
+        assert time.monotonic() - started < 20
+        assert code == 0, err
+        assert [r["observed"]["frame"] for r in report["trials"][0]["results"]] == [0, 5]
         daemons = [int((state / f"daemon-{i}").read_text()) for i in (0, 1)]
         deadline = time.monotonic() + 5
         while any(_alive(pid) for pid in daemons) and time.monotonic() < deadline:

@@ -417,7 +417,7 @@ def test_fail_fast_cancels_calls_that_never_answer(tmp_path: Path) -> None:
 
 
 def test_comparator_crash_aborts_unless_keep_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import glasskit_eval.evaluation.judge as execution
+    import glasskit_eval.evaluation._judge as execution
 
     def broken(expected: object, observed: object, config: object) -> object:
         raise ZeroDivisionError("comparator bug")

@@ -57,12 +57,18 @@ def test_a_bad_baseline_is_refused_before_any_adapter_call(eval_dir: Path, tmp_p
     assert calls(eval_dir) == 0
 
 
+@pytest.mark.parametrize("where", ["folder", "/dev/full"])
 def test_an_unwritable_job_summary_is_refused_before_any_adapter_call(eval_dir: Path, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      where: str) -> None:
+    if where == "/dev/full" and not Path(where).exists():
+        pytest.skip("no /dev/full here")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder: cannot be appended to
+    # A folder cannot be opened for appending; /dev/full opens, and refuses every write.
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path) if where == "folder" else where)
     code, _out, err = run_cli("run", "--eval-dir", eval_dir)
     assert code == 2 and "cannot append the job summary to GITHUB_STEP_SUMMARY" in err, err
+    assert "fix it before the run calls the adapter" in err and "Traceback" not in err
     assert calls(eval_dir) == 0
 
 

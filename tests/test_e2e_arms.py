@@ -200,6 +200,11 @@ def test_perturbation_arm_is_deterministic_and_gated_on_a_significant_drop(eval_
     (("--arm", "small", "--gate-arm", "cmd"), "--gate-arm cmd: not a selected arm"),
     (("--control", "small"), "--control needs arms"),
     (("--perturb", "jpeg:300"), "jpeg takes a JPEG quality from 1 to 95, got 300"),
+    # Pillow refuses such a radius only when the arm's first frame is blurred, after the control's calls.
+    (("--perturb", "blur:1e300"), "--perturb: blur:1e300: blur takes a blur radius in pixels greater than 0, "
+                                  "at most 10000, got 1e+300"),
+    (("--perturb", "contrast:1e300"), "contrast takes a contrast factor from 0 to 100, got 1e+300"),
+    (("--perturb", "brightness:101"), "brightness takes a brightness factor from 0 to 100, got 101"),
 ])
 def test_a_bad_arm_exits_2_before_any_call(eval_dir: Path, tmp_path: Path, extra: tuple[str, ...],
                                            message: str) -> None:
@@ -208,6 +213,17 @@ def test_a_bad_arm_exits_2_before_any_call(eval_dir: Path, tmp_path: Path, extra
     assert code == 2, err
     assert message in err and "Traceback" not in err
     assert not (eval_dir / "adapter.py.called").exists()
+
+
+def test_a_perturbation_out_of_range_in_config_is_located_and_refused_before_any_call(eval_dir: Path) -> None:
+    (eval_dir / "adapter.py").write_text(ADAPTER + "\nopen(__file__ + '.called', 'w').close()\n")
+    with (eval_dir / "config.yaml").open("a") as config:
+        config.write("  hot: {perturb: [{jpeg: 30}, {blur: 1.0e+300}]}\n")
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "hot")
+    assert code == 2, err
+    assert (f"{eval_dir / 'config.yaml'}:7: arms.hot.perturb[1]: perturb item: blur takes a blur radius in pixels "
+            "greater than 0, at most 10000, got 1e+300") in err
+    assert "Traceback" not in err and not (eval_dir / "adapter.py.called").exists()
 
 
 def test_a_missing_command_adapter_is_refused_before_any_call(eval_dir: Path) -> None:
@@ -239,7 +255,7 @@ def test_arms_are_never_pooled_and_a_perturbation_is_no_candidate(eval_dir: Path
     # The job summary too: the control's figures, and each arm's failing sample on its own row.
     job = (tmp_path / "summary.md").read_text()
     assert "1 cases, 2 trials (arm control, the control; each arm's figures are its own): 40 evaluated" in job
-    assert "| [small] clip | ok | 1s | failed (2/2) |" in job and "(4/2)" not in job and "(6/2)" not in job
+    assert "| `[small] clip` | `ok` | 1s | failed (2/2) |" in job and "(4/2)" not in job and "(6/2)" not in job
     # jpeg:30 passes as often as the control at the same latency class, but it is a condition.
     assert "jpeg:30" not in report["pareto"]
     assert report["arms"]["jpeg:30"]["summary"]["passed"] == 36

@@ -20,7 +20,7 @@ from types import ModuleType
 import pytest
 from evalkit import make_eval, read_json, run_cli
 
-from glasskit_eval.evaluation.tee import ARM_QUEUE_DEPTH
+from glasskit_eval.evaluation._tee import ARM_QUEUE_DEPTH
 
 pytestmark = pytest.mark.e2e
 

@@ -12,32 +12,20 @@ from __future__ import annotations
 import json
 import random
 import signal
-import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_e2e_crash_resume import VOLATILE, environment, find_checkpoint, log_lines, make
-
-from glasskit_eval.checkpoints.store import RECORDS_NAME, decode_records
+import resumekit
+from resumekit import log_lines, run_command
+from test_e2e_crash_resume import make
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
-ADAPTER = """
-import os
+ADAPTER = resumekit.FSYNCED_LOG + """
 from PIL import ImageStat
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-def log(line):
-    fd = os.open(os.path.join(HERE, "calls.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 def create_evaluator(config):
     arm = config.config["arm"]
@@ -67,7 +55,7 @@ ARMS = ("control", "wide", "dim")
 ARGS = ("--repeat", "2", "--concurrency", "2", "--arm", "control", "--arm", "wide", "--arm", "dim",
         "--seed", "5", "--keep-going")
 #: Pareto membership weighs p95 latency, which differs between any two runs.
-UNSTABLE = VOLATILE | {"pareto"}
+UNSTABLE = resumekit.VOLATILE | {"pareto"}
 
 Key = tuple[int, str, str, int, str]
 
@@ -80,24 +68,15 @@ def make_arms(base: Path) -> Path:
     return eval_dir
 
 
-def command(eval_dir: Path, report: Path, checkpoint: Path | None) -> list[str]:
-    base = [sys.executable, "-m", "glasskit_eval", "run"]
-    if checkpoint is not None:
-        return [*base, "--resume", str(checkpoint)]
-    return [*base, "--eval-dir", str(eval_dir), "--output-json", str(report), *ARGS]
-
-
 def checkpointed(checkpoint: Path | None) -> set[Key]:
     """What a resume reuses, per arm: every intact record but adapter errors."""
     if checkpoint is None:
         return set()
-    decoded = decode_records((checkpoint / RECORDS_NAME).read_bytes(), checkpoint)
-    done: dict[Key, dict[str, Any]] = {}
-    for record in decoded.records:
-        trial, case, target, index, arm = record["key"]  # every record of an arms run names its arm
+    records = resumekit.checkpoint_records(checkpoint)
+    for record in records:
+        _trial, _case, _target, _index, arm = record["key"]  # every record of an arms run names its arm
         assert record["payload"]["arm"] == arm
-        done[(trial, case, target, index, arm)] = record["payload"]
-    return {k for k, p in done.items() if not (p["status"] == "error" and p.get("error_kind") == "adapter")}
+    return resumekit.reusable(records)
 
 
 def universe(reference: dict[str, Any]) -> list[Key]:
@@ -126,27 +105,13 @@ def check_segment(segment: list[str], done_before: set[Key], every: list[Key]) -
                 seen.add(key)
 
 
-def normalized(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: normalized(v) for k, v in value.items() if k not in UNSTABLE}
-    if isinstance(value, list):
-        return [normalized(v) for v in value]
-    return value
-
-
-def wait_for_calls(proc: subprocess.Popen[str], eval_dir: Path, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        if sum(1 for line in log_lines(eval_dir) if line.startswith("call")) >= count:
-            return
-        time.sleep(0.001)
+def calls_past(eval_dir: Path, count: int) -> bool:
+    return sum(1 for line in log_lines(eval_dir) if line.startswith("call")) >= count
 
 
 def test_sigkill_then_resume_with_arms_gives_the_uninterrupted_report(tmp_path: Path) -> None:
     reference_dir = make_arms(tmp_path / "reference")
-    proc = subprocess.run(command(reference_dir, tmp_path / "reference.json", None), env=environment(),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode in (0, 1), proc.stderr
+    resumekit.run_to_the_end(run_command(reference_dir, tmp_path / "reference.json", None, ARGS), timeout=300)
     reference = json.loads((tmp_path / "reference.json").read_text())
     every = universe(reference)
     assert {k[4] for k in every} == set(ARMS) and len(every) == 3 * 2 * 76
@@ -160,34 +125,24 @@ def test_sigkill_then_resume_with_arms_gives_the_uninterrupted_report(tmp_path: 
         done = checkpointed(checkpoint)
         before = len(log_lines(eval_dir))
         calls_before = sum(1 for line in log_lines(eval_dir) if line.startswith("call"))
-        running = subprocess.Popen(command(eval_dir, report, checkpoint), env=environment(),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for_calls(running, eval_dir, calls_before + rng.randint(5, 60))
-            time.sleep(rng.uniform(0, 0.01))
-            if running.poll() is None:
-                running.send_signal(signal.SIGKILL)
-            _out, err = running.communicate(timeout=60)
-        finally:
-            if running.poll() is None:
-                running.kill()
-                running.communicate()
+        count = calls_before + rng.randint(5, 60)
+        code, _out, err = resumekit.run_until_signalled(
+            run_command(eval_dir, report, checkpoint, ARGS), partial(calls_past, eval_dir, count),
+            delay=rng.uniform(0, 0.01), env=resumekit.environment())
         check_segment(log_lines(eval_dir)[before:], done, every)
-        if running.returncode in (0, 1):
+        if code in (0, 1):
             break
-        assert running.returncode == -signal.SIGKILL, err
+        assert code == -signal.SIGKILL, err
         kills += 1
-        checkpoint = find_checkpoint(eval_dir)
+        checkpoint = resumekit.find_checkpoint(eval_dir)
     assert kills >= 3, "the run finished before it was killed often enough to prove anything"
     if not report.exists():
         done = checkpointed(checkpoint)
         before = len(log_lines(eval_dir))
-        final = subprocess.run(command(eval_dir, report, checkpoint), env=environment(), capture_output=True,
-                               text=True, timeout=300)
-        assert final.returncode in (0, 1), final.stdout + final.stderr
+        resumekit.run_to_the_end(run_command(eval_dir, report, checkpoint, ARGS), timeout=300)
         check_segment(log_lines(eval_dir)[before:], done, every)
     resumed = json.loads(report.read_text())
-    assert normalized(resumed) == normalized(reference)
+    assert resumekit.normalized(resumed, UNSTABLE) == resumekit.normalized(reference, UNSTABLE)
     assert resumed["arms"].keys() == reference["arms"].keys() == set(ARMS)
     # Every arm evaluated every sample it had to, across all attempts.
     called = {(words[1], words[2], words[3], int(words[4])) for line in log_lines(eval_dir)

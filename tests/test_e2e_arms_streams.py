@@ -150,3 +150,46 @@ def test_a_run_with_arms_stopped_on_a_stream_error_resumes_every_arms_streams(
     assert all(s["metrics"]["recall"] == 1.0 and "error" not in s for s in streams.values())
     # The sample target's results were reused from the checkpoint, one per arm.
     assert sorted(r["arm"] for t in report["trials"] for r in t["results"]) == ["control", "late"]
+
+
+def test_the_html_report_pictures_each_arms_missed_events(tmp_path: Path, eval_dir: Path) -> None:
+    """An arm's streams keep their miss frames apart from the control's: `deaf` never fires."""
+    from framecode import read_frame_index
+    from htmlkit import page_data, thumbnail_images
+
+    config = eval_dir / "config.yaml"
+    config.write_text(config.read_text() + f"  deaf:\n    adapter_config: {{k: 1000, onsets: {ONSETS}, "
+                      f"log: {str(tmp_path / 'frames.log')!r}}}\n")
+    html = tmp_path / "r.html"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "deaf", "--html", html)
+    assert code in (0, 1), err
+    text = html.read_text()
+    streams = {s["target"]: s for s in page_data(text)["streams"]}
+    assert sorted(streams) == ["pan · control", "pan · deaf"]
+    assert streams["pan · control"]["misses"] == []
+    images = thumbnail_images(text)
+    # Each missed event's onset frame, pictured from the run's own decode.
+    assert [m[1] for m in streams["pan · deaf"]["misses"]] == ONSETS
+    for _at, frame, thumb, _text in streams["pan · deaf"]["misses"]:
+        assert thumb is not None and read_frame_index(images[thumb].convert("RGB")) == frame
+
+
+def test_baseline_diffs_each_arms_streams_with_the_same_arm(tmp_path: Path, eval_dir: Path) -> None:
+    """`late` goes deaf between the runs: its events are detected->missed regressions, the control's unchanged."""
+    before = tmp_path / "before.json"
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "late", "--output-json", before)
+    assert code in (0, 1), err
+    config = eval_dir / "config.yaml"
+    config.write_text(config.read_text().replace("k: 4,", "k: 1000,"))
+    after = tmp_path / "after.json"
+    code, out, err = run_cli("run", "--eval-dir", eval_dir, "--arm", "late", "--output-json", after,
+                             "--baseline", before, "--fail-on-regression")
+    assert code == 1, err
+    arms = read_json(after)["arms"]
+    late, control = arms["late"]["baseline"]["streams"], arms["control"]["baseline"]["streams"]
+    assert late["regressions"] == 2 and late["matched_events"] == 2
+    assert control["regressions"] == 0 and control["matched_events"] == 2
+    gates = {g["name"]: g for g in read_json(after)["gates"]}
+    assert gates["late/baseline_regressions"]["passed"] is False
+    assert "2 detected->missed events" in gates["late/baseline_regressions"]["message"]
+    assert gates["control/baseline_regressions"]["passed"] is True

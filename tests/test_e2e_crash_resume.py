@@ -15,20 +15,30 @@ kills also append a cut-off copy of a record, as power loss mid-write would leav
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-from evalkit import ROOT, VIDEOS
+from evalkit import VIDEOS
+from resumekit import (
+    FSYNCED_LOG,
+    checkpoint_records,
+    environment,
+    find_checkpoint,
+    log_lines,
+    normalized,
+    reusable,
+    run_command,
+    run_to_the_end,
+    run_until_signalled,
+)
 
-from glasskit_eval.checkpoints.store import MANIFEST_NAME, RECORDS_NAME, decode_records
+from glasskit_eval.checkpoints.store import RECORDS_NAME
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
@@ -81,18 +91,8 @@ targets:
 """,
 }
 
-ADAPTER = """
-import os, time
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-def log(line):
-    fd = os.open(os.path.join(HERE, "calls.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+ADAPTER = FSYNCED_LOG + """
+import time
 
 def create_evaluator(config):
     log("create")
@@ -110,10 +110,6 @@ class Counting:
 
 # 3 x 76 adapter calls: far more than 22 short attempts can finish, so every stop lands mid-run.
 ARGS = ("--repeat", "3", "--concurrency", "2", "--min-pass-rate", "0.5")
-VOLATILE = {"duration_seconds", "evaluation_duration_seconds", "average_evaluation_seconds_per_attempt",
-            "average_evaluation_seconds_per_sample", "throughput_attempts_per_second",
-            "throughput_samples_per_second", "eval_dir", "path", "resumed", "latency",
-            "batch_call_latency", "call_duration_seconds"}
 
 Key = tuple[int, str, str, int]
 
@@ -128,42 +124,9 @@ def make(base: Path) -> Path:
     return eval_dir
 
 
-def command(eval_dir: Path, report: Path, checkpoint: Path | None) -> list[str]:
-    base = [sys.executable, "-m", "glasskit_eval", "run"]
-    if checkpoint is not None:
-        return [*base, "--resume", str(checkpoint)]
-    return [*base, "--eval-dir", str(eval_dir), "--output-json", str(report), *ARGS]
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["NO_COLOR"] = "1"
-    return env
-
-
-def log_lines(eval_dir: Path) -> list[str]:
-    path = eval_dir / "calls.log"
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def find_checkpoint(eval_dir: Path) -> Path | None:
-    root = eval_dir / "runs" / "checkpoints"
-    found = [p for p in sorted(root.iterdir()) if (p / MANIFEST_NAME).exists()] if root.exists() else []
-    assert len(found) <= 1, found
-    return found[0] if found else None
-
-
 def checkpointed(checkpoint: Path | None) -> set[Key]:
     """What a resume reuses: every intact record that is not an adapter error."""
-    if checkpoint is None:
-        return set()
-    decoded = decode_records((checkpoint / RECORDS_NAME).read_bytes(), checkpoint)
-    done: dict[Key, dict[str, Any]] = {}
-    for record in decoded.records:
-        trial, case, target, index = record["key"]
-        done[(trial, case, target, index)] = record["payload"]
-    return {k for k, p in done.items() if not (p["status"] == "error" and p.get("error_kind") == "adapter")}
+    return set() if checkpoint is None else reusable(checkpoint_records(checkpoint))
 
 
 def all_samples(reference: dict[str, Any]) -> list[Key]:
@@ -197,30 +160,16 @@ def check_segment(segment: list[str], done_before: set[Key], universe: list[Key]
         seen.add(key)
 
 
-def normalized(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [normalized(v) for v in value]
-    return value
-
-
 def reference_report(tmp_path: Path) -> dict[str, Any]:
     eval_dir = make(tmp_path / "reference")
     report = tmp_path / "reference.json"
-    proc = subprocess.run(command(eval_dir, report, None), env=environment(), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode in (0, 1), proc.stderr
+    run_to_the_end(run_command(eval_dir, report, None, ARGS))
     data: dict[str, Any] = json.loads(report.read_text())
     return data
 
 
-def wait_for_calls(proc: subprocess.Popen[str], eval_dir: Path, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        if sum(1 for line in log_lines(eval_dir) if line != "close") >= count:
-            return
-        time.sleep(0.001)
+def calls_past(eval_dir: Path, count: int) -> bool:
+    return sum(1 for line in log_lines(eval_dir) if line != "close") >= count
 
 
 def tear(checkpoint: Path, rng: random.Random) -> None:
@@ -242,36 +191,29 @@ def stop_and_resume(tmp_path: Path, stops: int, how: signal.Signals | None, seed
     for attempt in range(stops):
         done = checkpointed(checkpoint)
         before = len(log_lines(eval_dir))
-        proc = subprocess.Popen(command(eval_dir, report, checkpoint), env=environment(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            # SIGINT needs our handlers in place: wait for the first factory call at least.
-            wait_for_calls(proc, eval_dir, before + (rng.randint(0, 3) if how is None else rng.randint(1, 12)))
-            time.sleep(rng.uniform(0, 0.01))
-            sig = how if how is not None else signal.SIGKILL
-            if how is not None and attempt % 3 == 2:
-                sig = signal.SIGTERM
-            if proc.poll() is None:
-                proc.send_signal(sig)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+        # SIGINT needs our handlers in place: wait for the first factory call at least.
+        count = before + (rng.randint(0, 3) if how is None else rng.randint(1, 12))
+        delay = rng.uniform(0, 0.01)
+        sig = how if how is not None else signal.SIGKILL
+        if how is not None and attempt % 3 == 2:
+            sig = signal.SIGTERM
+        code, _out, err = run_until_signalled(run_command(eval_dir, report, checkpoint, ARGS),
+                                              partial(calls_past, eval_dir, count), signum=sig, delay=delay,
+                                              env=environment())
         segment = log_lines(eval_dir)[before:]
         check_segment(segment, done, universe, skipped)
         if how is not None:
             assert segment.count("create") == segment.count("close"), f"adapter not closed: {segment}\n{err}"
-            if proc.returncode == 130:
+            if code == 130:
                 assert "Eval interrupted" in err, err
                 assert "Traceback" not in err, err
-        if proc.returncode in (0, 1):
+        if code in (0, 1):
             # It completed before the signal landed (too few stops to prove anything for SIGKILL).
             assert how is not None, f"run finished after only {attempt} kills"
             finished = True
             break
         # SIGINT and SIGTERM exit 130 (128 + SIGINT, as upstream); SIGKILL ends the process itself.
-        assert proc.returncode in (-signal.SIGKILL, 130), (proc.returncode, err)
+        assert code in (-signal.SIGKILL, 130), (code, err)
         checkpoint = find_checkpoint(eval_dir)
         if how is not None and checkpoint is not None and "Resume with" in err:
             assert f"python -m glasskit_eval run --resume {checkpoint}" in err
@@ -280,9 +222,7 @@ def stop_and_resume(tmp_path: Path, stops: int, how: signal.Signals | None, seed
     if not finished:
         done = checkpointed(checkpoint)
         before = len(log_lines(eval_dir))
-        proc2 = subprocess.run(command(eval_dir, report, checkpoint), env=environment(), capture_output=True,
-                               text=True, timeout=120)
-        assert proc2.returncode in (0, 1), proc2.stdout + proc2.stderr
+        run_to_the_end(run_command(eval_dir, report, checkpoint, ARGS))
         check_segment(log_lines(eval_dir)[before:], done, universe, skipped)
     final = json.loads(report.read_text())
     assert normalized(final) == normalized(reference)

@@ -14,6 +14,10 @@ import pytest
 from earlystopkit import burst_outcomes, calls, iid_outcomes, make_eval, make_video
 from evalkit import interrupt_when_marked, read_json, run_cli
 
+from glasskit_eval.reports.early_stop import decided_lines, early_stop_json
+from glasskit_eval.reports.loading import load_report_file, run_from_reports
+from glasskit_eval.summary import RunSummary
+
 pytestmark = pytest.mark.e2e
 
 PLANNED = 2400
@@ -72,6 +76,14 @@ def test_decides_early_and_every_report_agrees(tmp_path: Path, video: Path, rate
     page = (tmp_path / "report.html").read_text()
     assert f"Not evaluated (decided early)</dt><dd>{PLANNED - len(made)}<" in page
     assert line.group(0).replace(">", "&gt;") in page and 'value="4" checked> not_evaluated' in page
+
+    # `report` renders the record again from the JSON alone: the decision lines beside the gates' messages.
+    code, _out, err = run_cli("report", tmp_path / "report.json", "--html", tmp_path / "again.html")
+    assert code == 0, err
+    again = (tmp_path / "again.html").read_text()
+    decided = line.group(0).replace(">", "&gt;")
+    assert again.count(decided) == page.count(decided) >= 2
+    assert f"Not evaluated (decided early)</dt><dd>{PLANNED - len(made)}<" in again
 
     junit = ET.parse(tmp_path / "junit.xml").getroot()
     assert int(junit.get("skipped", "")) == PLANNED - len(made)
@@ -258,3 +270,37 @@ def test_with_repeat_each_trial_decides_on_its_own_order(tmp_path: Path, video: 
     assert "[1/2] Decided early: PASS" in out and "[2/2] Decided early: PASS" in out
     for trial, gate in zip(report["trials"], (first, second), strict=True):
         assert trial["summary"]["evaluated"] == gate["after"]
+    # Read back through the strict loader, each trial gets its own record: the same block renders again.
+    path = tmp_path / "report.json"
+    summary = RunSummary.of(run_from_reports([(path, load_report_file(path))]))
+    assert early_stop_json(summary) == block
+    assert decided_lines(summary) == [line for line in out.splitlines() if line.startswith(("[1/2] Decided", "[2/2] Decided"))]
+    damaged = read_json(path)
+    damaged["early_stop"]["gates"][1]["verdict"] = "maybe"
+    (tmp_path / "damaged.json").write_text(json.dumps(damaged))
+    code, _out, err = run_cli("report", tmp_path / "damaged.json", "--html", tmp_path / "damaged.html")
+    assert code == 2 and "damaged.json" in err and "early_stop.gates[1].verdict" in err, err
+
+
+def test_a_baseline_pairs_only_the_samples_both_runs_evaluated(tmp_path: Path, video: Path) -> None:
+    """Two seeds evaluate different samples: the ones either run left ``not_evaluated`` are samples that
+    run does not have, never status changes or regressions."""
+    eval_dir = make_eval(tmp_path, video, iid_outcomes(random.Random(12), PLANNED, 0.97))
+    code, _out, err, first = early_run(tmp_path, eval_dir, "--seed", "0")
+    assert code == 0, err
+    (tmp_path / "report.json").rename(tmp_path / "base.json")
+    code, out, err, second = early_run(tmp_path, eval_dir, "--seed", "1", "--baseline", tmp_path / "base.json",
+                                       "--fail-on-regression")
+    assert code == 0, err
+
+    def evaluated(report: dict) -> set[int]:
+        return {r["sample_index"] for r in report["trials"][0]["results"] if r["status"] != "not_evaluated"}
+
+    both = evaluated(first) & evaluated(second)
+    found = second["baseline"]
+    assert found["matched_samples"] == len(both)
+    assert found["counts"]["status_changed"] == 0 and found["regressions"] == 0
+    assert found["counts"]["removed"] == len(evaluated(first) - both)
+    assert found["counts"]["added"] == len(evaluated(second) - both)
+    assert "not_evaluated" not in {c[k] for c in found["changes"] for k in ("status", "baseline_status")}
+    assert "status changed" not in out

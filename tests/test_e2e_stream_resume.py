@@ -8,17 +8,15 @@ that stream start twice and every other stream once.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from evalkit import ROOT, make_eval, read_json, run_cli
+from resumekit import VOLATILE, checkpoint_records, find_checkpoint, normalized, run_until_signalled
 
-from glasskit_eval.checkpoints.store import RECORDS_NAME, decode_records
+from glasskit_eval.checkpoints.store import RECORDS_NAME
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")]
 
@@ -71,22 +69,20 @@ def create_evaluator(config):
     return Streamer()
 """
 
-VOLATILE = {"duration_seconds", "evaluation_duration_seconds", "average_evaluation_seconds_per_attempt",
-            "average_evaluation_seconds_per_sample", "throughput_attempts_per_second",
-            "throughput_samples_per_second", "eval_dir", "path", "resumed", "latency", "call_duration_seconds"}
-
-
-def normalized(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [normalized(v) for v in value]
-    return value
+#: A stream run reports no batch latency: the other volatile keys.
+STREAM_VOLATILE = VOLATILE - {"batch_call_latency"}
 
 
 def stream_records(checkpoint: Path) -> list[list[Any]]:
-    decoded = decode_records((checkpoint / RECORDS_NAME).read_bytes(), checkpoint)
-    return [r["key"] for r in decoded.records if r["key"][3] == "stream"]
+    return [r["key"] for r in checkpoint_records(checkpoint) if r["key"][3] == "stream"]
+
+
+def first_stream_durable(eval_dir: Path) -> bool:
+    """Case b's stream has hung (``mark``) and case a's, finished before it began, is durable."""
+    if not (eval_dir / "mark").exists():
+        return False
+    checkpoint = find_checkpoint(eval_dir)
+    return checkpoint is not None and bool(stream_records(checkpoint))
 
 
 def test_sigkill_mid_stream_then_resume_gives_the_uninterrupted_result(tmp_path: Path) -> None:
@@ -102,24 +98,11 @@ def test_sigkill_mid_stream_then_resume_gives_the_uninterrupted_result(tmp_path:
     eval_dir = make_eval(tmp_path / "crash", cases, adapter=ADAPTER)
     (eval_dir / "hang").touch()
     report = tmp_path / "crash.json"
-    proc = subprocess.Popen([sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir),
-                             "--output-json", str(report), "--repeat", "2"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (eval_dir / "mark").exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert (eval_dir / "mark").exists(), proc.stderr.read() if proc.stderr else ""
-        checkpoint = next((eval_dir / "runs" / "checkpoints").iterdir())
-        # Case a's stream finished before b's began: wait until its record is durable, then kill.
-        while not stream_records(checkpoint) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    _code, _out, err = run_until_signalled(
+        [sys.executable, "-m", "glasskit_eval", "run", "--eval-dir", str(eval_dir), "--output-json", str(report),
+         "--repeat", "2"], lambda: first_stream_durable(eval_dir), cwd=ROOT, poll=0.02)
+    assert (eval_dir / "mark").exists(), err
+    checkpoint = next((eval_dir / "runs" / "checkpoints").iterdir())
     assert stream_records(checkpoint) == [[1, "a", "pan", "stream"]]
     before = (eval_dir / "calls.log").read_text().splitlines()
     assert before == ["start a pan", "start b pan"]
@@ -131,11 +114,17 @@ def test_sigkill_mid_stream_then_resume_gives_the_uninterrupted_result(tmp_path:
     # Trial 1: a's stream is reused, b's is fed again from its start; trial 2 runs both.
     assert after == ["start b pan", "start a pan", "start b pan"]
     final = read_json(report)
-    assert normalized(final) == normalized(expected)
+    assert normalized(final, STREAM_VOLATILE) == normalized(expected, STREAM_VOLATILE)
     assert json.dumps(final["streams"]) == json.dumps(expected["streams"])
 
 
-def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("time", "message"), [
+    ("0.4", "emissions[0].time is not an exact time"),
+    # CRC-valid records whose times no frame of the 2 s video has: before it, or days after its end.
+    ("-1/10", "emissions[0].time -0.1s is outside the video (0 to 2s)"),
+    ("259200/1", "emissions[0].time 259200s is outside the video (0 to 2s)"),
+])
+def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path, time: str, message: str) -> None:
     from glasskit_eval.checkpoints.framing import encode_record
 
     eval_dir = make_eval(tmp_path, {"a": CASE}, adapter=ADAPTER)
@@ -149,9 +138,9 @@ def test_a_damaged_stream_record_stops_the_resume_naming_it(tmp_path: Path) -> N
     manifest.write_text(json.dumps(data))
     with open(checkpoint / RECORDS_NAME, "ab") as handle:
         handle.write(encode_record({"key": [1, "a", "pan", "stream"],
-                                    "payload": {"emissions": [{"time": "0.4", "value": 1}],
+                                    "payload": {"emissions": [{"time": time, "value": 1}],
                                                 "frames_delivered": 3, "frames_dropped": 0}}))
     code, out, err = run_cli("run", "--resume", checkpoint)
     assert code == 2, out + err
-    assert "stream a/pan (trial 1) is damaged" in err and "emissions[0].time" in err
+    assert "stream a/pan (trial 1) is damaged" in err and message in err, err
     assert "Traceback" not in err

@@ -173,6 +173,32 @@ def test_a_damaged_report_is_exit_2_naming_file_and_fault(world: World, tmp_path
     assert sorted((world.eval_dir / "runs" / "checkpoints").iterdir()) == checkpoints
 
 
+#: Hostile numbers: valid JSON a float cannot hold, or times no run has; where they go and the refusal.
+NUMBERS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "int_time": (lambda r: r["trials"][0]["results"][0].update(timestamp_s=10**400),
+                 "timestamp_s: is an integer of 401 digits, out of range for a number"),
+    "huge_durations": (lambda r: [x.update(evaluation_duration_seconds=1e308) for x in r["trials"][0]["results"]],
+                       "evaluation_duration_seconds: is 1e+308, must be from 0 to 1e+09"),
+    "negative_duration": (lambda r: r["summary"].update(duration_seconds=-1.0),
+                          "summary.duration_seconds: is -1.0, must be from 0 to 1e+09"),
+}
+
+
+@pytest.mark.parametrize("attack", NUMBERS)
+@pytest.mark.parametrize("reader", REPORT_READERS)
+def test_a_report_with_hostile_numbers_is_exit_2_naming_the_field(world: World, tmp_path: Path, reader: str,
+                                                                   attack: str) -> None:
+    report = read_json(world.shards[0] if reader == "merge_reports" else world.report)
+    change, message = NUMBERS[attack]
+    change(report)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(report))
+    code, err = REPORT_READERS[reader](world, bad, tmp_path, False)
+    assert code == 2, err
+    assert f"{bad}" in err and message in err, err
+    assert "Traceback" not in err and not (tmp_path / "page.html").exists()
+
+
 # --- checkpoints ----------------------------------------------------------------------------------
 
 

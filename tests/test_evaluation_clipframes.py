@@ -1,4 +1,4 @@
-"""Clip samples' frames (``evaluation.clipframes``): each distinct frame decoded and converted once,
+"""Clip samples' frames (``evaluation._clipframes``): each distinct frame decoded and converted once,
 shared by reference between overlapping clips, spilled past the memory budget, and right.
 
 Decodes and RGB conversions are counted at the frame engine's own hooks (``_segments.located``
@@ -17,14 +17,14 @@ import pytest
 from evalkit import make_eval
 from framecode import read_frame_index
 
-from glasskit_eval.evaluation.clipframes import (
+from glasskit_eval.evaluation._clipframes import (
     HeldFrames,
     SharedFrame,
     SharedStore,
     clip_items,
     frame_times,
 )
-from glasskit_eval.evaluation.ordering import DECLARATION, TIME
+from glasskit_eval.evaluation._ordering import DECLARATION, TIME
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, ScheduledSample
 from glasskit_eval.video import _segments as segments

@@ -9,8 +9,8 @@ import pytest
 from evalkit import make_eval
 
 from glasskit_eval.evaluation import earlystop
+from glasskit_eval.evaluation._judge import Verdict, make_result
 from glasskit_eval.evaluation.gates import CaseThresholds, GateOptions, evaluate_gates
-from glasskit_eval.evaluation.judge import Verdict, make_result
 from glasskit_eval.plan.planning import build_plan
 from glasskit_eval.plan.schedule import Filters, ScheduledSample
 from glasskit_eval.results import EarlyStop, Gate, GateDecision, Status
@@ -101,3 +101,33 @@ def test_decided_gates_replace_only_early_decisions() -> None:
                               "(95% anytime-valid bound 93.1%)")
     assert out[2].message.startswith("Decided early: FAIL one_max_failures <= 3 after 800 of 2,400 samples")
     assert out[0] is gates[0] and out[3] is gates[3]
+
+
+def test_the_schedule_plays_the_seeded_order_side_by_side_and_stops_each_arm_on_its_own(tmp_path: Path) -> None:
+    from glasskit_eval.arms.plan import Arm, ArmPlan
+
+    plan = build_plan(make_eval(tmp_path, CASES, config=CONFIG), Filters(), allow_empty=False)
+    options = earlystop.EarlyStopOptions(Fraction(1, 2), seed=3, alpha=0.05)
+    spec = object()
+    arms = ArmPlan((Arm("control", spec, {}), Arm("worse", spec, {})), control="control")  # type: ignore[arg-type]
+    schedule = earlystop.EarlyStopping(options, GateOptions(min_pass_rate=0.5), concurrency=12).start(plan, 2, arms)
+    assert list(schedule.blocks) == earlystop.order([c.samples for c in plan.cases], options, 2)
+    # As many blocks at once as --concurrency holds (the largest block has 6 samples: 0.5 s at 0.1 s, and 1.5 s).
+    assert schedule.side_by_side == 12 // max(len(b.samples) for b in schedule.blocks) == 2
+    assert schedule.order == "time"
+    for j, block in enumerate(schedule.blocks):
+        status = Status.PASSED if j % 2 == 0 else Status.FAILED
+        for arm, mine in ((0, status), (1, Status.FAILED)):
+            if not schedule.done(arm):
+                schedule.observe(arm, j, [make_result(s, Verdict(Status.IGNORED if s.ignored else mine, ""))
+                                          for s in block.samples])
+    assert schedule.done(1)  # every sample of `worse` fails: decided early
+    unreached = next(s for s in plan.cases[0].samples if s.ignored)
+    assert schedule.unreached(unreached, "worse").status is Status.IGNORED
+    assert schedule.unreached(plan.cases[1].samples[0], "worse").status is Status.NOT_EVALUATED
+    gates, record = schedule.settle([Gate("control/eval_min_pass_rate", True, "x"),
+                                     Gate("worse/eval_min_pass_rate", True, "y")])
+    assert record is not None and [d.name for d in record.gates if d.name.endswith("/eval_min_pass_rate")] == [
+        "control/eval_min_pass_rate", "worse/eval_min_pass_rate"]
+    assert all(d.name.startswith(("control/", "worse/")) for d in record.gates)
+    assert gates[1].passed is False and gates[1].message.startswith("Decided early: FAIL worse/eval_min_pass_rate")

@@ -1,4 +1,4 @@
-"""--save-failures artifacts (rotated to failures/previous/) and hostile values in results (evaluation.failures, evaluation.judge)."""
+"""--save-failures artifacts (rotated to failures/previous/) and hostile values in results (evaluation.failures, evaluation._judge)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from evalkit import make_eval, read_json, run_cli
 
+from glasskit_eval.evaluation._judge import MAX_MESSAGE
 from glasskit_eval.evaluation.failures import FailureSaver
-from glasskit_eval.evaluation.judge import MAX_MESSAGE
 
 pytestmark = pytest.mark.frames
 

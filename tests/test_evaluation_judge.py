@@ -1,4 +1,4 @@
-"""Judging observations and making results from call records (glasskit_eval.evaluation.judge), and seed's variant."""
+"""Judging observations and making results from call records (glasskit_eval.evaluation._judge), and seed's variant."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from PIL import Image
 
 from glasskit_eval.adapters.calls import Call
 from glasskit_eval.errors import AdapterError, CallTimeout
-from glasskit_eval.evaluation.judge import (
+from glasskit_eval.evaluation._judge import (
     Artifacts,
     Misjudged,
     failed_call,
@@ -108,7 +108,7 @@ def test_a_non_json_observation_is_an_adapter_error(samples: list[ScheduledSampl
 
 def test_a_comparator_crash_is_a_comparison_error(samples: list[ScheduledSample], frame: DecodedFrame,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import glasskit_eval.evaluation.judge as module
+    import glasskit_eval.evaluation._judge as module
 
     def broken(*args: object) -> None:
         raise ZeroDivisionError("bad comparator")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,13 @@ from glasskit_eval.adapters.choose import adapter_spec
 from glasskit_eval.adapters.resilient import CallPolicy
 from glasskit_eval.arms.plan import Arm, ArmPlan
 from glasskit_eval.errors import SampleFailure, UsageError
+from glasskit_eval.evaluation._engine import CaseBlock
 from glasskit_eval.evaluation.lanes import Door, Needs, open_lanes
 from glasskit_eval.evaluation.options import TrialOptions
 from glasskit_eval.evaluation.trials import run_trials
-from glasskit_eval.plan.planning import CasePlan, Plan, build_plan
+from glasskit_eval.plan.planning import Plan, build_plan
 from glasskit_eval.plan.schedule import Filters, ScheduledSample
-from glasskit_eval.results import SampleResult
+from glasskit_eval.results import EarlyStop, Gate, SampleResult
 
 CASE = """\
 video: cfr_h264.mp4
@@ -169,15 +170,29 @@ class Halves:
     def __init__(self, after: int) -> None:
         self.after = after
         self.asked: list[int] = []
+        self.seen = 0
+        self.blocks: list[CaseBlock] = []
+        self.side_by_side = 1
+        self.order: str | None = None
 
-    def blocks(self, case: CasePlan, pending: Sequence[ScheduledSample]) -> Iterator[Sequence[ScheduledSample]]:
-        order = sorted(pending, key=lambda s: -s.sample_index)
-        for start in range(0, len(order), 2):
-            yield order[start:start + 2]
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> Halves:
+        for case in plan.cases:
+            latest = sorted(case.samples, key=lambda s: -s.sample_index)
+            self.blocks += [CaseBlock(case.case.name, tuple(latest[i:i + 2])) for i in range(0, len(latest), 2)]
+        return self
 
-    def stop(self, trial: int, results: Sequence[SampleResult]) -> bool:
-        self.asked.append(len(results))
-        return len(results) >= self.after
+    def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
+        self.seen += len(results)
+        self.asked.append(self.seen)
+
+    def done(self, arm: int) -> bool:
+        return self.seen >= self.after
+
+    def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
+        return None  # left without a result
+
+    def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
+        return gates, None
 
 
 def test_a_schedule_orders_the_blocks_and_stops_between_them(tmp_path: Path) -> None:
@@ -200,3 +215,49 @@ def test_without_a_schedule_every_sample_is_evaluated_once_in_declaration_order(
     assert [r.sample_index for r in result.trials[0].results] == [0, 1, 2, 3, 4]
     assert json.dumps([g.name for g in result.trials[0].gates]).count("/") == 0  # a plain run's gates keep names
 
+
+
+class Told(Quiet):
+    """What the loop told the console, in order."""
+
+    def __init__(self) -> None:
+        self.told: list[str] = []
+
+    def case_started(self, case: Any, trial: int, total: int) -> None:
+        self.told.append(f"start {case.name}")
+
+    def case_finished(self, case: Any, results: list[SampleResult], trial: int, total: int) -> None:
+        self.told.append(f"finish {case.name} {len(results)}")
+
+    def sample_finished(self, result: SampleResult, trial: int, total: int) -> None:
+        self.told.append(f"sample {result.case}")
+
+
+class Interleaved(Halves):
+    """One sample a block, the two cases' blocks alternating; never stops."""
+
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> Interleaved:
+        first, second = (c.samples for c in plan.cases)
+        for a, b in zip(first, second, strict=True):
+            self.blocks += [CaseBlock(a.case.name, (a,)), CaseBlock(b.case.name, (b,))]
+        return self
+
+    def done(self, arm: int) -> bool:
+        return False
+
+
+def test_cases_played_alone_are_announced_before_their_blocks_interleaved_ones_before_their_summary(
+        tmp_path: Path) -> None:
+    plan = build_plan(str(make_eval(tmp_path, {"c1": CASE, "c2": CASE}, ADAPTER)), Filters(), allow_empty=False)
+    spec = adapter_spec(None, None, plan.eval_dir.root, io.StringIO())
+    told = Told()
+    asyncio.run(run_trials(plan, spec, TrialOptions(), told))
+    assert told.told == ["start c1", *["sample c1"] * 5, "finish c1 5", "start c2", *["sample c2"] * 5, "finish c2 5"]
+    told = Told()
+    result = asyncio.run(run_trials(plan, spec, TrialOptions(), told, schedule=Interleaved(after=0)))
+    # c1 finishes once no block of it is left (before c2's last block), c2 after its last.
+    assert told.told == [*["sample c1", "sample c2"] * 4, "sample c1", "start c1", "finish c1 5", "sample c2",
+                         "start c2", "finish c2 5"]
+    # Results stay case by case, each in declaration order.
+    assert [(r.case, r.sample_index) for r in result.trials[0].results] == [
+        (c, i) for c in ("c1", "c2") for i in range(5)]

@@ -10,8 +10,8 @@ import pytest
 from evalkit import TESTS, VIDEOS, load_case, make_eval, read_json, run_cli
 from framecode import read_frame_index
 
-from glasskit_eval.evaluation.framestore import FrameStore
-from glasskit_eval.evaluation.ordering import (
+from glasskit_eval.evaluation._framestore import FrameStore
+from glasskit_eval.evaluation._ordering import (
     KEEP_READ_COST,
     KEEP_WRITE_COST,
     _Costs,

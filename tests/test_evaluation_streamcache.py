@@ -1,4 +1,4 @@
-"""The stream cache's key (glasskit_eval.evaluation.streamcache): what a cached stream is reused for.
+"""The stream cache's key (glasskit_eval.evaluation._streamcache): what a cached stream is reused for.
 
 End-to-end behaviour (hits, misses, modes, damage, paced runs) is in ``test_e2e_stream_cache.py``.
 """
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from glasskit_eval.cases.model import EventSpec, StreamSpec, TargetSpec
+from glasskit_eval.evaluation._streamcache import StreamCache
 from glasskit_eval.evaluation.observation_cache import _Shared
 from glasskit_eval.evaluation.observation_store import ObservationStore
-from glasskit_eval.evaluation.streamcache import StreamCache
 from glasskit_eval.plan.feeds import FeedFrame
 
 FRAMES = (FeedFrame(0, F(0)), FeedFrame(1, F(1, 25)), FeedFrame(2, F(2, 25)))

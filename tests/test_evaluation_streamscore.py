@@ -1,4 +1,4 @@
-"""Scoring a stream, exact and pure (glasskit_eval.evaluation.streamscore)."""
+"""Scoring a stream, exact and pure (glasskit_eval.evaluation._streamscore)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from glasskit_eval.cases.model import EventSpec
 from glasskit_eval.compare.modes import CompareConfig
-from glasskit_eval.evaluation.streamscore import pooled, quiet_seconds, score_stream
+from glasskit_eval.evaluation._streamscore import pooled, quiet_seconds, score_stream
 from glasskit_eval.results import Emission
 from glasskit_eval.statistics.descriptive import percentile
 

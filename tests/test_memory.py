@@ -11,7 +11,7 @@ import av
 import pytest
 from evalkit import run_cli
 
-from glasskit_eval.evaluation import clipframes
+from glasskit_eval.evaluation import _clipframes as clipframes
 from glasskit_eval.video import _segments as segments
 
 

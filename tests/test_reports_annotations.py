@@ -67,17 +67,17 @@ EXPECTED_SUMMARY = """\
 
 | Target | Pass rate | Passed | Failed | Errors | Ignored |
 |---|---|---|---|---|---|
-| Index (idx) | 62.5% | 5 | 3 | 0 | 1 |
-| size | 0.0% | 0 | 0 | 1 | 0 |
+| `Index (idx)` | 62.5% | 5 | 3 | 0 | 1 |
+| `size` | 0.0% | 0 | 0 | 1 | 0 |
 
 ### Failures
 
 | Case | Target | Time | Status | Expected | Observed | Reason |
 |---|---|---|---|---|---|---|
-| door | idx | 1s | failed | `5` | `10` | `expected 5, observed 10` |
-| door | idx | 1.7s | failed | `15` | `17` | `expected 15, observed 17` |
-| door | size | 0s | error | `[128,72]` | `null` | `adapter_error: adapter failed for door/size sample 5 at 0.0s: RuntimeError: boom: door/size/0` |
-| lamp | idx | 1s | failed | `0` | ``"50%\\r\\n\\|`x`"`` | ``expected a number, observed "50%\\r\\n\\|`x`"`` |
+| `door` | `idx` | 1s | failed | `5` | `10` | `expected 5, observed 10` |
+| `door` | `idx` | 1.7s | failed | `15` | `17` | `expected 15, observed 17` |
+| `door` | `size` | 0s | error | `[128,72]` | `null` | `adapter_error: adapter failed for door/size sample 5 at 0.0s: RuntimeError: boom: door/size/0` |
+| `lamp` | `idx` | 1s | failed | `0` | ``"50%\\r\\n\\|`x`"`` | ``expected a number, observed "50%\\r\\n\\|`x`"`` |
 
 """
 
@@ -194,7 +194,7 @@ def test_at_most_fifty_annotations_then_one_summary_annotation() -> None:
     assert lines[-1] == ("::error title=glasskit_eval%3A 7 more failing samples::7 more failed or errored "
                          "samples are not annotated; see the job summary or the JUnit report for all of them")
     text = step_summary(RunSummary.of(run))
-    assert text.count("| c | t |") == 50 and "… and 7 more failing samples." in text
+    assert text.count("| `c` | `t` |") == 50 and "… and 7 more failing samples." in text
 
 
 def test_the_job_summary_has_a_streams_section_with_each_miss_and_false_alarm() -> None:
@@ -205,7 +205,7 @@ def test_the_job_summary_has_a_streams_section_with_each_miss_and_false_alarm() 
     assert text.startswith("## glasskit_eval: not gated\n\n1 cases: 1 of 4 events missed, 1 false alarm in 1 stream\n")
     assert "### By target" not in text  # no samples: no empty table
     assert ("### Streams\n\n| Stream | Detected | Recall | Repeats | False alarms | Latency p50/p95 | Frames |\n"
-            "|---|---|---|---|---|---|---|\n| room/lights | 3/4 | 75.0% | 0 | 1 (2.31/min) | 0/100ms | 750 |\n") in text
+            "|---|---|---|---|---|---|---|\n| `room/lights` | 3/4 | 75.0% | 0 | 1 (2.31/min) | 0/100ms | 750 |\n") in text
     assert ("| Stream | Time | Finding | Detail |\n|---|---|---|---|\n"
-            '| room/lights | 17s | false alarm | `"on"` |\n'
-            '| room/lights | 27s | missed event | `no "on" in [27, 28]s` |\n') in text
+            '| `room/lights` | 17s | false alarm | `"on"` |\n'
+            '| `room/lights` | 27s | missed event | `no "on" in [27, 28]s` |\n') in text

@@ -93,7 +93,7 @@ def test_step_summary_has_the_baseline_section(in_tmp: Path, monkeypatch: pytest
     assert ("\n\n| Change | Case | Target | Time | Before | After | Observed before | Observed after |\n"
             in section)
     assert ": no significant drop  \n" in section
-    assert "| pass_to_fail | door | idx | 1s | passed | failed | 5 | 10 |" in section
+    assert "| pass_to_fail | `door` | `idx` | 1s | passed | failed | 5 | 10 |" in section
 
 
 def test_compare_offline_exits_1_on_regressions(in_tmp: Path) -> None:
@@ -141,6 +141,23 @@ def test_repeats_take_the_worst_trial_and_times_match_to_nine_decimals() -> None
     assert [c.kind for c in found.changes] == ["status_changed"] and found.regressions == 0
     found = diff(outcomes([_result("failed")]), outcomes([_result("error"), _result("passed")]), "b")
     assert [c.kind for c in found.changes] == ["new_error"] and baseline_gate(found).passed is False
+
+
+def test_a_sample_not_evaluated_is_one_the_run_does_not_have() -> None:
+    """``run --early-stop`` leaves samples ``not_evaluated``: never a status change or a regression, out of
+    the paired test; a trial that did evaluate the sample still speaks for it."""
+    before = outcomes([_result("passed", 0.5), _result("passed", 1.0), _result("failed", 1.5)])
+    after = outcomes([_result("passed", 0.5), _result("not_evaluated", 1.0), _result("not_evaluated", 1.5)])
+    found = diff(before, after, "b")
+    assert [(c.kind, c.timestamp_s) for c in found.changes] == [("removed", 1.0), ("removed", 1.5)]
+    assert found.matched == 1 and found.regressions == 0 and baseline_gate(found).passed
+    assert found.significance is not None and found.significance.overall is not None
+    assert found.significance.overall.pairs == 1
+    # Either way round, and with repeats: the trial that evaluated it is the sample's outcome.
+    found = diff(outcomes([_result("not_evaluated"), _result("failed")]), outcomes([_result("passed")]), "b")
+    assert [c.kind for c in found.changes] == ["fail_to_pass"]
+    found = diff(outcomes([_result("passed")]), outcomes([_result("not_evaluated"), _result("passed")]), "b")
+    assert found.changes == () and found.matched == 1
 
 
 def test_the_html_report_shows_the_baseline_changes(in_tmp: Path) -> None:

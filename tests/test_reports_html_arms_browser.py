@@ -10,47 +10,20 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromiumkit import Browser, browser
 from evalkit import make_eval, read_json, run_cli
 from PIL import Image, ImageStat
-from reviewpage import CHROMIUM, CHROMIUM_ARGS, need_playwright
 from test_e2e_arms import ADAPTER, CASE, CONFIG
 
 pytestmark = pytest.mark.browser
 
+__all__ = ["browser"]  # the report's Chromium fixture, imported for pytest
+
 ARMS = ("--arm", "small", "--perturb", "brightness:0.5")
-
-
-class Browser:
-    """A Chromium context that records every request but the page's, and every console error."""
-
-    def __init__(self, context: Any) -> None:
-        self.context = context
-        self.problems: list[str] = []
-        self.requests: list[str] = []
-
-    def open(self, page_path: Path) -> Any:
-        url = page_path.resolve().as_uri()
-        tab = self.context.new_page()
-        tab.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
-               if m.type in ("error", "warning") else None)
-        tab.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-
-        def refuse(route: Any) -> None:
-            if route.request.url == url:
-                route.continue_()
-            else:
-                self.requests.append(route.request.url)
-                route.abort()
-
-        tab.route("**/*", refuse)
-        tab.goto(url)
-        tab.wait_for_selector("body[data-ready]")
-        return tab
 
 
 @pytest.fixture
@@ -65,19 +38,6 @@ def pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     code, _out, err = run_cli("report", "run.json", "--html", "report.html", "--eval-dir", eval_dir)
     assert code == 0, err
     return {"run": tmp_path / "run.html", "report": tmp_path / "report.html", "json": tmp_path / "run.json"}
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    sync_playwright = need_playwright()
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1400, "height": 950}, offline=True)
-        try:
-            yield Browser(context)
-        finally:
-            context.close()
 
 
 def table(tab: Any) -> list[list[str]]:

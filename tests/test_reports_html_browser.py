@@ -8,23 +8,21 @@ also keep the screenshots there.
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromiumkit import Browser, browser, keep_screenshot
 from evalkit import make_eval, run_cli
 from htmlkit import result, summary_of
-from PIL import Image
-from reviewpage import CHROMIUM, CHROMIUM_ARGS, need_playwright
 
 from glasskit_eval.reports.html import HtmlOptions, render_html
 from glasskit_eval.reports.thumbnails import make_thumbnail
 from glasskit_eval.results import Status
 
 pytestmark = pytest.mark.browser
+
+__all__ = ["browser"]  # the report's Chromium fixture, imported for pytest
 
 HOSTILE = '<script>alert("pwned")</script> \'single\' "double" </style><b>bold</b>'
 
@@ -57,58 +55,6 @@ class Doors:
             return sample.frame_index == 6
         return "closed" if sample.frame_index % 4 else HOSTILE
 """
-
-
-class Browser:
-    def __init__(self, context: Any) -> None:
-        self.context = context
-        self.problems: list[str] = []
-        self.requests: list[str] = []
-
-    def open(self, page_path: Path) -> Any:
-        url = page_path.resolve().as_uri()
-        tab = self.context.new_page()
-        tab.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
-               if m.type in ("error", "warning") else None)
-        tab.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        tab.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"), d.dismiss()))
-        tab.on("request", lambda r: self.requests.append(r.url) if r.url != url else None)
-
-        def refuse(route: Any) -> None:
-            if route.request.url == url:
-                route.continue_()
-            else:
-                self.requests.append(route.request.url)
-                route.abort()
-
-        tab.route("**/*", refuse)
-        tab.goto(url)
-        tab.wait_for_selector("body[data-ready]")
-        return tab
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    sync_playwright = need_playwright()
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1400, "height": 950}, offline=True)
-        try:
-            yield Browser(context)
-        finally:
-            context.close()
-
-
-def _screenshot(tab: Any, path: Path, full_page: bool = False) -> None:
-    tab.screenshot(path=str(path), full_page=full_page)
-    with Image.open(path) as image:
-        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
-        assert colours is not None and len(colours) > 50, "screenshot looks blank"
-    keep = os.environ.get("GLASSKIT_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(keep) / path.name)
 
 
 def _rows(tab: Any) -> list[dict[str, str]]:
@@ -178,11 +124,11 @@ def test_report_of_a_real_run_in_chromium(real_report: Path, browser: Browser, t
     tab.click("#sample-body tr.flash img.thumb")
     tab.wait_for_selector("#lightbox:not([hidden])")
     assert "Frame 16" in tab.inner_text("#lightbox-caption")
-    _screenshot(tab, tmp_path / "html-report-lightbox.png")
+    keep_screenshot(tab, tmp_path / "html-report-lightbox.png")
     tab.keyboard.press("Escape")
     tab.wait_for_selector("#lightbox", state="hidden")
     tab.evaluate("window.scrollTo(0, 0)")
-    _screenshot(tab, tmp_path / "html-report.png", full_page=True)
+    keep_screenshot(tab, tmp_path / "html-report.png", full_page=True)
 
     assert browser.problems == []
     assert browser.requests == []
@@ -215,7 +161,7 @@ def test_ten_thousand_samples_load_and_page(browser: Browser, tmp_path: Path) ->
     assert tab.inner_text("#sample-count") == f"{failing} of 10000 attempts match"
     tab.fill("#f-text", "case-3")
     assert all(r["cells"][1] == "case-3" for r in _rows(tab))
-    _screenshot(tab, tmp_path / "html-report-10k.png")
+    keep_screenshot(tab, tmp_path / "html-report-10k.png")
     assert browser.problems == []
     assert browser.requests == []
 

@@ -14,19 +14,19 @@ import base64
 import io
 import os
 import textwrap
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromiumkit import Browser, browser
 from evalkit import make_eval, read_json, run_cli
 from framecode import read_frame_index
 from PIL import Image
-from reviewpage import CHROMIUM, CHROMIUM_ARGS, need_playwright
-from test_reports_html_browser import Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.frames]
+
+__all__ = ["browser"]  # the report's Chromium fixture, imported for pytest
 
 VIDEO = "bframes_h264.mp4"  # 25 fps, 50 frames, B-frames
 
@@ -79,19 +79,6 @@ def clip_report(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     results: list[dict[str, Any]] = read_json(tmp_path / "r.json")["trials"][0]["results"]
     assert [r["status"] for r in results] == ["failed"] * 3
     return page, results
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    sync_playwright = need_playwright()
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1400, "height": 950}, offline=True)
-        try:
-            yield Browser(context)
-        finally:
-            context.close()
 
 
 STRIP = """list => [...list.querySelectorAll('li')].map(li => {

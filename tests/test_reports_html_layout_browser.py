@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromiumkit import chromium, keep_screenshot
 from evalkit import make_eval, run_cli
-from PIL import Image
-from reviewpage import CHROMIUM, CHROMIUM_ARGS, need_playwright
 
 pytestmark = pytest.mark.browser
+
+__all__ = ["chromium"]  # a bare Chromium per test, imported for pytest
 
 VIEWPORTS = {"1440x900": (1440, 900), "390x844": (390, 844)}
 
@@ -67,19 +67,6 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "out" / "report.html"
 
 
-@pytest.fixture
-def chromium() -> Iterator[Any]:
-    # Not reviewpage's module-wide browser: sync Playwright holds an event loop, and the report's
-    # run (asyncio.run) must be made before the browser starts.
-    sync_playwright = need_playwright()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def _open(chromium: Any, url: str, size: tuple[int, int], problems: list[str]) -> Any:
     context = chromium.new_context(viewport={"width": size[0], "height": size[1]}, offline=True)
     tab = context.new_page()
@@ -103,18 +90,6 @@ def _inside(tab: Any, selector: str) -> None:
 def _no_panning(tab: Any) -> None:
     width, inner = tab.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert width <= inner, f"the page pans sideways: {width} > {inner}"
-
-
-def _screenshot(tab: Any, tmp_path: Path, name: str) -> None:
-    path = tmp_path / name
-    tab.screenshot(path=str(path))
-    with Image.open(path) as image:
-        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
-        assert colours is not None and len(colours) > 50, "screenshot looks blank"
-    keep = os.environ.get("GLASSKIT_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(keep) / name)
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
@@ -157,7 +132,7 @@ def test_failures_and_lightbox_fit_the_screen(report: Path, chromium: Any, tmp_p
     assert lines == ["pre", True]
     _no_panning(tab)
     tab.locator("#lb-title").scroll_into_view_if_needed()
-    _screenshot(tab, tmp_path, f"html-report-{viewport}-lightbox.png")
+    keep_screenshot(tab, tmp_path / f"html-report-{viewport}-lightbox.png")
 
     # The URL names the sample; arrow keys and buttons step; Escape closes.
     anchor = tab.evaluate("location.hash")
@@ -185,7 +160,7 @@ def test_failures_and_lightbox_fit_the_screen(report: Path, chromium: Any, tmp_p
     _no_panning(tab)
     tab.keyboard.press("Escape")
     tab.evaluate("window.scrollTo(0, 0)")
-    _screenshot(tab, tmp_path, f"html-report-{viewport}.png")
+    keep_screenshot(tab, tmp_path / f"html-report-{viewport}.png")
     tab.screenshot(path=str(tmp_path / f"html-report-{viewport}-full.png"), full_page=True)
     keep = os.environ.get("GLASSKIT_SCREENSHOT_DIR")
     if keep:

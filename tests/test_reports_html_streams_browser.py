@@ -16,17 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_reports_html_browser as html_browser
+from chromiumkit import Browser, browser
 from evalkit import run_cli
 from framecode import read_frame_index
 from PIL import Image
 from test_e2e_streams import K, case_text, scenario, write_eval
-from test_reports_html_browser import Browser
 
 pytestmark = pytest.mark.browser
 
-#: The HTML browser tests' fixture: a persistent offline Chromium profile that records every request.
-browser = html_browser.browser
+__all__ = ["browser"]  # the report's Chromium fixture, imported for pytest
 
 
 def _pixels_index(uri: str) -> int:

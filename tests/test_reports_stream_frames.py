@@ -1,11 +1,12 @@
 """Stream frames for the HTML report: which frames the engine hands over, what the keeper keeps, and the page data.
 
 (glasskit_eval.reports.stream_frames, reports.html_streams, and the engine's side of the hook:
-evaluation.streams.onset_frames, evaluation.streamscore.false_alarm_at.)
+evaluation.streams.onset_frames, evaluation._streamscore.false_alarm_at.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from fractions import Fraction as F
 from pathlib import Path
@@ -15,8 +16,8 @@ from framecode import draw_frame, read_frame_index
 from htmlkit import page_data, summary_of, thumbnail_images
 from test_evaluation_streamscore import emit, event
 
+from glasskit_eval.evaluation._streamscore import false_alarm_at, score_stream
 from glasskit_eval.evaluation.streams import onset_frames
-from glasskit_eval.evaluation.streamscore import false_alarm_at, score_stream
 from glasskit_eval.plan.feeds import FeedFrame
 from glasskit_eval.reports.html import HtmlOptions, render_html
 from glasskit_eval.reports.stream_frames import MAX_FALSE_ALARM_FRAMES, StreamFrames
@@ -60,7 +61,7 @@ def _stream(events: list[Any], emissions: list[Any], case: str = "c", target: st
 def test_keeper_keeps_missed_onsets_drops_detected_ones_and_caps_false_alarms() -> None:
     store = ThumbnailStore()
     keeper = StreamFrames(store)
-    key = ("c", "pan", 1)
+    key = ("c", "pan", 1, None)
     events = [event(0, 10), event(1, 20)]
     keeper.onset(key, 0, FeedFrame(100, F(10)), _image(100))
     keeper.onset(key, 1, FeedFrame(200, F(20)), _image(200))
@@ -80,7 +81,7 @@ def test_keeper_respects_the_budget_and_shares_a_frame_with_a_failed_sample() ->
     store = ThumbnailStore(budget_bytes=one + one // 2)
     store.add(("c", 7), make_thumbnail(_image(7)))  # a failed sample's frame
     keeper = StreamFrames(store)
-    key = ("c", "pan", 1)
+    key = ("c", "pan", 1, None)
     keeper.false_alarm(key, F(1), FeedFrame(7, F(1)), _image(7))
     keeper.false_alarm(key, F(2), FeedFrame(8, F(2)), _image(8))
     assert keeper.alarms[key] == {F(1): 7, F(2): 8}
@@ -107,7 +108,7 @@ def test_page_data_classes_every_emission_and_points_at_the_kept_frames() -> Non
     stream = _stream(events, [emit(5), emit("10.5"), emit(11), emit(20, "on"), emit(40)])
     store = ThumbnailStore()
     keeper = StreamFrames(store)
-    key = ("c", "pan", 1)
+    key = ("c", "pan", 1, None)
     keeper.onset(key, 1, FeedFrame(20, F(20)), _image(20))
     keeper.false_alarm(key, F(5), FeedFrame(5, F(5)), _image(5))  # the one at 40 s kept no frame
     keeper.finished(stream)
@@ -123,6 +124,29 @@ def test_page_data_classes_every_emission_and_points_at_the_kept_frames() -> Non
     (alarm,) = data["alarms"]
     assert alarm[:2] == [5.0, 5] and read_frame_index(images[alarm[2]].convert("RGB")) == 5
     assert 'id="stream-figures"' in page and "1/2" in page
+
+
+def test_each_arms_stream_keeps_its_own_frames() -> None:
+    """Arms' streams of one (case, target, trial) run side by side: each keeps its own misses and false alarms."""
+    store = ThumbnailStore()
+    keeper = StreamFrames(store)
+    events = [event(0, 10)]
+    for arm, frame in (("control", 100), ("dim", 100)):
+        keeper.onset(("c", "pan", 1, arm), 0, FeedFrame(frame, F(10)), _image(frame))
+    keeper.false_alarm(("c", "pan", 1, "dim"), F(3), FeedFrame(3, F(3)), _image(3))
+    detected = dataclasses.replace(_stream(events, [emit(F(10) + F(1, 2))]), arm="control")
+    missed = dataclasses.replace(_stream(events, [emit(3)]), arm="dim")
+    keeper.finished(detected)
+    keeper.finished(missed)
+    assert keeper.misses == {("c", "pan", 1, "control"): {}, ("c", "pan", 1, "dim"): {0: 100}}
+    assert keeper.alarms == {("c", "pan", 1, "dim"): {F(3): 3}}
+    page = render_html(_summary(detected, missed), HtmlOptions(thumbnails=store, durations={"c": 60.0},
+                                                               stream_misses=keeper.misses,
+                                                               stream_alarms=keeper.alarms))
+    found = {s["target"]: s for s in page_data(page)["streams"]}
+    assert found["pan · control"]["misses"] == [] and found["pan · control"]["alarms"] == []
+    assert [m[:2] for m in found["pan · dim"]["misses"]] == [[10.0, 100]]
+    assert [a[:2] for a in found["pan · dim"]["alarms"]] == [[3.0, 3]]
 
 
 def test_a_page_from_json_alone_lists_misses_without_frames_and_counts_alarms() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from test_evaluation_streamscore import emit, event
 
-from glasskit_eval.evaluation.streamscore import score_stream
+from glasskit_eval.evaluation._streamscore import score_stream
 from glasskit_eval.reports.console import print_summary, verdict_line
 from glasskit_eval.reports.streams import event_counts, rounded, stream_findings, stream_table
 from glasskit_eval.results import Gate, SampleResult, Status, StreamResult, TrialResult

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reviewpage import VIEWPORT, Page, browser, make_eval, opened, served
+from chromiumkit import VIEWPORT
+from reviewpage import Page, browser, make_eval, opened, served
 
 from glasskit_eval.review.server import LoginFile, ReviewServer
 

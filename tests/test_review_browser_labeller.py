@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reviewpage import CHROMIUM, DEMO, Page, browser, make_eval, opened, served
+from chromiumkit import CHROMIUM
+from reviewpage import DEMO, Page, browser, make_eval, opened, served
 
 pytestmark = pytest.mark.browser
 

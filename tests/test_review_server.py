@@ -297,6 +297,15 @@ def test_bad_json_and_bad_shapes(served: tuple[Client, Path]) -> None:
     assert status == 405 and error_of(data)["code"] == "method_not_allowed"
 
 
+def test_a_body_nested_deeper_than_the_parser_goes_is_bad_json(served: tuple[Client, Path]) -> None:
+    client, _ = served
+    for body in (b"[" * 100_000 + b"]" * 100_000, b'{"revision": "x", "blocks": ' + b"[" * 200 + b"]" * 200 + b"}"):
+        status, _, data = client.request("PUT", SAVE, body, headers={
+            "Content-Type": "application/json", "X-CSRF-Token": client.csrf or "", "Origin": client.origin})
+        assert status == 400 and error_of(data)["code"] == "bad_json", data
+        assert "levels deep" in error_of(data)["message"] and "Traceback" not in data.decode()
+
+
 # --- saving ------------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from test_statistics_kit import flaky_run
 from glasskit_eval.statistics.effective import (
     EffectiveSample,
     block_length,
+    corrected_autocorrelation,
     effective_factor,
     effective_sample,
     lag1_autocorrelation,
@@ -119,3 +120,11 @@ def test_corrected_r_is_unbiased_enough_on_short_flaky_series() -> None:
         corrected.append(corrected_autocorrelation(series))
     assert sum(raws) / 300 < 0.78  # the measured estimate is biased low...
     assert sum(corrected) / 300 == pytest.approx(0.8, abs=0.015)  # ...the corrected one is not
+
+
+@pytest.mark.parametrize("value", [0.1, 1e308, 1e9 / 3])
+def test_a_constant_series_whose_float_mean_is_off_counts_as_constant(value: float) -> None:
+    # sum([0.1] * 3) / 3 is not 0.1: the rounded centred values must not make the series "vary".
+    assert corrected_autocorrelation([[value] * 3]) == 0.0
+    assert corrected_autocorrelation([[value] * 3, [0.0, 1.0, 0.0, 1.0]]) == corrected_autocorrelation(
+        [[0.0, 1.0, 0.0, 1.0]])

@@ -177,3 +177,16 @@ def test_shapes_name_the_json_path_and_what_is_wrong(value: object, message: str
 def test_a_value_of_its_shape_passes_and_unknown_keys_are_kept() -> None:
     value = {"name": "x", "n": 0, "rate": 1, "kind": "b", "items": [], "note": None, "later": {"any": 1}}
     sj.check(value, SHAPE)
+
+
+@pytest.mark.parametrize(("shape", "value", "message"), [
+    (sj.Num(0), -1.5, "is -1.5, must be at least 0"),
+    (sj.Num(None, 2.5), 3, "is 3, must be at most 2.5"),
+    (sj.Num(), 10**400, "is an integer of 401 digits, out of range for a number (over 1.8e308)"),
+    (sj.Seconds(), 1e308, "is 1e+308, must be from 0 to 1e+09"),
+])
+def test_a_number_out_of_bounds_is_worded_whichever_bound_is_missing(shape: sj.Shape, value: float,
+                                                                     message: str) -> None:
+    with pytest.raises(sj.LoadError) as caught:
+        sj.check({"x": value}, sj.Obj({"x": shape}))
+    assert message in str(caught.value)

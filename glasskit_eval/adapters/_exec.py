@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 _OUTPUT_EXCERPT: Final = 200
 #: An observation longer than this is an adapter error (the HTTP adapter's default bound too).
 MAX_STDOUT_BYTES: Final = 64 * 1024 * 1024
+#: How long stdout and stderr are read after the process exits: what it wrote is in the pipes
+#: already; a descendant still holding them must not stretch the call to its own life.
+EXIT_GRACE_S: Final = 0.25
 
 
 class _Discard(io.StringIO):
@@ -156,20 +159,40 @@ class ExecAdapterSpec:
         pump = asyncio.ensure_future(stderr.pump(proc.stderr))
         out = bytearray()
         too_long = False
+
+        async def collect(stdout: asyncio.StreamReader) -> None:
+            nonlocal too_long
+            async for chunk in read_chunks(stdout):
+                out.extend(chunk)
+                if len(out) > MAX_STDOUT_BYTES:
+                    too_long = True
+                    return
+
+        async def exit_of() -> None:
+            # Not proc.wait(): asyncio wakes it only once every pipe is closed, which a descendant
+            # holding stdout delays to its own end. The return code is set when the process ends.
+            while proc.returncode is None:
+                await asyncio.sleep(0.02)
+
+        reader = asyncio.ensure_future(collect(proc.stdout))
+        exited = asyncio.ensure_future(exit_of())
         try:
             proc.stdin.write(request)
             with contextlib.suppress(ConnectionError):
                 await proc.stdin.drain()
             proc.stdin.close()
-            async for chunk in read_chunks(proc.stdout):
-                out += chunk
-                if len(out) > MAX_STDOUT_BYTES:
-                    too_long = True
-                    break
+            await asyncio.wait({reader, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if reader.done() and not too_long:
+                await exited
+            elif not reader.done():
+                # The process ended, and a descendant (one that left its group with setsid) still
+                # holds stdout: what the process wrote is in the pipe, so the call ends now.
+                await asyncio.wait({reader}, timeout=EXIT_GRACE_S)
             if not too_long:
-                await proc.wait()
-                await asyncio.wait({pump}, timeout=1.0)
+                await asyncio.wait({pump}, timeout=EXIT_GRACE_S)
         finally:
+            for task in (reader, exited):
+                task.cancel()
             # Normal end, timeout or interrupt: nothing it started may outlive the call.
             reaper.kill_now()
             if proc.returncode is None:
@@ -181,13 +204,13 @@ class ExecAdapterSpec:
             if transport is not None:
                 transport.close()
         if too_long:
-            del out
+            out.clear()
             raise AdapterError(f"{label} wrote more than {MAX_STDOUT_BYTES >> 20} MiB to stdout; write one "
                                f"observation as JSON.\n{stderr.render()}")
         if proc.returncode != 0:
             raise AdapterError(f"{label} {describe_returncode(proc.returncode)}.\n{stderr.render()}")
         text = out.decode("utf-8", errors="replace").strip()
-        del out
+        out.clear()
         try:
             return json.loads(text)
         except ValueError:

@@ -16,6 +16,8 @@ from difflib import get_close_matches
 from typing import Any
 
 from ..errors import UsageError
+from ..support.outside import control_characters, inline
+from ..support.secretvalues import redact_url
 from .perturb import Perturbation, chain_spec, parse_spec
 
 #: The arm the plain adapter runs as.
@@ -56,13 +58,26 @@ class ArmSpec:
     def to_json(self) -> dict[str, Any]:
         """The report's ``arms.<name>.spec``: what the arm changes (the plain adapter: nothing)."""
         data: dict[str, Any] = {key: getattr(self, key) for key in ADAPTER_KEYS if getattr(self, key) is not None}
+        if self.adapter_http is not None:
+            # A key in the URL's query or userinfo is the HTTP adapter's to send, never a report's to keep.
+            data["adapter_http"] = redact_url(self.adapter_http)
         if self.adapter_config is not None:
-            data["adapter_config"] = dict(self.adapter_config)
+            # A config holds what the adapter is told (tokens among it): a digest tells arms apart.
+            data["adapter_config"] = config_digest(self.adapter_config)
         if self.adapter_config_path is not None:
             data["adapter_config"] = self.adapter_config_path
         if self.perturb:
             data["perturb"] = chain_spec(self.perturb)
         return data
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """``sha256:`` and 16 hex digits of the config's canonical JSON: equal configs, equal digests."""
+    import hashlib
+    import json
+
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -111,6 +126,9 @@ def select_arms(declared: Mapping[str, ArmSpec], arms: Sequence[str], perturbs: 
         name = name.strip()
         if not name:
             raise UsageError(f"--arm {text!r}: give an arm name (NAME or NAME=ADAPTER_CONFIG.yaml)")
+        if controls := control_characters(name):
+            raise UsageError(f"--arm {inline(text)!r}: the arm name holds control characters ({controls}); "
+                             "use visible characters only")
         if sep:
             if name in (CONTROL, ALL):
                 raise UsageError(f"--arm {text}: {name!r} is reserved; pick another arm name")

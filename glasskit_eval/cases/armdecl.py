@@ -13,6 +13,7 @@ from typing import Any
 from ..arms.perturb import Perturbation, parse_mapping
 from ..arms.spec import ADAPTER_KEYS, ALL, ARM_KEYS, CONTROL, ArmSpec
 from ..errors import UsageError
+from ..support.outside import control_characters, inline
 from .checks import Checker
 
 
@@ -30,6 +31,10 @@ def parse_arms(c: Checker, raw: Any, root: Path) -> dict[str, ArmSpec]:
         if name in (CONTROL, ALL) or not name.strip() or "=" in name:
             c.add(path, f"arm name {name!r} is reserved or invalid; `control` is the plain adapter and "
                   "`all` selects every arm (names may not contain '=')")
+            continue
+        if controls := control_characters(name):
+            c.add(path, f"arm name {inline(name)!r} holds control characters ({controls}); arm names are "
+                  "printed in logs, tables and CI annotations: use visible characters only")
             continue
         arm = _parse_arm(c, name, value, path, root)
         if arm is not None:

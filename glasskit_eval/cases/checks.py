@@ -8,15 +8,18 @@ returns None, so one pass over a file collects every problem it has.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from ..compare.modes import MODES, CompareConfig
 from ..errors import Problem
-from ..support.jsonvalues import json_problem
+from ..support.jsonvalues import json_problem, type_name
 from ..support.timevalues import to_fraction
 from ..yamltext.source import PathKey, YamlDocument
 from .model import CLIP_EDGES, MAX_CLIP_FRAMES, ClipSpec
+
+T = TypeVar("T")
 
 _DEFAULTS_KEYS = {"field", "compare", "clip"}
 _COMPARE_KEYS = {"mode", "tolerance"}
@@ -182,6 +185,25 @@ class Checker:
             return None
         return spec
 
+    def given(self, mapping: dict[str, Any], key: str, parse: Callable[[Any, PathKey], T], path: PathKey,
+              default: T | None = None) -> T | None:
+        """``parse`` of ``mapping[key]`` where the key is given (null included), else ``default``."""
+        return parse(mapping[key], (*path, key)) if key in mapping else default
+
+    def expectation(self, mapping: dict[str, Any], path: PathKey) -> tuple[bool, Any]:
+        """Whether ``expect`` is given, and its value (checked to be JSON-like)."""
+        if "expect" not in mapping:
+            return False, None
+        self.json_like(mapping["expect"], (*path, "expect"), "expect")
+        return True, mapping["expect"]
+
+    def expect_fits(self, mode: str, expect: Any, path: PathKey) -> None:
+        """``expect`` has what comparison ``mode`` compares: a number, or a list for the set modes."""
+        if mode == "numeric" and (isinstance(expect, bool) or not isinstance(expect, (int, float))):
+            self.add(path, f"numeric comparison needs a number in expect, got {type_name(expect)}")
+        if mode.startswith("set_") and not isinstance(expect, list):
+            self.add(path, f"{mode} comparison needs a list in expect, got {type_name(expect)}")
+
     def defaults(self, value: Any, path: PathKey) -> dict[str, Any]:
         """Parse a ``sample_defaults`` mapping into {'field': ..., 'compare': ..., 'clip': ...} (keys only if set)."""
         if value is None:
@@ -189,30 +211,9 @@ class Checker:
         mapping = self.section(value, path, "sample_defaults", _DEFAULTS_KEYS)
         if mapping is None:
             return {}
-        out: dict[str, Any] = {}
-        if "field" in mapping:
-            out["field"] = self.field_path(mapping["field"], (*path, "field"))
-        if "compare" in mapping:
-            out["compare"] = self.compare(mapping["compare"], (*path, "compare"))
-        if "clip" in mapping:
-            out["clip"] = self.clip(mapping["clip"], (*path, "clip"))
-        return out
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+        parsers: tuple[tuple[str, Callable[[Any, PathKey], Any]], ...] = (
+            ("field", self.field_path), ("compare", self.compare), ("clip", self.clip))
+        return {key: parse(mapping[key], (*path, key)) for key, parse in parsers if key in mapping}
 
 
 def _beyond_float(value: int) -> bool:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..support.jsonvalues import type_name
+from ..support.outside import control_characters, inline
 from ..support.timevalues import format_time, same_time_key
 from ..yamltext.source import PathKey, YamlDocument
-from .checks import UNSET, Checker, type_name
+from .checks import UNSET, Checker
 from .model import (
     DEFAULT_EVERY_S,
     MAX_SAMPLES_PER_CASE,
@@ -54,15 +56,7 @@ def parse_thresholds(checker: Checker, value: Any, path: PathKey,
     if mapping is None:
         return None
     min_rate = _rate(checker, mapping, "min_pass_rate", path)
-    limits: dict[str, float] = {}
-    for key in sorted(_RUN_THRESHOLD_KEYS) if run_wide else ():
-        raw = mapping.get(key)
-        if raw is None:
-            continue
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw < 0:
-            checker.add((*path, key), f"{key} must be a nonnegative number, got {raw!r}")
-        else:
-            limits[key] = float(raw)
+    limits = _limits(checker, mapping, sorted(_RUN_THRESHOLD_KEYS) if run_wide else (), path)
     max_failures = None
     if mapping.get("max_failures") is not None:
         raw = mapping["max_failures"]
@@ -99,8 +93,14 @@ _STREAM_GATE_KEYS = {"min_recall", "max_false_alarms_per_min", "max_detection_la
 
 def _stream_gates(checker: Checker, mapping: dict[str, Any], path: PathKey) -> StreamGates:
     """A stream target's gates in ``per_target.<t>``: a recall rate and two nonnegative limits."""
+    limits = _limits(checker, mapping, ("max_false_alarms_per_min", "max_detection_latency_p95_s"), path)
+    return StreamGates(min_recall=_rate(checker, mapping, "min_recall", path), **limits)
+
+
+def _limits(checker: Checker, mapping: dict[str, Any], keys: Iterable[str], path: PathKey) -> dict[str, float]:
+    """The nonnegative numbers ``mapping`` sets among ``keys``, each a problem where it is not one."""
     limits: dict[str, float] = {}
-    for key in ("max_false_alarms_per_min", "max_detection_latency_p95_s"):
+    for key in keys:
         raw = mapping.get(key)
         if raw is None:
             continue
@@ -108,7 +108,7 @@ def _stream_gates(checker: Checker, mapping: dict[str, Any], path: PathKey) -> S
             checker.add((*path, key), f"{key} must be a nonnegative number, got {raw!r}")
         else:
             limits[key] = float(raw)
-    return StreamGates(min_recall=_rate(checker, mapping, "min_recall", path), **limits)
+    return limits
 
 
 def _rate(checker: Checker, mapping: dict[str, Any], key: str, path: PathKey) -> float | None:
@@ -276,6 +276,10 @@ def _parse_target(c: Checker, target_id: str, index: int, raw: Any, every_s: Fra
     if not target_id.strip():
         c.add(path, "target ids must not be empty")
         return None
+    if controls := control_characters(target_id):
+        c.add(path, f"target id {inline(target_id)!r} holds control characters ({controls}); ids are printed "
+              "in logs, tables and CI annotations: use visible characters only")
+        return None
     mapping = c.section(raw, path, f"target {target_id!r}", _TARGET_KEYS)
     if mapping is None:
         return None
@@ -372,35 +376,19 @@ def _parse_block(c: Checker, target_id: str, index: int, raw: Any, path: PathKey
                 seen[key] = t
         times = tuple(sorted(seen.values()))
 
-    has_expect = "expect" in mapping
-    expect = mapping.get("expect")
-    if has_expect:
-        c.json_like(expect, (*path, "expect"), "expect")
+    has_expect, expect = c.expectation(mapping, path)
 
-    field = defaults.get("field")
-    if "field" in mapping:
-        field = c.field_path(mapping["field"], (*path, "field"))
-    compare = defaults.get("compare")
-    if "compare" in mapping:
-        compare = c.compare(mapping["compare"], (*path, "compare"))
+    field = c.given(mapping, "field", c.field_path, path, defaults.get("field"))
+    compare = c.given(mapping, "compare", c.compare, path, defaults.get("compare"))
     if has_expect and compare is not None:
-        _check_mode_fits(c, compare.mode, expect, (*path, "expect"))
-    clip = defaults.get("clip")
-    if "clip" in mapping:
-        clip = c.clip(mapping["clip"], (*path, "clip"))
+        c.expect_fits(compare.mode, expect, (*path, "expect"))
+    clip = c.given(mapping, "clip", c.clip, path, defaults.get("clip"))
 
     if len(c.problems) > before:
         return None
     return SampleBlock(target_id=target_id, index=index, times=times, range=rng, every_s=every,
                        has_expect=has_expect, expect=expect, field=field, compare=compare,
                        comment=comment, ignore=ignore, clip=clip)
-
-
-def _check_mode_fits(c: Checker, mode: str, expect: Any, path: PathKey) -> None:
-    if mode == "numeric" and (isinstance(expect, bool) or not isinstance(expect, (int, float))):
-        c.add(path, f"numeric comparison needs a number in expect, got {type_name(expect)}")
-    if mode.startswith("set_") and not isinstance(expect, list):
-        c.add(path, f"{mode} comparison needs a list in expect, got {type_name(expect)}")
 
 
 def _check_sample_cap(c: Checker, targets: list[TargetSpec]) -> None:

@@ -12,9 +12,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from ..support.jsonvalues import type_name
 from ..support.timevalues import format_time, to_fraction
 from ..yamltext.source import PathKey, format_path
-from .checks import UNSET, Checker, type_name
+from .checks import UNSET, Checker
 from .model import DEFAULT_WINDOW, EventSpec, StreamSpec
 
 #: Keys a target may have only when it is a stream target.
@@ -123,18 +124,10 @@ def _event(c: Checker, index: int, raw: Any, path: PathKey, window: tuple[Fracti
         at = c.time(mapping["at"], (*path, "at"), "at")
     if mapping.get("window") is not None:
         window = _window(c, mapping["window"], (*path, "window")) or window
-    has_expect = "expect" in mapping
-    expect = mapping.get("expect")
-    if has_expect:
-        c.json_like(expect, (*path, "expect"), "expect")
-    compare = defaults.get("compare")
-    if "compare" in mapping:
-        compare = c.compare(mapping["compare"], (*path, "compare"))
+    has_expect, expect = c.expectation(mapping, path)
+    compare = c.given(mapping, "compare", c.compare, path, defaults.get("compare"))
     if has_expect and compare is not None:
-        if compare.mode == "numeric" and (isinstance(expect, bool) or not isinstance(expect, (int, float))):
-            c.add((*path, "expect"), f"numeric comparison needs a number in expect, got {type_name(expect)}")
-        if compare.mode.startswith("set_") and not isinstance(expect, list):
-            c.add((*path, "expect"), f"{compare.mode} comparison needs a list in expect, got {type_name(expect)}")
+        c.expect_fits(compare.mode, expect, (*path, "expect"))
     comment = None
     if mapping.get("comment") is not None:
         comment = c.text(mapping["comment"], (*path, "comment"), "comment")

@@ -59,7 +59,7 @@ class CheckpointedCommand:
         self.checkpoint: Checkpoint | None = None
         #: Results an earlier attempt recorded, by key (empty for a new checkpoint).
         self.previous: dict[Key, SampleResult] = {}
-        #: Streams an earlier attempt finished: their records (``evaluation.streamrecord``), by key.
+        #: Streams an earlier attempt finished: their records (``evaluation._streamrecord``), by key.
         self.previous_streams: dict[StreamKey, Mapping[str, Any]] = {}
         #: The run has stream targets: progress lines count streams beside samples.
         self.has_streams = False

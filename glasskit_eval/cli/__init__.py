@@ -31,17 +31,69 @@ from .tools import add_agreement, add_build_zipapp, add_review, add_video_store
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, TextIO
+    from typing import TextIO
 
 
 # --- entry points ----------------------------------------------------------------------
 
-COMMANDS: tuple[Callable[[Any], None], ...] = (add_run, add_seed, add_validate, add_list_samples, add_export_frames,
-                                               add_build_zipapp, add_video_store, add_review, add_report,
-                                               add_compare, add_merge_reports, add_agreement)
+#: Every command, in the order of `--help`: its name, the function that adds its options and handler,
+#: its one-line help and its description.
+COMMANDS: tuple[tuple[str, Callable[[argparse.ArgumentParser], None], str, str], ...] = (
+    ("run", add_run, "decode frames, call the adapter, compare, apply gates and report",
+     "Decode selected frames, call the adapter, compare observations, "
+     "apply quality gates, and report results."),
+    ("seed", add_seed, "propose expectations for draft samples with an adapter",
+     "Run a labeling adapter and write proposed expectations into the "
+     "selected draft samples (all selected samples with --replace). Case files keep "
+     "their comments and formatting outside the edited sample blocks."),
+    ("validate", add_validate, "check eval structure, videos, sample times and optional adapter",
+     "Check an eval directory without evaluating samples. With --adapter or "
+     "--adapter-command, also construct and close that adapter."),
+    ("list-samples", add_list_samples, "print the expanded sample schedule",
+     "Print the expanded sample schedule for inspection or debugging."),
+    ("export-frames", add_export_frames, "export the exact eval frames at case timestamps",
+     "Export the exact display-oriented frames an adapter would get, as "
+     "lossless PNGs named at-<timestamp>s.png; with --target, a clip sample's frames "
+     "as at-<timestamp>s-frame-<index>.png."),
+    ("build-zipapp", add_build_zipapp, "build a single-file, reproducible zipapp of glasskit_eval",
+     "Build OUTPUT.pyz, run with `python OUTPUT.pyz <command> ...`. The "
+     "same sources give the same bytes. A plain archive needs pyyaml, pillow and av "
+     "in the Python that runs it; --include-deps also packs this environment's "
+     "copies, so the archive runs on its own on the same Python version and platform."),
+    ("video-store", add_video_store, "pull, upload, and prune cached videos in cloud object storage",
+     "Manage case videos stored in AWS S3, Cloudflare R2, or another "
+     "S3-compatible store (video_stores in <eval-dir>/config.yaml). Downloads are "
+     "content-addressed and used only after their declared SHA-256 verifies; set "
+     "GLASSKIT_EVAL_CACHE_DIR to move the per-user cache."),
+    ("review", add_review, "open the local browser UI to check and correct timed expectations",
+     "Serve a local page (127.0.0.1 only, opened through a one-time login file) "
+     "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
+     "file at once, keeping its comments and formatting outside the edited blocks."),
+    ("report", add_report, "render JSON run reports (shards merge) as one HTML page",
+     "Render one or more --output-json reports as one self-contained HTML "
+     "page, without the adapter. Several reports (shards) merge trial by trial. "
+     "Thumbnails of failed frames come from --save-failures artifacts and, with "
+     "--eval-dir and the videos present, from decoding the recorded frames."),
+    ("compare", add_compare, "compare two run reports sample by sample",
+     "Compare two --output-json reports (ours or upstream's), matching samples "
+     "by case, target and time: pass->fail, fail->pass, error and observed-value changes, "
+     "added and removed samples, and whether the pass rate really dropped (a paired test "
+     "that counts neighbouring frames' correlation). Exits 1 when B regressed: by default "
+     "on any pass->fail or new error, with --fail-on-regression significant only on a "
+     "significant drop."),
+    ("merge-reports", add_merge_reports, "merge the reports of `run --shard` jobs and apply the gates",
+     "Check that shard reports come from one eval and options and cover every "
+     "selected sample exactly once, then recompute summaries, stability and gates as one "
+     "unsharded run would. Exits 0 when every gate passed, 1 otherwise."),
+    ("agreement", add_agreement, "how far two labellers of the same samples agree",
+     "Compare the labels of two eval directories (or two case files) that label "
+     "the same samples: per target and overall, percent agreement and Cohen's kappa with its "
+     "interval (Fleiss, Cohen & Everitt's large-sample standard error), and for numeric "
+     "targets the share within the target's tolerance. Exits 0, or 2 when the sample sets "
+     "differ (naming the first sample only one side labels)."),
+)
 #: The command each of COMMANDS adds, in the same order.
-COMMAND_NAMES = ("run", "seed", "validate", "list-samples", "export-frames", "build-zipapp", "video-store",
-                 "review", "report", "compare", "merge-reports", "agreement")
+COMMAND_NAMES = tuple(name for name, _add, _help, _description in COMMANDS)
 #: Commands that decode frames by the thousand (see ``support.allocator``).
 DECODING_COMMANDS = frozenset({"run", "seed", "export-frames", "review"})
 
@@ -53,9 +105,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"glasskit_eval {__version__}")
     opts.env_file_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=opts.Parser)
-    for name, add in zip(COMMAND_NAMES, COMMANDS, strict=True):
+    for name, add, help_text, description in COMMANDS:
         if command in (None, name):
-            add(sub)
+            add(sub.add_parser(name, help=help_text, description=description))
             sub.choices[name].teaches = name
     for command_parser in sub.choices.values():
         opts.env_file_options(command_parser)
@@ -88,7 +140,11 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
             from ..support.allocator import reuse_freed_frames
 
             reuse_freed_frames()
-        return int(args.handler(args, out, err))
+        from ..support.outside import LineGuard
+
+        # A command prints names and outside text: a line of it starting with `::` is never a
+        # workflow command unless we write it as one.
+        return int(args.handler(args, LineGuard.around(out), LineGuard.around(err)))
     except opts.ParserExit as exc:
         return exc.status
     except CommandStopped as exc:

@@ -16,10 +16,7 @@ if TYPE_CHECKING:
 # --- run -----------------------------------------------------------------------------
 
 
-def add_run(sub: Any) -> None:
-    p = sub.add_parser("run", help="decode frames, call the adapter, compare, apply gates and report",
-                       description="Decode selected frames, call the adapter, compare observations, "
-                       "apply quality gates, and report results.")
+def add_run(p: argparse.ArgumentParser) -> None:
     opts.adapter_options(p, "default: <eval-dir>/adapter.py:create_evaluator")
     opts.code_free_adapter_options(p)
     opts.eval_dir_option(p)
@@ -38,9 +35,10 @@ def add_run(sub: Any) -> None:
     trials.add_argument("--order", choices=("declaration", "time"), default="declaration",
                         help="call order within a case: target by target in case-file order (default), or "
                         "all targets interleaved by sample time")
-    trials.add_argument("--pace", type=opts.positive_number, metavar="FLOAT",
+    trials.add_argument("--pace", type=opts.pace, metavar="FLOAT",
                         help="feed stream targets on the paced clock: frames come due at media time / FLOAT "
-                        "(1.0 is real time), the newest frame wins while the adapter is busy (default: replay)")
+                        "(1.0 is real time; from 0.01 to 1000), the newest frame wins while the adapter is busy "
+                        "(default: replay)")
     opts.call_options(p)
     opts.gate_options(p)
     outputs = p.add_argument_group("outputs")
@@ -190,10 +188,7 @@ def _resume_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- validate -------------------------------------------------------------------------
 
 
-def add_validate(sub: Any) -> None:
-    p = sub.add_parser("validate", help="check eval structure, videos, sample times and optional adapter",
-                       description="Check an eval directory without evaluating samples. With --adapter or "
-                       "--adapter-command, also construct and close that adapter.")
+def add_validate(p: argparse.ArgumentParser) -> None:
     opts.eval_dir_option(p)
     p.add_argument("--adapter", metavar="TEXT", help="optional Python adapter target to verify")
     p.add_argument("--adapter-command", metavar="TEXT", help="optional process adapter command to verify")
@@ -226,9 +221,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- list-samples ---------------------------------------------------------------------
 
 
-def add_list_samples(sub: Any) -> None:
-    p = sub.add_parser("list-samples", help="print the expanded sample schedule",
-                       description="Print the expanded sample schedule for inspection or debugging.")
+def add_list_samples(p: argparse.ArgumentParser) -> None:
     opts.eval_dir_option(p)
     opts.case_option(p, "only list one case, by filename or stem")
     opts.target_options(p)
@@ -247,11 +240,7 @@ def run_list_samples(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- export-frames --------------------------------------------------------------------
 
 
-def add_export_frames(sub: Any) -> None:
-    p = sub.add_parser("export-frames", help="export the exact eval frames at case timestamps",
-                       description="Export the exact display-oriented frames an adapter would get, as "
-                       "lossless PNGs named at-<timestamp>s.png; with --target, a clip sample's frames "
-                       "as at-<timestamp>s-frame-<index>.png.")
+def add_export_frames(p: argparse.ArgumentParser) -> None:
     opts.eval_dir_option(p)
     p.add_argument("--case", required=True, metavar="TEXT", help="case filename or stem (required)")
     p.add_argument("--target", metavar="TEXT",
@@ -272,11 +261,7 @@ def run_export_frames(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 # --- seed -----------------------------------------------------------------------------
 
 
-def add_seed(sub: Any) -> None:
-    p = sub.add_parser("seed", help="propose expectations for draft samples with an adapter",
-                       description="Run a labeling adapter and write proposed expectations into the "
-                       "selected draft samples (all selected samples with --replace). Case files keep "
-                       "their comments and formatting outside the edited sample blocks.")
+def add_seed(p: argparse.ArgumentParser) -> None:
     opts.adapter_options(p, "default: <eval-dir>/adapter.py:create_evaluator")
     opts.eval_dir_option(p)
     opts.case_option(p, "only seed one case, by filename or stem")

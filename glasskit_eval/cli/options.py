@@ -181,6 +181,12 @@ def positive_number(text: str) -> float:
     return _number(text, lambda v: v > 0, "a number greater than zero")
 
 
+def pace(text: str) -> float:
+    from ..support.timevalues import MAX_PACE, MIN_PACE
+
+    return _number(text, lambda v: MIN_PACE <= v <= MAX_PACE, f"from {MIN_PACE:g} to {MAX_PACE:g}")
+
+
 def nonnegative_number(text: str) -> float:
     return _number(text, lambda v: v >= 0, "a nonnegative number")
 

@@ -10,19 +10,12 @@ from . import options as opts
 # Annotations only: typing is a noticeable share of `--help`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TextIO
+    from typing import TextIO
 
 # --- compare, merge-reports ------------------------------------------------------------
 
 
-def add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare", help="compare two run reports sample by sample",
-                       description="Compare two --output-json reports (ours or upstream's), matching samples "
-                       "by case, target and time: pass->fail, fail->pass, error and observed-value changes, "
-                       "added and removed samples, and whether the pass rate really dropped (a paired test "
-                       "that counts neighbouring frames' correlation). Exits 1 when B regressed: by default "
-                       "on any pass->fail or new error, with --fail-on-regression significant only on a "
-                       "significant drop.")
+def add_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("baseline", metavar="A.json", help="the earlier report (the baseline)")
     p.add_argument("current", metavar="B.json", help="the later report")
     p.add_argument("--output-json", metavar="PATH", help="write the comparison as JSON")
@@ -42,11 +35,7 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ExitCode.OK if passed else ExitCode.FAILED
 
 
-def add_merge_reports(sub: Any) -> None:
-    p = sub.add_parser("merge-reports", help="merge the reports of `run --shard` jobs and apply the gates",
-                       description="Check that shard reports come from one eval and options and cover every "
-                       "selected sample exactly once, then recompute summaries, stability and gates as one "
-                       "unsharded run would. Exits 0 when every gate passed, 1 otherwise.")
+def add_merge_reports(p: argparse.ArgumentParser) -> None:
     p.add_argument("reports", nargs="+", metavar="SHARD.json", help="the shards' --output-json reports")
     p.add_argument("--output-json", metavar="PATH", help="write the merged report")
     opts.ci_report_options(p)
@@ -66,12 +55,7 @@ def run_merge_reports(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 # --- report ---------------------------------------------------------------------------
 
 
-def add_report(sub: Any) -> None:
-    p = sub.add_parser("report", help="render JSON run reports (shards merge) as one HTML page",
-                       description="Render one or more --output-json reports as one self-contained HTML "
-                       "page, without the adapter. Several reports (shards) merge trial by trial. "
-                       "Thumbnails of failed frames come from --save-failures artifacts and, with "
-                       "--eval-dir and the videos present, from decoding the recorded frames.")
+def add_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("reports", nargs="+", metavar="RESULTS.json", help="reports written by run --output-json")
     p.add_argument("--html", required=True, metavar="PATH", help="the HTML file to write")
     p.add_argument("--eval-dir", metavar="PATH",

@@ -10,16 +10,12 @@ from . import options as opts
 # Annotations only: typing is a noticeable share of `--help`.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TextIO
+    from typing import TextIO
 
 # --- review -----------------------------------------------------------------------------
 
 
-def add_review(sub: Any) -> None:
-    p = sub.add_parser("review", help="open the local browser UI to check and correct timed expectations",
-                       description="Serve a local page (127.0.0.1 only, opened through a one-time login file) "
-                       "with the exact eval frames, a timeline and an editor. Edits are saved to the case "
-                       "file at once, keeping its comments and formatting outside the edited blocks.")
+def add_review(p: argparse.ArgumentParser) -> None:
     opts.eval_dir_option(p)
     p.add_argument("--case", metavar="TEXT",
                    help="initially open this case, by filename or stem (default: the first case)")
@@ -48,13 +44,7 @@ def run_review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- agreement --------------------------------------------------------------------------
 
 
-def add_agreement(sub: Any) -> None:
-    p = sub.add_parser("agreement", help="how far two labellers of the same samples agree",
-                       description="Compare the labels of two eval directories (or two case files) that label "
-                       "the same samples: per target and overall, percent agreement and Cohen's kappa with its "
-                       "interval (Fleiss, Cohen & Everitt's large-sample standard error), and for numeric "
-                       "targets the share within the target's tolerance. Exits 0, or 2 when the sample sets "
-                       "differ (naming the first sample only one side labels).")
+def add_agreement(p: argparse.ArgumentParser) -> None:
     p.add_argument("first", metavar="A", help="the first labeller's eval directory or case file")
     p.add_argument("second", metavar="B", help="the second labeller's eval directory or case file")
     p.add_argument("--output-json", metavar="PATH", help="write the agreement as JSON")
@@ -76,12 +66,7 @@ def run_agreement(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- build-zipapp ----------------------------------------------------------------------
 
 
-def add_build_zipapp(sub: Any) -> None:
-    p = sub.add_parser("build-zipapp", help="build a single-file, reproducible zipapp of glasskit_eval",
-                       description="Build OUTPUT.pyz, run with `python OUTPUT.pyz <command> ...`. The "
-                       "same sources give the same bytes. A plain archive needs pyyaml, pillow and av "
-                       "in the Python that runs it; --include-deps also packs this environment's "
-                       "copies, so the archive runs on its own on the same Python version and platform.")
+def add_build_zipapp(p: argparse.ArgumentParser) -> None:
     p.add_argument("output", metavar="OUTPUT.pyz", help="archive to write (replaced atomically)")
     p.add_argument("--include-deps", action="store_true",
                    help="also pack the installed pyyaml, pillow and av (platform-specific)")
@@ -100,12 +85,7 @@ def run_build_zipapp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 # --- video-store ----------------------------------------------------------------------
 
 
-def add_video_store(sub: Any) -> None:
-    p = sub.add_parser("video-store", help="pull, upload, and prune cached videos in cloud object storage",
-                       description="Manage case videos stored in AWS S3, Cloudflare R2, or another "
-                       "S3-compatible store (video_stores in <eval-dir>/config.yaml). Downloads are "
-                       "content-addressed and used only after their declared SHA-256 verifies; set "
-                       "GLASSKIT_EVAL_CACHE_DIR to move the per-user cache.")
+def add_video_store(p: argparse.ArgumentParser) -> None:
     commands = p.add_subparsers(dest="store_command", metavar="<command>", parser_class=opts.Parser)
     pull = commands.add_parser("pull", help="download and verify the selected cases' cloud videos",
                                description="Download every cloud video referenced by the selected cases "

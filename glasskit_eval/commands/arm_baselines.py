@@ -1,15 +1,15 @@
 """``--baseline`` in a run with arms: every arm compared with the same arm of the baseline report.
 
 A baseline result matches a result of the same arm (the same case, target and time, as for a
-plain run). A baseline without arms (a plain run's report) is matched by the control arm: the
-plain adapter is what it ran. An arm the baseline does not have is listed as unmatched and has
+plain run), and an arm's streams are diffed with the same arm's streams. A baseline without arms
+(a plain run's report) is matched by the control arm: the plain adapter is what it ran. An arm the baseline does not have is listed as unmatched and has
 no diff. The diffs gate per arm (``<arm>/baseline_regressions``, ...) as the other gates do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,9 +21,11 @@ from ..reports.baseline import (
     load_report,
     outcomes,
     report_results,
+    report_streams,
     result_outcomes,
 )
-from ..results import Gate, SampleResult
+from ..reports.streambaseline import stream_diff
+from ..results import Gate, SampleResult, StreamResult
 from .ci_outputs import baseline_gates
 from .requests import Comparison
 
@@ -64,20 +66,24 @@ class ArmBaselines:
 
 
 def arm_baselines(path: Path, label: str, results: Sequence[SampleResult], names: Sequence[str], control: str,
-                  comparison: Comparison) -> ArmBaselines:
+                  comparison: Comparison, streams: Sequence[StreamResult] = ()) -> ArmBaselines:
     """Each of ``names`` against its own arm in the report at ``path`` (the control against a plain report)."""
-    before = report_results(load_report(path, f"--baseline {path}"), str(path))
-    plain = all(r.get("arm") is None for r in before)
+    report = load_report(path, f"--baseline {path}")
+    before = report_results(report, str(path))
+    before_streams = report_streams(report)
+    plain = all(r.get("arm") is None for r in before) and all(s.arm is None for s in before_streams)
     diffs: dict[str, BaselineDiff] = {}
     unmatched = []
     for arm in names:
         theirs = [r for r in before if r.get("arm") == arm]
-        if not theirs and plain and arm == control:
-            theirs = list(before)
-        if not theirs:
+        fed = [s for s in before_streams if s.arm == arm]
+        if not theirs and not fed and plain and arm == control:
+            theirs, fed = list(before), list(before_streams)
+        if not theirs and not fed:
             unmatched.append(arm)
             continue
         mine = [r for r in results if r.arm == arm]
-        diffs[arm] = diff(outcomes(theirs), result_outcomes(mine), label, alpha=comparison.alpha,
-                          confidence=comparison.confidence)
+        found = diff(outcomes(theirs), result_outcomes(mine), label, alpha=comparison.alpha,
+                     confidence=comparison.confidence)
+        diffs[arm] = replace(found, streams=stream_diff(fed, [s for s in streams if s.arm == arm]))
     return ArmBaselines(diffs, control, tuple(unmatched), plain)

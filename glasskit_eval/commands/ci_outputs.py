@@ -26,6 +26,7 @@ from ..reports.locations import Locations, SampleLocation, relative_path, sample
 from ..results import Gate
 from ..summary import RunResult, RunSummary
 from ..support.fsio import write_text_atomic
+from ..support.outside import write_command
 from .requests import Comparison, Gates, RunRequest, Selection
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def github_outputs(summary: RunSummary, locations: Locations, eval_root: Path, f
     if lines:
         print(file=out)
         for line in lines:
-            print(line, file=out)
+            write_command(out, line)
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if not summary_path:
         return []

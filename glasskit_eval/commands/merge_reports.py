@@ -33,7 +33,8 @@ def execute_merge_reports(paths: Sequence[str], out: TextIO, *, output_json: str
     arm_diffs = None
     if baseline is not None and merged.arms is not None:
         arm_diffs = arm_baselines(Path(baseline), baseline, [r for t in result.trials for r in t.results],
-                                  merged.arms.names, merged.arms.control, comparison)
+                                  merged.arms.names, merged.arms.control, comparison,
+                                  [s for t in result.trials for s in t.streams])
         found = arm_diffs.main
         gated = [n for n in merged.arms.names if merged.arms.gated(n)]
         result = replace(result, gates=(*result.gates, *arm_diffs.gates(comparison, gated)))

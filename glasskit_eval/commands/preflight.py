@@ -9,6 +9,7 @@ appended to.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,9 +32,12 @@ def preflight(request: RunRequest, environ: Mapping[str, str] | None = None) -> 
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path and annotations_on(request.ci.annotations, env):
         try:
-            # Opened as the summary will be (created if missing, as the runner does), nothing written.
-            with open(summary_path, "a", encoding="utf-8"):
-                pass
+            # Opened as the summary will be (created if missing, as the runner does). Nothing is
+            # written to a file; a device (/dev/full) takes a line end, which only a write can test.
+            with open(summary_path, "a", encoding="utf-8") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    handle.write("\n")
+                    handle.flush()
         except OSError as exc:
             raise OutputError(f"cannot append the job summary to GITHUB_STEP_SUMMARY ({summary_path}): "
                               f"{exc.strerror or exc}; fix it before the run calls the adapter") from None

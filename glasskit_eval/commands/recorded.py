@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from ..arms.spec import parse_chain
 from ..errors import CheckpointError, EvalError, UsageError
 from ..plan.shard import parse_shard
-from ..support.timevalues import parse_cli_time
+from ..support.timevalues import MAX_PACE, MIN_PACE, parse_cli_time
 
 Check = Callable[[Any], bool]
 T = TypeVar("T")
@@ -65,6 +65,11 @@ def rate(value: object) -> bool:
 
 def positive_number(value: object) -> bool:
     return is_number(value) and value > 0  # type: ignore[operator]
+
+
+def pace_ok(value: object) -> bool:
+    """``--pace``'s range (a paced clock neither stalls nor spins)."""
+    return is_number(value) and MIN_PACE <= value <= MAX_PACE  # type: ignore[operator]
 
 
 def nonnegative_number(value: object) -> bool:

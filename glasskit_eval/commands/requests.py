@@ -47,6 +47,7 @@ from .recorded import (
     opt_str,
     option,
     optional,
+    pace_ok,
     perturb_list,
     positive_int,
     positive_number,
@@ -111,7 +112,7 @@ class Trials:
     #: ``declaration`` (target by target, as the adapter reference says) or ``time``.
     order: str = option("declaration", one_of(ORDERS))
     #: ``--pace``: stream targets on the paced clock (None: replay).
-    pace: float | None = option(None, optional(positive_number))
+    pace: float | None = option(None, optional(pace_ok))
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,7 +302,7 @@ def _compare_baseline(prepared: _Prepared, result: RunResult
 
     found = arm_baselines(Path(request.ci.baseline), ci.display_path(request.ci.baseline),
                           [r for t in result.trials for r in t.results], plan.names, plan.control,
-                          request.comparison)
+                          request.comparison, [s for t in result.trials for s in t.streams])
     gates = found.gates(request.comparison, [n for n in plan.names if plan.gated(n)])
     return replace(result, gates=(*result.gates, *gates)), found.main, found
 

@@ -1,9 +1,9 @@
 """Evaluate one case's selected samples with one evaluator.
 
 Decoding runs on worker threads, a few frames ahead of the adapter calls through a
-bounded queue (``bridge``). In declaration order (the default) the targets are called one after the
+bounded queue (``_bridge``). In declaration order (the default) the targets are called one after the
 other, in case-file order: at most ``concurrency`` calls of the current target are in
-flight, and the next target starts once they have all finished; ``ordering`` decides
+flight, and the next target starts once they have all finished; ``_ordering`` decides
 which decode serves which target and keeps frames decoded before their turn. In time
 order every decoded frame goes to every sample that wants it at once. Results come
 back in declaration order whatever order the calls finish in.
@@ -26,10 +26,9 @@ from ..results import SampleResult, Status
 from ..support.tracebacks import last_frame
 from ..video.damage import Warn
 from ..video.frames import decode_at
-from .bridge import in_background
-from .clipframes import ClipItems, HeldFrames, clip_items
-from .failures import FailureSaver
-from .judge import (
+from ._bridge import in_background
+from ._clipframes import ClipItems, HeldFrames, clip_items
+from ._judge import (
     Judge,
     Misjudged,
     Verdict,
@@ -42,7 +41,8 @@ from .judge import (
     make_result,
     traceback_of,
 )
-from .ordering import DECLARATION, TIME, Decoder, Items, declaration_order_items, time_order_items
+from ._ordering import DECLARATION, TIME, Decoder, Items, declaration_order_items, time_order_items
+from .failures import FailureSaver
 
 
 def _at(exc: BaseException) -> str:

@@ -7,26 +7,32 @@ decided, and ``decided_gates`` (made in :mod:`.gates`, as every gate), which put
 in place of the ordinary pass-rate gates. Failure-count gates (``max_failures``) are decided early only when they fail (a failure
 count over the whole set is only known once every sample is seen).
 
-The trial loop owns the calls: it asks :func:`order` for the blocks and calls
-:meth:`Tracker.observe` after each one. A block's results already on record (a checkpoint being
-resumed) are read in the same order, so a resume reaches the same decision after the same blocks.
+:class:`EarlyStopping` is the trial loop's schedule (:class:`~._engine.Schedule`): every case's
+blocks in :func:`order`, as many side by side as ``--concurrency`` allows (a function of the order
+alone, so a resume tests after the same blocks), each block's frames in time order, one tracker
+per arm, so each arm stops once its own gates are decided. The trial loop owns the calls and
+reads a block's results already on record (a checkpoint being resumed) in their place in the
+order, so a resume reaches the same decision after the same blocks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..arms.plan import ArmPlan
 from ..cases.model import Thresholds
 from ..plan.blocks import Block, make_blocks, shuffled
 from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
-from ..results import EarlyStop, GateDecision, SampleResult, Status
+from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
+from ._ordering import TIME
 from .gates import GateOptions, decided_gates
 
-__all__ = ["Block", "EarlyStopOptions", "Goal", "Tracker", "decided_gates", "goals", "order"]
+__all__ = ["Block", "EarlyStopOptions", "EarlyStopping", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +62,7 @@ def goals(plan: Plan, options: GateOptions) -> list[Goal]:
     """The pass-rate and failure-count gates of a trial over ``plan``, named as ``evaluate_gates`` names them."""
     eval_t = plan.eval_dir.config.thresholds or Thresholds()
     samples = [s for c in plan.cases for s in c.samples]
-    found: list[Goal] = []
-    min_rate = options.min_pass_rate if options.min_pass_rate is not None else eval_t.min_pass_rate
-    max_failures = options.max_failures if options.max_failures is not None else eval_t.max_failures
-    if min_rate is not None:
-        found.append(Goal("eval_min_pass_rate", min_rate, None))
-    if max_failures is not None:
-        found.append(Goal("eval_max_failures", None, max_failures))
+    found = [Goal(name, minimum, maximum) for name, minimum, maximum in options.eval_gates(eval_t)]
     if options.min_target_pass_rate is not None:
         for target in sorted({s.target.id for s in samples if not s.ignored}):
             found.append(Goal(f"all_targets_{target}_min_pass_rate", options.min_target_pass_rate, None,
@@ -184,6 +184,57 @@ class Tracker:
 
 
 def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
-    from .judge import Verdict, make_result
+    from ._judge import Verdict, make_result
 
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
+
+
+class EarlyStopping:
+    """``run --early-stop`` as the trial loop's schedule: blocks in the trial's seeded order until each
+    arm's gates are decided."""
+
+    def __init__(self, options: EarlyStopOptions, gates: GateOptions, concurrency: int = 1) -> None:
+        self.options = options
+        self.gates = gates
+        self.concurrency = concurrency
+
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> TrialStopping:
+        blocks = order([c.samples for c in plan.cases], self.options, trial)
+        side_by_side = max(1, self.concurrency // max((len(b.samples) for b in blocks), default=1))
+        trackers = [Tracker(goals(plan, self.gates), blocks, self.options) for _arm in arms.arms]
+        return TrialStopping(blocks, side_by_side, trackers, arms)
+
+
+class TrialStopping:
+    """One trial of :class:`EarlyStopping`: its order of blocks and every arm's tracker."""
+
+    #: Each block's frames in time order (one forward run of the decoder).
+    order: str | None = TIME
+
+    def __init__(self, blocks: Sequence[Block], side_by_side: int, trackers: Sequence[Tracker],
+                 arms: ArmPlan) -> None:
+        self.blocks = blocks
+        self.side_by_side = side_by_side
+        self.trackers = trackers
+        self.arms = arms
+
+    def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
+        self.trackers[arm].observe(self.blocks[block], results)
+
+    def done(self, arm: int) -> bool:
+        return self.trackers[arm].done
+
+    def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
+        from ._judge import ignored_result
+
+        return ignored_result(sample, arm) if sample.ignored else not_evaluated(sample, arm)
+
+    def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
+        """The decisions in place of the ordinary gates, and one record of every arm's decisions, named as
+        the trial's gates are (``<arm>/<gate>`` with arms)."""
+        records = [t.record() for t in self.trackers]
+        named = tuple(d if self.arms.plain else dataclasses.replace(d, name=f"{arm.name}/{d.name}")
+                      for arm, record in zip(self.arms.arms, records) for d in record.gates)
+        record = dataclasses.replace(records[0], samples_evaluated=sum(r.samples_evaluated for r in records),
+                                     samples_planned=sum(r.samples_planned for r in records), gates=named)
+        return decided_gates(gates, record), record

@@ -27,7 +27,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import SampleResult
 from ..support.fsio import write_bytes_atomic, write_text_atomic
 from ..video.frames import DecodedFrame
-from .judge import Artifacts
+from ._judge import Artifacts
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TypeVar
 
 from ..arms.compare import paired_series
 from ..arms.plan import ArmPlan
@@ -28,6 +29,9 @@ from ..results import EarlyStop, Gate, SampleResult, Status, StreamMetrics, Tria
 from ..statistics.paired import p_text, paired_regression_test
 from ..summary import Counts
 from ..support.timevalues import format_duration
+
+#: What a gate with a maximum measures: seconds as a float, or an exact stream figure.
+Measure = TypeVar("Measure", float, Fraction)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,16 @@ class GateOptions:
     max_cost: float | None = None
     #: ``--min-recall``, ``--max-false-alarms-per-min``, ``--max-detection-latency-p95``: every stream target.
     streams: StreamGates = field(default_factory=StreamGates)
+
+    def eval_gates(self, thresholds: Thresholds) -> list[tuple[str, float | None, int | None]]:
+        """The eval-wide gates as (name, minimum pass rate, maximum failures), one limit set in each.
+
+        Each limit is the option where given, else config.yaml's.
+        """
+        min_rate = self.min_pass_rate if self.min_pass_rate is not None else thresholds.min_pass_rate
+        max_failures = self.max_failures if self.max_failures is not None else thresholds.max_failures
+        return ([("eval_min_pass_rate", min_rate, None)] if min_rate is not None else []) + (
+            [("eval_max_failures", None, max_failures)] if max_failures is not None else [])
 
 
 @dataclass(frozen=True)
@@ -88,12 +102,11 @@ def evaluate_gates(results: Sequence[SampleResult], *, options: GateOptions,
                   "no adapter/comparison errors" if errors == 0 else f"{errors} adapter/comparison errors")]
 
     eval_t = eval_thresholds or Thresholds()
-    min_rate = options.min_pass_rate if options.min_pass_rate is not None else eval_t.min_pass_rate
-    max_failures = options.max_failures if options.max_failures is not None else eval_t.max_failures
-    if min_rate is not None:
-        gates.append(_rate_gate("eval_min_pass_rate", evaluated, min_rate))
-    if max_failures is not None:
-        gates.append(_failures_gate("eval_max_failures", evaluated, max_failures))
+    for name, minimum, maximum in options.eval_gates(eval_t):
+        if minimum is not None:
+            gates.append(_rate_gate(name, evaluated, minimum))
+        elif maximum is not None:
+            gates.append(_failures_gate(name, evaluated, maximum))
 
     if options.min_target_pass_rate is not None:
         for target in sorted({r.target for r in evaluated}):
@@ -132,13 +145,20 @@ def flaky_gate(flaky_samples: int, maximum: int) -> Gate:
                 f"{flaky_samples} flaky samples (gate: <= {maximum})")
 
 
+def _at_most(name: str, value: Measure | None, limit: Measure, unmeasured: str,
+             measured: Callable[[Measure, bool], str]) -> Gate:
+    """A gate on a measure a run may lack: it passes without one (``unmeasured`` says why)."""
+    if value is None:
+        return Gate(name, True, unmeasured)
+    passed = value <= limit
+    return Gate(name, passed, measured(value, passed))
+
+
 def latency_gate(p95: float | None, maximum: float) -> Gate:
     """``--max-p95-latency``: the run's p95 evaluation duration (nearest rank)."""
-    if p95 is None:
-        return Gate("max_p95_latency", True, f"no evaluation durations (gate: p95 <= {format_duration(maximum)})")
-    passed = p95 <= maximum
-    return Gate("max_p95_latency", passed,
-                f"p95 latency {format_duration(p95)} {'<=' if passed else '>'} {format_duration(maximum)}")
+    return _at_most("max_p95_latency", p95, maximum, f"no evaluation durations (gate: p95 <= {format_duration(maximum)})",
+                    lambda seconds, passed: f"p95 latency {format_duration(seconds)} {'<=' if passed else '>'} "
+                                            f"{format_duration(maximum)}")
 
 
 def cost_gate(cost: float | None, maximum: float) -> Gate:
@@ -185,20 +205,17 @@ def recall_gate(name: str, metrics: StreamMetrics, minimum: float) -> Gate:
 
 
 def false_alarm_gate(name: str, metrics: StreamMetrics, maximum: float) -> Gate:
-    rate = metrics.false_alarms_per_min
-    if rate is None:
-        return Gate(name, True, f"no quiet time (gate: <= {maximum:g} false alarms per minute)")
-    passed = rate <= Fraction(maximum)
-    return Gate(name, passed, f"{float(rate):.3g} false alarms per minute ({metrics.false_alarms} in "
-                f"{float(metrics.quiet_s):g}s of quiet time) (gate: <= {maximum:g})")
+    return _at_most(name, metrics.false_alarms_per_min, Fraction(maximum),
+                    f"no quiet time (gate: <= {maximum:g} false alarms per minute)",
+                    lambda rate, _passed: f"{float(rate):.3g} false alarms per minute ({metrics.false_alarms} in "
+                                          f"{float(metrics.quiet_s):g}s of quiet time) (gate: <= {maximum:g})")
 
 
 def latency_p95_gate(name: str, metrics: StreamMetrics, maximum: float) -> Gate:
-    p95 = metrics.latency_p95
-    if p95 is None:
-        return Gate(name, True, f"no detections (gate: p95 detection latency <= {maximum:g}s)")
-    passed = p95 <= Fraction(maximum)
-    return Gate(name, passed, f"p95 detection latency {float(p95):.3f}s {'<=' if passed else '>'} {maximum:g}s")
+    return _at_most(name, metrics.latency_p95, Fraction(maximum),
+                    f"no detections (gate: p95 detection latency <= {maximum:g}s)",
+                    lambda p95, passed: f"p95 detection latency {float(p95):.3f}s {'<=' if passed else '>'} "
+                                        f"{maximum:g}s")
 
 
 def stream_errors_gate(errors: int) -> Gate:

@@ -32,13 +32,13 @@ from ..plan.schedule import ScheduledSample
 from ..results import SampleResult, Status
 from ..video.frames import decode_at
 from ..video.frametable import frame_table
-from .bridge import in_background
+from ._bridge import in_background
+from ._clipframes import ClipItems, HeldFrames
+from ._judge import Judge, Misjudged, judge
+from ._tee import perturbed, shared
 from .case import FRAME_QUEUE_DEPTH, target_of
-from .clipframes import ClipItems, HeldFrames
-from .judge import Judge, Misjudged, judge
 from .lanes import Door, Needs, open_lanes
 from .options import TrialOptions
-from .tee import perturbed, shared
 
 #: ``--jitter-frames`` at most: beyond it the extra calls dwarf the run.
 MAX_JITTER_FRAMES = 30

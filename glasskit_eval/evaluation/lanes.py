@@ -24,8 +24,8 @@ from ..arms.perturb import chain_spec
 from ..arms.plan import Arm, ArmPlan
 from ..errors import AdapterError, UsageError
 from ..plan.schedule import ScheduledSample
+from ._streamcache import StreamCache, stream_cache
 from .observation_cache import ObservationCache
-from .streamcache import StreamCache, stream_cache
 from .streams import missing_on_frame
 
 

@@ -35,7 +35,7 @@ from ..adapters.base import AdapterSpec, Evaluator, Sample, Target
 from ..adapters.calls import Call, Caller
 from ..support.jsonvalues import checked_steps, json_problem, to_plain
 from ..video.fingerprint import pixel_sha256
-from .judge import walk_on_loop
+from ._judge import walk_on_loop
 from .observation_store import ObservationStore, key_digest
 
 MODES = ("read", "write", "readwrite")
@@ -46,7 +46,7 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     writes: int = 0
-    #: Whole replay streams (``streamcache``): answered from the cache, fed afresh, stored.
+    #: Whole replay streams (``_streamcache``): answered from the cache, fed afresh, stored.
     stream_hits: int = 0
     stream_misses: int = 0
     stream_writes: int = 0

@@ -13,9 +13,9 @@ from typing import Any
 
 from ..adapters.resilient import CallPolicy
 from ..plan.schedule import Filters
+from ._ordering import DECLARATION
 from .earlystop import EarlyStopOptions
 from .gates import GateOptions
-from .ordering import DECLARATION
 
 
 @dataclass(frozen=True)

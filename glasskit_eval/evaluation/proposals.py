@@ -19,7 +19,7 @@ from ..compare.values import MissingField, extract_field
 from ..plan.schedule import ScheduledSample
 from ..results import ErrorKind, Status
 from ..support.jsonvalues import canonical_key
-from .judge import Verdict, plain_observation
+from ._judge import Verdict, plain_observation
 
 #: How a seed result without the configured field starts its reason.
 FIELD_ERROR = "field_error: "

@@ -16,7 +16,7 @@ from ..checkpoints.lifecycle import CheckpointedCommand
 from ..errors import CheckpointError
 from ..plan.schedule import ScheduledSample
 from ..results import SampleResult, StreamResult
-from .streamrecord import RecordError, record_of, rescore
+from ._streamrecord import RecordError, record_of, rescore
 
 
 class RunStore:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ..cases.model import STREAM_GATE_NAMES, StreamGates, Thresholds
 from ..results import Gate, StreamMetrics, StreamResult
+from ._streamscore import pooled
 from .gates import false_alarm_gate, latency_p95_gate, recall_gate, stream_errors_gate
-from .streamscore import pooled
 
 
 @dataclass(frozen=True)

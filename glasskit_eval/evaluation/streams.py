@@ -3,7 +3,7 @@
 One stream per (case, target, trial). Each stream is fed strictly one frame at a time; streams of
 different targets take the same decoded frame side by side, and the next frame goes out once every
 stream has answered (replay). An emission's time is the media time of the frame it answered;
-``end_stream``'s emissions are timed at the clip's end. The paced clock lives in :mod:`.pacing`.
+``end_stream``'s emissions are timed at the clip's end. The paced clock lives in :mod:`._pacing`.
 Every call goes through a :class:`~..adapters.calls.StreamCaller` (timeout, retries, rate limit).
 """
 
@@ -28,11 +28,11 @@ from ..support.timevalues import format_time
 from ..video.damage import Warn
 from ..video.frames import DecodedFrame, decode_at
 from ..video.frametable import frame_table
-from .judge import traceback_of
-from .streamscore import false_alarm_at, score_stream
+from ._judge import traceback_of
+from ._streamscore import false_alarm_at, score_stream
 
-#: A stream: (case, target, trial).
-StreamKey = tuple[str, str, int]
+#: A stream: (case, target, trial, arm; None in a plain run).
+StreamKey = tuple[str, str, int, str | None]
 
 
 class StreamFrameKeeper(Protocol):
@@ -139,11 +139,21 @@ def onset_frames(frames: Sequence[FeedFrame], ats: Sequence[tuple[int, Fraction]
     return out
 
 
-def emissions_of(answer: Any, what: str) -> list[Any]:
-    """None, one JSON-like emission or a list of them, as a list; AdapterError for anything else."""
+#: Emissions one answer may carry, and a whole stream: an app alerts a few times a minute, and a
+#: stream that says something on every frame of 69 minutes at 60 fps stays under the second.
+MAX_EMISSIONS_PER_CALL = 1_000
+MAX_EMISSIONS_PER_STREAM = 250_000
+
+
+def emissions_of(answer: Any, what: str, already: int = 0) -> list[Any]:
+    """None, one JSON-like emission or a list of them, as a list; AdapterError for anything else,
+    and for more emissions than a call (or a stream that made ``already``) may make."""
     if answer is None:
         return []
     items = list(answer) if isinstance(answer, (list, tuple)) else [answer]
+    if len(items) > MAX_EMISSIONS_PER_CALL or already + len(items) > MAX_EMISSIONS_PER_STREAM:
+        raise AdapterError(f"{what} returned {len(items)} emissions after {already}; a stream makes at most "
+                           f"{MAX_EMISSIONS_PER_CALL:,} per call and {MAX_EMISSIONS_PER_STREAM:,} in all")
     for item in items:
         problem = json_problem(item)
         if problem is not None:
@@ -171,7 +181,7 @@ class StreamFeeder:
                 stream.onsets = onset_frames(stream.frames, [(e.index, e.at) for e in stream.spec.stream.events])
 
     def key(self, stream: Stream) -> StreamKey:
-        return (self.work.plan.case.name, stream.target.id, self.work.trial)
+        return (self.work.plan.case.name, stream.target.id, self.work.trial, self.work.arm)
 
     def decoded(self, stream: Stream, frame: FeedFrame, image: Any) -> None:
         """A frame of ``stream`` came out of the decode (fed or, paced, maybe dropped): keep it if an event's onset."""
@@ -234,7 +244,7 @@ class StreamFeeder:
             # Most frames answer nothing: skip describing the frame for an error that cannot come.
             if call.observation is None:
                 return []
-            return emissions_of(call.observation, f"on_frame for {self.describe(stream, frame)}")
+            return emissions_of(call.observation, f"on_frame for {self.describe(stream, frame)}", len(stream.emissions))
         except Exception as exc:
             self.fail(stream, exc, f"on_frame at frame {frame.frame_index} ({format_time(frame.media_time)}s)")
             return None
@@ -247,7 +257,7 @@ class StreamFeeder:
             try:
                 if call.error is not None:
                     raise call.error
-                values = emissions_of(call.observation, f"end_stream for {self.describe(stream)}")
+                values = emissions_of(call.observation, f"end_stream for {self.describe(stream)}", len(stream.emissions))
             except Exception as exc:
                 self.fail(stream, exc, "end_stream")
                 return
@@ -311,7 +321,7 @@ async def decoded(work: StreamWork, times: Sequence[Fraction]) -> AsyncIterator[
 
 
 async def run_streams(work: StreamWork, caller: StreamCaller) -> list[StreamResult]:
-    """Feed every stream of the case on the replay clock and score it (:mod:`.pacing` has the paced one)."""
+    """Feed every stream of the case on the replay clock and score it (:mod:`._pacing` has the paced one)."""
     (results,) = await feed_together([(work, caller)])
     return results
 

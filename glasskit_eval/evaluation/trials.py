@@ -1,8 +1,10 @@
-"""Run orchestration: the one trial loop, over lanes, whatever the number of arms it plays.
+"""Run orchestration: the one trial loop, over lanes, whatever the number of arms and the schedule it plays.
 
 :func:`run_trials` reads as its phases: split each case into reused and pending work per arm,
 open the trial's lanes (one per arm with work; a plain run is one arm, ``arms.plan.ArmPlan.single``),
-evaluate case by case (every lane from one decode, then each lane's streams), tear the lanes down
+play the schedule's blocks (:class:`~._engine.Schedule`: whole cases in declaration order by
+default, ``--early-stop``'s seeded blocks until each arm's gates are decided; every lane from one
+decode per block), finish each case (its results, then each lane's streams), tear the lanes down
 as one, and gate (per arm, named ``<arm>/<gate>``, unless the run is plain). Each arm resumes on
 its own: a checkpoint's records name their arm, and an arm evaluates only what it has no reusable
 record of. It knows only :class:`~.options.TrialOptions`, never the command line.
@@ -11,34 +13,41 @@ record of. It knows only :class:`~.options.TrialOptions`, never the command line
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from ..adapters.base import AdapterSpec
 from ..arms.plan import ArmPlan
 from ..compare.values import MissingField, what_is_there
 from ..plan.planning import CasePlan, Plan, undeclared_gate_targets
-from ..results import EarlyStop, Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
-from ..summary import RunResult
+from ..plan.schedule import ScheduledSample
+from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
+from ..summary import CaseHeader, RunResult
 from ..support import allocator, threads
-from . import earlystop
-from .case import FrameKeeper, ResultSink
-from .earlyloop import run_blocks
-from .engine import (
+from ._engine import (
     CaseSplit,
     Engine,
     ResultStore,
     RunListener,
     Schedule,
+    TrialSchedule,
     WholeCases,
     announcing,
     split_cases,
     tick,
     warner,
 )
+from ._framestore import image_bytes
+from ._judge import Judge, ignored_result, judge
+from ._streamlanes import run_lane_streams
+from ._tee import CaseRun, evaluate_case, stream_perturbation
+from .case import FrameKeeper, ResultSink
+from .earlystop import EarlyStopping
 from .failures import FailureSaver
-from .framestore import image_bytes
 from .gates import (
     CaseThresholds,
     arm_trials,
@@ -48,14 +57,13 @@ from .gates import (
     robustness_gate,
     run_gates,
 )
-from .judge import Judge, ignored_result, judge
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
 from .options import TrialOptions
 from .streamgates import CaseStreamGates, stream_gates
-from .streamlanes import run_lane_streams
 from .streams import StreamFrameKeeper, StreamWork
-from .tee import CaseRun, evaluate_case, stream_perturbation
+
+_T = TypeVar("_T")
 
 
 async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, listener: RunListener, *,
@@ -74,8 +82,11 @@ async def run_trials(plan: Plan, spec: AdapterSpec, options: TrialOptions, liste
     # so an interrupted run can exit even if an adapter call never returns.
     threads.install()
     playing = arms if arms is not None else ArmPlan.single(spec, options.adapter_config)
+    if schedule is None:
+        schedule = (WholeCases() if options.early_stop is None
+                    else EarlyStopping(options.early_stop, options.gates, options.concurrency))
     engine = Engine(plan, spec, options, listener, playing, store, keep_frame, saver, cache, judge, gating,
-                    stream_keeper, schedule if schedule is not None else WholeCases())
+                    stream_keeper, schedule)
     door = Door.of(plan.eval_dir.root, options.call_policy, playing, artifacts_dir=options.artifacts_dir,
                    verbose=options.verbose, cache=cache, pace=options.pace)
     started = time.perf_counter()
@@ -99,9 +110,9 @@ async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
              for splits in by_arm]
     sink = announcing(engine.store.sink(trial) if engine.store is not None else None, listener, trial,
                       options.repeat)
+    schedule = engine.schedule.start(engine.plan, trial, arms)
     results: list[SampleResult] = []
     streams: list[StreamResult] = []
-    early: EarlyStop | None = None
     first: Lane | None = None
     ticker = asyncio.create_task(tick(listener))
     try:
@@ -112,73 +123,183 @@ async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
                 allocator.hold_frames()
                 for line in batch_memory_notes(by_arm[batching]):
                     listener.notice(line)
-            if options.early_stop is not None:
-                results, early = await run_blocks(engine, lanes, by_arm, trial, sink)
-                for line in missing_field_notes(results):
-                    listener.notice(line)
-            for case_index in range(len(engine.plan.cases)):
-                splits = [splits[case_index] for splits in by_arm]
-                if options.early_stop is None:
-                    results.extend(await _case(engine, lanes, splits, trial, sink, results))
-                streams.extend(await _streams(engine, lanes, splits, trial))
-                if options.early_stop is None and engine.schedule.stop(trial, results):
-                    break
+            play = _Play(engine, lanes, by_arm, trial, sink, schedule)
+            async for made, fed in play.cases():
+                results.extend(made)
+                streams.extend(fed)
     finally:
         ticker.cancel()
-    gates = _trial_gates(engine, results, streams) if engine.gating else []
-    if early is not None:
-        gates = earlystop.decided_gates(gates, early)
+    gates, early = schedule.settle(_trial_gates(engine, results, streams) if engine.gating else [])
     return TrialResult(trial=trial, results=tuple(results), gates=tuple(gates),
                        duration_seconds=time.perf_counter() - started,
                        timing_mode=_timing_mode(results, first), streams=tuple(streams), early_stop=early)
 
 
-async def _case(engine: Engine, lanes: Sequence[Lane | None], splits: Sequence[CaseSplit], trial: int,
-                sink: ResultSink, before: Sequence[SampleResult]) -> list[SampleResult]:
-    """One case for every arm: results arm by arm, each arm's in declaration order (reused ones included)."""
-    options, listener, arms = engine.options, engine.listener, engine.arms
-    case_plan = splits[0].plan
-    pending_indexes = {s.sample_index for split in splits for s in split.pending}
-    union = CaseSplit(case_plan, {}, [s for s in case_plan.samples if s.sample_index in pending_indexes])
-    shown = bool(union.pending) or not any(split.reused for split in splits)
-    header = union.header()
-    if shown:
-        listener.case_started(header, trial, options.repeat)
-    playing = [i for i, split in enumerate(splits) if lanes[i] is not None and split.active]
-    new: dict[int, list[SampleResult]] = {i: [] for i in range(len(splits))}
-    if playing:
-        run = CaseRun(options, engine.judge, trial, sink, arms.seed, engine.keep_frame, engine.saver,
-                      warner(listener))
-        for block in engine.schedule.blocks(case_plan, union.pending):
-            chosen = {s.sample_index for s in block}
-            work = []
-            for i in playing:
-                lane = lanes[i]
-                assert lane is not None
-                work.append((lane, [s for s in splits[i].pending if s.sample_index in chosen]))
-            made = await evaluate_case(run, work, case_plan.video_path, case_plan.samples)
-            for i, results in zip(playing, made):
-                new[i] += results
-            if engine.schedule.stop(trial, [*before, *(r for mine in new.values() for r in mine)]):
+@dataclass
+class _Case:
+    """One case of a trial while its blocks are played: what every arm reached of it so far."""
+
+    splits: list[CaseSplit]
+    #: Shown by the console (None: a resume with nothing left in it).
+    header: CaseHeader | None
+    #: Samples some arm had still to evaluate when the trial began.
+    pending: frozenset[int]
+    #: Per arm, each reached sample's result (reused or new).
+    reached: list[dict[int, SampleResult]]
+    #: Results made in this trial, for the missing-field notes.
+    fresh: list[SampleResult] = dataclasses.field(default_factory=list)
+    announced: bool = False
+
+
+class _Play:
+    """One trial's blocks in the schedule's order, every lane from one decode per block; cases finish in
+    declaration order (results arm by arm, each arm's in declaration order, then the case's streams).
+
+    A case whose blocks run alone, one after another, is announced before its first block (the live
+    progress line counts its samples); one whose blocks interleave with others' just before its summary.
+    """
+
+    def __init__(self, engine: Engine, lanes: Sequence[Lane | None], by_arm: Sequence[Sequence[CaseSplit]],
+                 trial: int, sink: ResultSink, schedule: TrialSchedule) -> None:
+        self.engine, self.lanes, self.trial, self.sink, self.schedule = engine, lanes, trial, sink, schedule
+        options, cases = engine.options, engine.plan.cases
+        self.where = {c.case.name: k for k, c in enumerate(cases)}
+        self.states = [_state([splits[k] for splits in by_arm]) for k in range(len(cases))]
+        width = max(1, schedule.side_by_side)
+        self.blocks = schedule.blocks
+        self.batches = [range(start, min(start + width, len(self.blocks)))
+                        for start in range(0, len(self.blocks), width)]
+        touched = [{self.where[self.blocks[j].case] for j in batch} for batch in self.batches]
+        self.firsts, self.ends, self.alone = _landmarks(touched, len(cases))
+        # Within --concurrency however many blocks run at once.
+        self.run = CaseRun(dataclasses.replace(options, concurrency=max(1, options.concurrency // width),
+                                               order=schedule.order or options.order),
+                           engine.judge, trial, sink, engine.arms.seed, engine.keep_frame, engine.saver,
+                           warner(engine.listener))
+
+    async def cases(self) -> AsyncIterator[tuple[list[SampleResult], list[StreamResult]]]:
+        """Each case's results and streams, in declaration order, as soon as no block is left for it."""
+        finished = 0
+        # Before the first batch: the cases with no block before theirs and none of their own.
+        for b in range(-1, len(self.batches)):
+            if b >= 0 and not await self._batch(b):
                 break
-    for i, split in enumerate(splits):
-        if i not in playing:
-            new[i] = [ignored_result(s, arms.result_name(arms.arms[i])) for s in split.pending]
-            for result in new[i]:
-                sink(result)
-    every: list[SampleResult] = []
-    fresh: list[SampleResult] = []
-    for i, split in enumerate(splits):
-        merged = {**split.reused, **{r.sample_index: r for r in new[i]}}
-        # A schedule that stopped early leaves samples without a result.
-        every.extend(merged[s.sample_index] for s in case_plan.samples if s.sample_index in merged)
-        fresh.extend(new[i])
-    for line in missing_field_notes(fresh):
-        listener.notice(line)
-    if shown:
-        listener.case_finished(header, [r for r in every if r.sample_index in pending_indexes] or every, trial,
-                               options.repeat)
-    return every
+            while finished < len(self.states) and self.ends[finished] <= b:
+                yield await self._finish(finished)
+                finished += 1
+        for k in range(finished, len(self.states)):
+            yield await self._finish(k)
+
+    async def _batch(self, b: int) -> bool:
+        """Batch ``b``'s blocks side by side for every arm still playing, then each arm's observations;
+        False (and nothing evaluated) once every arm is done."""
+        schedule, arms = self.schedule, range(len(self.engine.arms.arms))
+        active = [i for i in arms if not schedule.done(i)]
+        if not active:
+            return False
+        batch = self.batches[b]
+        for k in sorted({self.where[self.blocks[j].case] for j in batch}):
+            if self.alone[k] and self.firsts[k] == b:
+                self._announce(k)
+        made = await _together([self._block(j, active) for j in batch])
+        for j, mine in zip(batch, made, strict=True):
+            for i in active:
+                schedule.observe(i, j, mine[i])
+        return True
+
+    async def _block(self, j: int, active: Sequence[int]) -> dict[int, list[SampleResult]]:
+        """Block ``j`` for each arm in ``active``: its results in the block's order, reused ones read in place."""
+        arms = self.engine.arms
+        block = self.blocks[j]
+        k = self.where[block.case]
+        case_plan, state = self.engine.plan.cases[k], self.states[k]
+        work: list[tuple[Lane, list[ScheduledSample]]] = []
+        whose: list[int] = []
+        pending: dict[int, list[ScheduledSample]] = {}
+        for i in active:
+            lane = self.lanes[i]
+            pending[i] = [s for s in block.samples if s.sample_index not in state.splits[i].reused]
+            if lane is not None and any(not s.ignored for s in pending[i]):
+                work.append((lane, pending[i]))
+                whose.append(i)
+        made = dict(zip(whose, await evaluate_case(self.run, work, case_plan.video_path, case_plan.samples))
+                    ) if work else {}
+        out: dict[int, list[SampleResult]] = {}
+        for i in active:
+            new = made.get(i)
+            if new is None:
+                new = [ignored_result(s, arms.result_name(arms.arms[i])) for s in pending[i]]
+                for result in new:
+                    self.sink(result)
+            state.fresh.extend(new)
+            got = {**state.splits[i].reused, **{r.sample_index: r for r in new}}
+            out[i] = [got[s.sample_index] for s in block.samples]
+            state.reached[i].update((r.sample_index, r) for r in out[i])
+        return out
+
+    def _announce(self, k: int) -> None:
+        state, options = self.states[k], self.engine.options
+        if state.header is not None and not state.announced:
+            state.announced = True
+            self.engine.listener.case_started(state.header, self.trial, options.repeat)
+
+    async def _finish(self, k: int) -> tuple[list[SampleResult], list[StreamResult]]:
+        """Case ``k``'s results (a sample no block reached for an arm: as the schedule says) and its streams."""
+        engine, state = self.engine, self.states[k]
+        listener, arms, repeat = engine.listener, engine.arms, engine.options.repeat
+        self._announce(k)
+        every: list[SampleResult] = []
+        for i, arm in enumerate(arms.arms):
+            name = arms.result_name(arm)
+            for sample in engine.plan.cases[k].samples:
+                result = state.reached[i].get(sample.sample_index) or self.schedule.unreached(sample, name)
+                if result is not None:
+                    every.append(result)
+        for line in missing_field_notes(state.fresh):
+            listener.notice(line)
+        if state.header is not None:
+            listener.case_finished(state.header, [r for r in every if r.sample_index in state.pending] or every,
+                                   self.trial, repeat)
+        return every, await _streams(engine, self.lanes, state.splits, self.trial)
+
+
+def _state(splits: list[CaseSplit]) -> _Case:
+    """A case before its first block: its header (if the console shows it) and nothing reached yet."""
+    case_plan = splits[0].plan
+    pending = frozenset(s.sample_index for split in splits for s in split.pending)
+    union = CaseSplit(case_plan, {}, [s for s in case_plan.samples if s.sample_index in pending])
+    shown = bool(union.pending) or not any(split.reused for split in splits)
+    return _Case(splits, union.header() if shown else None, pending, [{} for _split in splits])
+
+
+def _landmarks(touched: Sequence[set[int]], cases: int) -> tuple[list[int], list[int], list[bool]]:
+    """Per case, given the cases each batch touches: its first batch (-1: none), the batch after which it is
+    finished (every case before it finished, none of its blocks left) and whether its batches run alone."""
+    firsts, lasts = [-1] * cases, [-1] * cases
+    for b, ks in enumerate(touched):
+        for k in ks:
+            firsts[k] = b if firsts[k] < 0 else firsts[k]
+            lasts[k] = b
+    ends, alone, reach = [], [], -1
+    for k in range(cases):
+        reach = max(reach, lasts[k])
+        ends.append(reach)
+        alone.append(firsts[k] >= 0 and all(touched[b] == {k} for b in range(firsts[k], reach + 1)))
+    return firsts, ends, alone
+
+
+async def _together(awaitables: Sequence[Awaitable[_T]]) -> list[_T]:
+    """Every awaitable at once; if one fails (a fail-fast stop, an interrupt) the others are abandoned."""
+    if len(awaitables) == 1:
+        return [await awaitables[0]]
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequence[CaseSplit],
@@ -191,12 +312,10 @@ async def _streams(engine: Engine, lanes: Sequence[Lane | None], splits: Sequenc
         if pending and lane is not None and lane.stream_caller is not None:
             mine = split.plan
             mine = CasePlan(mine.case, mine.samples, mine.video_path, mine.video, pending)
-            # The HTML report keeps the frames of streams without an arm (an arm's are not told apart there).
-            keeper = engine.stream_keeper if lane.name is None else None
             # Lanes share one decode: the first one's frames fed stand for the case's progress.
             progress = functools.partial(listener.stream_fed, mine.case.name) if not works else None
             works.append((lane, StreamWork(mine, trial, options.keep_going, options.pace, warner(listener),
-                                           keep_frame=keeper, arm=lane.name,
+                                           keep_frame=engine.stream_keeper, arm=lane.name,
                                            perturb=stream_perturbation(lane.arm, arms.seed, mine.case.name),
                                            progress=progress)))
     fresh: dict[str | None, list[StreamResult]] = {}

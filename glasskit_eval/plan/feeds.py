@@ -28,16 +28,28 @@ def grid(end_time: Fraction, every_s: Fraction) -> list[Fraction]:
 
 
 def feed(table: FrameTable, end_time: Fraction, every_s: Fraction | None) -> tuple[FeedFrame, ...]:
-    """The frames a stream is fed, in presentation order, each once."""
+    """The frames a stream is fed, in presentation order, each once.
+
+    The grid is walked against the frames, not listed: after a grid time lands on a frame, the walk
+    jumps to the first grid time past the midpoint to the next frame (the earliest that can land
+    on a later frame), so a grid far finer than the frames (``every_s: 1e-9``) costs one step per
+    frame fed, not one per grid time.
+    """
     frames = timeline(table)
     if every_s is None:
         return tuple(FeedFrame(i, frames.time(i)) for i in frames.between(Fraction(0), end_time))
-    seen: set[int] = set()
-    out = []
-    for t in grid(end_time, every_s):
-        index = frames.nearest(t)
-        if index not in seen:
-            seen.add(index)
+    last_k = int(end_time // every_s)
+    count = frames.count
+    out: list[FeedFrame] = []
+    k = 0
+    while k <= last_k:
+        index = frames.nearest(k * every_s)
+        if not out or index > out[-1].frame_index:
             out.append(FeedFrame(index, frames.time(index)))
-    # Nearest-frame mapping is monotone, so the grid order is presentation order already.
+        if index + 1 >= count:
+            break  # every later grid time lands on this last frame again
+        # Nearest-frame mapping is monotone (ties to the earlier frame), so grid times up to the
+        # midpoint land on this frame or an earlier one: the next candidate is the first past it.
+        middle = (frames.time(index) + frames.time(index + 1)) / 2
+        k = max(k + 1, int(middle // every_s) + 1)
     return tuple(out)

@@ -145,9 +145,15 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+#: Columns holding names from case files: code spans, so an id is never live Markdown (a link, an image).
+_NAME_COLUMNS = ("Case", "Target", "Stream")
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    names = [header in _NAME_COLUMNS for header in headers]
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(_cell(_code(c) if name and c else c) for name, c in zip(names, row)) + " |"
+            for row in rows]
     return out
 
 

@@ -101,27 +101,36 @@ def _delta(value: float | None, scale: float = 1.0, unit: str = "") -> str:
 
 
 def stream_lines(report: ArmsReport) -> list[str]:
-    """Each arm against the control per stream target: recall, false alarms/min, latency p95 (empty without streams)."""
+    """Each arm against the control per stream target: recall, false alarms/min, latency p95 (empty without streams).
+
+    One block per stream target, its name on a line of its own, so the rows fit :data:`MAX_WIDTH`
+    whatever the case and target are called.
+    """
     if not report.streams:
         return []
-    headers = ["Arm", "Stream", "Recall", "Δ pts", "FA/min", "Δ", "Lat p95", "Δ", "Only ctrl/arm", "p"]
-    widths = [_NAME, 18, 6, 6, 6, 6, 7, 7, 13, 6]
+    headers = ["Arm", "Recall", "Δ pts", "FA/min", "Δ", "Lat p95", "Δ", "Only ctrl/arm", "p"]
+    widths = [_NAME, 6, 6, 6, 6, 7, 7, 13, 6]
 
     def line(cells: list[str]) -> str:
-        return " ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     out = [line(headers)]
-    for c in report.streams:
+    shown: str | None = None
+    order = {key: i for i, key in reversed(list(enumerate((c.case, c.target) for c in report.streams)))}
+    for c in sorted(report.streams, key=lambda c: order[(c.case, c.target)]):
+        stream = f"{c.case}/{c.target}"
+        if stream != shown:
+            out.append(_name(stream, MAX_WIDTH))
+            shown = stream
         mine = c.arm_figures
         recall, per_min, p95 = mine.recall, mine.false_alarms_per_min, mine.latency_p95
-        stream = f"{c.case}/{c.target}"
-        out.append(line([_name(c.arm), stream if len(stream) <= 18 else stream[:17] + "…",
+        out.append(line(["  " + _name(c.arm, widths[0] - 2),
                          _pct(None if recall is None else float(recall)), _delta(c.delta_recall, 100),
                          "-" if per_min is None else f"{float(per_min):.2f}", _delta(c.delta_false_alarms_per_min),
                          _seconds(None if p95 is None else float(p95)),
                          "-" if c.delta_latency_p95_s is None else f"{c.delta_latency_p95_s * 1000:+.0f}ms",
                          f"{c.control_only}/{c.arm_only}", f"{c.p_value:.3g}"]))
-    return [text[:MAX_WIDTH] for text in out]
+    return out
 
 
 def print_arms(report: ArmsReport, out: TextIO) -> None:

@@ -5,7 +5,9 @@ block earlier in a target renumbers the samples after it. With ``--repeat`` a sa
 is the worst of its trials (error, then failed, then passed; ignored only if every trial was), so a
 flaky sample counts as failing on either side. Regressions are pass->fail and new errors. A sample
 whose ``expect`` changed is ``relabelled``: a change of the eval, not of the model, so it is never
-a regression.
+a regression. A trial that did not evaluate a sample (``not_evaluated``: ``run --early-stop``
+decided without it) says nothing of it: a sample no trial of a run evaluated is one that run does
+not have (``added``/``removed``, left out of the paired test, never a regression).
 
 Beside the list of changes, the matched samples are tested for a real drop of the pass rate
 (``statistics.paired``: each sample's outcome is its pass fraction over its trials, relabelled
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..results import SampleResult, StreamResult
+from ..results import SampleResult, Status, StreamResult
 from ..statistics.bootstrap import LatencyChange, median_latency_change
 from ..statistics.paired import (
     NOISE_FROM_DIFFERENCES,
@@ -51,6 +53,7 @@ REGRESSIONS = ("pass_to_fail", "new_error")
 
 MatchKey = tuple[str, str, float]
 _RANK = {"ignored": 0, "passed": 1, "failed": 2, "error": 3}
+NOT_EVALUATED = Status.NOT_EVALUATED.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,8 +206,10 @@ def outcomes(results: Iterable[Mapping[str, Any]]) -> dict[MatchKey, Outcome]:
     tally: dict[MatchKey, list[float]] = {}
     trials: dict[MatchKey, list[float]] = {}
     for r in results:
-        key = match_key(r["case"], r["target"], float(r["timestamp_s"]))
         status = str(r["status"])
+        if status == NOT_EVALUATED:
+            continue
+        key = match_key(r["case"], r["target"], float(r["timestamp_s"]))
         counts = tally.setdefault(key, [0, 0, 0.0, 0])
         if status != "ignored":
             counts[0] += 1

@@ -15,7 +15,7 @@ from typing import TextIO
 from ..results import SampleResult, Status, StreamResult
 from ..statistics.descriptive import mean
 from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, target_display
-from ..support.outside import inline, quoted_lines
+from ..support.outside import inline, quoted_lines, write_command
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
@@ -198,9 +198,9 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
             p(text)
             return
         title, _, rest = text.partition("\n")
-        p(f"::group::{title}")
+        write_command(out, f"::group::{title}")
         p(rest)
-        p("::endgroup::")
+        write_command(out, "::endgroup::")
 
     from .streams import event_counts, stream_findings, stream_stability_table, stream_table
 

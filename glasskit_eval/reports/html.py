@@ -59,9 +59,9 @@ class HtmlOptions:
     #: Clip durations in seconds by case name (timeline scale); else the last sample's time.
     durations: Mapping[str, float] = field(default_factory=dict)
     #: By stream (case, target, trial): the frame index of each missed event, by event index.
-    stream_misses: Mapping[tuple[str, str, int], Mapping[int, int]] = field(default_factory=dict)
+    stream_misses: Mapping[tuple[str, str, int, str | None], Mapping[int, int]] = field(default_factory=dict)
     #: By stream: the frame index of each false alarm whose frame the run kept, by emission time.
-    stream_alarms: Mapping[tuple[str, str, int], Mapping[Fraction, int]] = field(default_factory=dict)
+    stream_alarms: Mapping[tuple[str, str, int, str | None], Mapping[Fraction, int]] = field(default_factory=dict)
     #: Directory the page will be written to: artifact links are made relative to it.
     output_dir: str | None = None
     #: Report files the summary was read from (``report``); empty for a run.

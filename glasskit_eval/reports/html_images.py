@@ -74,22 +74,28 @@ def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbn
     thumb_index: dict[ThumbKey, int] = {}
     counted: set[ThumbKey] = set()
     used = over = missing = linked = 0
+
+    def embedded(key: ThumbKey) -> int | None:
+        """The index of ``key``'s thumbnail on the page: embedded before, or now if the budget holds it."""
+        nonlocal used
+        jpeg = thumbnails.get(key)
+        if key not in thumb_index and jpeg is not None and used + data_uri_size(jpeg) <= budget_bytes:
+            used += data_uri_size(jpeg)
+            thumb_index[key] = len(out.thumbs)
+            out.thumbs.append(data_uri(jpeg))
+        return thumb_index.get(key)
+
     for i in failing:
         r = attempts[i]
         key = key_of(r)
-        if key in thumb_index:
-            out.thumb_of[i] = thumb_index[key]
-            continue
-        jpeg = thumbnails.get(key)
-        if jpeg is not None and used + data_uri_size(jpeg) <= budget_bytes:
-            used += data_uri_size(jpeg)
-            thumb_index[key] = out.thumb_of[i] = len(out.thumbs)
-            out.thumbs.append(data_uri(jpeg))
+        index = embedded(key)
+        if index is not None:
+            out.thumb_of[i] = index
             continue
         # Each attempt links to its own artifact; the note counts frames, once each.
         first = key not in counted
         counted.add(key)
-        if first and (jpeg is not None or key in over_budget):
+        if first and (thumbnails.get(key) is not None or key in over_budget):
             over += 1
         if r.artifact_image:
             out.thumb_of[i] = artifact_link(r.artifact_image, output_dir)
@@ -97,15 +103,10 @@ def allocate(attempts: Sequence[SampleResult], failing: Sequence[int], *, thumbn
         else:
             missing += first
     for key in extra:
-        if key in thumb_index:
-            out.extra_of[key] = thumb_index[key]
-            continue
-        jpeg = thumbnails.get(key)
-        if jpeg is not None and used + data_uri_size(jpeg) <= budget_bytes:
-            used += data_uri_size(jpeg)
-            thumb_index[key] = out.extra_of[key] = len(out.thumbs)
-            out.thumbs.append(data_uri(jpeg))
-        elif key not in counted and (jpeg is not None or key in over_budget):
+        index = embedded(key)
+        if index is not None:
+            out.extra_of[key] = index
+        elif key not in counted and (thumbnails.get(key) is not None or key in over_budget):
             counted.add(key)
             over += 1
     strip_left = _strips(out, attempts, failing, thumbnails, thumb_index, budget_bytes - used)

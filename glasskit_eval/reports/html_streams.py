@@ -34,7 +34,7 @@ def stream_keys(summary: RunSummary, misses: Mapping[StreamKey, Mapping[int, int
     """The frames the stream section shows, in page order: each stream's misses, then its false alarms."""
     keys: list[ThumbKey] = []
     for s in streams_of(summary):
-        key = (s.case, s.target, s.trial)
+        key = (s.case, s.target, s.trial, s.arm)
         mine, theirs = misses.get(key, {}), alarms.get(key, {})
         keys += [(s.case, mine[e.index]) for e in s.events if not e.detected and e.index in mine]
         keys += [(s.case, theirs[a.time]) for a in s.false_alarms if a.time in theirs]
@@ -59,7 +59,7 @@ def stream_data(summary: RunSummary, *, durations: Mapping[str, float], misses: 
     """
     out = []
     for s in streams_of(summary):
-        key = (s.case, s.target, s.trial)
+        key = (s.case, s.target, s.trial, s.arm)
         mine, theirs = misses.get(key, {}), alarms.get(key, {})
         windows, emissions, missed, false = [], [], [], []
         for e in s.events:

@@ -8,6 +8,7 @@ The same suspects, in the same order, appear in all three, and the console and t
 from __future__ import annotations
 
 import shlex
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -43,7 +44,7 @@ def review_suspects_command(eval_dir: str, report_path: str | None) -> str | Non
 def label_lines(check: LabelCheck, review: str | None) -> list[str]:
     """The console section: the rule's outcome, the strongest suspects, and how to review them."""
     if not check.claimed:
-        return ["Labels to check", f"  {check.note}"]
+        return ["Labels to check", *textwrap.wrap(check.note or "", 78, initial_indent="  ", subsequent_indent="  ")]
     head = (f"Labels to check: {len(check.suspects)} suspect, {len(check.ambiguous)} ambiguous "
             f"of {check.judged} samples with 2+ votes")
     arms = _arms_text(check)

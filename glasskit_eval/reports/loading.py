@@ -2,7 +2,9 @@
 
 Several reports (shards of one eval) merge trial by trial: trial N of the result is every
 report's trial N, in the order the files were given. Gates are kept as each report recorded
-them, named after their file when there is more than one; nothing is re-evaluated.
+them, named after their file when there is more than one; nothing is re-evaluated. A report's
+``early_stop`` block (``run --early-stop``) goes back to its trials, so the decision lines render
+again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ReportReadError
 from ..results import (
     RESULT_SHAPE,
+    EarlyStop,
     Gate,
+    GateDecision,
     ResultFormatError,
     SampleResult,
     StreamResult,
@@ -33,20 +37,20 @@ _TIMING = sj.Str(nullable=True, choices=("individual", "batch_amortized", "batch
 _RATE = sj.Num(0, 1)
 _GATE = sj.Obj({"name": sj.Str(), "passed": sj.Bool(), "message": sj.Str()})
 _COUNT = sj.Int()
-_SECONDS = sj.Num(0, nullable=True)
+_SECONDS = sj.Seconds(nullable=True)
 #: Our additions to both summaries: absent from upstream's reports, checked when present.
 _OURS = {"latency": sj.Obj(nullable=True), "batch_call_latency": sj.Obj(nullable=True),
          "retried_samples": _COUNT, "timeout_errors": _COUNT, "usage": sj.MapOf(sj.Num()),
          "pass_rate_ci": sj.Obj(nullable=True), "minimum_detectable_drop": sj.Obj(nullable=True)}
 TRIAL_SUMMARY_SHAPE = sj.Obj(
     required={"passed": _COUNT, "failed": _COUNT, "errors": _COUNT, "ignored": _COUNT, "evaluated": _COUNT,
-              "pass_rate": _RATE, "duration_seconds": sj.Num(0), "average_evaluation_seconds_per_sample": _SECONDS,
+              "pass_rate": _RATE, "duration_seconds": sj.Seconds(), "average_evaluation_seconds_per_sample": _SECONDS,
               "throughput_samples_per_second": _SECONDS, "evaluation_timing_mode": _TIMING},
     optional=_OURS)
 SUMMARY_SHAPE = sj.Obj(
     required={"attempt_pass_rate": _RATE, "average_evaluation_seconds_per_attempt": _SECONDS,
               "consistently_failed_samples": _COUNT, "consistently_passed_samples": _COUNT,
-              "duration_seconds": sj.Num(0), "error_attempts": _COUNT, "error_samples": _COUNT,
+              "duration_seconds": sj.Seconds(), "error_attempts": _COUNT, "error_samples": _COUNT,
               "evaluated_attempts": _COUNT, "evaluated_samples": _COUNT, "evaluation_timing_mode": _TIMING,
               "failed_attempts": _COUNT, "flaky_samples": _COUNT, "ignored_samples": _COUNT,
               "maximum_trial_pass_rate": sj.Num(0, 1, nullable=True),
@@ -55,11 +59,19 @@ SUMMARY_SHAPE = sj.Obj(
               "successful_trials": _COUNT, "throughput_attempts_per_second": _SECONDS, "trials": _COUNT},
     optional=_OURS)
 _CHANGE = sj.Obj(optional={"kind": sj.Str(), "case": sj.Str(), "target": sj.Str(),
-                           "timestamp_s": sj.Num(nullable=True), "status": sj.Str(nullable=True),
+                           "timestamp_s": sj.Seconds(nullable=True), "status": sj.Str(nullable=True),
                            "baseline_status": sj.Str(nullable=True)})
 #: The ``baseline`` block a run with ``--baseline`` records (the HTML report shows it again).
 _BASELINE = sj.Obj(optional={"path": sj.Str(), "matched_samples": _COUNT, "counts": sj.MapOf(_COUNT),
                              "changes": sj.Arr(_CHANGE), "significance": sj.Obj(nullable=True)})
+#: What ``run --early-stop`` decided (``reports.early_stop``): gates carry their trial with ``--repeat``.
+_DECISION = sj.Obj(required={"name": sj.Str(), "verdict": sj.Str(choices=("pass", "fail", "undecided")),
+                             "low": sj.Num(), "high": sj.Num(), "minimum": sj.Num(), "after": _COUNT,
+                             "planned": _COUNT, "early": sj.Bool()},
+                   optional={"trial": sj.Int(1)})
+_EARLY_STOP = sj.Obj(required={"samples_evaluated": _COUNT, "samples_planned": _COUNT, "seed": sj.Int(None),
+                               "block_s": sj.Num(0), "alpha": _RATE, "gates": sj.Arr(_DECISION)},
+                     nullable=True)
 #: A run report (ours or upstream's ``schema_version`` 1) as the readers rely on it: every result and
 #: both kinds of summary fully; blocks no reader uses only by type. Unknown keys are allowed.
 REPORT_SHAPE = sj.Obj(
@@ -72,7 +84,7 @@ REPORT_SHAPE = sj.Obj(
               "gates": sj.Arr(_GATE), "checkpoint": sj.Obj(nullable=True), "stability": sj.Arr(sj.Obj()),
               "by_target": sj.MapOf(sj.Obj()), "by_case": sj.MapOf(sj.Obj()), "baseline": _BASELINE,
               "shard": sj.Obj(), "observation_cache": sj.Obj(), "streams": sj.Arr(STREAM_SHAPE),
-              "stream_stability": sj.Arr(sj.Obj())})
+              "stream_stability": sj.Arr(sj.Obj()), "early_stop": _EARLY_STOP})
 
 
 def load_report_file(path: Path, label: str | None = None) -> dict[str, Any]:
@@ -151,6 +163,7 @@ def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResul
             stream = _stream(item, i, path)
             trials.setdefault(stream.trial, {"results": [], "gates": [], "duration": 0.0, "mode": None,
                                              "streams": []}).setdefault("streams", []).append(stream)
+        _early_stop(data, trials, several)
     for trial_data in trials.values():
         for r in trial_data["results"]:
             if r.case not in cases:
@@ -160,9 +173,36 @@ def run_from_reports(reports: Sequence[tuple[Path, dict[str, Any]]]) -> RunResul
         eval_dir=eval_dir, cases=tuple(cases), repeat=max(repeat, len(trials)),
         trials=tuple(TrialResult(trial=n, results=tuple(v["results"]), gates=tuple(v["gates"]),
                                  duration_seconds=v["duration"], timing_mode=v["mode"],
-                                 streams=tuple(v.get("streams", [])))
+                                 streams=tuple(v.get("streams", [])), early_stop=v.get("early_stop"))
                      for n, v in sorted(trials.items())),
         gates=tuple(run_gates), duration_seconds=duration)
+
+
+def _early_stop(data: dict[str, Any], trials: dict[int, dict[str, Any]], several: bool) -> None:
+    """The report's ``early_stop`` block back on its trials (checked by :data:`REPORT_SHAPE` already).
+
+    A trial's counts are its own results' (evaluated; planned: every one not ignored), which is how
+    the run counted them; a single trial keeps the block's. Merged with other reports, a trial's
+    record is the first report's that has one.
+    """
+    block = data.get("early_stop")
+    if not isinstance(block, dict):
+        return
+    numbers = [_int(t.get("trial"), i + 1) for i, t in enumerate(data["trials"])]
+    for number in numbers:
+        into = trials[number]
+        if into.get("early_stop") is not None:
+            continue
+        decisions = tuple(GateDecision(g["name"], g["verdict"], float(g["low"]), float(g["high"]),
+                                       float(g["minimum"]), g["after"], g["planned"], g["early"])
+                          for g in block["gates"] if g.get("trial", number) == number)
+        evaluated, planned = block["samples_evaluated"], block["samples_planned"]
+        if len(numbers) > 1 or several:
+            mine = next(t["results"] for i, t in enumerate(data["trials"]) if numbers[i] == number)
+            evaluated = sum(1 for r in mine if r.get("status") not in ("ignored", "not_evaluated"))
+            planned = sum(1 for r in mine if r.get("status") != "ignored")
+        into["early_stop"] = EarlyStop(evaluated, planned, block["seed"], float(block["block_s"]),
+                                       float(block["alpha"]), decisions)
 
 
 def _gate(data: Any, label: str, path: Path, where: str) -> Gate:

@@ -16,8 +16,9 @@ Bounded by design, whatever the adapter emits:
   :data:`MAX_FALSE_ALARM_FRAMES` per stream, since a misbehaving adapter can emit on every frame.
 
 Both share the store's budget and its keys (case, frame index): a frame that is also a failed
-sample's has one picture. The references (which frame each miss and false alarm points at) are
-kept by stream, (case, target, trial), for the renderer.
+sample's has one picture (an arm's streams are pictured by the decoded frame, before any
+perturbation). The references (which frame each miss and false alarm points at) are kept by
+stream, (case, target, trial, arm), for the renderer.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
     from ..results import StreamResult
     from .thumbnails import ThumbnailStore
 
-#: A stream: (case, target, trial).
-StreamKey = tuple[str, str, int]
+#: A stream: (case, target, trial, arm; None in a plain run).
+StreamKey = tuple[str, str, int, str | None]
 
 #: False alarms per stream whose frames are kept (the rest are listed without one).
 MAX_FALSE_ALARM_FRAMES = 50
@@ -77,7 +78,7 @@ class StreamFrames:
         kept[time] = frame.frame_index
 
     def finished(self, result: StreamResult) -> None:
-        key = (result.case, result.target, result.trial)
+        key = (result.case, result.target, result.trial, result.arm)
         waiting = self._onsets.pop(key, {})
         missed = self.misses.setdefault(key, {})
         for event in result.events:

@@ -16,8 +16,8 @@ from typing import Any
 from ..results import Emission, EventOutcome, StreamMetrics, StreamResult
 from ..support import strictjson as sj
 
-_TIME = sj.Num()
-_SECONDS = sj.Num(nullable=True)
+_TIME = sj.Time()
+_SECONDS = sj.Time(nullable=True)
 _EMISSION = sj.Obj({"time_s": _TIME, "value": sj.AnyValue()})
 _COUNT = sj.Int()
 EVENT_SHAPE = sj.Obj({"at": _TIME, "status": sj.Str(choices=("detected", "missed")), "latency_s": _SECONDS,
@@ -27,7 +27,7 @@ METRICS_SHAPE = sj.Obj({"events": _COUNT, "detected": _COUNT, "repeats": _COUNT,
                         "recall": sj.Num(0, 1, nullable=True), "precision": sj.Num(0, 1, nullable=True),
                         "false_alarms_per_min": sj.Num(0, nullable=True), "latency_p50_s": _SECONDS,
                         "latency_p95_s": _SECONDS, "latency_max_s": _SECONDS},
-                       optional={"missed": _COUNT, "quiet_s": sj.Num(0)})
+                       optional={"missed": _COUNT, "quiet_s": sj.Seconds()})
 #: One entry of a report's ``streams`` list.
 STREAM_SHAPE = sj.Obj(
     required={"case": sj.Str(), "target": sj.Str(), "trial": sj.Int(1), "events": sj.Arr(EVENT_SHAPE),

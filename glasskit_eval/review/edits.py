@@ -83,14 +83,15 @@ def _revision(body: Any) -> str:
     return revision
 
 
-def _blocks(body: Any) -> list[dict[str, Any]]:
-    blocks = body.get("blocks")
-    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
-        raise ApiError(400, "bad_request", f"body.blocks must be a list of at most {MAX_BLOCKS} blocks")
-    for i, block in enumerate(blocks):
-        if not isinstance(block, dict):
-            raise ApiError(422, "invalid_edit", f"blocks[{i}] must be a mapping")
-    return blocks
+def _mappings(body: Any, key: str) -> list[dict[str, Any]]:
+    """``body[key]``: a list of at most MAX_BLOCKS mappings (``blocks`` or ``events``)."""
+    items = body.get(key)
+    if not isinstance(items, list) or len(items) > MAX_BLOCKS:
+        raise ApiError(400, "bad_request", f"body.{key} must be a list of at most {MAX_BLOCKS} {key}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ApiError(422, "invalid_edit", f"{key}[{i}] must be a mapping")
+    return items
 
 
 # --- the three writes ---------------------------------------------------------------------------
@@ -107,7 +108,7 @@ def save_blocks(root: Path, case_id: str, target_id: str, body: Any, seen: Revis
     from ..yamltext.edit import edit_samples
 
     revision = _revision(body)
-    blocks = _blocks(body)
+    blocks = _mappings(body, "blocks")
     with _save_lock:
         loaded = casedata.load(root, case_id)
         base = seen.text(revision) if seen is not None and loaded.revision != revision else None
@@ -163,16 +164,6 @@ def _merged_blocks(current: casedata.LoadedCase, base_text: str, target_id: str,
 EVENT_KEY_ORDER = ("at", "window", "compare", "expect", "comment")
 
 
-def _events(body: Any) -> list[dict[str, Any]]:
-    events = body.get("events")
-    if not isinstance(events, list) or len(events) > MAX_BLOCKS:
-        raise ApiError(400, "bad_request", f"body.events must be a list of at most {MAX_BLOCKS} events")
-    for i, event in enumerate(events):
-        if not isinstance(event, dict):
-            raise ApiError(422, "invalid_edit", f"events[{i}] must be a mapping")
-    return events
-
-
 def save_events(root: Path, case_id: str, target_id: str, body: Any) -> Written:
     """Replace ``targets.<target_id>.events`` (add, move, delete) with the minimal-diff writer.
 
@@ -184,7 +175,7 @@ def save_events(root: Path, case_id: str, target_id: str, body: Any) -> Written:
     from ..yamltext.edit import plain, rewrite
 
     revision = _revision(body)
-    events = _events(body)
+    events = _mappings(body, "events")
     with _save_lock:
         loaded = _editable(root, case_id, revision)
         _target(loaded, target_id)

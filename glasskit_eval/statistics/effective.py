@@ -59,7 +59,9 @@ def lag1_sums(series: Sequence[Sequence[float]]) -> tuple[float, float, int]:
     count = 0
     for values in series:
         n = len(values)
-        if n == 0:
+        # A constant series is skipped by its values, not by its rounded squares: the float mean of
+        # [0.1, 0.1, 0.1] is not 0.1, and the series must not count as varying.
+        if n == 0 or min(values) == max(values):
             continue
         mean = sum(values) / n
         centred = [v - mean for v in values]

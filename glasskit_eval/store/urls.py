@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
+
+from ..support.secretvalues import redact_url
+
+__all__ = ["redact_url", "secret_parts"]
 
 
 def secret_parts(url: str) -> list[str]:
@@ -19,15 +23,3 @@ def secret_parts(url: str) -> list[str]:
     if split.fragment:
         parts.append("a fragment")
     return parts
-
-
-def redact_url(url: str) -> str:
-    """``url`` without userinfo, query and fragment (each replaced by a marker), for messages."""
-    try:
-        split = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    host = split.netloc.rpartition("@")[2]
-    netloc = f"***@{host}" if "@" in split.netloc else host
-    return urlunsplit((split.scheme, netloc, split.path, "***" if split.query else "",
-                       "***" if split.fragment else ""))

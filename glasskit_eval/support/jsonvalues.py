@@ -29,8 +29,11 @@ __all__ = [
     "format_path",
     "json_equal",
     "json_problem",
+    "path_step",
     "render_json",
     "to_plain",
+    "type_name",
+    "walk_step",
 ]
 
 #: Containers may nest at most this deep. Deeper values are JSON in principle, but
@@ -70,13 +73,20 @@ def checked_plain(value: object) -> tuple[str | None, Any]:
     return _finish(checked_steps(value, copy=True))
 
 
+def walk_step(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any] | None:
+    """Run a :func:`checked_steps` walk to its next pause: None while it goes on, its result once done."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        result: tuple[str | None, Any] = done.value
+        return result
+    return None
+
+
 def _finish(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any]:
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: tuple[str | None, Any] = done.value
-            return result
+    while (result := walk_step(steps)) is None:
+        pass
+    return result
 
 
 #: Items a walk visits between two pauses of :func:`checked_steps`.
@@ -181,6 +191,7 @@ def _plain_scalar(value: object) -> Any:
     if isinstance(value, float):
         return float(value)
     assert isinstance(value, str)
+    # str() would honour a subclass's __str__; this returns the characters as stored.
     return str.__str__(value)
 
 
@@ -240,21 +251,40 @@ def format_path(path: JsonPath | None) -> str:
     while node is not None:
         node, step = node
         steps.append(step)
-    parts: list[str] = []
-    for step in reversed(steps):
-        if isinstance(step, int):
-            parts.append(f"[{step}]")
-        elif step.isidentifier():
-            parts.append(f".{step}" if parts else step)
-        else:
-            import json  # only for odd keys: json costs a millisecond at start-up
-
-            parts.append(f"[{json.dumps(step, ensure_ascii=False)}]")
-    text = "".join(parts)
+    text = "".join(path_step(step, n == 0) for n, step in enumerate(reversed(steps)))
     if len(text) > _PATH_DISPLAY_LIMIT:
         half = _PATH_DISPLAY_LIMIT // 2
         text = f"{text[:half]}…{text[-half:]}"
     return text
+
+
+def path_step(step: str | int, first: bool) -> str:
+    """One step of a path as messages write it: ``[2]``, ``.key`` (``key`` when first), ``["odd key"]``."""
+    if isinstance(step, int):
+        return f"[{step}]"
+    if step.isidentifier():
+        return step if first else f".{step}"
+    import json  # only for odd keys: json costs a millisecond at start-up
+
+    return f"[{json.dumps(step, ensure_ascii=False)}]"
+
+
+def type_name(value: object, *, array: str = "a list", mapping: str = "a mapping", other: str | None = None) -> str:
+    """How a message names ``value``'s type; ``array`` and ``mapping`` name the containers (YAML's words by
+    default), ``other`` anything else (default: the Python type's name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return array
+    if isinstance(value, dict):
+        return mapping
+    return other if other is not None else type(value).__name__
 
 
 def _short_repr(value: object, limit: int = 60) -> str:
@@ -272,15 +302,8 @@ def to_plain(value: Any) -> Any:
     ``float64``) become their base types, so ``json.dumps`` and ``yaml.safe_dump``
     accept the result. The value must already have passed :func:`json_problem`.
     """
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        # str() would honour a subclass's __str__; this returns the characters as stored.
-        return str.__str__(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return _plain_scalar(value)
     if isinstance(value, (list, tuple)):
         return [to_plain(item) for item in _elements(value)]
     if isinstance(value, dict):

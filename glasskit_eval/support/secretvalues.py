@@ -137,3 +137,17 @@ class RedactingStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without userinfo, query and fragment (each replaced by a marker), for messages and reports."""
+    import urllib.parse
+
+    try:
+        split = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    host = split.netloc.rpartition("@")[2]
+    netloc = f"***@{host}" if "@" in split.netloc else host
+    return urllib.parse.urlunsplit((split.scheme, netloc, split.path, "***" if split.query else "",
+                       "***" if split.fragment else ""))

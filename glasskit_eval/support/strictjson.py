@@ -25,12 +25,13 @@ import json
 import math
 import os
 import stat
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from .jsonvalues import MAX_DEPTH, MAX_JSON_CHARS
+from .jsonvalues import MAX_DEPTH, MAX_JSON_CHARS, path_step, type_name
 
 #: Longest integer accepted, in digits: Python's own default limit of int-to-text conversions.
 #: Longer digit runs are refused before ``int()`` sees them (it is quadratic on 3.10).
@@ -300,15 +301,7 @@ def _string(text: str, path: tuple[Any, ...], *, key: bool = False) -> None:
 
 
 def _path(steps: tuple[Any, ...]) -> str:
-    out: list[str] = []
-    for step in steps:
-        if isinstance(step, int):
-            out.append(f"[{step}]")
-        elif step.isidentifier():
-            out.append(f".{step}" if out else step)
-        else:
-            out.append(f"[{json.dumps(step, ensure_ascii=False)}]")
-    text = "".join(out)
+    text = "".join(path_step(step, n == 0) for n, step in enumerate(steps))
     return text if len(text) <= 160 else text[:79] + "…" + text[-80:]
 
 
@@ -323,15 +316,16 @@ class Shape:
 
 
 def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
+    return type_name(value, array="an array", mapping="an object", other="an object")
+
+
+def _must_be(what: str, nullable: bool, value: Any) -> str:
+    return f"must be {what}{' or null' if nullable else ''}, not {_type_name(value)}"
+
+
+def _first(problems: Iterable[tuple[tuple[Any, ...], str] | None]) -> tuple[tuple[Any, ...], str] | None:
+    """The first problem of the parts, checking no part after it."""
+    return next((found for found in problems if found is not None), None)
 
 
 @dataclass(frozen=True)
@@ -351,7 +345,7 @@ class Str(Shape):
         if value is None and self.nullable:
             return None
         if not isinstance(value, str):
-            return path, f"must be a string{' or null' if self.nullable else ''}, not {_type_name(value)}"
+            return path, _must_be("a string", self.nullable, value)
         if self.choices and value not in self.choices:
             listed = ", ".join(json.dumps(c) for c in self.choices)
             return path, f"is {_clip(json.dumps(value, ensure_ascii=False))}, not one of {listed}"
@@ -379,17 +373,37 @@ class Num(Shape):
         kinds = (int,) if self.integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             what = "an integer" if self.integer else "a number"
-            return path, f"must be {what}{' or null' if self.nullable else ''}, not {_type_name(value)}"
+            return path, _must_be(what, self.nullable, value)
+        if not self.integer and isinstance(value, int) and abs(value) > _FLOAT_MAX:
+            # Every reader takes such a number as a float, which has no room for it.
+            return path, f"is an integer of {len(str(abs(value)))} digits, out of range for a number (over 1.8e308)"
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            low, high = _bound(self.low), _bound(self.high)
-            bounds = (f"from {low} to {high}" if self.low is not None and self.high is not None
-                      else f"at least {low}" if self.low is not None else f"at most {high}")
+            bounds = (f"at most {_bound(self.high)}" if self.low is None else f"at least {_bound(self.low)}"
+                      if self.high is None else f"from {_bound(self.low)} to {_bound(self.high)}")
             return path, f"is {_clip(repr(value))}, must be {bounds}"
         return None
 
 
+_FLOAT_MAX = int(sys.float_info.max)
+
+
 def _bound(value: int | float | None) -> str:
     return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+#: Times and durations in files read back, in seconds: about 31 years, far above any video or run,
+#: and small enough that sums and squares of millions of them stay finite floats.
+MAX_SECONDS = 1e9
+
+
+def Seconds(*, nullable: bool = False) -> Num:
+    """A duration or a time from the start of a video or run: 0 to :data:`MAX_SECONDS`."""
+    return Num(0, MAX_SECONDS, nullable)
+
+
+def Time(*, nullable: bool = False) -> Num:
+    """A time that may precede a video's start (a media time): within :data:`MAX_SECONDS` of 0."""
+    return Num(-MAX_SECONDS, MAX_SECONDS, nullable)
 
 
 #: Counts, indexes, sizes: what a 64-bit integer holds.
@@ -400,67 +414,66 @@ def Int(low: int | None = 0, high: int | None = INT64, *, nullable: bool = False
     return Num(low, high, nullable, integer=True)
 
 
-@dataclass(frozen=True)
-class Arr(Shape):
-    item: Shape = field(default_factory=AnyValue)
-    nullable: bool = False
+class _Container(Shape):
+    """An array or object, or null where ``nullable``: its type is checked here, its parts by :meth:`parts`."""
+
+    kind: ClassVar[type]
+    what: ClassVar[str]
+    nullable: bool
 
     def problem(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
         if value is None and self.nullable:
             return None
-        if not isinstance(value, list):
-            return path, f"must be an array{' or null' if self.nullable else ''}, not {_type_name(value)}"
-        if isinstance(self.item, AnyValue):
-            return None
-        for index, item in enumerate(value):
-            found = self.item.problem(item, (*path, index))
-            if found is not None:
-                return found
-        return None
+        if not isinstance(value, self.kind):
+            return path, _must_be(self.what, self.nullable, value)
+        return self.parts(value, path)
+
+    def parts(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Obj(Shape):
+class Arr(_Container):
+    kind: ClassVar[type] = list
+    what: ClassVar[str] = "an array"
+    item: Shape = field(default_factory=AnyValue)
+    nullable: bool = False
+
+    def parts(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+        if isinstance(self.item, AnyValue):
+            return None
+        return _first(self.item.problem(item, (*path, index)) for index, item in enumerate(value))
+
+
+@dataclass(frozen=True)
+class Obj(_Container):
     """An object with ``required`` and ``optional`` keys; other keys hold anything (forward-compatible)."""
 
+    kind: ClassVar[type] = dict
+    what: ClassVar[str] = "an object"
     required: Mapping[str, Shape] = field(default_factory=dict)
     optional: Mapping[str, Shape] = field(default_factory=dict)
     nullable: bool = False
 
-    def problem(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
-        if value is None and self.nullable:
-            return None
-        if not isinstance(value, dict):
-            return path, f"must be an object{' or null' if self.nullable else ''}, not {_type_name(value)}"
+    def parts(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
         missing = [key for key in self.required if key not in value]
         if missing:
             return path, f"lacks {', '.join(f'`{k}`' for k in missing)}"
-        for shapes in (self.required, self.optional):
-            for key, shape in shapes.items():
-                if key in value:
-                    found = shape.problem(value[key], (*path, key))
-                    if found is not None:
-                        return found
-        return None
+        return _first(shape.problem(value[key], (*path, key))
+                      for shapes in (self.required, self.optional) for key, shape in shapes.items() if key in value)
 
 
 @dataclass(frozen=True)
-class MapOf(Shape):
+class MapOf(_Container):
     """An object whose every value has one shape (``usage``: name -> number)."""
 
+    kind: ClassVar[type] = dict
+    what: ClassVar[str] = "an object"
     value: Shape
     nullable: bool = False
 
-    def problem(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
-        if value is None and self.nullable:
-            return None
-        if not isinstance(value, dict):
-            return path, f"must be an object{' or null' if self.nullable else ''}, not {_type_name(value)}"
-        for key, item in value.items():
-            found = self.value.problem(item, (*path, key))
-            if found is not None:
-                return found
-        return None
+    def parts(self, value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+        return _first(self.value.problem(item, (*path, key)) for key, item in value.items())
 
 
 def check(value: Any, shape: Shape, base: tuple[Any, ...] = ()) -> None:

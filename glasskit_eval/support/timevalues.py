@@ -18,6 +18,10 @@ MAX_TIME_TEXT = 4300
 #: Largest decimal exponent accepted. Fraction("1e999999999") first builds 10**999999999, which
 #: takes minutes and gigabytes; floats end at 1e308, so nothing real is lost.
 MAX_TIME_EXPONENT = 1000
+#: ``--pace`` bounds: a hundredth of real time feeds a minute of video in 100 minutes; past 1000
+#: every frame is due at once anyway. 1e-300 would put the second frame 10^300 s away.
+MIN_PACE = 0.01
+MAX_PACE = 1000.0
 # Fraction and float both take Unicode digits and underscores, so the exponent is read the same way.
 _EXPONENT = re.compile(r"[eE]\s*[-+]?\s*(\d[\d_]*)")
 

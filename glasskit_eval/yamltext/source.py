@@ -27,12 +27,14 @@ _PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("str", "int", "
 
 def format_path(path: PathKey) -> str:
     """Render ``("targets", "a", "samples", 2, "range")`` as ``targets.a.samples[2].range``."""
+    from ..support.outside import inline  # a key is outside text: a line end in it stays an escape
+
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{inline(part)}" if out else inline(str(part))
     return out
 
 

@@ -2,7 +2,7 @@
 // and what the run report made of it. Like a sample's fields, a value is committed on Enter or
 // when the field loses focus; each commit writes that one event (ctx.commit), checked by the
 // server as any edit is. Events are named by their onset, `event @ 12.4s`, as errors name them.
-import { clone, el, fmtS } from "./util.js";
+import { applyEdit, el, fmtS } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -32,16 +32,7 @@ export class EventInspector {
 
   edit(label, mutate) {
     const found = this.selected();
-    if (!found) return;
-    const next = clone(found.raw);
-    const problem = mutate(next);
-    if (typeof problem === "string") {
-      this.showError(problem);
-      this.render({ force: true });
-      return;
-    }
-    this.showError("");
-    if (JSON.stringify(next) !== JSON.stringify(found.raw)) this.ctx.commit(found.sel.target, found.sel.index, next, label);
+    if (found) applyEdit(this, found.raw, mutate, (next) => this.ctx.commit(found.sel.target, found.sel.index, next, label));
   }
 
   bind() {

@@ -1,7 +1,7 @@
 // The inspector: the selected block's fields, and the run report for the selected sample.
 // A field's value is committed on Enter or when the field loses focus (until then the text box
 // keeps its own undo); every commit is one edit through ctx.commit, which saves it.
-import { MODES, atList, clone, fmtS, typeOf, el, pretty } from "./util.js";
+import { MODES, applyEdit, atList, clone, fmtS, typeOf, el, pretty } from "./util.js";
 import { markersAt, markerFor, pinAt, selectedRaw, selectedSampleTime, target } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
@@ -23,16 +23,7 @@ export class Inspector {
   // Commit a change to the selected block; a value that cannot be written puts the field back.
   edit(label, mutate) {
     const raw = selectedRaw();
-    if (!raw) return;
-    const next = clone(raw);
-    const problem = mutate(next);
-    if (typeof problem === "string") {
-      this.showError(problem);
-      this.render({ force: true });
-      return;
-    }
-    this.showError("");
-    if (JSON.stringify(next) !== JSON.stringify(raw)) this.ctx.commit(next, label);
+    if (raw) applyEdit(this, raw, mutate, (next) => this.ctx.commit(next, label));
   }
 
   bind() {

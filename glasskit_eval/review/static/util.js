@@ -7,6 +7,20 @@ export function clone(value) {
   return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 }
 
+// An inspector's edit of `raw`: `mutate` changes a copy or returns a problem (a string), which the
+// inspector shows while its fields are put back; a changed copy goes to `commit`.
+export function applyEdit(inspector, raw, mutate, commit) {
+  const next = clone(raw);
+  const problem = mutate(next);
+  if (typeof problem === "string") {
+    inspector.showError(problem);
+    inspector.render({ force: true });
+    return;
+  }
+  inspector.showError("");
+  if (JSON.stringify(next) !== JSON.stringify(raw)) commit(next);
+}
+
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {

@@ -29,7 +29,10 @@ from ..plan.schedule import ScheduledSample
 from ..results import SampleResult
 from ..video.frames import DecodedFrame, decode_at
 from ..video.frametable import frame_table
-from .bridge import Handoff
+from ._bridge import Handoff
+from ._clipframes import ClipItems, HeldFrames
+from ._judge import Judge
+from ._ordering import DECLARATION
 from .case import (
     FRAME_QUEUE_DEPTH,
     CaseWork,
@@ -39,12 +42,9 @@ from .case import (
     case_items,
     run_case,
 )
-from .clipframes import ClipItems, HeldFrames
 from .failures import FailureSaver
-from .judge import Judge
 from .lanes import Lane
 from .options import TrialOptions
-from .ordering import DECLARATION
 
 #: Frames waiting for one lane beyond its calls in flight.
 ARM_QUEUE_DEPTH = FRAME_QUEUE_DEPTH + 2

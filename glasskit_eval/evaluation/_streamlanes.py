@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Sequence
 
 from ..results import StreamResult
+from ._pacing import run_paced
 from .lanes import Lane
-from .pacing import run_paced
 from .streams import StreamWork, feed_together
 
 

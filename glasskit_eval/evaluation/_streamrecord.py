@@ -22,7 +22,7 @@ from typing import Any
 from ..cases.model import TargetSpec
 from ..results import Emission, StreamResult
 from ..support import strictjson as sj
-from .streamscore import score_stream
+from ._streamscore import score_stream
 
 _EXACT = re.compile(r"-?\d{1,40}/\d{1,40}")
 
@@ -73,8 +73,13 @@ def emissions_from(record: Mapping[str, Any]) -> list[Emission]:
 
 def rescore(case: str, spec: TargetSpec, clip_end: Fraction, record: Mapping[str, Any], *, trial: int,
             pace: float | None, arm: str | None = None) -> StreamResult:
-    """The stream's result from its record, scored against ``spec`` (RecordError when damaged)."""
+    """The stream's result from its record, scored against ``spec`` (RecordError when damaged, or
+    when an emission's time is not a time of the video: before its first frame or after its end)."""
     emissions = emissions_from(record)
+    for i, emission in enumerate(emissions):
+        if not 0 <= emission.time <= clip_end:
+            raise RecordError(f"emissions[{i}].time {float(emission.time):g}s is outside the video "
+                              f"(0 to {float(clip_end):g}s)")
     stream = spec.stream
     assert stream is not None
     score = score_stream(stream.events, emissions, clip_end=clip_end, quiet=stream.quiet, field=stream.field,

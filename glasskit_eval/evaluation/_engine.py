@@ -3,15 +3,17 @@
 :class:`Engine` holds the plan, the arms it plays (a plain run is one), the options and the
 outside world's ends: a :class:`RunListener` (progress), a :class:`ResultStore` (the checkpoint),
 frame keepers and the observation cache. :class:`CaseSplit` is one case in one trial for one
-arm: what an earlier attempt finished and what is still to do. :class:`Schedule` is the hook
-that decides in which blocks a case's samples are evaluated and whether to stop between them.
+arm: what an earlier attempt finished and what is still to do. A :class:`Schedule` decides, each
+trial, in which blocks and order the samples are evaluated and how far each arm goes: the loop
+plays whichever it is given (:class:`WholeCases` by default; ``run --early-stop``'s in
+:mod:`.earlystop`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
@@ -21,12 +23,12 @@ from ..arms.plan import ArmPlan
 from ..cases.model import TargetSpec
 from ..plan.planning import CasePlan, Plan
 from ..plan.schedule import ScheduledSample
-from ..results import SampleResult, StreamResult
+from ..results import EarlyStop, Gate, SampleResult, StreamResult
 from ..summary import CaseHeader
 from ..video.damage import Warn
+from ._judge import Judge, judge
 from .case import FrameKeeper, ResultSink
 from .failures import FailureSaver
-from .judge import Judge, judge
 from .observation_cache import ObservationCache
 from .options import TrialOptions
 from .streams import StreamFrameKeeper
@@ -73,27 +75,82 @@ class ResultStore(Protocol):
     def stream_sink(self, trial: int) -> Callable[[StreamResult], None]: ...
 
 
-class Schedule(Protocol):
-    """In which blocks a case's pending samples are evaluated, and whether to stop between blocks.
+class Slice(Protocol):
+    """Samples of one case the trial loop evaluates together (every lane from one decode)."""
 
-    The trial loop asks :meth:`blocks` once per case and evaluates each block (every arm on one
-    decode) before asking :meth:`stop` with every result of the trial so far; True ends the trial
-    there (the samples not evaluated get no result).
+    @property
+    def case(self) -> str: ...
+
+    @property
+    def samples(self) -> Sequence[ScheduledSample]: ...
+
+
+class TrialSchedule(Protocol):
+    """One trial's order of blocks and what was learnt from them, arm by arm (one per trial).
+
+    The trial loop evaluates :attr:`blocks` in order, :attr:`side_by_side` at a time (together
+    within ``--concurrency``, each block's frames decoded in :attr:`order`, None: ``--order``);
+    after each batch it hands every arm still playing its results of each block, in the block's
+    order (results an earlier attempt finished read in their place), to :meth:`observe`. An arm
+    that is :meth:`done` evaluates no more blocks; once every arm is, the trial stops there. A
+    sample no block reached for an arm gets :meth:`unreached` (None: no result).
     """
 
-    def blocks(self, case: CasePlan, pending: Sequence[ScheduledSample]) -> Iterator[Sequence[ScheduledSample]]: ...
+    @property
+    def blocks(self) -> Sequence[Slice]: ...
 
-    def stop(self, trial: int, results: Sequence[SampleResult]) -> bool: ...
+    @property
+    def side_by_side(self) -> int: ...
+
+    @property
+    def order(self) -> str | None: ...
+
+    def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None: ...
+
+    def done(self, arm: int) -> bool: ...
+
+    def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None: ...
+
+    def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
+        """The trial's gates with what the schedule decided in place, and its record (None: nothing to say)."""
 
 
+class Schedule(Protocol):
+    """In which blocks, in which order and how far each trial evaluates its samples."""
+
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> TrialSchedule: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CaseBlock:
+    """A case's samples, all of them, in declaration order."""
+
+    case: str
+    samples: tuple[ScheduledSample, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class WholeCases:
-    """The default schedule: every pending sample of a case in one block, never stopping early."""
+    """The default schedule: each case one block, cases in declaration order, never stopping early."""
 
-    def blocks(self, case: CasePlan, pending: Sequence[ScheduledSample]) -> Iterator[Sequence[ScheduledSample]]:
-        yield pending
+    blocks: tuple[CaseBlock, ...] = ()
+    side_by_side: int = 1
+    order: str | None = None
 
-    def stop(self, trial: int, results: Sequence[SampleResult]) -> bool:
+    def start(self, plan: Plan, trial: int, arms: ArmPlan) -> WholeCases:
+        return WholeCases(tuple(CaseBlock(c.case.name, c.samples) for c in plan.cases))
+
+    def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
+        pass
+
+    def done(self, arm: int) -> bool:
         return False
+
+    def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
+        return None
+
+    def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
+        return gates, None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from ..compare.values import MissingField, compare_values, extract_field
 from ..errors import AdapterError
 from ..plan.schedule import ScheduledSample
 from ..results import ClipFrames, ErrorKind, SampleResult, Status, TimingMode
-from ..support.jsonvalues import checked_plain, checked_steps, to_plain
+from ..support.jsonvalues import checked_plain, checked_steps, to_plain, walk_step
 from ..support.outside import inline
 from ..support.secretvalues import SECRETS
 from ..support.timevalues import format_time
@@ -237,13 +237,9 @@ async def check_observation(sample: ScheduledSample, observation: Any) -> Checke
 
 async def walk_on_loop(steps: Generator[None, None, tuple[str | None, Any]]) -> tuple[str | None, Any]:
     """Run a :func:`~glasskit_eval.support.jsonvalues.checked_steps` walk, letting the loop run at each pause."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            result: tuple[str | None, Any] = done.value
-            return result
+    while (result := walk_step(steps)) is None:
         await asyncio.sleep(0)
+    return result
 
 
 def judge(sample: ScheduledSample, observation: Any) -> Verdict:

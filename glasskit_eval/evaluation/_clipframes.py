@@ -2,7 +2,7 @@
 
 Overlapping clips (a sliding window over a range) name the same frames many times. A case
 with clips is served by one decode in presentation order per pass (passes as in
-``ordering``): each frame a pass produces becomes a :class:`SharedFrame`, handed to every
+``_ordering``): each frame a pass produces becomes a :class:`SharedFrame`, handed to every
 sample that uses it as the same image (never copied), and closed when the last holder lets
 go. A frame decoded before a sample needs it waits in a :class:`SharedStore`: as an image up
 to a memory budget, beyond it as raw pixels in the frame store's temporary file. So memory
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame
-from .framestore import MEMORY_BUDGET, FrameStore, image_bytes
-from .ordering import TIME, Decoder, plan_passes, served_in_passes, target_groups
+from ._framestore import MEMORY_BUDGET, FrameStore, image_bytes
+from ._ordering import TIME, Decoder, plan_passes, served_in_passes, target_groups
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -5,7 +5,7 @@ frame. Its key is the adapter's identity and config and the target's id and conf
 cache keys them), the feed rate (``every_s``), the trial (after the first, as the sample cache), the
 clip's end (``end_stream``'s emissions are timed at it) and every fed frame, in order, as its exact
 media time and the SHA-256 of its pixels (the sample cache's hash and its per-run memo). The value is
-the stream's record (:mod:`.streamrecord`) holding every emission the stream made, scored or not,
+the stream's record (:mod:`._streamrecord`) holding every emission the stream made, scored or not,
 so a later run with other windows, quiet spans or expectations rescores it exactly. A hit makes no
 adapter call for its stream (no start, frame or end); the others are fed as usual and stored when
 they ran to the end without an adapter error. Paced streams are never cached: their emissions'
@@ -33,9 +33,9 @@ from ..plan.planning import CasePlan
 from ..results import StreamResult
 from ..support import strictjson
 from ..video.frametable import frame_table
+from ._streamrecord import RecordError, emission_records, exact, rescore
 from .observation_cache import ObservationCache, _Shared, plain_config
 from .observation_store import key_digest
-from .streamrecord import RecordError, emission_records, exact, rescore
 from .streams import Stream, StreamWork, decoded, onset_frames, run_streams
 
 #: False alarms per cached stream whose frames are decoded for the HTML report's keeper, which keeps
@@ -134,7 +134,7 @@ class StreamCache:
                 hashes[frame.frame_index] = self._shared.pixel_hash(video, frame.frame_index, got.image)
                 if keeper is not None:
                     for target, event in onsets.get(frame.frame_index, ()):
-                        keeper.onset((work.plan.case.name, target, work.trial), event, frame, got.image)
+                        keeper.onset((work.plan.case.name, target, work.trial, work.arm), event, frame, got.image)
             finally:
                 got.image.close()
         return hashes
@@ -193,7 +193,7 @@ class StreamCache:
         async for want, got in decoded(work, sorted(wanted)):
             try:
                 for result, frame, time in wanted[want]:
-                    keeper.false_alarm((result.case, result.target, result.trial), time, frame, got.image)
+                    keeper.false_alarm((result.case, result.target, result.trial, result.arm), time, frame, got.image)
             finally:
                 got.image.close()
         for result in hits:

@@ -9,7 +9,7 @@ from the first, but it needs no store.
 In declaration order one decode still serves several targets when that pays: a *pass*
 decodes the frames of its targets once, lazily and in presentation order, and keeps a
 frame decoded before its turn (a later target's, or a sample declared out of time
-order) in a :class:`~glasskit_eval.evaluation.framestore.FrameStore`. A target joins the
+order) in a :class:`~glasskit_eval.evaluation._framestore.FrameStore`. A target joins the
 first pass when keeping its frames costs less than decoding them again; otherwise it
 gets a pass of its own, decoded when its turn comes (:func:`assign_passes`, costs in
 decoded frames as in ``video.strategy``).
@@ -33,7 +33,7 @@ from ..video.frames import DecodedFrame, available_cores, decode_at
 from ..video.frametable import FrameTable, frame_table
 from ..video.strategy import plan
 from ..video.timeline import DEFAULT_RATE, nearest_at_rate, timeline
-from .framestore import FrameStore
+from ._framestore import FrameStore
 
 DECLARATION = "declaration"
 TIME = "time"
