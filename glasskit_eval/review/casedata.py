@@ -7,6 +7,7 @@ part of a filesystem path.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -65,19 +66,61 @@ def load(root: Path, case_id: str) -> LoadedCase:
     return loaded_from(case_id, path, data)
 
 
+class _Parsed:
+    """The latest parse of each case file, by content hash: a file of 100,000 events is parsed once.
+
+    Keyed by the hash of the bytes just read, so a file changed by anyone (an editor, another
+    server) is parsed afresh; the revision the page and the writer check is that same hash.
+    The parsed case is shared read-only (writers build their data with ``plain``, a copy).
+    """
+
+    KEEP = 8
+
+    def __init__(self) -> None:
+        self._cases: dict[tuple[str, Path], LoadedCase] = {}
+        self._lock = threading.Lock()
+        #: Whole parses made (a test bounds the parses of a save).
+        self.parses = 0
+
+    def get(self, case_id: str, path: Path, revision: str) -> LoadedCase | None:
+        with self._lock:
+            hit = self._cases.get((case_id, path))
+            return hit if hit is not None and hit.revision == revision else None
+
+    def put(self, loaded: LoadedCase) -> LoadedCase:
+        with self._lock:
+            self._cases.pop((loaded.id, loaded.path), None)
+            self._cases[(loaded.id, loaded.path)] = loaded
+            while len(self._cases) > self.KEEP:
+                del self._cases[next(iter(self._cases))]
+        return loaded
+
+
+PARSED = _Parsed()
+
+
 def loaded_from(case_id: str, path: Path, data: bytes) -> LoadedCase:
     """The case as ``data`` says, for ``path``: text, revision and model all describe these bytes."""
+    revision = revision_of(data)
+    cached = PARSED.get(case_id, path, revision)
+    if cached is not None:
+        return cached
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return LoadedCase(case_id, path, "", revision_of(data), None,
-                          (Problem(str(path), "", "file is not UTF-8 text"),))
+        return LoadedCase(case_id, path, "", revision, None, (Problem(str(path), "", "file is not UTF-8 text"),))
     # Empty targets load (a skeleton is labelled one target at a time); the badge flags them.
+    PARSED.parses += 1
     doc, problems = load_yaml_text(text, str(path))
     case = None
     if not problems:
         case, problems = parse_case(doc, path, allow_empty=True)
-    return LoadedCase(case_id, path, text, revision_of(data), case, tuple(problems))
+    return PARSED.put(LoadedCase(case_id, path, text, revision, case, tuple(problems)))
+
+
+def checked(case_id: str, path: Path, text: str, case: Case) -> LoadedCase:
+    """``text``, already parsed and checked as ``case`` (a write's candidate): what the file now holds."""
+    return PARSED.put(LoadedCase(case_id, path, text, revision_of(text.encode("utf-8")), case, ()))
 
 
 def draft_count(case: Case) -> int:

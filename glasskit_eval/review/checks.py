@@ -25,10 +25,20 @@ def candidate_problems(path: Path, text: str, *, keep_empty: Collection[str] | N
     ``keep_empty`` names targets that may stay empty (they already were);
     ``None`` lets every target be empty (restoring a file state that existed before).
     """
+    return checked_case(path, text, keep_empty=keep_empty)[1]
+
+
+def checked_case(path: Path, text: str, *,
+                 keep_empty: Collection[str] | None = None) -> tuple[Case | None, list[Problem]]:
+    """``candidate_problems``, and the parsed case when there are none (the writer keeps it: one parse)."""
+    from .casedata import PARSED
+
+    PARSED.parses += 1
     case, problems = parse_candidate(text, path, allow_empty=True if keep_empty is None else keep_empty)
     if problems or case is None:
-        return problems
-    return past_end_problems(case)
+        return None, problems
+    problems = past_end_problems(case)
+    return (None if problems else case), problems
 
 
 def past_end_problems(case: Case) -> list[Problem]:

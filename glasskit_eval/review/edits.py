@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..cases.model import Case
 from ..cases.write import content_hash
+from ..errors import Problem
 from . import casedata
-from .checks import candidate_problems, short
+from .checks import checked_case, short
 from .errors import ApiError, NotFound
 from .pins import keep_in_step
 
@@ -272,14 +274,15 @@ def _empty(loaded: casedata.LoadedCase) -> list[str]:
 
 
 def _write(root: Path, loaded: casedata.LoadedCase, text: str, fallback: bool, reason: str | None, *,
-           keep_empty: list[str] | None) -> Written:
+           keep_empty: list[str] | None, checked: tuple[Case | None, list[Problem]] | None = None) -> Written:
+    """Check ``text`` as ``validate`` would (unless ``checked`` already says what that found) and write it."""
     from ..cases.write import replace_text
     from ..errors import CaseConflictError, OutputError
 
     if text == loaded.text:
         return Written({"fallback": False, "reason": None, "changed": False}, loaded)
-    problems = candidate_problems(loaded.path, text, keep_empty=keep_empty)
-    if problems:
+    case, problems = checked or checked_case(loaded.path, text, keep_empty=keep_empty)
+    if problems or case is None:
         raise ApiError(422, "invalid_edit", "; ".join(short(p) for p in problems),
                        problems=[str(p) for p in problems])
     try:
@@ -291,7 +294,7 @@ def _write(root: Path, loaded: casedata.LoadedCase, text: str, fallback: bool, r
         raise ApiError(500, "write_failed", str(exc)) from None
     # The page's next edit (and undo) must start from exactly these bytes, not a re-read
     # that another writer may already have changed.
-    after = casedata.loaded_from(loaded.id, loaded.path, text.encode("utf-8"))
+    after = casedata.checked(loaded.id, loaded.path, text, case)
     # Still under the save lock: the frame lock follows the writes in the order they were made.
     saved: dict[str, Any] = {"fallback": fallback, "reason": reason, "changed": True}
     pins = keep_in_step(root, loaded, after)

@@ -29,6 +29,7 @@ from .edits import (
 )
 from .errors import ApiError
 from .eventnames import name_events, named
+from .eventsplice import splice
 
 OPS = ("add", "set", "delete")
 
@@ -95,6 +96,14 @@ def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisi
         if base is not None:
             _check_merge(loaded, base, target_id, events, op, index)
         new = apply_op(events, op, index, event)
+        if base is None:
+            spliced = splice(loaded, target_id, events, new, index, _empty(loaded))
+            if spliced is not None:
+                try:
+                    return _write(root, loaded, spliced.text, False, None, keep_empty=None,
+                                  checked=(spliced.case, list(spliced.problems)))
+                except ApiError as exc:
+                    raise named(exc, target_id, new) from None
         data = plain(loaded.case.document.value)
         data["targets"][target_id]["events"] = new
         try:

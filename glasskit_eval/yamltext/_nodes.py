@@ -6,12 +6,13 @@ Helpers for ``yamlmorph``, which edits YAML text guided by PyYAML's node marks.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
 
 from ._render import Style
+from .source import loader_classes
 
 
 class AliasNode(yaml.Node):
@@ -20,25 +21,48 @@ class AliasNode(yaml.Node):
     id = "alias"
 
 
-class _Composer(yaml.SafeLoader):
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            target = super().compose_node(parent, index)
-            assert target is not None
-            return AliasNode(target.tag, target.value, event.start_mark, event.end_mark)
-        node = super().compose_node(parent, index)
-        assert node is not None
-        return node
+def _alias_aware(base: type[Any]) -> type[Any]:
+    class _Composer(base):  # type: ignore[misc]
+        def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                target = super().compose_node(parent, index)
+                assert target is not None
+                return AliasNode(target.tag, target.value, event.start_mark, event.end_mark)
+            node: yaml.Node | None = super().compose_node(parent, index)
+            assert node is not None
+            return node
+
+    return _Composer
+
+
+# libyaml's parser (marks count characters, as PyYAML's do) under the nesting-limited composer:
+# a long case file is edited at libyaml's speed without giving up the depth limit.
+_COMPOSERS = tuple(_alias_aware(base) for base in loader_classes())
+
+
+def _first(text: str, loaders: tuple[type[Any], ...], read: Callable[[Any], Any]) -> Any:
+    for n, cls in enumerate(loaders):
+        loader = cls(text)
+        try:
+            return read(loader)
+        except yaml.YAMLError:
+            if n == len(loaders) - 1:
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def compose(text: str) -> yaml.Node | None:
-    loader = _Composer(text)
-    try:
-        node: yaml.Node | None = loader.get_single_node()
-        return node
-    finally:
-        loader.dispose()
+    """The node graph of ``text``, each ``*alias`` its own node with its own marks."""
+    node: yaml.Node | None = _first(text, _COMPOSERS, lambda loader: loader.get_single_node())
+    return node
+
+
+def load_data(text: str) -> Any:
+    """``yaml.safe_load(text)``, at libyaml's speed when PyYAML has it, with the nesting limit."""
+    return _first(text, loader_classes(), lambda loader: loader.get_single_data())
 
 
 def canon(value: Any) -> Any:
@@ -56,7 +80,20 @@ def canon(value: Any) -> Any:
 
 
 def same(a: Any, b: Any) -> bool:
-    return bool(canon(a) == canon(b))
+    """``canon(a) == canon(b)``, without building either: a long list is compared item by item."""
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or len(a) != len(b):
+            return False
+        if not all(type(k) is str for k in a):
+            return bool(canon(a) == canon(b))  # 1, 1.0 and True are one dict key, but not one YAML key
+        return all(k in b and same(v, b[k]) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is not type(b):
+        return False
+    if a is None or type(a) in (bool, int, str):
+        return bool(a == b)
+    return repr(a) == repr(b)
 
 
 def is_block_map(node: yaml.Node) -> bool:

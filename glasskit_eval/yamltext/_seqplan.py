@@ -13,6 +13,23 @@ from ._nodes import canon, same
 
 def plan_items(old: list[Any], new: list[Any]) -> list[tuple[str, int]]:
     """For each new item: keep old i, morph old i in place, move old i's text here, or new."""
+    # Items equal at both ends are kept as they are: one edit in a list of 100,000 events
+    # plans only the items between.
+    head = 0
+    while head < min(len(old), len(new)) and same(old[head], new[head]):
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and same(old[-1 - tail], new[-1 - tail]):
+        tail += 1
+    if head or tail:
+        middle = _plan(old[head:len(old) - tail], new[head:len(new) - tail])
+        shifted = [(kind, i + head if i >= 0 else i) for kind, i in middle]
+        return [("keep", i) for i in range(head)] + shifted + \
+            [("keep", len(old) - tail + i) for i in range(tail)]
+    return _plan(old, new)
+
+
+def _plan(old: list[Any], new: list[Any]) -> list[tuple[str, int]]:
     old_keys = [canon(v) for v in old]
     new_keys = [canon(v) for v in new]
     ops = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes()

@@ -6,7 +6,7 @@ whole file (what the upstream tool does) would throw all of that away, so we
 edit the text instead (see ``yamlmorph``): everything outside the edited blocks
 survives byte for byte, and inside an edited block only the changed lines do.
 
-Every result is checked: the candidate text must load (``yaml.safe_load``) to
+Every result is checked: the candidate text must load (the safe loader) to
 exactly the intended document, compared type-strictly (``1``, ``1.0`` and
 ``true`` differ). If it does not, we re-render the whole document and say so in
 ``EditResult.fallback`` / ``reason``, so callers can tell the user that the
@@ -23,7 +23,7 @@ import yaml
 
 from ..errors import CaseEditError
 from ._morph import CannotEdit, Morph
-from ._nodes import compose, detect_style, same
+from ._nodes import compose, detect_style, load_data, same
 from ._render import Style, render_document
 
 
@@ -142,7 +142,7 @@ def full_render(text: str, new_data: Any, reason: str) -> EditResult:
 
 def load(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return load_data(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -170,7 +170,7 @@ def plain(value: Any) -> Any:
 
 def _check(candidate: str, intended: Any) -> str | None:
     try:
-        loaded = yaml.safe_load(candidate)
+        loaded = load_data(candidate)
     except yaml.YAMLError as exc:
         return f"the in-place edit would not parse ({getattr(exc, 'problem', None) or exc})"
     if not same(loaded, intended):

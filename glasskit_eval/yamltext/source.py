@@ -124,6 +124,16 @@ def _loader_class() -> type[_PythonLoader]:
 _Loader = _loader_class()
 
 
+def loader_classes() -> tuple[type[_PythonLoader], ...]:
+    """Safe loaders with the nesting limit: the fast one first, then the pure-Python one when they differ.
+
+    Whatever parses a whole case file uses these: a hostile file stops at ``MAX_NESTING`` levels
+    whichever parser reads it. On a syntax error the pure-Python parser reads the text again, so
+    errors are worded the same with or without libyaml.
+    """
+    return (_Loader,) if _Loader is _PythonLoader else (_Loader, _PythonLoader)
+
+
 class _Walker:
     def __init__(self, loader: _PythonLoader, doc: YamlDocument) -> None:
         self.loader = loader

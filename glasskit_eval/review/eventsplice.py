@@ -1,0 +1,146 @@
+"""One event edit of a long events list as a splice of a few lines, checked without parsing the whole file.
+
+A target of 100,000 events would cost several whole-file YAML parses per save. The file as
+it is (its revision) was parsed once already (``casedata``'s parse cache), so we know the line
+of every event. The edit runs on a *proxy*: the file with the events list cut down to the
+edited event and one unchanged neighbour on each side, plus the last event. The usual
+minimal-diff writer edits the proxy and re-reads its result (the same loader as ``validate``:
+nesting limit, duplicate keys, located problems). The candidate is the proxy's edited lines
+put back between the untouched runs of events, and each seam is one the file already had (the
+neighbour's own bytes, unchanged), so the candidate loads to exactly the intended data; that
+data then passes ``validate``'s case checks (``parse_case`` and past-the-end) before the
+conflict-checked write. Anything unusual (a flow list, merges, odd line breaks, a re-render)
+returns None and the caller takes the whole-file path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from ..cases.model import Case
+from ..cases.parse import parse_case
+from ..errors import Problem
+from ..yamltext.source import PathKey, YamlDocument, load_yaml_text
+from . import casedata
+
+#: Shorter lists take the whole-file path (it costs little there).
+MIN_EVENTS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Spliced:
+    """The candidate text and the case it holds (checked), or the problems that refuse it."""
+
+    text: str
+    case: Case | None
+    problems: tuple[Problem, ...]
+
+
+def _at(where: PathKey, k: int, rest: PathKey = ()) -> PathKey:
+    return (*where, k, *rest)
+
+
+def _with_events(value: dict[str, Any], target_id: str, events: list[Any]) -> dict[str, Any]:
+    """``value`` with the target's events replaced; everything else shared, not copied."""
+    targets = dict(value["targets"])
+    targets[target_id] = {**targets[target_id], "events": events}
+    return {**value, "targets": targets}
+
+
+def splice(loaded: casedata.LoadedCase, target_id: str, old: list[Any], new: list[Any], index: int,
+           keep_empty: Collection[str]) -> Spliced | None:
+    """``new`` (``old`` with one event added at, set at or deleted from ``index``) written as a splice."""
+    from ..yamltext._nodes import same
+    from ..yamltext.edit import load as safe_load
+    from ..yamltext.edit import plain, rewrite
+
+    assert loaded.case is not None
+    doc = loaded.case.document
+    text, n = loaded.text, len(old)
+    if n < MIN_EVENTS or "\x85" in text or "\u2028" in text or "\u2029" in text \
+            or text.count("\r") != text.count("\r\n"):
+        return None  # YAML breaks lines there too: our line offsets would not be its lines
+    where: PathKey = ("targets", target_id, "events")
+    first, last = 0, n - 1
+    k0, k1 = max(0, index - 1), min(n, index + 2)
+    lines = [doc.lines.get(_at(where, k)) for k in sorted({first, k0, k1 - 1, *([k1] if k1 < n else []), last})]
+    if any(line is None for line in lines) or lines != sorted(set(lines)):  # type: ignore[type-var]
+        return None  # events sharing a line (a flow list): not whole lines
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def pos(k: int) -> int:
+        line = doc.lines[_at(where, k)]
+        return starts[line - 1]
+
+    head = text[:pos(first)]
+    gap0 = text[pos(first):pos(k0)]
+    window = text[pos(k0):pos(k1)] if k1 < n else text[pos(k0):]
+    gap1 = text[pos(k1):pos(last)] if k1 < n else ""
+    tail = text[pos(last):] if k1 < n else ""
+    shown = old[k0:k1] + ([old[last]] if k1 < n else [])
+    proxy = head + window + tail
+    before = _with_events(doc.value, target_id, shown)
+    if not same(safe_load(proxy), before):
+        return None
+    after_shown = new[k0:k1 + len(new) - n] + ([new[-1]] if k1 < n else [])
+    result = rewrite(proxy, plain(_with_events(doc.value, target_id, after_shown)))
+    edited = result.text
+    if result.fallback or not (edited.startswith(head) and edited.endswith(tail)
+                               and len(edited) >= len(head) + len(tail)):
+        return None
+    middle = edited[len(head):len(edited) - len(tail)]
+    # The seams with the untouched runs: the unchanged neighbours' own bytes, as in the file.
+    # (Appending, the neighbour before is the list's last event: its first line stands for it.)
+    guard = text[pos(k0):pos(k0 + 1) if k0 + 1 < n else starts[doc.lines[_at(where, k0)]]]
+    if k0 > 0 and not middle.startswith(guard):
+        return None
+    if k1 < n and not middle.endswith(text[pos(k1 - 1):pos(k1)]):
+        return None
+    reread, problems = load_yaml_text(edited, str(loaded.path))
+    if problems or not same(reread.value, plain(_with_events(doc.value, target_id, after_shown))):
+        return None  # the whole-file path reports it, located
+    candidate = head + gap0 + middle + gap1 + tail
+    shift = len(new) - n
+    full = YamlDocument(str(loaded.path), _with_events(doc.value, target_id, new),
+                        _lines(doc, reread, where, k0, k1, shift, head, gap0, window, middle))
+    case, found = parse_case(full, loaded.path, allow_empty=keep_empty)
+    if found or case is None:
+        return Spliced(candidate, None, tuple(found))
+    from .checks import past_end_problems
+
+    late = past_end_problems(case)
+    return Spliced(candidate, None if late else case, tuple(late))
+
+
+def _lines(doc: YamlDocument, proxy: YamlDocument, where: PathKey, k0: int, k1: int, shift: int,
+           head: str, gap0: str, window: str, middle: str) -> dict[PathKey, int]:
+    """The candidate's line of every value: the old lines around the window, the window's from the proxy."""
+    depth = len(where)
+    start = head.count("\n") + gap0.count("\n") + 1  # the window's first line, in the file
+    end = start + window.count("\n")  # the first line after it
+    delta = middle.count("\n") - window.count("\n")
+    out: dict[PathKey, int] = {}
+    for path, line in doc.lines.items():
+        k = path[depth] if len(path) > depth and path[:depth] == where else None
+        if isinstance(k, int) and k >= k1:
+            out[_at(where, k + shift, path[depth + 1:])] = line + delta
+        elif isinstance(k, int) and k >= k0:
+            continue  # in the window: the proxy has its new line
+        elif line >= end:
+            out[path] = line + delta
+        elif line < start:
+            out[path] = line
+    proxy_start = head.count("\n") + 1
+    proxy_end = proxy_start + middle.count("\n")
+    window_new = k1 - k0 + shift
+    for path, line in proxy.lines.items():
+        k = path[depth] if len(path) > depth and path[:depth] == where else None
+        if isinstance(k, int):
+            if k < window_new:
+                out[_at(where, k0 + k, path[depth + 1:])] = line - proxy_start + start
+        elif proxy_start <= line < proxy_end:
+            out[path] = line - proxy_start + start
+    return out
