@@ -20,7 +20,7 @@ from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
 from .progress import ProgressDisplay
 from .streams import EventCounts
-from .tables import WIDTH, compact, pct, seconds, table, time_label
+from .tables import WIDTH, compact, pct, plural, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33",
             Status.NOT_EVALUATED: "2"}
@@ -98,8 +98,8 @@ class ConsoleListener:
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
         arm = f" [{result.arm}]" if result.arm is not None else ""
         self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
-                    f"{m.detected}/{m.events} events detected, {_plural(m.repeats, 'repeat')}, "
-                    f"{_plural(m.false_alarms, 'false alarm')}"
+                    f"{m.detected}/{m.events} events detected, {plural(m.repeats, 'repeat')}, "
+                    f"{plural(m.false_alarms, 'false alarm')}"
                     f"{stopped}")
         self._streams_left -= 1
         if self._streams_left <= 0:
@@ -168,15 +168,11 @@ def use_colour_or_terminal(stream: TextIO) -> bool:
     return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def case_contents(case: CaseHeader) -> str:
     """``12 samples``, ``1 stream`` or ``12 samples, 2 streams``: what the case's header announces."""
-    parts = [_plural(case.samples, "sample")] if case.samples or not case.streams else []
+    parts = [plural(case.samples, "sample")] if case.samples or not case.streams else []
     if case.streams:
-        parts.append(_plural(case.streams, "stream"))
+        parts.append(plural(case.streams, "stream"))
     return ", ".join(parts)
 
 

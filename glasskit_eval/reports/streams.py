@@ -19,7 +19,7 @@ from ..results import StreamMetrics, StreamResult
 from ..summary import RunSummary
 from .locations import Locations, event_key, relative_path
 from .tables import WIDTH as CONSOLE_WIDTH
-from .tables import compact, pct, table, time_label
+from .tables import compact, pct, plural, table, time_label
 
 
 def _streams(summary: RunSummary) -> list[StreamResult]:
@@ -176,9 +176,9 @@ class EventCounts:
         parts = [f"{self.missed} of {self.events} {noun} missed" if self.missed
                  else f"{self.events} of {self.events} {noun} detected"]
         if self.false_alarms:
-            parts.append(f"{self.false_alarms} false alarm{'s' if self.false_alarms != 1 else ''}")
+            parts.append(plural(self.false_alarms, "false alarm"))
         if self.stopped:
-            parts.append(f"{self.stopped} stream{'s' if self.stopped != 1 else ''} stopped")
+            parts.append(f"{plural(self.stopped, 'stream')} stopped")
         return ", ".join(parts)
 
 

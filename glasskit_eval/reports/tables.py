@@ -25,6 +25,11 @@ def seconds(value: float) -> str:
     return f"{value:.1f}s"
 
 
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """``1 stream``, ``2 streams``; ``many`` where adding an ``s`` is wrong."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
 def time_label(value: float) -> str:
     text = repr(value)
     return text[:-2] if text.endswith(".0") else text
