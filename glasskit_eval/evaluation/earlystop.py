@@ -30,7 +30,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
 from ._ordering import TIME
-from .gates import GateOptions, decided_gates
+from .gates import GateOptions, arm_gate_name, decided_gates
 
 __all__ = ["Block", "EarlyStopOptions", "EarlyStopping", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
@@ -233,7 +233,7 @@ class TrialStopping:
         """The decisions in place of the ordinary gates, and one record of every arm's decisions, named as
         the trial's gates are (``<arm>/<gate>`` with arms)."""
         records = [t.record() for t in self.trackers]
-        named = tuple(d if self.arms.plain else dataclasses.replace(d, name=f"{arm.name}/{d.name}")
+        named = tuple(d if self.arms.plain else dataclasses.replace(d, name=arm_gate_name(arm.name, d.name))
                       for arm, record in zip(self.arms.arms, records) for d in record.gates)
         record = dataclasses.replace(records[0], samples_evaluated=sum(r.samples_evaluated for r in records),
                                      samples_planned=sum(r.samples_planned for r in records), gates=named)

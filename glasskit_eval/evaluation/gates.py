@@ -254,16 +254,21 @@ def baseline_latency_gate(found: BaselineDiff, seconds: float) -> Gate:
 # --- arms ----------------------------------------------------------------------------------
 
 
+def arm_gate_name(arm: str, gate: str) -> str:
+    """``<arm>/<gate>``: how a run with arms names an arm's gate (and its early-stop decision)."""
+    return f"{arm}/{gate}"
+
+
 def arm_gates(arm: str, gates: Iterable[Gate]) -> list[Gate]:
     """``gates`` as an arm's: each named ``<arm>/<gate>``."""
-    return [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in gates]
+    return [Gate(arm_gate_name(arm, g.name), g.passed, g.message) for g in gates]
 
 
 def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
                     alpha: float = 0.05) -> Gate:
     """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
     the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
-    name = f"{arm}/max_robustness_drop"
+    name = arm_gate_name(arm, "max_robustness_drop")
     mine = [r for r in results if r.arm == arm]
     theirs = [r for r in results if r.arm == control]
     test = paired_regression_test(paired_series(theirs, mine), alpha)
