@@ -18,8 +18,16 @@ from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, target_di
 from ..support.outside import inline, quoted_lines, write_command
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
-from .progress import ProgressDisplay
-from .streams import EventCounts
+from .early_stop import verdict_tail
+from .progress import ProgressDisplay, terminal_columns
+from .streams import (
+    EventCounts,
+    event_counts,
+    stream_findings,
+    stream_stability_table,
+    stream_table,
+    streams_gated,
+)
 from .tables import WIDTH, compact, pct, plural, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33",
@@ -146,8 +154,6 @@ def fit_terminal(text: str, stream: TextIO) -> str:
         return text
     import textwrap
 
-    from .progress import terminal_columns
-
     width = terminal_columns(stream)
     out = []
     for line in text.split("\n"):
@@ -197,8 +203,6 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         write_command(out, f"::group::{title}")
         p(rest)
         write_command(out, "::endgroup::")
-
-    from .streams import event_counts, stream_findings, stream_stability_table, stream_table
 
     run = summary.run
     total = summary.total
@@ -340,8 +344,6 @@ def verdict_line(summary: RunSummary) -> str:
     because no gate looks at it says ``NOT GATED`` (its exit code is still 0, as upstream's),
     never ``PASSED``.
     """
-    from .streams import event_counts
-
     total = summary.total
     parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
                                            (total.passed, "passed"), (total.ignored, "ignored"),
@@ -358,16 +360,12 @@ def verdict_line(summary: RunSummary) -> str:
         tail = "; no gate is set"
     else:
         tail = ""
-    from .early_stop import verdict_tail
-
     return f"{verdict_word(summary)}: {counts} in {seconds(summary.run.duration_seconds)}{tail}{verdict_tail(summary)}"
 
 
 def _ungated(summary: RunSummary) -> bool:
     """Something was judged wrong and no gate looks at it: a failed sample without a correctness
     gate, or a missed event, false alarm or stopped stream without a stream gate."""
-    from .streams import event_counts, streams_gated
-
     total = summary.total
     events = event_counts(summary)
     samples_wrong = bool(total.failed or total.errors) and not summary.correctness_gated
