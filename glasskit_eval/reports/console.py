@@ -24,6 +24,7 @@ from .streams import (
     EventCounts,
     event_counts,
     stream_findings,
+    stream_name,
     stream_stability_table,
     stream_table,
     streams_gated,
@@ -104,8 +105,7 @@ class ConsoleListener:
         prefix = f"[{trial}/{total}] " if total > 1 else ""
         dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
-        arm = f" [{result.arm}]" if result.arm is not None else ""
-        self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
+        self._print(f"  {prefix}stream {stream_name(result.target, result.arm)}: {result.frames_delivered} frames{dropped}, "
                     f"{m.detected}/{m.events} events detected, {plural(m.repeats, 'repeat')}, "
                     f"{plural(m.false_alarms, 'false alarm')}"
                     f"{stopped}")
