@@ -30,7 +30,7 @@ from ..evaluation.gates import (
     robustness_gate,
     run_gates,
 )
-from ..evaluation.streamgates import CaseStreamGates, stream_gates
+from ..evaluation.streamgates import stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
 from ..reports.streamload import stream_from_json
@@ -297,8 +297,7 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
                 mine = [r for r in results if r.arm == arm]
                 made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
                 gates += made if arm is None else arm_gates(str(arm), made)
-        gates += stream_gates(streams, options=gate_options.streams, eval_thresholds=eval_thresholds,
-                              cases=[CaseStreamGates(c.case, c.thresholds) for c in cases])
+        gates += stream_gates(streams, options=gate_options.streams, eval_thresholds=eval_thresholds, cases=cases)
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,

@@ -60,7 +60,7 @@ from .gates import (
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
 from .options import TrialOptions
-from .streamgates import CaseStreamGates, stream_gates
+from .streamgates import stream_gates
 from .streams import StreamFrameKeeper, StreamWork
 
 _T = TypeVar("_T")
@@ -355,14 +355,14 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult], streams: Seque
     plan, gates = engine.plan, engine.options.gates
     thresholds = plan.eval_dir.config.thresholds
 
+    cases = [CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases]
+
     def of(arm: str | None) -> list[Gate]:
         mine = [r for r in results if r.arm == arm]
         fed = [s for s in streams if s.arm == arm]
-        return (evaluate_gates(mine, options=gates, eval_thresholds=thresholds,
-                               cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
+        return (evaluate_gates(mine, options=gates, eval_thresholds=thresholds, cases=cases,
                                undeclared=undeclared_gate_targets(plan, engine.options.filters))
-                + stream_gates(fed, options=gates.streams, eval_thresholds=thresholds,
-                               cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases]))
+                + stream_gates(fed, options=gates.streams, eval_thresholds=thresholds, cases=cases))
 
     return per_arm(engine.arms, of)
 
