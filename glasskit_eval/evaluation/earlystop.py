@@ -29,6 +29,7 @@ from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
+from ._judge import Verdict, ignored_result, make_result
 from ._ordering import TIME
 from .gates import GateOptions, arm_gate_name, decided_gates
 
@@ -184,8 +185,6 @@ class Tracker:
 
 
 def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
-    from ._judge import Verdict, make_result
-
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
 
 
@@ -225,8 +224,6 @@ class TrialStopping:
         return self.trackers[arm].done
 
     def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
-        from ._judge import ignored_result
-
         return ignored_result(sample, arm) if sample.ignored else not_evaluated(sample, arm)
 
     def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
