@@ -23,11 +23,10 @@ from ..errors import UsageError
 from ..evaluation.gates import (
     CaseThresholds,
     GateOptions,
+    arm_comparison_gates,
     arm_gates,
     arm_trials,
-    blind_gate,
     evaluate_gates,
-    robustness_gate,
     run_gates,
 )
 from ..evaluation.streamgates import stream_gates
@@ -320,11 +319,7 @@ def _run_gates(trials: Sequence[TrialResult], options: GateOptions, arms: Merged
         return run_gates(trials, options, None)
     gates = [g for arm in arms.names if arms.gated(arm)
              for g in arm_gates(arm, run_gates(arm_trials(trials, arm), options, None))]
-    if arms.max_robustness_drop is not None:
-        every = [r for t in trials for r in t.results]
-        for arm in arms.names:
-            if arm in arms.perturbation_only and arm != arms.control and arm not in arms.blind:
-                gates.append(robustness_gate(every, arms.control, arm, arms.max_robustness_drop, arms.alpha))
-    if arms.max_blind_pass_rate is not None:
-        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
-    return gates
+    return gates + arm_comparison_gates(
+        trials, control=arms.control, perturbed=[n for n in arms.names if n in arms.perturbation_only],
+        blind=arms.blind, max_robustness_drop=arms.max_robustness_drop, alpha=arms.alpha,
+        max_blind_pass_rate=arms.max_blind_pass_rate)

@@ -326,6 +326,21 @@ def blind_gate(trials: Sequence[TrialResult], control: str, blind: Sequence[str]
                 f"{text} (gate: <= {_pct(maximum)}; above it the adapter is not looking at the frames)")
 
 
+def arm_comparison_gates(trials: Sequence[TrialResult], *, control: str, perturbed: Sequence[str],
+                         blind: Sequence[str], max_robustness_drop: float | None, alpha: float,
+                         max_blind_pass_rate: float | None) -> list[Gate]:
+    """The run's gates that weigh arms against the control: the robustness gate of each perturbation
+    arm in ``perturbed`` (neither the control nor a blind arm), then the blind gate."""
+    gates = []
+    if max_robustness_drop is not None:
+        every = [r for t in trials for r in t.results]
+        gates += [robustness_gate(every, control, arm, max_robustness_drop, alpha)
+                  for arm in perturbed if arm != control and arm not in blind]
+    if max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, control, blind, max_blind_pass_rate))
+    return gates
+
+
 def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
     """``--early-stop``: ``gates`` with each early decision in place of the ordinary gate of the same name."""
     early = {d.name: d for d in record.gates if d.early}

@@ -50,11 +50,10 @@ from .earlystop import EarlyStopping
 from .failures import FailureSaver
 from .gates import (
     CaseThresholds,
+    arm_comparison_gates,
     arm_trials,
-    blind_gate,
     evaluate_gates,
     per_arm,
-    robustness_gate,
     run_gates,
 )
 from .lanes import Door, Lane, Needs, open_lanes
@@ -371,14 +370,10 @@ def _run_gates(engine: Engine, trials: Sequence[TrialResult]) -> list[Gate]:
     """The run-level gates per gated arm, then the robustness gate of each perturbation arm."""
     arms, thresholds = engine.arms, engine.plan.eval_dir.config.thresholds
     gates = per_arm(arms, lambda arm: run_gates(arm_trials(trials, arm), engine.options.gates, thresholds))
-    if arms.max_robustness_drop is not None:
-        every = [r for t in trials for r in t.results]
-        for arm in arms.arms:
-            if arm.perturbation_only and arm.name != arms.control and arm.name not in arms.blind:
-                gates.append(robustness_gate(every, arms.control, arm.name, arms.max_robustness_drop, arms.alpha))
-    if arms.max_blind_pass_rate is not None:
-        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
-    return gates
+    return gates + arm_comparison_gates(
+        trials, control=arms.control, perturbed=[a.name for a in arms.arms if a.perturbation_only],
+        blind=arms.blind, max_robustness_drop=arms.max_robustness_drop, alpha=arms.alpha,
+        max_blind_pass_rate=arms.max_blind_pass_rate)
 
 
 #: Above this, holding one target's frames for ``evaluate_many`` is worth a warning.
