@@ -31,6 +31,11 @@ def stream_name(target: str, arm: str | None) -> str:
     return target if arm is None else f"{target} [{arm}]"
 
 
+def _label(s: StreamResult, many: bool) -> str:
+    """``case/target [arm]``, with ``[trial N]`` when the run has several trials."""
+    return f"{s.case}/{stream_name(s.target, s.arm)}" + (f" [trial {s.trial}]" if many else "")
+
+
 def _ms(value: Fraction | None) -> str:
     return "-" if value is None else f"{float(value) * 1000:.0f}ms"
 
@@ -114,7 +119,7 @@ def findings(summary: RunSummary) -> list[Finding]:
     many = len(summary.run.trials) > 1
     out: list[Finding] = []
     for s in _streams(summary):
-        name = f"{s.case}/{stream_name(s.target, s.arm)}" + (f" [trial {s.trial}]" if many else "")
+        name = _label(s, many)
         found = [Finding(name, event.at, "missed event",
                          f"no {compact(event.expect)} in [{time_label(float(event.span[0]))}, "
                          f"{time_label(float(event.span[1]))}]s") for event in s.events if not event.detected]
@@ -146,7 +151,7 @@ def stream_rows(summary: RunSummary) -> list[list[str]]:
         m = s.metrics
         per_min = "" if m.false_alarms_per_min is None else f" ({rounded(float(m.false_alarms_per_min))}/min)"
         frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
-        rows.append([f"{s.case}/{stream_name(s.target, s.arm)}" + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
+        rows.append([_label(s, many), f"{m.detected}/{m.events}",
                      pct(None if m.recall is None else float(m.recall)), str(m.repeats),
                      f"{m.false_alarms}{per_min}", _latencies(m), frames])
     return rows
