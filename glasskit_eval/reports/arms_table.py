@@ -6,10 +6,10 @@ from typing import TextIO
 
 from ..arms.compare import ArmComparison, ArmsReport
 from ..support.timevalues import format_duration
-from .tables import pct
+from .tables import WIDTH, pct
 
-#: The table never gets wider than this (a terminal's default width).
-MAX_WIDTH = 80
+#: The table never gets wider than the console's other tables.
+MAX_WIDTH = WIDTH
 #: Arm names are cut to this, or to what the other columns leave of :data:`MAX_WIDTH`.
 _NAME = 14
 #: Flips listed under the table per arm, at most.
