@@ -6,7 +6,7 @@ from typing import TextIO
 
 from ..arms.compare import ArmComparison, ArmsReport
 from ..support.timevalues import format_duration
-from .tables import WIDTH, pct
+from .tables import WIDTH, ms, pct
 
 #: The table never gets wider than the console's other tables.
 MAX_WIDTH = WIDTH
@@ -125,7 +125,7 @@ def stream_lines(report: ArmsReport) -> list[str]:
                          pct(None if recall is None else float(recall)), _delta(c.delta_recall, 100),
                          "-" if per_min is None else f"{float(per_min):.2f}", _delta(c.delta_false_alarms_per_min),
                          _seconds(None if p95 is None else float(p95)),
-                         "-" if c.delta_latency_p95_s is None else f"{c.delta_latency_p95_s * 1000:+.0f}ms",
+                         ms(c.delta_latency_p95_s, "+"),
                          f"{c.control_only}/{c.arm_only}", f"{c.p_value:.3g}"]))
     return out
 

@@ -36,10 +36,6 @@ def _label(s: StreamResult, many: bool) -> str:
     return f"{s.case}/{stream_name(s.target, s.arm)}" + (f" [trial {s.trial}]" if many else "")
 
 
-def _ms(value: Fraction | None) -> str:
-    return "-" if value is None else f"{float(value) * 1000:.0f}ms"
-
-
 def _latencies(m: StreamMetrics) -> str:
     """``120/310ms`` (p50/p95), or ``1.2/3.4s`` once a figure reaches ten seconds."""
     if m.latency_p50 is None or m.latency_p95 is None:

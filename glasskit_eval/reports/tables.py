@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 
@@ -19,6 +20,11 @@ def compact(value: Any) -> str:
 
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def ms(value: float | Fraction | None, sign: str = "") -> str:
+    """Seconds as whole milliseconds (``120ms``; ``sign="+"`` for a change: ``+35ms``), ``-`` for none."""
+    return "-" if value is None else f"{float(value) * 1000:{sign}.0f}ms"
 
 
 def seconds(value: float) -> str:
