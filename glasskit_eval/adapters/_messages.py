@@ -1,6 +1,6 @@
 """The JSON side of protocol v1 (pure): encoding requests, reading numbers, checking values.
 
-:mod:`.protocol` holds the connection's state; these helpers know nothing of it.
+:mod:`._protocol` holds the connection's state; these helpers know nothing of it.
 """
 
 from __future__ import annotations

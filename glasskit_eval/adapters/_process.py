@@ -1,6 +1,6 @@
 """Command adapters: run the adapter command as a child process speaking protocol v1.
 
-This module is the I/O edge around :class:`~.protocol.Connection`: it starts the
+This module is the I/O edge around :class:`~._protocol.Connection`: it starts the
 process, pumps its stdout into the connection, writes requests to its stdin, mirrors
 its stderr, and makes sure the process and everything it started are gone when the
 evaluator closes.

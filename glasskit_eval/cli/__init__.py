@@ -3,7 +3,7 @@
 What lives here: each command's ``add_<cmd>`` (its options) and ``run_<cmd>`` (options to a
 call of its body in ``commands/``), grouped by kind: ``evals`` (run, seed, validate,
 list-samples, export-frames), ``reports`` (report, compare, merge-reports) and ``tools`` (review,
-video-store, build-zipapp); the option plumbing they share (``options``), the help epilogues
+agreement, video-store, build-zipapp); the option plumbing they share (``options``), the help epilogues
 (``helptext``), the parser, and :func:`main`. What it may not know: how a
 command does its work. The bodies never see argparse.
 

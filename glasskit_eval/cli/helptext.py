@@ -1,6 +1,6 @@
 """What each command's ``--help`` ends with: examples, exit codes, and for ``run`` the gate note.
 
-Plain strings, kept apart from the parsers in :mod:`.cli`; imported only when help is shown.
+Plain strings, kept apart from the parsers in :mod:`glasskit_eval.cli`; imported only when help is shown.
 """
 
 from __future__ import annotations

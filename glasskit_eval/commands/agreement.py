@@ -10,7 +10,6 @@ Overall figures pool every target: an item's category is its (target, label) pai
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -21,9 +20,9 @@ from ..cases.model import Case, block_times
 from ..cases.parse import parse_case
 from ..compare.modes import CompareConfig
 from ..errors import Problem, UsageError, ValidationError
-from ..reports.tables import table
+from ..reports.json_report import write_report
+from ..reports.tables import pct, table
 from ..statistics.agreement import VARIANCE, Kappa, cohen_kappa, within_tolerance
-from ..support.fsio import write_text_atomic
 from ..support.jsonvalues import canonical_key, render_json
 from ..support.timevalues import format_time
 from ..yamltext.source import load_yaml_file
@@ -79,8 +78,7 @@ def execute_agreement(first: Path, second: Path, out: TextIO, *, output_json: Pa
                   "confidence": confidence, "variance": VARIANCE, "targets": [r.to_json() for r in rows],
                   "overall": overall.to_json() if overall is not None else None,
                   "disagreements": [_disagreement_json(a[k], b[k]) for k in disagreements]}
-        write_text_atomic(output_json, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False,
-                                                  allow_nan=False) + "\n")
+        write_report(output_json, report)
 
 
 def _target(name: str, keys: list[Key], a: dict[Key, Label], b: dict[Key, Label], confidence: float) -> TargetAgreement:
@@ -159,10 +157,10 @@ def _print(first: Path, second: Path, rows: list[TargetAgreement], overall: Kapp
     level = f"{(overall.confidence if overall else 0.95) * 100:g}%"
     print(f"Agreement: A = {first}, B = {second}; {overall.items if overall else 0} samples labelled by both",
           file=out)
-    body = [[r.target, str(r.kappa.items), f"{r.kappa.observed * 100:.1f}%", _ci(r.kappa),
-             "-" if r.within is None else f"{r.within * 100:.1f}% (±{r.tolerance:g})"] for r in rows]
+    body = [[r.target, str(r.kappa.items), pct(r.kappa.observed), _ci(r.kappa),
+             "-" if r.within is None else f"{pct(r.within)} (±{r.tolerance:g})"] for r in rows]
     if overall is not None:
-        body.append(["Overall", str(overall.items), f"{overall.observed * 100:.1f}%", _ci(overall), ""])
+        body.append(["Overall", str(overall.items), pct(overall.observed), _ci(overall), ""])
     print(table("", ["Target", "Samples", "Agreement", f"Cohen's kappa ({level} CI)", "Within tolerance"], body,
                 [False, True, True, False, False]).lstrip("\n"), file=out)
     print(f"Kappa intervals: kappa ± z·SE with the {VARIANCE} standard error.\n"

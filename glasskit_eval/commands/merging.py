@@ -23,14 +23,13 @@ from ..errors import UsageError
 from ..evaluation.gates import (
     CaseThresholds,
     GateOptions,
+    arm_comparison_gates,
     arm_gates,
     arm_trials,
-    blind_gate,
     evaluate_gates,
-    robustness_gate,
     run_gates,
 )
-from ..evaluation.streamgates import CaseStreamGates, stream_gates
+from ..evaluation.streamgates import stream_gates
 from ..plan.shard import MAX_SHARDS
 from ..reports.locations import SampleKey, SampleLocation
 from ..reports.streamload import stream_from_json
@@ -297,8 +296,7 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
                 mine = [r for r in results if r.arm == arm]
                 made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
                 gates += made if arm is None else arm_gates(str(arm), made)
-        gates += stream_gates(streams, options=gate_options.streams, eval_thresholds=eval_thresholds,
-                              cases=[CaseStreamGates(c.case, c.thresholds) for c in cases])
+        gates += stream_gates(streams, options=gate_options.streams, eval_thresholds=eval_thresholds, cases=cases)
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
@@ -321,11 +319,7 @@ def _run_gates(trials: Sequence[TrialResult], options: GateOptions, arms: Merged
         return run_gates(trials, options, None)
     gates = [g for arm in arms.names if arms.gated(arm)
              for g in arm_gates(arm, run_gates(arm_trials(trials, arm), options, None))]
-    if arms.max_robustness_drop is not None:
-        every = [r for t in trials for r in t.results]
-        for arm in arms.names:
-            if arm in arms.perturbation_only and arm != arms.control and arm not in arms.blind:
-                gates.append(robustness_gate(every, arms.control, arm, arms.max_robustness_drop, arms.alpha))
-    if arms.max_blind_pass_rate is not None:
-        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
-    return gates
+    return gates + arm_comparison_gates(
+        trials, control=arms.control, perturbed=[n for n in arms.names if n in arms.perturbation_only],
+        blind=arms.blind, max_robustness_drop=arms.max_robustness_drop, alpha=arms.alpha,
+        max_blind_pass_rate=arms.max_blind_pass_rate)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import Field, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from ..arms.spec import parse_chain
 from ..errors import CheckpointError, EvalError, UsageError
@@ -27,11 +27,11 @@ G = TypeVar("G")
 # -- value checks ---------------------------------------------------------------------------
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -52,32 +52,32 @@ def is_bool(value: object) -> bool:
 
 
 def positive_int(value: object) -> bool:
-    return is_int(value) and value >= 1  # type: ignore[operator]
+    return is_int(value) and value >= 1
 
 
 def count(value: object) -> bool:
-    return is_int(value) and value >= 0  # type: ignore[operator]
+    return is_int(value) and value >= 0
 
 
 def rate(value: object) -> bool:
-    return is_number(value) and 0.0 <= value <= 1.0  # type: ignore[operator]
+    return is_number(value) and 0.0 <= value <= 1.0
 
 
 def positive_number(value: object) -> bool:
-    return is_number(value) and value > 0  # type: ignore[operator]
+    return is_number(value) and value > 0
 
 
 def pace_ok(value: object) -> bool:
     """``--pace``'s range (a paced clock neither stalls nor spins)."""
-    return is_number(value) and MIN_PACE <= value <= MAX_PACE  # type: ignore[operator]
+    return is_number(value) and MIN_PACE <= value <= MAX_PACE
 
 
 def nonnegative_number(value: object) -> bool:
-    return is_number(value) and value >= 0  # type: ignore[operator]
+    return is_number(value) and value >= 0
 
 
 def open_fraction(value: object) -> bool:
-    return is_number(value) and 0.0 < value < 1.0  # type: ignore[operator]
+    return is_number(value) and 0.0 < value < 1.0
 
 
 def str_list(value: object) -> bool:

@@ -28,7 +28,7 @@ from ..plan.pinning import repin_if_pinned
 from ..plan.planning import CasePlan, Plan, build_plan
 from ..plan.schedule import Filters, ScheduledSample
 from ..plan.videos import video_resolver
-from ..reports.tables import compact
+from ..reports.tables import compact, time_label
 from ..results import SampleResult, Status
 from ..support import threads
 from ..support.interrupts import interruptible
@@ -104,14 +104,14 @@ class _Seeder:
             return False
         if errors:
             for r in errors:
-                self.say(f"  ERROR {r.case}/{r.target} @{format_time_float(r.timestamp_s)}s {r.reason}")
+                self.say(f"  ERROR {r.case}/{r.target} @{time_label(r.timestamp_s)}s {r.reason}")
             missing = [r for r in errors if r.reason.startswith(FIELD_ERROR)]
             if missing and not request.keep_going:
                 # A missing field is the adapter and the case disagreeing, not a flaky call that
                 # --keep-going tolerates: an error (exit 2), as upstream.
                 first = missing[0]
                 raise EvalError(f"{len(missing)} observations lack the configured field (first: "
-                                f"{first.case}/{first.target} @{format_time_float(first.timestamp_s)}s "
+                                f"{first.case}/{first.target} @{time_label(first.timestamp_s)}s "
                                 f"{first.reason.removeprefix(FIELD_ERROR)}); case files were left unchanged")
             if missing:
                 # With --keep-going the scope was attempted: an incomplete seed (exit 1), as upstream.
@@ -156,7 +156,7 @@ class _Seeder:
         def sink(result: SampleResult) -> None:
             life.record(1, result)
             if request.verbose and result.status is not Status.ERROR:
-                self.say(f"  {result.case}/{result.target} @{format_time_float(result.timestamp_s)}s "
+                self.say(f"  {result.case}/{result.target} @{time_label(result.timestamp_s)}s "
                          f"-> {compact(result.observed_value)}")
 
         async def work() -> None:
@@ -240,11 +240,6 @@ def _apply(edits: CaseEdits, data: Any) -> Any:
         blocks = data["targets"][edit.target_id]["samples"]
         blocks[edit.block_index:edit.block_index + 1] = edit.blocks
     return data
-
-
-def format_time_float(value: float) -> str:
-    text = repr(value)
-    return text[:-2] if text.endswith(".0") else text
 
 
 def execute_seed(request: SeedRequest | Path, out: TextIO, err: TextIO) -> bool:

@@ -29,8 +29,9 @@ from ..plan.planning import Plan
 from ..plan.schedule import ScheduledSample
 from ..results import EarlyStop, Gate, GateDecision, SampleResult, Status
 from ..statistics import anytime
+from ._judge import Verdict, ignored_result, make_result
 from ._ordering import TIME
-from .gates import GateOptions, decided_gates
+from .gates import GateOptions, arm_gate_name, decided_gates
 
 __all__ = ["Block", "EarlyStopOptions", "EarlyStopping", "Goal", "Tracker", "decided_gates", "goals", "order"]
 
@@ -184,8 +185,6 @@ class Tracker:
 
 
 def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
-    from ._judge import Verdict, make_result
-
     return make_result(sample, Verdict(Status.NOT_EVALUATED, "not evaluated: every gate was decided early"), arm=arm)
 
 
@@ -225,15 +224,13 @@ class TrialStopping:
         return self.trackers[arm].done
 
     def unreached(self, sample: ScheduledSample, arm: str | None) -> SampleResult | None:
-        from ._judge import ignored_result
-
         return ignored_result(sample, arm) if sample.ignored else not_evaluated(sample, arm)
 
     def settle(self, gates: list[Gate]) -> tuple[list[Gate], EarlyStop | None]:
         """The decisions in place of the ordinary gates, and one record of every arm's decisions, named as
         the trial's gates are (``<arm>/<gate>`` with arms)."""
         records = [t.record() for t in self.trackers]
-        named = tuple(d if self.arms.plain else dataclasses.replace(d, name=f"{arm.name}/{d.name}")
+        named = tuple(d if self.arms.plain else dataclasses.replace(d, name=arm_gate_name(arm.name, d.name))
                       for arm, record in zip(self.arms.arms, records) for d in record.gates)
         record = dataclasses.replace(records[0], samples_evaluated=sum(r.samples_evaluated for r in records),
                                      samples_planned=sum(r.samples_planned for r in records), gates=named)

@@ -254,16 +254,21 @@ def baseline_latency_gate(found: BaselineDiff, seconds: float) -> Gate:
 # --- arms ----------------------------------------------------------------------------------
 
 
+def arm_gate_name(arm: str, gate: str) -> str:
+    """``<arm>/<gate>``: how a run with arms names an arm's gate (and its early-stop decision)."""
+    return f"{arm}/{gate}"
+
+
 def arm_gates(arm: str, gates: Iterable[Gate]) -> list[Gate]:
     """``gates`` as an arm's: each named ``<arm>/<gate>``."""
-    return [Gate(f"{arm}/{g.name}", g.passed, g.message) for g in gates]
+    return [Gate(arm_gate_name(arm, g.name), g.passed, g.message) for g in gates]
 
 
 def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
                     alpha: float = 0.05) -> Gate:
     """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
     the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
-    name = f"{arm}/max_robustness_drop"
+    name = arm_gate_name(arm, "max_robustness_drop")
     mine = [r for r in results if r.arm == arm]
     theirs = [r for r in results if r.arm == control]
     test = paired_regression_test(paired_series(theirs, mine), alpha)
@@ -319,6 +324,21 @@ def blind_gate(trials: Sequence[TrialResult], control: str, blind: Sequence[str]
                      for arm, kept, rate in rates)
     return Gate(BLIND_GATE, worst <= maximum + 1e-12,
                 f"{text} (gate: <= {_pct(maximum)}; above it the adapter is not looking at the frames)")
+
+
+def arm_comparison_gates(trials: Sequence[TrialResult], *, control: str, perturbed: Sequence[str],
+                         blind: Sequence[str], max_robustness_drop: float | None, alpha: float,
+                         max_blind_pass_rate: float | None) -> list[Gate]:
+    """The run's gates that weigh arms against the control: the robustness gate of each perturbation
+    arm in ``perturbed`` (neither the control nor a blind arm), then the blind gate."""
+    gates = []
+    if max_robustness_drop is not None:
+        every = [r for t in trials for r in t.results]
+        gates += [robustness_gate(every, control, arm, max_robustness_drop, alpha)
+                  for arm in perturbed if arm != control and arm not in blind]
+    if max_blind_pass_rate is not None:
+        gates.append(blind_gate(trials, control, blind, max_blind_pass_rate))
+    return gates
 
 
 def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:

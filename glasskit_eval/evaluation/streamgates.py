@@ -9,18 +9,17 @@ a case's ``per_target`` keys gate that case's stream alone (named ``<case>_<targ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..cases.model import STREAM_GATE_NAMES, StreamGates, Thresholds
 from ..results import Gate, StreamMetrics, StreamResult
 from ._streamscore import pooled
-from .gates import false_alarm_gate, latency_p95_gate, recall_gate, stream_errors_gate
-
-
-@dataclass(frozen=True)
-class CaseStreamGates:
-    case: str
-    thresholds: Thresholds | None
+from .gates import (
+    CaseThresholds,
+    false_alarm_gate,
+    latency_p95_gate,
+    recall_gate,
+    stream_errors_gate,
+)
 
 
 def _gates(prefix: str, metrics: StreamMetrics, wanted: StreamGates) -> list[Gate]:
@@ -42,7 +41,7 @@ def _merge(option: StreamGates, config: StreamGates | None) -> StreamGates:
 
 
 def stream_gates(streams: Sequence[StreamResult], *, options: StreamGates, eval_thresholds: Thresholds | None,
-                 cases: Sequence[CaseStreamGates] = ()) -> list[Gate]:
+                 cases: Sequence[CaseThresholds] = ()) -> list[Gate]:
     """The stream gates of one trial: per target (options over config.yaml), then per case."""
     gates: list[Gate] = []
     errors = [s for s in streams if s.error is not None]

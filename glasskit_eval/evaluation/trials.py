@@ -50,17 +50,16 @@ from .earlystop import EarlyStopping
 from .failures import FailureSaver
 from .gates import (
     CaseThresholds,
+    arm_comparison_gates,
     arm_trials,
-    blind_gate,
     evaluate_gates,
     per_arm,
-    robustness_gate,
     run_gates,
 )
 from .lanes import Door, Lane, Needs, open_lanes
 from .observation_cache import ObservationCache
 from .options import TrialOptions
-from .streamgates import CaseStreamGates, stream_gates
+from .streamgates import stream_gates
 from .streams import StreamFrameKeeper, StreamWork
 
 _T = TypeVar("_T")
@@ -355,14 +354,14 @@ def _trial_gates(engine: Engine, results: Sequence[SampleResult], streams: Seque
     plan, gates = engine.plan, engine.options.gates
     thresholds = plan.eval_dir.config.thresholds
 
+    cases = [CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases]
+
     def of(arm: str | None) -> list[Gate]:
         mine = [r for r in results if r.arm == arm]
         fed = [s for s in streams if s.arm == arm]
-        return (evaluate_gates(mine, options=gates, eval_thresholds=thresholds,
-                               cases=[CaseThresholds(c.case.name, c.case.thresholds) for c in plan.cases],
+        return (evaluate_gates(mine, options=gates, eval_thresholds=thresholds, cases=cases,
                                undeclared=undeclared_gate_targets(plan, engine.options.filters))
-                + stream_gates(fed, options=gates.streams, eval_thresholds=thresholds,
-                               cases=[CaseStreamGates(c.case.name, c.case.thresholds) for c in plan.cases]))
+                + stream_gates(fed, options=gates.streams, eval_thresholds=thresholds, cases=cases))
 
     return per_arm(engine.arms, of)
 
@@ -371,14 +370,10 @@ def _run_gates(engine: Engine, trials: Sequence[TrialResult]) -> list[Gate]:
     """The run-level gates per gated arm, then the robustness gate of each perturbation arm."""
     arms, thresholds = engine.arms, engine.plan.eval_dir.config.thresholds
     gates = per_arm(arms, lambda arm: run_gates(arm_trials(trials, arm), engine.options.gates, thresholds))
-    if arms.max_robustness_drop is not None:
-        every = [r for t in trials for r in t.results]
-        for arm in arms.arms:
-            if arm.perturbation_only and arm.name != arms.control and arm.name not in arms.blind:
-                gates.append(robustness_gate(every, arms.control, arm.name, arms.max_robustness_drop, arms.alpha))
-    if arms.max_blind_pass_rate is not None:
-        gates.append(blind_gate(trials, arms.control, arms.blind, arms.max_blind_pass_rate))
-    return gates
+    return gates + arm_comparison_gates(
+        trials, control=arms.control, perturbed=[a.name for a in arms.arms if a.perturbation_only],
+        blind=arms.blind, max_robustness_drop=arms.max_robustness_drop, alpha=arms.alpha,
+        max_blind_pass_rate=arms.max_blind_pass_rate)
 
 
 #: Above this, holding one target's frames for ``evaluate_many`` is worth a warning.

@@ -19,7 +19,7 @@ from .baseline import CHANGE_HEADERS, BaselineDiff, change_rows, significance_li
 from .calls import interval_text
 from .junit import review_command
 from .locations import Locations, SampleLocation, relative_path
-from .tables import compact, pct, time_label
+from .tables import compact, pct, plural, time_label
 
 MAX_ANNOTATIONS = 50
 #: Rows of each job-summary table (GitHub caps a summary at 1 MiB).
@@ -202,7 +202,7 @@ def step_summary(summary: RunSummary, baseline: BaselineDiff | None = None, *, t
               f"{total.ignored} ignored; pass rate {pct(total.pass_rate)}{interval_text(summary.pass_rate_ci)}"
               ] if samples else []
     if events is not None:
-        judged.append(f"{events.text()} in {events.streams} stream{'s' if events.streams != 1 else ''}")
+        judged.append(f"{events.text()} in {plural(events.streams, 'stream')}")
     out.append(f"{len(run.cases)} cases{trials}{arm}: {'; '.join(judged)}")
     gates = [(f"Trial {t.trial}" if len(run.trials) > 1 else "Run", g) for t in run.trials for g in t.gates]
     gates += [("Run", g) for g in run.gates]

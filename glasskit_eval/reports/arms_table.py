@@ -6,17 +6,14 @@ from typing import TextIO
 
 from ..arms.compare import ArmComparison, ArmsReport
 from ..support.timevalues import format_duration
+from .tables import WIDTH, ms, pct
 
-#: The table never gets wider than this (a terminal's default width).
-MAX_WIDTH = 80
+#: The table never gets wider than the console's other tables.
+MAX_WIDTH = WIDTH
 #: Arm names are cut to this, or to what the other columns leave of :data:`MAX_WIDTH`.
 _NAME = 14
 #: Flips listed under the table per arm, at most.
 FLIP_LINES = 5
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
 
 
 def _span(low: float, high: float, signed: bool = False) -> str:
@@ -57,7 +54,7 @@ def table_lines(report: ArmsReport) -> list[str]:
     for name in report.names:
         s = report.summaries[name]
         latency = s.counts.latency
-        cells = [_name(name, widths[0]), _pct(s.pass_rate),
+        cells = [_name(name, widths[0]), pct(s.pass_rate),
                  _span(s.interval.low, s.interval.high) if s.interval else "-"]
         comparison = report.overall(name)
         cells += _comparison_cells(comparison) if name != report.control else ["ctrl", "", "", ""]
@@ -125,10 +122,10 @@ def stream_lines(report: ArmsReport) -> list[str]:
         mine = c.arm_figures
         recall, per_min, p95 = mine.recall, mine.false_alarms_per_min, mine.latency_p95
         out.append(line(["  " + _name(c.arm, widths[0] - 2),
-                         _pct(None if recall is None else float(recall)), _delta(c.delta_recall, 100),
+                         pct(None if recall is None else float(recall)), _delta(c.delta_recall, 100),
                          "-" if per_min is None else f"{float(per_min):.2f}", _delta(c.delta_false_alarms_per_min),
                          _seconds(None if p95 is None else float(p95)),
-                         "-" if c.delta_latency_p95_s is None else f"{c.delta_latency_p95_s * 1000:+.0f}ms",
+                         ms(c.delta_latency_p95_s, "+"),
                          f"{c.control_only}/{c.arm_only}", f"{c.p_value:.3g}"]))
     return out
 

@@ -18,9 +18,18 @@ from ..summary import CaseHeader, Counts, RunSummary, StabilityCounts, target_di
 from ..support.outside import inline, quoted_lines, write_command
 from ..support.tracebacks import last_frame
 from .calls import console_lines, detectable_text, interval_text
-from .progress import ProgressDisplay
-from .streams import EventCounts
-from .tables import WIDTH, compact, pct, seconds, table, time_label
+from .early_stop import verdict_tail
+from .progress import ProgressDisplay, terminal_columns
+from .streams import (
+    EventCounts,
+    event_counts,
+    stream_findings,
+    stream_name,
+    stream_stability_table,
+    stream_table,
+    streams_gated,
+)
+from .tables import WIDTH, compact, pct, plural, seconds, table, time_label
 
 _COLOURS = {Status.PASSED: "32", Status.FAILED: "31", Status.ERROR: "35", Status.IGNORED: "33",
             Status.NOT_EVALUATED: "2"}
@@ -96,10 +105,9 @@ class ConsoleListener:
         prefix = f"[{trial}/{total}] " if total > 1 else ""
         dropped = f" ({result.frames_dropped} dropped)" if result.pace is not None else ""
         stopped = f"; stopped: {inline(result.error)}" if result.error else ""
-        arm = f" [{result.arm}]" if result.arm is not None else ""
-        self._print(f"  {prefix}stream {result.target}{arm}: {result.frames_delivered} frames{dropped}, "
-                    f"{m.detected}/{m.events} events detected, {_plural(m.repeats, 'repeat')}, "
-                    f"{_plural(m.false_alarms, 'false alarm')}"
+        self._print(f"  {prefix}stream {stream_name(result.target, result.arm)}: {result.frames_delivered} frames{dropped}, "
+                    f"{m.detected}/{m.events} events detected, {plural(m.repeats, 'repeat')}, "
+                    f"{plural(m.false_alarms, 'false alarm')}"
                     f"{stopped}")
         self._streams_left -= 1
         if self._streams_left <= 0:
@@ -146,8 +154,6 @@ def fit_terminal(text: str, stream: TextIO) -> str:
         return text
     import textwrap
 
-    from .progress import terminal_columns
-
     width = terminal_columns(stream)
     out = []
     for line in text.split("\n"):
@@ -168,15 +174,11 @@ def use_colour_or_terminal(stream: TextIO) -> bool:
     return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def case_contents(case: CaseHeader) -> str:
     """``12 samples``, ``1 stream`` or ``12 samples, 2 streams``: what the case's header announces."""
-    parts = [_plural(case.samples, "sample")] if case.samples or not case.streams else []
+    parts = [plural(case.samples, "sample")] if case.samples or not case.streams else []
     if case.streams:
-        parts.append(_plural(case.streams, "stream"))
+        parts.append(plural(case.streams, "stream"))
     return ", ".join(parts)
 
 
@@ -201,8 +203,6 @@ def print_summary(summary: RunSummary, out: TextIO, *, resume_hint: str | None =
         write_command(out, f"::group::{title}")
         p(rest)
         write_command(out, "::endgroup::")
-
-    from .streams import event_counts, stream_findings, stream_stability_table, stream_table
 
     run = summary.run
     total = summary.total
@@ -344,8 +344,6 @@ def verdict_line(summary: RunSummary) -> str:
     because no gate looks at it says ``NOT GATED`` (its exit code is still 0, as upstream's),
     never ``PASSED``.
     """
-    from .streams import event_counts
-
     total = summary.total
     parts = [f"{n} {word}" for n, word in ((total.failed, "failed"), (total.errors, "errors"),
                                            (total.passed, "passed"), (total.ignored, "ignored"),
@@ -362,16 +360,12 @@ def verdict_line(summary: RunSummary) -> str:
         tail = "; no gate is set"
     else:
         tail = ""
-    from .early_stop import verdict_tail
-
     return f"{verdict_word(summary)}: {counts} in {seconds(summary.run.duration_seconds)}{tail}{verdict_tail(summary)}"
 
 
 def _ungated(summary: RunSummary) -> bool:
     """Something was judged wrong and no gate looks at it: a failed sample without a correctness
     gate, or a missed event, false alarm or stopped stream without a stream gate."""
-    from .streams import event_counts, streams_gated
-
     total = summary.total
     events = event_counts(summary)
     samples_wrong = bool(total.failed or total.errors) and not summary.correctness_gated

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..arms.jitter import JitterReport
+from .tables import plural
 
 #: Samples listed on the console, at most (JSON: every one).
 JITTER_LINES = 10
@@ -12,9 +13,9 @@ JITTER_LINES = 10
 
 def jitter_lines(report: JitterReport) -> list[str]:
     who = f"arm {report.arm}" if report.arm is not None else "the adapter"
-    calls = f"{report.calls} extra call{'s' if report.calls != 1 else ''}"
+    calls = plural(report.calls, "extra call")
     errors = f", {report.errors} failed" if report.errors else ""
-    head = (f"Jitter (+/-{report.frames} frame{'s' if report.frames != 1 else ''}, {who}, {calls}{errors}; "
+    head = (f"Jitter (+/-{plural(report.frames, 'frame')}, {who}, {calls}{errors}; "
             "in no pass rate or gate):")
     if not report.findings:
         return [head, f"  no verdict flips within +/-{report.frames} frames of {report.samples} samples"]

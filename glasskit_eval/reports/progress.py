@@ -21,6 +21,7 @@ from typing import TextIO
 
 from ..results import SampleResult, Status
 from ..support.interrupts import note_open_line
+from .tables import plural
 
 #: Least time between two redraws of the live line (at most 10 a second).
 REDRAW_S = 0.1
@@ -88,10 +89,6 @@ def clock(seconds: float, *, wide: bool = False) -> str:
     return f"{minutes:02d}:{secs:02d}" if wide else f"{minutes}:{secs:02d}"
 
 
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
 def remaining(p: CaseProgress, now: float) -> float | None:
     """Seconds the case still needs at its pace so far (None before its first sample or frame).
 
@@ -134,7 +131,7 @@ def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ", wi
     if _samples_shown(p):
         # Once the streams run, the samples are done: their count gives way before the clock does.
         parts += [(f"{p.done}/{p.total} samples", 2 if p.streaming else 1), (f"{p.failed} failed", 2 if p.failed else 3),
-                  (_plural(p.errors, "error", "errors"), 2 if p.errors else 3)]
+                  (plural(p.errors, "error"), 2 if p.errors else 3)]
     if p.streams or p.streaming:
         parts.append((_frames(p), 0))
     parts.append((f"{clock(elapsed)} elapsed", 1))
@@ -153,7 +150,7 @@ def live_line(p: CaseProgress, elapsed: float, now: float, sep: str = " · ", wi
 def heartbeat_line(p: CaseProgress, elapsed: float) -> str:
     """``[00:40] walkthrough: 187/442 samples, 3 failed`` (and the errors, when there are any; and the stream frames)."""
     trial = f" (trial {p.trial}/{p.trials})" if p.trials > 1 else ""
-    errors = f", {_plural(p.errors, 'error', 'errors')}" if p.errors else ""
+    errors = f", {plural(p.errors, 'error')}" if p.errors else ""
     parts = [f"{p.done}/{p.total} samples, {p.failed} failed{errors}"] if _samples_shown(p) else []
     if p.streaming:
         parts.append(_frames(p))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..results import StreamResult
 from ..statistics.descriptive import mean
-from .tables import WIDTH, table, time_label
+from .tables import WIDTH, ms, table, time_label
 
 EVENT_KINDS = ("detected_to_missed", "missed_to_detected", "latency_changed", "added", "removed")
 REGRESSION = "detected_to_missed"
@@ -151,14 +151,10 @@ def _yes(side: EventSide | None) -> str:
     return word if side.trials == 1 else f"{word} ({side.detected_trials}/{side.trials})"
 
 
-def _ms(seconds: float | None, sign: str = "") -> str:
-    return "-" if seconds is None else f"{seconds * 1000:{sign}.0f}ms"
-
-
 def event_rows(d: StreamDiff) -> list[list[str]]:
     return [[c.kind, c.case, c.target, f"{time_label(c.at)}s", _yes(c.before), _yes(c.after),
-             _ms(c.before.latency_s if c.before else None), _ms(c.after.latency_s if c.after else None),
-             _ms(c.latency_change_s, "+")] for c in d.events]
+             ms(c.before.latency_s if c.before else None), ms(c.after.latency_s if c.after else None),
+             ms(c.latency_change_s, "+")] for c in d.events]
 
 
 EVENT_HEADERS = ["Change", "Case", "Target", "At", "Before", "After", "Latency before", "after", "change"]
@@ -186,7 +182,7 @@ def _latency_change(c: EventChange) -> str:
     if before is None and after is None:
         return "-"
     change = c.latency_change_s
-    return f"{_ms(before)} -> {_ms(after)}" + (f" ({_ms(change, '+')})" if change is not None else "")
+    return f"{ms(before)} -> {ms(after)}" + (f" ({ms(change, '+')})" if change is not None else "")
 
 
 def console_event_rows(d: StreamDiff) -> list[list[str]]:

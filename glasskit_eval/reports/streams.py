@@ -19,20 +19,21 @@ from ..results import StreamMetrics, StreamResult
 from ..summary import RunSummary
 from .locations import Locations, event_key, relative_path
 from .tables import WIDTH as CONSOLE_WIDTH
-from .tables import compact, pct, table, time_label
+from .tables import compact, pct, plural, table, time_label
 
 
 def _streams(summary: RunSummary) -> list[StreamResult]:
     return [s for t in summary.run.trials for s in t.streams]
 
 
-def _named(s: StreamResult) -> str:
-    """The stream's target, and its arm in a run with arms."""
-    return s.target if s.arm is None else f"{s.target} [{s.arm}]"
+def stream_name(target: str, arm: str | None) -> str:
+    """A stream's target, and its arm in a run with arms (``alert [jpeg]``)."""
+    return target if arm is None else f"{target} [{arm}]"
 
 
-def _ms(value: Fraction | None) -> str:
-    return "-" if value is None else f"{float(value) * 1000:.0f}ms"
+def _label(s: StreamResult, many: bool) -> str:
+    """``case/target [arm]``, with ``[trial N]`` when the run has several trials."""
+    return f"{s.case}/{stream_name(s.target, s.arm)}" + (f" [trial {s.trial}]" if many else "")
 
 
 def _latencies(m: StreamMetrics) -> str:
@@ -114,7 +115,7 @@ def findings(summary: RunSummary) -> list[Finding]:
     many = len(summary.run.trials) > 1
     out: list[Finding] = []
     for s in _streams(summary):
-        name = f"{s.case}/{_named(s)}" + (f" [trial {s.trial}]" if many else "")
+        name = _label(s, many)
         found = [Finding(name, event.at, "missed event",
                          f"no {compact(event.expect)} in [{time_label(float(event.span[0]))}, "
                          f"{time_label(float(event.span[1]))}]s") for event in s.events if not event.detected]
@@ -146,7 +147,7 @@ def stream_rows(summary: RunSummary) -> list[list[str]]:
         m = s.metrics
         per_min = "" if m.false_alarms_per_min is None else f" ({rounded(float(m.false_alarms_per_min))}/min)"
         frames = str(s.frames_delivered) + (f" (-{s.frames_dropped})" if s.frames_dropped else "")
-        rows.append([f"{s.case}/{_named(s)}" + (f" [trial {s.trial}]" if many else ""), f"{m.detected}/{m.events}",
+        rows.append([_label(s, many), f"{m.detected}/{m.events}",
                      pct(None if m.recall is None else float(m.recall)), str(m.repeats),
                      f"{m.false_alarms}{per_min}", _latencies(m), frames])
     return rows
@@ -176,9 +177,9 @@ class EventCounts:
         parts = [f"{self.missed} of {self.events} {noun} missed" if self.missed
                  else f"{self.events} of {self.events} {noun} detected"]
         if self.false_alarms:
-            parts.append(f"{self.false_alarms} false alarm{'s' if self.false_alarms != 1 else ''}")
+            parts.append(plural(self.false_alarms, "false alarm"))
         if self.stopped:
-            parts.append(f"{self.stopped} stream{'s' if self.stopped != 1 else ''} stopped")
+            parts.append(f"{plural(self.stopped, 'stream')} stopped")
         return ", ".join(parts)
 
 
@@ -209,7 +210,7 @@ def junit_stream_suites(root: ET.Element, summary: RunSummary, locations: Locati
     tests = failures = 0
     many = len(summary.run.trials) > 1
     for s in _streams(summary):
-        name = f"{s.case} / {_named(s)} stream" + (f" [trial {s.trial}]" if many else "")
+        name = f"{s.case} / {stream_name(s.target, s.arm)} stream" + (f" [trial {s.trial}]" if many else "")
         suite = ET.SubElement(root, "testsuite", name=text(name))
         missed = [e for e in s.events if not e.detected]
         count = len(s.events) + len(s.false_alarms)
@@ -287,7 +288,7 @@ def stream_stability_table(summary: RunSummary) -> str | None:
     """With ``--repeat``: the events not detected in every trial (flaky, or missed every time)."""
     if len(summary.run.trials) < 2:
         return None
-    rows = [[e["case"], e["target"] + (f" [{e['arm']}]" if "arm" in e else ""), f"{time_label(e['at'])}s", f"{e['detected_trials']}/{e['trials']}",
+    rows = [[e["case"], stream_name(e["target"], e.get("arm")), f"{time_label(e['at'])}s", f"{e['detected_trials']}/{e['trials']}",
              "flaky" if e["flaky"] else "missed every trial"]
             for e in stream_stability(summary) if e["detected_trials"] < e["trials"]]
     if not rows:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 
@@ -21,8 +22,18 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
+def ms(value: float | Fraction | None, sign: str = "") -> str:
+    """Seconds as whole milliseconds (``120ms``; ``sign="+"`` for a change: ``+35ms``), ``-`` for none."""
+    return "-" if value is None else f"{float(value) * 1000:{sign}.0f}ms"
+
+
 def seconds(value: float) -> str:
     return f"{value:.1f}s"
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """``1 stream``, ``2 streams``; ``many`` where adding an ``s`` is wrong."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 def time_label(value: float) -> str:

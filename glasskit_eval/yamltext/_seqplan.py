@@ -1,6 +1,6 @@
 """Which old sequence item each new item comes from, so an edited list keeps its items' text.
 
-Pure: works on the old and new data only; :mod:`.morph` turns the plan into text edits.
+Pure: works on the old and new data only; :mod:`._morph` turns the plan into text edits.
 """
 
 from __future__ import annotations
