@@ -245,3 +245,40 @@ def test_the_eval_fingerprint_ignores_where_videos_are_cached() -> None:
     assert here == there
     assert here != eval_fingerprint({"files": {"cases/a.yaml": "2"}, "videos": {"/x.mp4": video}})
     assert here != eval_fingerprint({"files": {"cases/a.yaml": "1"}, "videos": {"/x.mp4": {**video, "size": 11}}})
+
+
+def test_config_run_thresholds_gate_the_merged_run_as_the_unsharded_one(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    path = ci_eval(tmp_path, {})
+    # No adapter takes a microsecond or less: the latency gate fails; the adapter reports no cost.
+    (path / "config.yaml").write_text("thresholds:\n  max_p95_latency_s: 0.000001\n  max_cost: 5\n")
+    code, _out, err = run_cli("run", "--eval-dir", path, "--output-json", tmp_path / "whole.json")
+    assert code == 1, err
+    whole = read_json(tmp_path / "whole.json")
+    assert [(g["name"], g["passed"]) for g in whole["gates"]] == [("max_p95_latency", False), ("max_cost", True)]
+    assert all(g["passed"] for t in whole["trials"] for g in t["gates"])
+    shards = run_shards(path, 2)
+    code, _out, err = run_cli("merge-reports", *shards, "--output-json", tmp_path / "merged.json")
+    assert code == 1, err
+    merged = read_json(tmp_path / "merged.json")
+    assert [(g["name"], g["passed"]) for g in merged["gates"]] == [("max_p95_latency", False), ("max_cost", True)]
+    assert merged["trials"][0]["gates"] == whole["trials"][0]["gates"]
+    assert read_json(shards[0])["shard"]["thresholds"]["eval"]["max_p95_latency_s"] == 0.000001
+    # A shard written before these keys travelled still merges: a missing key is unset.
+    for shard in shards:
+        old = json.loads(shard.read_text())
+        for entry in [old["shard"]["thresholds"]["eval"], *(c["thresholds"] for c in old["shard"]["thresholds"]["cases"])]:
+            if entry is not None:
+                del entry["max_p95_latency_s"], entry["max_cost"]
+        shard.write_text(json.dumps(old))
+    code, _out, err = run_cli("merge-reports", *shards, "--output-json", tmp_path / "old.json")
+    assert code == 0, err
+    assert read_json(tmp_path / "old.json")["gates"] == []
+    # A hand-edited limit that is not a number is damage, not a crash.
+    edited = json.loads(shards[0].read_text())
+    edited["shard"]["thresholds"]["eval"]["max_cost"] = "cheap"
+    shards[0].write_text(json.dumps(edited))
+    code, _out, err = run_cli("merge-reports", *shards)
+    assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")

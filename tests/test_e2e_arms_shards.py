@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,31 @@ def test_merge_refuses_shards_of_different_arms(eval_dir: Path, tmp_path: Path) 
     first.write_text(json.dumps(damaged))
     code, _out, err = run_cli("merge-reports", first)
     assert (code, err) == (2, f"error: {first}: its `shard` object is damaged; rerun that shard\n")
+
+
+def test_arm_shards_with_a_stream_target_merge_to_the_unsharded_run(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The demo: a stream target (lights_alert) and two perturbation arms in config.yaml.
+    demo = tmp_path / "eval"
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "demo" / "eval", demo)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    options = ("--arm", "all", "--min-recall", "0.9")
+    code, _out, err = run_cli("run", "--eval-dir", demo, "--output-json", "whole.json", *options)
+    assert code == 1, err  # the dimmed arm misses the alert
+    shards = [tmp_path / f"shard-{i}.json" for i in (1, 2)]
+    for index, path in enumerate(shards, 1):
+        code, _out, err = run_cli("run", "--eval-dir", demo, "--shard", f"{index}/2", "--output-json", path, *options)
+        assert code == 0, err
+    code, _out, err = run_cli("merge-reports", *shards, "--output-json", "merged.json")
+    assert code == 1, err
+    whole, merged = read_json(tmp_path / "whole.json"), read_json(tmp_path / "merged.json")
+    # Each arm's stream once, in the unsharded run's order; stream gates per arm, as that run's.
+    assert [(s["case"], s["target"], s["arm"]) for s in merged["streams"]] == [
+        ("kitchen", "lights_alert", arm) for arm in ("control", "jpeg", "low_light")]
+    assert timeless(merged["streams"]) == timeless(whole["streams"])
+    assert merged["trials"][0]["gates"] == whole["trials"][0]["gates"]
+    assert merged["gates"] == whole["gates"]
+    recall = {g["name"]: g["passed"] for g in merged["trials"][0]["gates"] if g["name"].endswith("min_recall")}
+    assert recall == {"control/lights_alert_min_recall": True, "jpeg/lights_alert_min_recall": True,
+                      "low_light/lights_alert_min_recall": False}

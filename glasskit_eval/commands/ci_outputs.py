@@ -82,7 +82,8 @@ def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
     streams = {target: {name: getattr(gates, name) for name in STREAM_GATE_NAMES}
                for target, gates in (t.stream_gates or {}).items()}
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
-            "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None}
+            "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None,
+            "max_p95_latency_s": t.max_p95_latency_s, "max_cost": t.max_cost}
 
 
 def eval_fingerprint(fingerprints: Mapping[str, Any]) -> str:

@@ -116,7 +116,9 @@ def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
     if data is None:
         return None
     streams = {target: StreamGates(**gates) for target, gates in (data.get("stream_gates") or {}).items()}
+    # The run-level keys are absent from shards written before they travelled: unset, as then.
     return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"),
+                      max_p95_latency_s=data.get("max_p95_latency_s"), max_cost=data.get("max_cost"),
                       stream_gates=streams or None)
 
 
@@ -150,11 +152,21 @@ def _well_formed(block: Mapping[str, Any]) -> bool:
             and isinstance(thresholds, Mapping) and isinstance(thresholds.get("cases"), list)
             and all(isinstance(c, Mapping) and "case" in c and "thresholds" in c for c in thresholds["cases"])
             and all(isinstance(t, Mapping) and _stream_thresholds_ok(t.get("thresholds"))
+                    and _run_thresholds_ok(t.get("thresholds"))
                     for t in [*thresholds["cases"], {"thresholds": thresholds.get("eval")}])
             and isinstance(block.get("streams", []), list)
             and all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)
                     for e in block.get("streams", []))
             and _arms_well_formed(block.get("arms")))
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _run_thresholds_ok(data: object) -> bool:
+    return not isinstance(data, Mapping) or all(
+        data.get(key) is None or _number(data[key]) for key in ("max_p95_latency_s", "max_cost"))
 
 
 def _stream_thresholds_ok(data: object) -> bool:
@@ -221,10 +233,14 @@ def _timing(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int) -> Timin
     return TimingMode.INDIVIDUAL
 
 
+def _stream_text(key: tuple[str, str, str | None]) -> str:
+    return f"{key[0]} / {key[1]}" + (f" (arm {key[2]})" if key[2] is not None else "")
+
+
 def _trial_streams(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int,
-                   selection: Sequence[tuple[str, str]]) -> tuple[StreamResult, ...]:
-    """The trial's streams from every shard, in the selection's order; each exactly once."""
-    found: dict[tuple[str, str], StreamResult] = {}
+                   selection: Sequence[tuple[str, str, str | None]]) -> tuple[StreamResult, ...]:
+    """The trial's streams from every shard, in the selection's order; each exactly once (per arm)."""
+    found: dict[tuple[str, str, str | None], StreamResult] = {}
     for name, report in named:
         for i, item in enumerate(report.get("streams") or []):
             if not isinstance(item, Mapping) or item.get("trial") != trial:
@@ -233,15 +249,15 @@ def _trial_streams(named: Sequence[tuple[str, Mapping[str, Any]]], trial: int,
                 stream = stream_from_json(item)
             except LoadError as exc:
                 raise UsageError(f"{name}: streams[{i}] is damaged ({exc})") from None
-            key = (stream.case, stream.target)
+            key = (stream.case, stream.target, stream.arm)
             if key in found:
-                raise UsageError(f"trial {trial}: stream {key[0]} / {key[1]} is reported by more than one shard")
+                raise UsageError(f"trial {trial}: stream {_stream_text(key)} is reported by more than one shard")
             if key not in selection:
-                raise UsageError(f"trial {trial}: stream {key[0]} / {key[1]} is outside the run's selection")
+                raise UsageError(f"trial {trial}: stream {_stream_text(key)} is outside the run's selection")
             found[key] = stream
     missing = [k for k in selection if k not in found]
     if missing:
-        raise UsageError(f"trial {trial}: no shard reports stream {missing[0][0]} / {missing[0][1]}; rerun the "
+        raise UsageError(f"trial {trial}: no shard reports stream {_stream_text(missing[0])}; rerun the "
                          "shard that should have run it")
     return tuple(found[k] for k in selection)
 
@@ -258,7 +274,6 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     selection: list[SampleKey] = [(c, t, i) for c, t, i, _line in block["selection"]]
     # Every gate the shards' command line set, whichever they are.
     gate_options = group_of(Gates, options).options()
-    stream_selection = [(c, t) for c, t in block.get("streams") or []]
     eval_thresholds = _thresholds(block["thresholds"]["eval"])
     cases = [CaseThresholds(c["case"], _thresholds(c["thresholds"])) for c in block["thresholds"]["cases"]]
     arms = _arms(block)
@@ -268,6 +283,11 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     for sample_key in selection:
         by_case.setdefault(sample_key[0], []).append(sample_key)
     expected = [(arm, *k) for keys in by_case.values() for arm in names for k in keys]
+    # Streams in the same order: per case, arm by arm, each arm's in declaration order.
+    stream_targets: dict[str, list[str]] = {}
+    for case, target in block.get("streams") or []:
+        stream_targets.setdefault(case, []).append(target)
+    stream_selection = [(c, t, arm) for c, targets in stream_targets.items() for arm in names for t in targets]
     position = {key: n for n, key in enumerate(expected)}
     trials: list[TrialResult] = []
     for trial in range(1, int(options["repeat"]) + 1):
@@ -294,14 +314,16 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
         for arm in names:
             if arms is None or arms.gated(str(arm)):
                 mine = [r for r in results if r.arm == arm]
-                made = evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
+                fed = [s for s in streams if s.arm == arm]
+                made = (evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
+                        + stream_gates(fed, options=gate_options.streams, eval_thresholds=eval_thresholds,
+                                       cases=cases))
                 gates += made if arm is None else arm_gates(str(arm), made)
-        gates += stream_gates(streams, options=gate_options.streams, eval_thresholds=eval_thresholds, cases=cases)
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
                                   timing_mode=_timing(reports, trial), streams=streams))
-    whole_run = _run_gates(trials, gate_options, arms)
+    whole_run = _run_gates(trials, gate_options, eval_thresholds, arms)
     first = reports[0][1]
     duration = max(float(r.get("summary", {}).get("duration_seconds") or 0.0) for _n, r in reports)
     result = RunResult(eval_dir=str(first.get("eval_dir")), cases=tuple(block["cases"]),
@@ -313,12 +335,13 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     return Merged(result, locations, arms)
 
 
-def _run_gates(trials: Sequence[TrialResult], options: GateOptions, arms: MergedArms | None) -> list[Gate]:
+def _run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: Thresholds | None,
+               arms: MergedArms | None) -> list[Gate]:
     """The run-level gates (per gated arm), then each perturbation arm's robustness gate and the blind gate."""
     if arms is None:
-        return run_gates(trials, options, None)
+        return run_gates(trials, options, thresholds)
     gates = [g for arm in arms.names if arms.gated(arm)
-             for g in arm_gates(arm, run_gates(arm_trials(trials, arm), options, None))]
+             for g in arm_gates(arm, run_gates(arm_trials(trials, arm), options, thresholds))]
     return gates + arm_comparison_gates(
         trials, control=arms.control, perturbed=[n for n in arms.names if n in arms.perturbation_only],
         blind=arms.blind, max_robustness_drop=arms.max_robustness_drop, alpha=arms.alpha,
