@@ -267,26 +267,42 @@ def loads(data: bytes | str, *, max_depth: int = REPORT.max_depth) -> Any:
 
 
 def _walk(value: Any, max_depth: int, repeated: Mapping[int, str]) -> None:
-    # Iterative: the depth bound is what this walk checks, so it must not rely on it.
-    stack: list[tuple[Any, tuple[Any, ...], int]] = [(value, (), 0)]
+    # Iterative: the depth bound is what this walk checks. Paths are (key, parent) links spelled
+    # out only for a refusal: copying a path per value was most of a large report's read time.
+    if isinstance(value, str):
+        _string(value, ())
+    stack: list[tuple[Any, Link, int]] = [(value, None, 0)] if isinstance(value, (dict, list)) else []
     while stack:
-        item, path, depth = stack.pop()
-        if isinstance(item, str):
-            _string(item, path)
-            continue
-        if not isinstance(item, (dict, list)):
-            continue
+        item, link, depth = stack.pop()
         if depth >= max_depth:
-            raise LoadError(f"is nested more than {max_depth} levels deep", _path(path))
+            raise LoadError(f"is nested more than {max_depth} levels deep", _path(_steps(link)))
         if isinstance(item, dict):
             if id(item) in repeated:
                 raise LoadError(f"has the key {json.dumps(repeated[id(item)], ensure_ascii=False)} twice",
-                                _path(path) or "the top level")
-            for key, child in item.items():
-                _string(key, path, key=True)
-                stack.append((child, (*path, key), depth + 1))
+                                _path(_steps(link)) or "the top level")
+            children: Any = item.items()
         else:
-            stack.extend((child, (*path, index), depth + 1) for index, child in enumerate(item))
+            children = enumerate(item)
+        for key, child in children:
+            if isinstance(key, str) and not key.isascii():
+                _string(key, _steps(link), key=True)
+            if isinstance(child, str):
+                if not child.isascii():
+                    _string(child, _steps((key, link)))
+            elif isinstance(child, (dict, list)):
+                stack.append((child, (key, link), depth + 1))
+
+
+#: A value's place: its key or index and its parent's place (None: the top level).
+Link = tuple[Any, Any] | None
+
+
+def _steps(link: Link) -> tuple[Any, ...]:
+    steps: list[Any] = []
+    while link is not None:
+        key, link = link
+        steps.append(key)
+    return tuple(reversed(steps))
 
 
 def _string(text: str, path: tuple[Any, ...], *, key: bool = False) -> None:
