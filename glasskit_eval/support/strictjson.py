@@ -267,11 +267,10 @@ def loads(data: bytes | str, *, max_depth: int = REPORT.max_depth) -> Any:
 
 
 def _walk(value: Any, max_depth: int, repeated: Mapping[int, str]) -> None:
-    # Iterative: the depth bound is what this walk checks. Paths are (key, parent) links spelled
-    # out only for a refusal: copying a path per value was most of a large report's read time.
+    # Iterative (the depth bound is what it checks); paths are (key, parent) links, spelled out on refusal.
     if isinstance(value, str):
         _string(value, ())
-    stack: list[tuple[Any, Link, int]] = [(value, None, 0)] if isinstance(value, (dict, list)) else []
+    stack: list[tuple[Any, tuple[Any, Any] | None, int]] = [(value, None, 0)] if isinstance(value, (dict, list)) else []
     while stack:
         item, link, depth = stack.pop()
         if depth >= max_depth:
@@ -293,11 +292,7 @@ def _walk(value: Any, max_depth: int, repeated: Mapping[int, str]) -> None:
                 stack.append((child, (key, link), depth + 1))
 
 
-#: A value's place: its key or index and its parent's place (None: the top level).
-Link = tuple[Any, Any] | None
-
-
-def _steps(link: Link) -> tuple[Any, ...]:
+def _steps(link: tuple[Any, Any] | None) -> tuple[Any, ...]:
     steps: list[Any] = []
     while link is not None:
         key, link = link
