@@ -8,14 +8,12 @@ page, job summary and checkpoint records must not hold either (a hash identifies
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from evalkit import make_eval, read_json, run_cli
+from modelserver import json_endpoint
 
 pytestmark = pytest.mark.e2e
 
@@ -44,28 +42,8 @@ def create_evaluator(config):
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            body = json.dumps({"ok": True}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with json_endpoint(lambda _body: {"ok": True}) as port:
+        yield f"127.0.0.1:{port}"
 
 
 def test_an_arms_url_key_and_config_values_reach_no_output(tmp_path: Path, endpoint: str,

@@ -19,10 +19,8 @@ import shlex
 import shutil
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
 from fractions import Fraction
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ import pytest
 from evalkit import ROOT, TESTS, make_eval, read_json, run_cli
 from fixturevideos import MANIFEST
 from framecode import read_frame_index
+from modelserver import json_endpoint
 from PIL import Image
 
 pytestmark = [pytest.mark.e2e, pytest.mark.frames]
@@ -134,31 +133,14 @@ def http_adapter() -> Iterator[str]:
         with Image.open(io.BytesIO(base64.b64decode(image["dataBase64"]))) as im:
             return hashlib.sha256(im.convert("RGBA").tobytes()).hexdigest()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            sample = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["sample"]
-            frames = [[f["frameIndex"], f["timestampS"], digest(f["image"])] for f in sample.get("frames", [])]
-            body = json.dumps({"frames": frames, "anchor": [sample["frameIndex"], digest(sample["image"])],
-                               "clip": "frames" in sample,
-                               "media": [f["mediaTimestampS"] for f in sample.get("frames", [])]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        sample = body["sample"]
+        frames = [[f["frameIndex"], f["timestampS"], digest(f["image"])] for f in sample.get("frames", [])]
+        return {"frames": frames, "anchor": [sample["frameIndex"], digest(sample["image"])],
+                "clip": "frames" in sample, "media": [f["mediaTimestampS"] for f in sample.get("frames", [])]}
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/judge"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with json_endpoint(answer) as port:
+        yield f"http://127.0.0.1:{port}/judge"
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
