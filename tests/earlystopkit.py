@@ -8,7 +8,7 @@ import random
 import textwrap
 from pathlib import Path
 
-import av
+from fixturevideos import grey_ramp
 
 FPS = 10
 
@@ -42,21 +42,7 @@ def create_evaluator(config):
 
 def make_video(path: Path, seconds: int) -> Path:
     """A 64x48 H.264 video at 10 fps, a keyframe every second, each frame a different grey."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.options = {"preset": "ultrafast", "g": str(FPS), "keyint_min": str(FPS), "sc_threshold": "0"}
-        for i in range(seconds * FPS):
-            frame = av.VideoFrame(64, 48, "yuv420p")
-            frame.planes[0].update(bytes([(i * 7) & 255]) * (64 * 48))
-            frame.planes[1].update(bytes([128]) * (32 * 24))
-            frame.planes[2].update(bytes([128]) * (32 * 24))
-            frame.pts = i
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return path
+    return grey_ramp(path, seconds * FPS, FPS, FPS, 7)
 
 
 def burst_outcomes(rng: random.Random, n: int, pass_rate: float, run: int = 20) -> list[int]:

@@ -10,26 +10,14 @@ from typing import Any
 import av
 import pytest
 from evalkit import run_cli
+from fixturevideos import grey_ramp
 
 from glasskit_eval.evaluation import _clipframes as clipframes
 from glasskit_eval.video import _segments as segments
 
 
 def make_video(path: Path, frames: int) -> None:
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=25)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.options = {"preset": "ultrafast", "g": "10", "keyint_min": "10", "sc_threshold": "0"}
-        for i in range(frames):
-            frame = av.VideoFrame(64, 48, "yuv420p")
-            frame.planes[0].update(bytes([(i * 3) & 255]) * (64 * 48))
-            frame.planes[1].update(bytes([128]) * (32 * 24))
-            frame.planes[2].update(bytes([128]) * (32 * 24))
-            frame.pts = i
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    grey_ramp(path, frames, 25, 10, 3)
 
 
 ADAPTER = """
