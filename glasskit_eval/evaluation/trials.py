@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import functools
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -28,6 +29,7 @@ from ..plan.schedule import ScheduledSample
 from ..results import Gate, SampleResult, Status, StreamResult, TimingMode, TrialResult
 from ..summary import CaseHeader, RunResult
 from ..support import allocator, threads
+from ..video.frames import kept_open
 from ._engine import (
     CaseSplit,
     Engine,
@@ -178,6 +180,13 @@ class _Play:
 
     async def cases(self) -> AsyncIterator[tuple[list[SampleResult], list[StreamResult]]]:
         """Each case's results and streams, in declaration order, as soon as no block is left for it."""
+        # A video decoded block by block keeps its decoder between blocks (a seek, not an open).
+        blocks_of = Counter(self.where[block.case] for block in self.blocks)
+        with kept_open(self.engine.plan.cases[k].video_path for k, n in blocks_of.items() if n > 1):
+            async for done in self._cases():
+                yield done
+
+    async def _cases(self) -> AsyncIterator[tuple[list[SampleResult], list[StreamResult]]]:
         finished = 0
         # Before the first batch: the cases with no block before theirs and none of their own.
         for b in range(-1, len(self.batches)):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import VideoError
 from ._pixels import frame_too_large, out_of_memory, rgb_image
 from .damage import Damage
-from .frametable import FrameTable, open_container, take_spare, video_stream
+from .frametable import FrameTable, open_container, park, take_spare, video_stream
 from .strategy import Piece
 
 if TYPE_CHECKING:
@@ -84,15 +84,20 @@ class PieceDecoder:
         self._stream: Any = None
         self._fresh = False
 
-    def close(self) -> None:
+    def close(self, park_it: bool = False) -> None:
+        """Close the decoder, or (``park_it``: its pieces all decoded) park it for the next decode."""
         if self._container is not None:
-            self._container.close()
+            if park_it:
+                park(self.table.path, self._container, self._stream, self.frame_threads)
+            else:
+                self._container.close()
             self._container = None
 
     def _open(self) -> None:
         self.close()
-        # A single-threaded decoder can take over the container the table was read with.
-        spare = None if self.frame_threads else take_spare(self.table.path)
+        # The container the table was read with (single-threaded), or a decoder an earlier decode
+        # of this video parked (``kept_open``), saves an open and a decoder start.
+        spare = take_spare(self.table.path, self.frame_threads)
         if spare is not None:
             self._container, self._stream = spare
             self._fresh = False
@@ -221,11 +226,14 @@ def frame_threads() -> int:
 def _serial(table: FrameTable, pieces: Sequence[Piece], skip_nonref: bool,
             damage: Damage | None, threaded: bool) -> Iterator[tuple[int, Image.Image]]:
     decoder = PieceDecoder(table, frame_threads=threaded, skip_nonref=skip_nonref, damage=damage)
+    done = False
     try:
         for piece in pieces:
             yield from decoder.frames(piece)
+        done = True
     finally:
-        decoder.close()
+        # Only a decoder that did all it was asked is parked: after an error its state is unknown.
+        decoder.close(park_it=done)
 
 
 def _put_until(q: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
@@ -258,7 +266,7 @@ def _parallel(table: FrameTable, pieces: Sequence[Piece], workers: int,
     def work(w: int) -> None:
         decoder = PieceDecoder(table, frame_threads=False, skip_nonref=skip_nonref, damage=damage)
         q = queues[w]
-
+        done = False
         try:
             for piece in pieces[w::workers]:
                 for item in decoder.decoded(piece):
@@ -266,10 +274,11 @@ def _parallel(table: FrameTable, pieces: Sequence[Piece], workers: int,
                         return
                 if not _put_until(q, _END, stop):
                     return
+            done = True
         except BaseException as exc:
             _put_until(q, (_ERROR, exc), stop)
         finally:
-            decoder.close()
+            decoder.close(park_it=done)
 
     threads = [threading.Thread(target=work, args=(w,), name=f"glasskit-decode-{w}", daemon=True)
                for w in range(workers)]

@@ -32,13 +32,13 @@ from ._segments import TableMismatch, decode_pieces
 from ._selection import DecodedFrame, NearestSelector
 from ._sequential import decode_sequential
 from .damage import Damage, Warn, report
-from .frametable import frame_table, open_container, take_spare, video_stream
+from .frametable import frame_table, is_kept, kept_open, open_container, take_spare, video_stream
 from .strategy import AUTO, plan
 
 if TYPE_CHECKING:
     from PIL import Image
 
-__all__ = ["DecodedFrame", "NearestSelector", "available_cores", "decode_at", "decode_sequential",
+__all__ = ["DecodedFrame", "NearestSelector", "available_cores", "decode_at", "decode_sequential", "kept_open",
            "stream_orientation"]
 
 
@@ -97,8 +97,9 @@ def decode_at(path: Path, times: Sequence[Fraction], *, mode: str = AUTO, worker
         finally:
             frames.close()
     finally:
-        # A container the table left open and no decoder took is not needed any more.
-        spare = take_spare(path)
+        # A container the table left open and no decoder took is not needed any more (unless
+        # the next decode of this video is to take it over: ``kept_open``).
+        spare = None if is_kept(path) else take_spare(path)
         if spare is not None:
             spare[0].close()
         report(path, damage, warn)
