@@ -52,6 +52,9 @@ Where the noise is learnt (``noise_source``)
     noise; an adapter whose trials always agree has no noise (r = 0) and a consistent stretch of
     pass -> fail is tested at its face value. This assumes the run-to-run noise has the same
     correlation in time as the trial-to-trial noise (trials of a run are independent repeats).
+    The arms' comparisons (:mod:`.sidebyside`, two-sided) and the robustness gate learn theirs by
+    the same rule, control and arm in place of baseline and candidate; :func:`count_scale` is the
+    one scaling every one of these tests applies.
 
 Families
     :func:`regression_family` tests each target and all targets together and applies Holm's
