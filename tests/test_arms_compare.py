@@ -7,12 +7,12 @@ import io
 
 import pytest
 
-from glasskit_eval.arms.compare import compare_arms, paired_series
+from glasskit_eval.arms.compare import compare_arms, paired_input, paired_series, paired_trials
 from glasskit_eval.evaluation.gates import robustness_gate
 from glasskit_eval.reports.arms_table import MAX_WIDTH, print_arms
 from glasskit_eval.results import SampleResult, Status
 from glasskit_eval.statistics.intervals import pass_rate_interval
-from glasskit_eval.statistics.paired import holm
+from glasskit_eval.statistics.paired import holm, trial_noise
 from glasskit_eval.statistics.sidebyside import paired_difference_test
 
 
@@ -90,8 +90,9 @@ def test_paired_comparisons_flips_and_holm_by_hand() -> None:
     assert only_b.test is not None and only_b.test.delta_pass_rate == pytest.approx(-2 / 10)
     row = report.comparisons_json()[0]
     assert set(row) == {"control", "arm", "target", "delta_pass_rate", "ci", "p_value", "p_value_raw",
-                        "significant", "flips", "method", "family_tests"}
+                        "significant", "flips", "method", "family_tests", "noise_source"}
     assert row["method"].startswith("two-sided") and row["family_tests"] == 2
+    assert row["noise_source"] == "differences"  # one trial: the documented default
     assert set(row["ci"]) == {"low", "high"}
     assert set(row["flips"][0]) == {"case", "target", "timestamp_s", "control_status", "arm_status"}
 
@@ -144,3 +145,81 @@ def test_console_table_fits_80_columns_with_long_names_and_cost() -> None:
     assert lines[3].split()[:2] == ["control", "50.0%"]
     assert any(line.startswith("a-very-lon…") for line in lines)
     assert any(line.startswith("Pareto front (pass rate, p95 latency, cost): ") for line in lines)
+
+
+# --- with repeats: the noise comes from each sample's trials -----------------------------------
+
+
+def stretch_trials(trials: int, samples: int = 30, stretch: range = range(10, 20)) -> list[list[SampleResult]]:
+    """A deterministic adapter: the control passes everything, ``dim`` fails one contiguous stretch in every trial."""
+    return [[result("control", "a", i, True) for i in range(samples)]
+            + [result("dim", "a", i, i not in stretch) for i in range(samples)] for _ in range(trials)]
+
+
+def test_with_repeats_a_deterministic_stretch_is_tested_at_face_value() -> None:
+    report = compare_arms(stretch_trials(3), ["control", "dim"], "control")
+    overall = report.overall("dim")
+    assert overall is not None and overall.test is not None
+    test = overall.test
+    # No trial ever disagrees: no noise, so the two-sided McNemar mid-p of 10 drops and no gains.
+    assert test.noise_source == "repeats" and test.autocorrelation == 0.0 and test.scale == 1.0
+    assert test.p_value == pytest.approx(2 * 0.5 ** 10 / 2, abs=1e-12) and test.significant
+    assert test.method == "two-sided McNemar mid-p, counts scaled to the null variance the repeats estimate"
+    row = report.comparisons_json()[0]
+    assert row["noise_source"] == "repeats" and row["method"] == test.method
+    assert report.noise_source == "repeats"
+    # The same run without repeats learns its noise from the differences, which the stretch inflates.
+    alone = compare_arms(stretch_trials(1), ["control", "dim"], "control").overall("dim")
+    assert alone is not None and alone.test is not None
+    assert alone.test.noise_source == "differences" and alone.test.autocorrelation > 0.9
+    assert not alone.test.significant and alone.test.method.startswith("two-sided McNemar mid-p, counts scaled by")
+
+
+def test_the_comparison_pairs_each_samples_trials_in_trial_order() -> None:
+    # A flaky control and arm: per trial, the indexes that fail.
+    control_fails = [{0, 1}, {1}, {1, 4}]
+    arm_fails = [{1, 2, 3}, {2, 3}, {0, 2, 3}]
+    trials = [[result("control", "a", i, i not in c) for i in range(6)]
+              + [result("dim", "a", i, i not in a) for i in range(6)] for c, a in zip(control_fails, arm_fails)]
+    control = [r for t in trials for r in t if r.arm == "control"]
+    dim = [r for t in trials for r in t if r.arm == "dim"]
+    by_hand = [[tuple(0.0 if i in c else 1.0 for c in control_fails) for i in range(6)],
+               [tuple(0.0 if i in a else 1.0 for a in arm_fails) for i in range(6)]]
+    found = paired_trials(control, dim)
+    assert [[tuple(c) for c, _a in found[0]], [tuple(a) for _c, a in found[0]]] == by_hand
+    series, noise = paired_input(control, dim)
+    assert series == paired_series(control, dim) == [[(sum(c) / 3, sum(a) / 3) for c, a in zip(*by_hand)]]
+    assert noise == trial_noise(found)
+    expected = paired_difference_test(series, noise=noise)
+    overall = compare_arms(trials, ["control", "dim"], "control").overall("dim")
+    assert expected is not None and overall is not None and overall.test == expected
+    assert expected.noise_source == "repeats"
+    # A sample evaluated once on both sides adds nothing to learn from: one trial a side is the default.
+    assert paired_input(control[:6], dim[:6])[1] is None
+
+
+def test_robustness_gate_with_repeats_weighs_a_stretch_against_the_adapters_own_noise() -> None:
+    every = [r for t in stretch_trials(3) for r in t]
+    gate = robustness_gate(every, "control", "dim", 0.2)
+    assert not gate.passed
+    assert gate.message == ("pass rate 33.3% below control (one-sided p = 0.000488, noise from the repeats; "
+                            "gate: no significant drop beyond 20.0%)")
+    assert robustness_gate(every, "control", "dim", 0.4).passed  # beyond the limit only
+    # One trial: the noise from the differences hides the stretch, and the gate cannot fail.
+    single = robustness_gate(stretch_trials(1)[0], "control", "dim", 0.2)
+    assert single.passed and "noise from" not in single.message and "33.3% below control" in single.message
+
+
+def test_console_and_html_say_when_the_noise_came_from_the_repeats() -> None:
+    from glasskit_eval.reports.html_arms import arms_table
+
+    for trials, said in ((3, True), (1, False)):
+        report = compare_arms(stretch_trials(trials), ["control", "dim"], "control")
+        out = io.StringIO()
+        print_arms(report, out)
+        header = out.getvalue().splitlines()[1]
+        assert header == ("Arms (same frames; each compared with control, paired"
+                          + (", noise from the repeats" if said else "") + "; * significant):")
+        html = arms_table(report)
+        assert ("noise learnt from each sample's repeated trials" in html) == said
+        assert ("noise learnt from the arm-minus-control differences" in html) == (not said)

@@ -111,3 +111,34 @@ def test_a_ten_point_difference_is_found_in_either_direction(arm_rate: float) ->
         assert test is not None
         flagged += test.significant and (test.delta_pass_rate < 0) == (arm_rate < 0.9)
     assert flagged >= 160  # power of at least 80%
+
+
+def test_with_repeats_both_tails_use_the_one_sided_tests_scaling() -> None:
+    # Independent check with scipy's incomplete beta: both tails at b' = b * s, c' = c * s with
+    # s = (b + c) / max(V (1 + r) / (1 - r), sum d^2), the scaling of the one-sided test.
+    import random
+
+    from scipy.special import betainc
+    from test_statistics_kit import repeated_pair
+
+    series, noise = repeated_pair(random.Random(8), stretch=True)
+    test = paired_difference_test(series, noise=noise)
+    one_sided = paired_regression_test(series, noise=noise)
+    assert test is not None and one_sided is not None
+    assert test.noise_source == "repeats" and test.method.startswith("two-sided") and "repeats" in test.method
+    r = test.autocorrelation
+    pairs = [pair for values in series for pair in values]
+    b = sum(max(0.0, x - y) for x, y in pairs)
+    c = sum(max(0.0, y - x) for x, y in pairs)
+    scale = (b + c) / max(noise.variance * (1 + r) / (1 - r), sum((y - x) ** 2 for x, y in pairs))
+    n = (b + c) * scale
+
+    def mid_p(k: float) -> float:
+        def tail(at: float) -> float:
+            return 1.0 if at <= 0 else (0.0 if n - at + 1 <= 0 else float(betainc(at, n - at + 1, 0.5)))
+        return 0.5 * (tail(k) + tail(k + 1))
+
+    assert test.scale == pytest.approx(scale, rel=1e-12)
+    assert one_sided.p_value == pytest.approx(mid_p(b * scale), rel=1e-9)
+    assert test.p_value == pytest.approx(min(1.0, 2 * min(mid_p(b * scale), mid_p(c * scale))), rel=1e-9)
+    assert (test.low, test.high) == (one_sided.low, one_sided.high)

@@ -15,7 +15,12 @@ Everything is computed from the run's tagged results, once, and rendered by the 
   (robustness, ``evaluation.gates.robustness_gate``), not something to ship, so it is never in the set.
 
 Outcomes are as everywhere: 1 passed, 0 failed or error, ignored samples left out; with
-``--repeat`` a sample's outcome is its pass fraction across trials.
+``--repeat`` a sample's outcome is its pass fraction across trials, and the paired tests (the
+comparisons' and the robustness gate's, :func:`paired_input`) learn their noise from each sample's
+trials in both arms (``statistics.paired.trial_noise``), never from the arm-minus-control
+differences, which a drop confined to one stretch of video would make look like noise. Without
+repeats the noise comes from the differences (the conservative default); each comparison's
+``noise_source`` says which.
 """
 
 from __future__ import annotations
@@ -26,7 +31,14 @@ from typing import Any
 
 from ..results import SampleResult, Status, StreamResult
 from ..statistics.intervals import PassRateInterval, pass_rate_interval
-from ..statistics.paired import PairedTest
+from ..statistics.paired import (
+    NOISE_FROM_REPEATS,
+    Pair,
+    PairedTest,
+    TrialNoise,
+    TrialPair,
+    trial_noise,
+)
 from ..statistics.sidebyside import HIGHER, LOWER, holm_across, paired_difference_test, pareto_front
 from ..summary import Counts
 from .streamcompare import StreamComparison, compare_arm_streams
@@ -101,6 +113,7 @@ class ArmComparison:
             "significant": t.significant if t is not None else False,
             "target": self.target,
             "method": t.method if t is not None else None,
+            "noise_source": t.noise_source if t is not None else None,
             "family_tests": t.family_tests if t is not None else None,
         }
 
@@ -136,6 +149,13 @@ class ArmsReport:
     def stream_comparisons_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.streams]
 
+    @property
+    def noise_source(self) -> str | None:
+        """``repeats`` when any comparison learnt its noise from the repeats, else ``differences``;
+        None without a comparison."""
+        sources = {c.test.noise_source for c in self.comparisons if c.test is not None}
+        return NOISE_FROM_REPEATS if NOISE_FROM_REPEATS in sources else next(iter(sources), None)
+
     def overall(self, arm: str) -> ArmComparison | None:
         return next((c for c in self.comparisons if c.arm == arm and c.target is None), None)
 
@@ -145,15 +165,18 @@ def _series(results: Iterable[SampleResult]) -> list[list[float]]:
     return [[value for _key, value in items] for items in _outcomes_by_series(results).values()]
 
 
-def _outcomes(results: Iterable[SampleResult]) -> dict[Key, tuple[float, float]]:
-    """Per sample: (timestamp, pass fraction over its evaluated trials)."""
-    tally: dict[Key, list[float]] = {}
+def _trials(results: Iterable[SampleResult]) -> dict[Key, tuple[float, list[float]]]:
+    """Per sample: (timestamp, its evaluated trials' outcomes in the order the results come: trial order)."""
+    found: dict[Key, tuple[float, list[float]]] = {}
     for r in results:
         if r.evaluated:
-            entry = tally.setdefault(r.key, [r.timestamp_s, 0.0, 0.0])
-            entry[1] += r.status is Status.PASSED
-            entry[2] += 1
-    return {key: (time, passes / n) for key, (time, passes, n) in tally.items()}
+            found.setdefault(r.key, (r.timestamp_s, []))[1].append(1.0 if r.status is Status.PASSED else 0.0)
+    return found
+
+
+def _outcomes(results: Iterable[SampleResult]) -> dict[Key, tuple[float, float]]:
+    """Per sample: (timestamp, pass fraction over its evaluated trials)."""
+    return {key: (time, sum(values) / len(values)) for key, (time, values) in _trials(results).items()}
 
 
 def _outcomes_by_series(results: Iterable[SampleResult]) -> dict[tuple[str, str], list[tuple[Any, float]]]:
@@ -163,15 +186,37 @@ def _outcomes_by_series(results: Iterable[SampleResult]) -> dict[tuple[str, str]
     return {key: sorted(items) for key, items in sorted(series.items())}
 
 
-def paired_series(control: Iterable[SampleResult], arm: Iterable[SampleResult],
-                  target: str | None = None) -> list[list[tuple[float, float]]]:
-    """``(control, arm)`` outcome pairs of the samples both evaluated, one series per (case, target)."""
-    mine = _outcomes(arm)
-    series: dict[tuple[str, str], list[tuple[tuple[float, int], tuple[float, float]]]] = {}
-    for key, (time, value) in _outcomes(control).items():
+def paired_trials(control: Iterable[SampleResult], arm: Iterable[SampleResult],
+                  target: str | None = None) -> list[list[TrialPair]]:
+    """``(control trials, arm trials)`` outcomes of the samples both evaluated, one series per
+    (case, target) in time order; each side's trials in trial order."""
+    mine = _trials(arm)
+    series: dict[tuple[str, str], list[tuple[tuple[float, int], TrialPair]]] = {}
+    for key, (time, values) in _trials(control).items():
         if key in mine and (target is None or key[1] == target):
-            series.setdefault(key[:2], []).append(((time, key[2]), (value, mine[key][1])))
-    return [[pair for _order, pair in sorted(items)] for _key, items in sorted(series.items())]
+            series.setdefault(key[:2], []).append(((time, key[2]), (values, mine[key][1])))
+    return [[pair for _order, pair in sorted(items, key=lambda item: item[0])]
+            for _key, items in sorted(series.items())]
+
+
+def _means(trials: Sequence[Sequence[TrialPair]]) -> list[list[Pair]]:
+    return [[(sum(c) / len(c), sum(a) / len(a)) for c, a in samples] for samples in trials]
+
+
+def paired_series(control: Iterable[SampleResult], arm: Iterable[SampleResult],
+                  target: str | None = None) -> list[list[Pair]]:
+    """``(control, arm)`` outcome pairs of the samples both evaluated, one series per (case, target)."""
+    return _means(paired_trials(control, arm, target))
+
+
+def paired_input(control: Iterable[SampleResult], arm: Iterable[SampleResult],
+                 target: str | None = None) -> tuple[list[list[Pair]], TrialNoise | None]:
+    """What a paired test of ``arm`` against ``control`` takes: :func:`paired_series` and, when a
+    sample has two or more trials in either arm, the noise the repeats show (None: learn it from
+    the differences)."""
+    trials = paired_trials(control, arm, target)
+    repeated = any(len(side) >= 2 for samples in trials for pair in samples for side in pair)
+    return _means(trials), trial_noise(trials) if repeated else None
 
 
 def flips(control: Sequence[SampleResult], arm: Sequence[SampleResult], target: str | None = None) -> list[Flip]:
@@ -206,8 +251,7 @@ def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str],
     comparisons: list[ArmComparison] = []
     others = [n for n in names if n != control]
     for scope in [None, *targets]:
-        tests = {n: paired_difference_test(paired_series(by_arm[control], by_arm[n], scope), alpha, confidence)
-                 for n in others}
+        tests = {n: _test(paired_input(by_arm[control], by_arm[n], scope), alpha, confidence) for n in others}
         present = [n for n in others if tests[n] is not None]
         adjusted = dict(zip(present, holm_across([t for n in present if (t := tests[n]) is not None])))
         for n in others:
@@ -219,6 +263,11 @@ def compare_arms(trials: Sequence[Sequence[SampleResult]], names: Sequence[str],
     return ArmsReport(tuple(names), control, dict(specs or {}), summaries, by_target, tuple(comparisons),
                       tuple(pareto({n: s for n, s in summaries.items() if not is_condition((specs or {}).get(n))})),
                       len(trials), streams=tuple(compare_arm_streams(streams, names, control)))
+
+
+def _test(found: tuple[list[list[Pair]], TrialNoise | None], alpha: float, confidence: float) -> PairedTest | None:
+    series, noise = found
+    return paired_difference_test(series, alpha, confidence, noise)
 
 
 def is_condition(spec: Mapping[str, Any] | None) -> bool:

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TypeVar
 
-from ..arms.compare import paired_series
+from ..arms.compare import paired_input
 from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..reports.baseline import BaselineDiff, latency_change_text, paired_test_text
 from ..results import EarlyStop, Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
-from ..statistics.paired import p_text, paired_regression_test
+from ..statistics.paired import NOISE_FROM_REPEATS, p_text, paired_regression_test
 from ..summary import Counts
 from ..support.timevalues import format_duration
 
@@ -267,18 +267,25 @@ def arm_gates(arm: str, gates: Iterable[Gate]) -> list[Gate]:
 def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max_drop: float,
                     alpha: float = 0.05) -> Gate:
     """``<arm>/max_robustness_drop``: fails when the arm's pass rate is more than ``max_drop`` below
-    the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``)."""
+    the control's on the same samples and the drop is significant (one-sided paired test at ``alpha``).
+
+    ``results``: every trial's, in trial order. With repeats the test learns its noise from each
+    sample's trials (``arms.compare.paired_input``): a perturbation that breaks one stretch of
+    video is weighed against the adapter's own noise, not against itself.
+    """
     name = arm_gate_name(arm, "max_robustness_drop")
     mine = [r for r in results if r.arm == arm]
     theirs = [r for r in results if r.arm == control]
-    test = paired_regression_test(paired_series(theirs, mine), alpha)
+    series, noise = paired_input(theirs, mine)
+    test = paired_regression_test(series, alpha, noise=noise)
     if test is None:
         return Gate(name, True, f"no samples both {control} and {arm} evaluated (gate: drop <= {max_drop:.1%})")
     drop = -test.delta_pass_rate
     failed = drop > max_drop + 1e-12 and test.significant
     change = f"{drop:.1%} below" if drop > 0 else f"{-drop:.1%} above" if drop < 0 else "no change from"
-    return Gate(name, not failed, f"pass rate {change} {control} (one-sided {p_text(test.p_value)}; gate: no "
-                f"significant drop beyond {max_drop:.1%})")
+    repeats = ", noise from the repeats" if test.noise_source == NOISE_FROM_REPEATS else ""
+    return Gate(name, not failed, f"pass rate {change} {control} (one-sided {p_text(test.p_value)}{repeats}; "
+                f"gate: no significant drop beyond {max_drop:.1%})")
 
 
 def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:

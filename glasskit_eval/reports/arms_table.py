@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ..arms.compare import ArmComparison, ArmsReport
+from ..statistics.paired import NOISE_FROM_REPEATS
 from ..support.timevalues import format_duration
 from .tables import WIDTH, ms, pct
 
@@ -131,7 +132,9 @@ def stream_lines(report: ArmsReport) -> list[str]:
 
 
 def print_arms(report: ArmsReport, out: TextIO) -> None:
-    print(f"\nArms (same frames; each compared with {report.control}, paired; * significant):", file=out)
+    # The default (noise from the differences) goes unsaid, so a run without repeats reads as before.
+    paired = "paired, noise from the repeats" if report.noise_source == NOISE_FROM_REPEATS else "paired"
+    print(f"\nArms (same frames; each compared with {report.control}, {paired}; * significant):", file=out)
     for text in table_lines(report):
         print(text, file=out)
     streams = stream_lines(report)

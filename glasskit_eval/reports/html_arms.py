@@ -14,6 +14,7 @@ from typing import Any
 
 from ..arms.compare import ArmComparison, ArmsReport, Flip
 from ..results import SampleResult, Status
+from ..statistics.paired import NOISE_FROM_REPEATS
 from ..summary import RunSummary
 from .html_images import data_uri
 from .html_text import clip_time, esc, pct, seconds, value_text
@@ -51,10 +52,16 @@ def arms_table(arms: ArmsReport) -> str:
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     return ('<section id="arms"><h2>Arms side by side</h2><p class="hint">The same frames for every arm; each '
             f"arm compared with <code>{esc(arms.control)}</code> on the samples both judged (paired; p-values "
-            "Holm-adjusted across arms). Pareto: no other arm matches or beats it on pass rate, p95 latency and "
-            "cost while beating it on one.</p>"
+            f"Holm-adjusted across arms; {_noise(arms)}). Pareto: no other arm matches or beats it on pass rate, "
+            "p95 latency and cost while beating it on one.</p>"
             f'<div class="scroll"><table id="arms-table"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}'
             f"</tbody></table></div>{_streams_table(arms)}</section>")
+
+
+def _noise(arms: ArmsReport) -> str:
+    if arms.noise_source == NOISE_FROM_REPEATS:
+        return "noise learnt from each sample's repeated trials"
+    return "noise learnt from the arm-minus-control differences: a drop confined to one stretch can hide itself"
 
 
 def _streams_table(arms: ArmsReport) -> str:

@@ -30,6 +30,9 @@ How to use (import from the modules; this ``__init__`` imports nothing):
   the within-version noise the test then learns r and its null variance from.
   ``paired_regression_test(series, alpha, confidence, noise)`` tests one set alone; ``holm(p_values)``;
   ``p_text(p)`` how reports print a p-value.
+- ``sidebyside.paired_difference_test(series, alpha, confidence, noise=None) -> PairedTest | None``:
+  the arms' two-sided test of ``(control, arm)`` pairs, the counts scaled as the one-sided test's
+  (``noise``: the same ``trial_noise`` of both arms' trials); ``holm_across(tests)``, ``pareto_front``.
 - ``bootstrap.median_latency_change(series, confidence=0.95, resamples=2000, seed=0) -> LatencyChange |
   None``: paired ``(baseline, candidate)`` latencies; ``.exceeds(S)`` is
   ``--fail-on-latency-regression S``.
@@ -49,6 +52,6 @@ How to use (import from the modules; this ``__init__`` imports nothing):
   ``descriptive.mean(values)``.
 - Lower level: ``lag1_autocorrelation`` (as measured), ``corrected_autocorrelation`` (the r
   used everywhere), ``effective_factor``, ``wilson_bounds``,
-  ``mcnemar_drop_p_value``, ``paired_difference_interval``, ``regularized_beta``,
+  ``mcnemar_drop_p_value``, ``count_scale`` (the one scaling of every paired test's counts), ``paired_difference_interval``, ``regularized_beta``,
   ``binomial_upper_tail``, ``upper_mid_p``.
 """

@@ -52,6 +52,9 @@ Where the noise is learnt (``noise_source``)
     noise; an adapter whose trials always agree has no noise (r = 0) and a consistent stretch of
     pass -> fail is tested at its face value. This assumes the run-to-run noise has the same
     correlation in time as the trial-to-trial noise (trials of a run are independent repeats).
+    The arms' comparisons (:mod:`.sidebyside`, two-sided) and the robustness gate learn theirs by
+    the same rule, control and arm in place of baseline and candidate; :func:`count_scale` is the
+    one scaling every one of these tests applies.
 
 Families
     :func:`regression_family` tests each target and all targets together and applies Holm's
@@ -74,6 +77,7 @@ from .intervals import check_confidence, finite, wilson_bounds
 ONE_SIDED = "one-sided McNemar mid-p, counts scaled by (1 - r) / (1 + r)"
 TWO_SIDED = "two-sided McNemar mid-p, counts scaled by (1 - r) / (1 + r)"
 ONE_SIDED_REPEATS = "one-sided McNemar mid-p, counts scaled to the null variance the repeats estimate"
+TWO_SIDED_REPEATS = "two-sided McNemar mid-p, counts scaled to the null variance the repeats estimate"
 #: ``noise_source``: where r came from.
 NOISE_FROM_DIFFERENCES = "differences"
 NOISE_FROM_REPEATS = "repeats"
@@ -115,6 +119,9 @@ class PairedTest:
     #: How many tests the Holm family held (1: tested alone).
     family_tests: int = 1
     method: str = ONE_SIDED
+    #: The factor both discordant counts were scaled by before the mid-p (:func:`count_scale`), so a
+    #: two-sided test weighs the other tail exactly as this one.
+    scale: float = 1.0
 
     @property
     def flip_rate(self) -> float:
@@ -145,10 +152,25 @@ def mcnemar_drop_p_value(drops: float, gains: float, autocorrelation: float = 0.
     """
     if drops < 0.0 or gains < 0.0:
         raise ValueError(f"discordant counts must be >= 0, got {drops!r}, {gains!r}")
-    factor = effective_factor(autocorrelation)
-    if squares is not None and squares > 0.0:
-        factor *= (drops + gains) / squares
+    factor = count_scale(drops, gains, drops + gains if squares is None else squares, autocorrelation)
     return scaled_mid_p(drops * factor, gains * factor)
+
+
+def count_scale(drops: float, gains: float, squares: float, autocorrelation: float,
+                noise: TrialNoise | None = None) -> float:
+    """The factor every paired test (one- or two-sided) scales both discordant counts by.
+
+    ``squares`` is the sum of the squared differences. From the differences (``noise`` None):
+    ``(1 - r) / (1 + r)`` times ``(b + c) / squares``. From the repeats: ``(b + c) / max(V (1 + r)
+    / (1 - r), squares)`` with V the repeats' null variance, never beyond the weight of
+    independent differences. Without any difference the counts are zero and the factor is moot.
+    """
+    factor = effective_factor(autocorrelation)
+    if squares <= 0.0:
+        return factor
+    if noise is None:
+        return factor * (drops + gains) / squares
+    return (drops + gains) / max(noise.variance / factor, squares)
 
 
 def scaled_mid_p(drops: float, gains: float) -> float:
@@ -288,12 +310,8 @@ def paired_regression_test(series: PairedSeries, alpha: float = 0.05, confidence
     n = len(pairs)
     effective_pairs = n * effective_factor(r)
     squares = sum((cand - base) ** 2 for base, cand in pairs)
-    if noise is not None and squares > 0.0:
-        null = noise.variance / effective_factor(r)
-        scale = (drops + gains) / max(null, squares)
-        p_value = scaled_mid_p(drops * scale, gains * scale)
-    else:
-        p_value = mcnemar_drop_p_value(drops, gains, r, squares)
+    scale = count_scale(drops, gains, squares, r, noise)
+    p_value = scaled_mid_p(drops * scale, gains * scale)
     low, high = paired_difference_interval(pairs, effective_pairs, confidence)
     baseline_rate = sum(base for base, _ in pairs) / n
     candidate_rate = sum(cand for _, cand in pairs) / n
@@ -302,7 +320,7 @@ def paired_regression_test(series: PairedSeries, alpha: float = 0.05, confidence
                       alpha=alpha, effective_pairs=effective_pairs, pairs=n, drops=drops,
                       gains=gains, autocorrelation=r, baseline_pass_rate=baseline_rate,
                       candidate_pass_rate=candidate_rate, noise_source=source,
-                      method=ONE_SIDED if noise is None else ONE_SIDED_REPEATS)
+                      method=ONE_SIDED if noise is None else ONE_SIDED_REPEATS, scale=scale)
 
 
 def p_text(p: float) -> str:
