@@ -25,6 +25,7 @@ from ..arms.compare import paired_series
 from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..reports.baseline import BaselineDiff, latency_change_text, paired_test_text
+from ..reports.early_stop import decision_line
 from ..results import EarlyStop, Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
 from ..statistics.paired import p_text, paired_regression_test
 from ..summary import Counts
@@ -344,5 +345,5 @@ def arm_comparison_gates(trials: Sequence[TrialResult], *, control: str, perturb
 def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
     """``--early-stop``: ``gates`` with each early decision in place of the ordinary gate of the same name."""
     early = {d.name: d for d in record.gates if d.early}
-    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
+    return [Gate(g.name, early[g.name].verdict == "pass", decision_line(early[g.name], record.alpha))
             if g.name in early else g for g in gates]
