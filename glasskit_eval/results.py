@@ -263,16 +263,6 @@ class GateDecision:
     #: True when decided before every sample of its scope was evaluated.
     early: bool
 
-    def line(self, alpha: float) -> str:
-        """``Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples (95% anytime-valid bound 93.1%)``."""
-        verdict = self.verdict.upper()
-        if self.name.endswith("_max_failures"):
-            return (f"Decided early: {verdict} {self.name} <= {self.minimum:g} after {self.after:,} of "
-                    f"{self.planned:,} samples ({self.low:g} failures seen)")
-        bound = self.low if self.verdict == "pass" else self.high
-        return (f"Decided early: {verdict} {self.name} >= {self.minimum * 100:.4g}% after {self.after:,} of "
-                f"{self.planned:,} samples ({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
-
     def to_json(self) -> dict[str, Any]:
         return {"after": self.after, "early": self.early, "high": self.high, "low": self.low,
                 "minimum": self.minimum, "name": self.name, "planned": self.planned, "verdict": self.verdict}

@@ -4,19 +4,25 @@
 is every number a reporter shows about it: counts overall, per trial, per target and per case,
 trial pass rates, stability and success. The console, JSON, JUnit, annotations, HTML and
 merged-shard reporters read these fields and never count results themselves.
+
+A stream's figures are made here too (:func:`stream_metrics`), and pooled over several streams
+(:func:`pooled_streams`) by the one rule the stream gates and the arms' stream comparison share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from .results import (
     ErrorKind,
+    EventOutcome,
     Gate,
     SampleResult,
     Stability,
     Status,
+    StreamMetrics,
     TimingMode,
     TrialResult,
     stability,
@@ -310,6 +316,31 @@ class StabilityCounts:
             flaky += s.flaky
             errors += s.has_errors
         return cls(cp, cf, flaky, errors)
+
+
+def stream_metrics(outcomes: Sequence[EventOutcome], repeats: int, false_alarms: int,
+                   quiet_s: Fraction) -> StreamMetrics:
+    """The figures of one stream (or of several pooled: their outcomes and counts together)."""
+    detected = sum(1 for o in outcomes if o.detected)
+    latencies = tuple(sorted(o.latency for o in outcomes if o.latency is not None))
+    total = detected + false_alarms
+    return StreamMetrics(
+        events=len(outcomes), detected=detected, repeats=repeats, false_alarms=false_alarms, quiet_s=quiet_s,
+        recall=Fraction(detected, len(outcomes)) if outcomes else None,
+        precision=Fraction(detected, total) if total else None,
+        false_alarms_per_min=false_alarms / (quiet_s / 60) if quiet_s else None,
+        latency_p50=percentile(latencies, 50) if latencies else None,
+        latency_p95=percentile(latencies, 95) if latencies else None,
+        latency_max=latencies[-1] if latencies else None,
+        latencies=latencies)
+
+
+def pooled_streams(scores: Iterable[tuple[Sequence[EventOutcome], StreamMetrics]]) -> StreamMetrics:
+    """Several streams' figures as one (a target's over its cases, an arm's over its trials):
+    events, emissions and quiet time added up. Each stream is given as its (events, metrics)."""
+    given = list(scores)
+    return stream_metrics([o for events, _m in given for o in events], sum(m.repeats for _e, m in given),
+                          sum(m.false_alarms for _e, m in given), sum((m.quiet_s for _e, m in given), Fraction(0)))
 
 
 def run_gate_scope(gate: Gate) -> str:

@@ -12,6 +12,8 @@ import pytest
 from scipy.stats import binom
 
 from glasskit_eval.arms.streamcompare import compare_arm_streams
+from glasskit_eval.cases.model import StreamGates
+from glasskit_eval.evaluation.streamgates import stream_gates
 from glasskit_eval.results import Emission, EventOutcome, StreamMetrics, StreamResult
 
 F = Fraction
@@ -76,3 +78,22 @@ def test_targets_an_arm_did_not_feed_are_left_out() -> None:
     found = compare_arm_streams([stream("a", [True], F(1), 0), stream("b", [True], F(1), 0, target="other")],
                                 ["a", "b"], "a")
     assert found == []
+
+
+def test_an_arms_figures_are_the_ones_its_stream_gates_judge() -> None:
+    """One pooling rule: the comparison's figures of an arm over its trials are what the stream
+    gates see when they gate that arm's streams of those trials."""
+    late = [stream("late", [True, False, False, False], F(3, 5), 2),
+            stream("late", [True, True, True, False], F(1, 5), 1, trial=2)]
+    control = [stream("control", [True] * 4, F(1, 5), 0, trial=n) for n in (1, 2)]
+    (found,) = compare_arm_streams([*control, *late], ["control", "late"], "control")
+    wanted = StreamGates(min_recall=0.9, max_false_alarms_per_min=1.0, max_detection_latency_p95_s=0.5)
+    gates = {g.name: g.message for g in stream_gates(late, options=wanted, eval_thresholds=None)}
+    mine = found.arm_figures
+    assert (mine.detected, mine.events, mine.false_alarms, mine.quiet_s) == (4, 8, 3, 60)
+    assert gates["pan_min_recall"].startswith(f"recall {float(mine.recall) * 100:.1f}% (4/8 events)")
+    assert gates["pan_max_false_alarms_per_min"].startswith(f"{float(mine.false_alarms_per_min):.3g} false alarms "
+                                                            "per minute (3 in 60s of quiet time)")
+    # Nearest-rank p95 of the four detections (3/5, 1/5, 1/5, 1/5): 3/5.
+    assert mine.latency_p95 == F(3, 5)
+    assert gates["pan_max_detection_latency_p95"] == "p95 detection latency 0.600s > 0.5s"

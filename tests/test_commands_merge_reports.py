@@ -282,3 +282,54 @@ def test_config_run_thresholds_gate_the_merged_run_as_the_unsharded_one(tmp_path
     shards[0].write_text(json.dumps(edited))
     code, _out, err = run_cli("merge-reports", *shards)
     assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")
+
+
+ARMS_CONFIG = """\
+arms:
+  alt: {adapter_config: {unused: 1}}
+thresholds:
+  min_pass_rate: 0.5
+  per_target:
+    size:
+      min_pass_rate: 0.9
+    ghost:
+      min_pass_rate: 0.5
+"""
+
+
+@pytest.mark.parametrize("gate_arm", [(), ("--gate-arm", "alt")])
+def test_shards_with_arms_merge_to_the_unsharded_runs_gates(eval_dir: Path, gate_arm: tuple[str, ...]) -> None:
+    """Per arm, with a per-target gate on a target only one shard runs (door's `size`) and one on a
+    target no case declares (`ghost`), which fails in the unsharded run and so in the merged one;
+    per-target gates come in their file's order (not alphabetical), in config.yaml and in a case."""
+    (eval_dir / "config.yaml").write_text(ARMS_CONFIG)
+    door = eval_dir / "cases" / "door.yaml"
+    door.write_text(door.read_text() + "thresholds:\n  per_target:\n    size: {min_pass_rate: 0.5}\n"
+                    "    idx: {min_pass_rate: 0.5}\n")
+    tmp = eval_dir.parent
+    options = ("--arm", "all", *gate_arm)
+    code, _out, err = run_cli("run", "--eval-dir", eval_dir, "--keep-going", "--output-json", tmp / "whole.json",
+                              *options)
+    assert code == 1, err
+    shards = run_shards(eval_dir, 2, *options)
+    has_size = ["size" in {s[1] for s in read_json(p)["shard"]["selection"]}
+                and any(r["target"] == "size" for r in read_json(p)["trials"][0]["results"]) for p in shards]
+    assert sorted(has_size) == [False, True]
+    code, _out, err = run_cli("merge-reports", *shards, "--output-json", tmp / "merged.json")
+    assert code == 1, err
+    whole, merged = read_json(tmp / "whole.json"), read_json(tmp / "merged.json")
+
+    def gates(report: dict[str, Any]) -> list[tuple[str, bool, str]]:
+        every = [*report["gates"], *(g for t in report["trials"] for g in t["gates"])]
+        return [(g["name"], g["passed"], g["message"]) for g in every]
+
+    assert gates(merged) == gates(whole)
+    verdicts = {name: passed for name, passed, _m in gates(merged)}
+    assert {name.split("/")[0] for name in verdicts} == ({"alt"} if gate_arm else {"control", "alt"})
+    names = [name for name, _p, _m in gates(merged) if name.startswith("alt/")]
+    assert names.index("alt/eval_size_min_pass_rate") < names.index("alt/eval_ghost_min_pass_rate")
+    assert names.index("alt/door_size_min_pass_rate") < names.index("alt/door_idx_min_pass_rate")
+    for arm in ("alt",) if gate_arm else ("control", "alt"):
+        # door's one size sample raises: an adapter error, and size's pass rate is 0.
+        assert verdicts[f"{arm}/eval_size_min_pass_rate"] is False and verdicts[f"{arm}/adapter_errors"] is False
+        assert verdicts[f"{arm}/eval_ghost_min_pass_rate"] is False

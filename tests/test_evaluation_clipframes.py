@@ -153,7 +153,7 @@ def test_shared_frames_are_closed_by_their_last_holder() -> None:
     image = Image.new("RGB", (4, 2))
     frame = SharedFrame(3, segments_time(), image)
     store = SharedStore()
-    store.put("k", frame, 2)
+    store.share("k", frame, 2)
     frame.release()  # the maker lets go; the store still holds it
     first, second = store.take("k"), store.take("k")
     assert first is second is frame and "k" not in store and store.in_memory == 0

@@ -7,9 +7,10 @@ from typing import Any
 
 from glasskit_eval.cases.model import EventSpec
 from glasskit_eval.compare.modes import CompareConfig
-from glasskit_eval.evaluation._streamscore import pooled, quiet_seconds, score_stream
+from glasskit_eval.evaluation._streamscore import quiet_seconds, score_stream
 from glasskit_eval.results import Emission
 from glasskit_eval.statistics.descriptive import percentile
+from glasskit_eval.summary import pooled_streams
 
 
 def event(index: int, at: F | int | str, window: tuple[Any, Any] = (0, 1), expect: Any = "on",
@@ -115,7 +116,7 @@ def test_latency_percentiles_are_the_latency_summarys_nearest_rank() -> None:
 def test_pooled_figures_add_events_emissions_and_quiet_time() -> None:
     a = score_stream([event(0, 1)], [emit(F(3, 2)), emit(5, "x")], clip_end=F(30))
     b = score_stream([event(0, 1), event(1, 10)], [emit(2)], clip_end=F(30))
-    m = pooled([(a.events, a.metrics), (b.events, b.metrics)])
+    m = pooled_streams([(a.events, a.metrics), (b.events, b.metrics)])
     assert (m.events, m.detected, m.false_alarms, m.repeats) == (3, 2, 1, 0)
     assert m.quiet_s == 29 + 28 and m.recall == F(2, 3)
     assert m.latencies == (F(1, 2), F(1))

@@ -3,6 +3,7 @@ in any order of short decodes, one container open instead of one per decode, not
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from fractions import Fraction
@@ -47,7 +48,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 def blocks_in_random_order(times: list[Fraction], seed: int) -> list[list[Fraction]]:
     """Runs of three requested times (frame times and halfway ties), shuffled as early stop shuffles blocks."""
-    wanted = sorted({*times, *((a + b) / 2 for a, b in zip(times, times[1:], strict=False))})
+    wanted = sorted({*times, *((a + b) / 2 for a, b in itertools.pairwise(times))})
     blocks = [wanted[i:i + 3] for i in range(0, len(wanted), 3)]
     random.Random(seed).shuffle(blocks)
     return blocks

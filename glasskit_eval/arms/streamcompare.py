@@ -15,39 +15,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..results import StreamResult
-from ..statistics.descriptive import percentile
+from ..results import StreamMetrics, StreamResult
 from ..statistics.paired import mcnemar_drop_p_value
+from ..summary import pooled_streams
 
 
-@dataclass(frozen=True, slots=True)
-class StreamFigures:
-    """One arm's pooled figures of one stream target."""
-
-    events: int
-    detected: int
-    false_alarms: int
-    quiet_s: Fraction
-    latencies: tuple[Fraction, ...]
-
-    @property
-    def recall(self) -> Fraction | None:
-        return Fraction(self.detected, self.events) if self.events else None
-
-    @property
-    def false_alarms_per_min(self) -> Fraction | None:
-        return self.false_alarms * 60 / self.quiet_s if self.quiet_s else None
-
-    @property
-    def latency_p95(self) -> Fraction | None:
-        return percentile(self.latencies, 95) if self.latencies else None
-
-
-def _figures(streams: Sequence[StreamResult]) -> StreamFigures:
-    return StreamFigures(sum(s.metrics.events for s in streams), sum(s.metrics.detected for s in streams),
-                         sum(s.metrics.false_alarms for s in streams), sum((s.metrics.quiet_s for s in streams),
-                                                                            Fraction(0)),
-                         tuple(sorted(lat for s in streams for lat in s.metrics.latencies)))
+def _pooled(streams: Sequence[StreamResult]) -> StreamMetrics:
+    return pooled_streams((s.events, s.metrics) for s in streams)
 
 
 def _delta(arm: Fraction | None, control: Fraction | None) -> float | None:
@@ -66,8 +40,9 @@ class StreamComparison:
     arm: str
     case: str
     target: str
-    control_figures: StreamFigures
-    arm_figures: StreamFigures
+    #: Each side's figures pooled over its trials, as the stream gates pool a target's.
+    control_figures: StreamMetrics
+    arm_figures: StreamMetrics
     #: Paired events the control detected and the arm missed, and the reverse.
     control_only: int
     arm_only: int
@@ -91,7 +66,7 @@ class StreamComparison:
         return _delta(self.arm_figures.latency_p95, self.control_figures.latency_p95)
 
     def to_json(self) -> dict[str, Any]:
-        def figures(f: StreamFigures) -> dict[str, Any]:
+        def figures(f: StreamMetrics) -> dict[str, Any]:
             return {"detected": f.detected, "events": f.events, "false_alarms": f.false_alarms,
                     "false_alarms_per_min": _float(f.false_alarms_per_min),
                     "latency_p95_s": _float(f.latency_p95), "recall": _float(f.recall)}
@@ -127,6 +102,6 @@ def compare_arm_streams(streams: Sequence[StreamResult], names: Sequence[str],
                         continue
                     control_only += other and not e.detected
                     arm_only += e.detected and not other
-            out.append(StreamComparison(control, name, case, target, _figures(theirs), _figures(mine),
+            out.append(StreamComparison(control, name, case, target, _pooled(theirs), _pooled(mine),
                                         control_only, arm_only))
     return out

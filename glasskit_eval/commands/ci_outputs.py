@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..cases.model import STREAM_GATE_NAMES, Thresholds
 from ..errors import OutputError
 from ..evaluation.gates import baseline_gate, baseline_latency_gate
-from ..plan.planning import Plan
+from ..plan.planning import Plan, undeclared_gate_targets
 from ..reports.annotations import github_annotations, step_summary
 from ..reports.baseline import BaselineDiff, diff_against, format_diff
 from ..reports.junit import JunitContext, render_junit
@@ -81,8 +81,10 @@ def thresholds_json(t: Thresholds | None) -> dict[str, Any] | None:
         return None
     streams = {target: {name: getattr(gates, name) for name in STREAM_GATE_NAMES}
                for target, gates in (t.stream_gates or {}).items()}
+    # The report's keys are sorted; the per-target gates come in the file's order, so it travels too.
     return {"max_failures": t.max_failures, "min_pass_rate": t.min_pass_rate,
-            "per_target": dict(t.per_target) if t.per_target else None, "stream_gates": streams or None,
+            "per_target": dict(t.per_target) if t.per_target else None,
+            "per_target_order": list(t.per_target) if t.per_target else None, "stream_gates": streams or None,
             "max_p95_latency_s": t.max_p95_latency_s, "max_cost": t.max_cost}
 
 
@@ -121,6 +123,9 @@ def shard_block(request: RunRequest, full: Plan, fingerprints: Mapping[str, Any]
                                  for c in full.cases],
                        "eval": thresholds_json(full.eval_dir.config.thresholds)},
         "total": int(total),
+        # The failing gates of config.yaml's per_target targets no selected case declares, as the
+        # unsharded run makes them (their message names a config.yaml line merging cannot read).
+        "undeclared": undeclared_gate_targets(full, request.filters()),
     } | ({"arms": arms_block(arms)} if arms is not None else {})
 
 

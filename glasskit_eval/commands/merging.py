@@ -24,9 +24,9 @@ from ..evaluation.gates import (
     CaseThresholds,
     GateOptions,
     arm_comparison_gates,
-    arm_gates,
     arm_trials,
     evaluate_gates,
+    per_arm,
     run_gates,
 )
 from ..evaluation.streamgates import stream_gates
@@ -69,6 +69,10 @@ class MergedArms:
     #: Blind arms and ``--max-blind-pass-rate`` (absent from shards written before the gate existed).
     blind: tuple[str, ...] = ()
     max_blind_pass_rate: float | None = None
+
+    @property
+    def plain(self) -> bool:
+        return False  # a plain run's shards carry no arms
 
     def gated(self, name: str) -> bool:
         return self.gate_arm is None or self.gate_arm == name
@@ -116,8 +120,12 @@ def _thresholds(data: Mapping[str, Any] | None) -> Thresholds | None:
     if data is None:
         return None
     streams = {target: StreamGates(**gates) for target, gates in (data.get("stream_gates") or {}).items()}
+    per_target = data.get("per_target")
+    if per_target and data.get("per_target_order"):
+        # In the file's order, as the unsharded run gates them (older shards: the report's sorted order).
+        per_target = {target: per_target[target] for target in data["per_target_order"]}
     # The run-level keys are absent from shards written before they travelled: unset, as then.
-    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), data.get("per_target"),
+    return Thresholds(data.get("min_pass_rate"), data.get("max_failures"), per_target,
                       max_p95_latency_s=data.get("max_p95_latency_s"), max_cost=data.get("max_cost"),
                       stream_gates=streams or None)
 
@@ -157,7 +165,9 @@ def _well_formed(block: Mapping[str, Any]) -> bool:
             and isinstance(block.get("streams", []), list)
             and all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)
                     for e in block.get("streams", []))
-            and _arms_well_formed(block.get("arms")))
+            and _arms_well_formed(block.get("arms"))
+            and isinstance(block.get("undeclared", {}), Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in block.get("undeclared", {}).items()))
 
 
 def _number(value: object) -> bool:
@@ -165,8 +175,12 @@ def _number(value: object) -> bool:
 
 
 def _run_thresholds_ok(data: object) -> bool:
-    return not isinstance(data, Mapping) or all(
-        data.get(key) is None or _number(data[key]) for key in ("max_p95_latency_s", "max_cost"))
+    if not isinstance(data, Mapping):
+        return True
+    order = data.get("per_target_order")
+    return all(data.get(key) is None or _number(data[key]) for key in ("max_p95_latency_s", "max_cost")) and (
+        order is None or (isinstance(order, list) and isinstance(data.get("per_target"), Mapping)
+                          and sorted(order) == sorted(data["per_target"])))
 
 
 def _stream_thresholds_ok(data: object) -> bool:
@@ -276,6 +290,8 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     gate_options = group_of(Gates, options).options()
     eval_thresholds = _thresholds(block["thresholds"]["eval"])
     cases = [CaseThresholds(c["case"], _thresholds(c["thresholds"])) for c in block["thresholds"]["cases"]]
+    # Absent from shards written before it travelled: no such gates, as merging made then.
+    undeclared: dict[str, str] = block.get("undeclared") or {}
     arms = _arms(block)
     # Each sample once per arm, in the unsharded run's order: per case, arm by arm.
     names: tuple[str | None, ...] = arms.names if arms is not None else (None,)
@@ -310,15 +326,7 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
                              "that should have run them")
         results = tuple(found[k] for k in expected)
         streams = _trial_streams(reports, trial, stream_selection)
-        gates: list[Gate] = []
-        for arm in names:
-            if arms is None or arms.gated(str(arm)):
-                mine = [r for r in results if r.arm == arm]
-                fed = [s for s in streams if s.arm == arm]
-                made = (evaluate_gates(mine, options=gate_options, eval_thresholds=eval_thresholds, cases=cases)
-                        + stream_gates(fed, options=gate_options.streams, eval_thresholds=eval_thresholds,
-                                       cases=cases))
-                gates += made if arm is None else arm_gates(str(arm), made)
+        gates = _trial_gates(results, streams, arms, gate_options, eval_thresholds, cases, undeclared)
         duration = max(float(r["trials"][trial - 1].get("summary", {}).get("duration_seconds") or 0.0)
                        for _n, r in reports)
         trials.append(TrialResult(trial=trial, results=results, gates=tuple(gates), duration_seconds=duration,
@@ -335,13 +343,26 @@ def merge_reports(named: Sequence[tuple[str, Mapping[str, Any]]]) -> Merged:
     return Merged(result, locations, arms)
 
 
+def _trial_gates(results: Sequence[SampleResult], streams: Sequence[StreamResult], arms: MergedArms | None,
+                 options: GateOptions, thresholds: Thresholds | None, cases: Sequence[CaseThresholds],
+                 undeclared: Mapping[str, str]) -> list[Gate]:
+    """A trial's gates per gated arm, as the trial loop makes them (``evaluation.trials``)."""
+
+    def of(arm: str | None) -> list[Gate]:
+        mine = [r for r in results if r.arm == arm]
+        fed = [s for s in streams if s.arm == arm]
+        return (evaluate_gates(mine, options=options, eval_thresholds=thresholds, cases=cases, undeclared=undeclared)
+                + stream_gates(fed, options=options.streams, eval_thresholds=thresholds, cases=cases))
+
+    return per_arm(arms, of)
+
+
 def _run_gates(trials: Sequence[TrialResult], options: GateOptions, thresholds: Thresholds | None,
                arms: MergedArms | None) -> list[Gate]:
     """The run-level gates (per gated arm), then each perturbation arm's robustness gate and the blind gate."""
+    gates = per_arm(arms, lambda arm: run_gates(arm_trials(trials, arm), options, thresholds))
     if arms is None:
-        return run_gates(trials, options, thresholds)
-    gates = [g for arm in arms.names if arms.gated(arm)
-             for g in arm_gates(arm, run_gates(arm_trials(trials, arm), options, thresholds))]
+        return gates
     return gates + arm_comparison_gates(
         trials, control=arms.control, perturbed=[n for n in arms.names if n in arms.perturbation_only],
         blind=arms.blind, max_robustness_drop=arms.max_robustness_drop, alpha=arms.alpha,

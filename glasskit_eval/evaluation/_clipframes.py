@@ -20,8 +20,7 @@ decoding thread; those two are called on the event loop when a call is done.
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame
 from ._framestore import MEMORY_BUDGET, FrameStore, image_bytes
-from ._ordering import TIME, Decoder, plan_passes, served_in_passes, target_groups
+from ._ordering import TIME, DecodePass, Decoder, plan_passes, served_in_passes, target_groups
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -118,7 +117,26 @@ class SharedStore:
     def spilled_frames(self) -> int:
         return self._spill.spilled_frames
 
-    def put(self, key: Hashable, frame: SharedFrame, uses: int) -> None:
+    def put(self, key: Hashable, decoded: DecodedFrame, uses: int) -> None:
+        """Keep a frame decoded before its turn (its image is the store's now) for ``uses`` takes."""
+        frame = SharedFrame(decoded.index, decoded.media_time, decoded.image)
+        try:
+            self.share(key, frame, uses)
+        finally:
+            frame.release()
+
+    def serve(self, key: Hashable, decoded: DecodedFrame, uses: int) -> SharedFrame:
+        """The frame for the use at hand, which the caller holds, kept for ``uses`` more takes."""
+        frame = SharedFrame(decoded.index, decoded.media_time, decoded.image)
+        if uses:
+            try:
+                self.share(key, frame, uses)
+            except BaseException:
+                frame.release()
+                raise
+        return frame
+
+    def share(self, key: Hashable, frame: SharedFrame, uses: int) -> None:
         """Keep ``frame`` for ``uses`` takes; the caller keeps its own hold."""
         assert uses > 0 and key not in self
         size = image_bytes(*frame.image.size)
@@ -164,60 +182,27 @@ def frame_times(sample: ScheduledSample) -> tuple[Fraction, ...]:
 ClipItems = Generator[tuple[ScheduledSample, HeldFrames], None, None]
 
 
-class _SharedPass:
-    """One lazy decode serving its samples' frames in call order, each distinct frame once."""
+def _held(current: DecodePass[SharedFrame], sample: ScheduledSample) -> HeldFrames:
+    """The sample's frames from its pass, each distinct time taken once."""
+    times = frame_times(sample)
+    taken: dict[Fraction, SharedFrame] = {}
+    try:
+        for time in sorted(set(times)):
+            taken[time] = current.take(time)
+    except BaseException:
+        for frame in taken.values():
+            frame.release()
+        raise
+    frames = tuple(DecodedFrame(taken[t].index, taken[t].media_time, taken[t].image) for t in times)
+    shared = tuple(taken.values())
 
-    def __init__(self, number: int, path: Path, samples: Sequence[ScheduledSample], decode: Decoder,
-                 store: SharedStore) -> None:
-        self._number = number  # passes share the store (and its budget), keyed apart
-        self._uses = Counter(t for s in samples for t in set(frame_times(s)))
-        self._frames: Iterator[tuple[Fraction, DecodedFrame]] = iter(decode(path, sorted(self._uses)))
-        self._store = store
+    def release() -> None:
+        for frame in shared:
+            frame.release()
 
-    def take(self, time: Fraction) -> SharedFrame:
-        self._uses[time] -= 1
-        if (self._number, time) in self._store:
-            return self._store.take((self._number, time))
-        for want, decoded in self._frames:
-            frame = SharedFrame(decoded.index, decoded.media_time, decoded.image)
-            try:
-                left = self._uses[want]
-                if want == time:
-                    frame.hold()
-                    if left:
-                        self._store.put((self._number, want), frame, left)
-                    return frame
-                # Decoded before its turn: kept for every use still to come.
-                self._store.put((self._number, want), frame, left)
-            finally:
-                frame.release()
-        raise AssertionError(f"the decoder never produced the frame for {time}s")
-
-    def hold(self, sample: ScheduledSample) -> HeldFrames:
-        times = frame_times(sample)
-        taken: dict[Fraction, SharedFrame] = {}
-        try:
-            for time in sorted(set(times)):
-                taken[time] = self.take(time)
-        except BaseException:
-            for frame in taken.values():
-                frame.release()
-            raise
-        frames = tuple(DecodedFrame(taken[t].index, taken[t].media_time, taken[t].image) for t in times)
-        shared = tuple(taken.values())
-
-        def release() -> None:
-            for frame in shared:
-                frame.release()
-
-        if sample.clip is None:
-            return HeldFrames(frames, (sample.time,), 0, False, release)
-        return HeldFrames(frames, sample.clip.times, sample.clip.anchor, True, release)
-
-    def close(self) -> None:
-        close = getattr(self._frames, "close", None)
-        if close is not None:
-            close()
+    if sample.clip is None:
+        return HeldFrames(frames, (sample.time,), 0, False, release)
+    return HeldFrames(frames, sample.clip.times, sample.clip.anchor, True, release)
 
 
 def clip_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder, order: str,
@@ -236,5 +221,5 @@ def clip_items(path: Path, samples: Sequence[ScheduledSample], decode: Decoder, 
         numbers = plan_passes(path, groups, frame_times, once=True)
     mine = store if store is not None else SharedStore()
     yield from served_in_passes(groups, numbers,
-                                lambda number, members: _SharedPass(number, path, members, decode, mine),
-                                lambda current, sample: current.hold(sample), mine.close)
+                                lambda number, members: DecodePass(number, path, members, decode, mine, frame_times),
+                                _held, mine.close)

@@ -85,6 +85,12 @@ class FrameStore:
         """
         self._keep(key, frame, uses, owned=False)
 
+    def serve(self, key: Hashable, frame: DecodedFrame, uses: int) -> DecodedFrame:
+        """``frame`` for the use at hand (it stays the caller's), its pixels kept for ``uses`` more."""
+        if uses:
+            self.put_copy(key, frame, uses)
+        return frame
+
     def _keep(self, key: Hashable, frame: DecodedFrame, uses: int, *, owned: bool) -> None:
         assert uses > 0 and key not in self._kept
         image = frame.image

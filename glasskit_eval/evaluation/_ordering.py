@@ -12,7 +12,8 @@ frame decoded before its turn (a later target's, or a sample declared out of tim
 order) in a :class:`~glasskit_eval.evaluation._framestore.FrameStore`. A target joins the
 first pass when keeping its frames costs less than decoding them again; otherwise it
 gets a pass of its own, decoded when its turn comes (:func:`assign_passes`, costs in
-decoded frames as in ``video.strategy``).
+decoded frames as in ``video.strategy``). Single frames and clips (``_clipframes``) are served
+by the same :class:`DecodePass`; only their stores differ.
 
 Everything here runs on the decoding thread: generators of ``(sample, frame)`` where
 every frame's image belongs to the receiver.
@@ -23,10 +24,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ..plan.schedule import ScheduledSample
 from ..video.frames import DecodedFrame, available_cores, decode_at
@@ -53,6 +54,9 @@ Items = Generator[tuple[ScheduledSample, DecodedFrame], None, None]
 Decoder = Callable[[Path, Sequence[Fraction]], Iterator[tuple[Fraction, DecodedFrame]]]
 #: The times a sample's frames are decoded for (one for a single-frame sample).
 SampleTimes = Callable[[ScheduledSample], Sequence[Fraction]]
+#: What a pass hands out for one use of a frame (its store's choice).
+F = TypeVar("F")
+F_co = TypeVar("F_co", covariant=True)
 
 
 def own_time(sample: ScheduledSample) -> Sequence[Fraction]:
@@ -164,25 +168,43 @@ def assign_passes(targets: Sequence[Sequence[ScheduledSample]], costs: _Costs,
     return passes
 
 
-class _Pass:
-    """One lazy decode serving its samples in call order, keeping frames decoded early."""
+class PassStore(Protocol[F_co]):
+    """Where a pass keeps the frames it decodes before their turn, and how it hands one out."""
+
+    def __contains__(self, key: Hashable) -> bool: ...
+
+    def put(self, key: Hashable, frame: DecodedFrame, uses: int) -> None:
+        """Keep ``frame`` (the store's now) for ``uses`` takes."""
+
+    def take(self, key: Hashable) -> F_co:
+        """A kept frame for one use."""
+
+    def serve(self, key: Hashable, frame: DecodedFrame, uses: int) -> F_co:
+        """``frame`` for the use at hand, kept for ``uses`` more (none: not kept)."""
+
+
+class DecodePass(Generic[F]):
+    """One lazy decode serving its samples in call order: each distinct time decoded once, a frame
+    decoded before its turn kept in the store for every use still to come.
+
+    ``times`` says which frames a sample needs (its own time, or a clip's entries); the store
+    says what a use gets (a frame of its own, or a share of one image).
+    """
 
     def __init__(self, number: int, path: Path, samples: Sequence[ScheduledSample], decode: Decoder,
-                 store: FrameStore) -> None:
+                 store: PassStore[F], times: SampleTimes = own_time) -> None:
         self._number = number  # passes share the store (and its budget), keyed apart
-        self._uses = Counter(s.time for s in samples)
+        self._uses = Counter(t for s in samples for t in set(times(s)))
         self._frames = iter(decode(path, sorted(self._uses)))
         self._store = store
 
-    def frame_for(self, time: Fraction) -> DecodedFrame:
+    def take(self, time: Fraction) -> F:
         self._uses[time] -= 1
         if (self._number, time) in self._store:
             return self._store.take((self._number, time))
         for want, frame in self._frames:
             if want == time:
-                if self._uses[time]:
-                    self._store.put_copy((self._number, time), frame, self._uses[time])
-                return frame
+                return self._store.serve((self._number, time), frame, self._uses[time])
             # Decoded before its turn: kept for every use still to come.
             self._store.put((self._number, want), frame, self._uses[want])
         raise AssertionError(f"the decoder never produced the frame for {time}s")
@@ -219,8 +241,8 @@ def declaration_order_items(path: Path, samples: Sequence[ScheduledSample], deco
     groups = target_groups(samples)
     mine = store if store is not None else FrameStore()
     yield from served_in_passes(groups, plan_passes(path, groups),
-                                lambda number, members: _Pass(number, path, members, decode, mine),
-                                lambda current, sample: current.frame_for(sample.time), mine.close)
+                                lambda number, members: DecodePass(number, path, members, decode, mine),
+                                lambda current, sample: current.take(sample.time), mine.close)
 
 
 P = TypeVar("P", bound="_Closing")

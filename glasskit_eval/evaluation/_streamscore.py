@@ -4,8 +4,8 @@ Each event takes the earliest emission inside its closed window whose value matc
 ``expect`` (after ``field``, by ``compare``); latency is that emission's time minus ``at``.
 Every other emission inside a window is a repeat. An emission outside every window is a false
 alarm when it falls in quiet time: the ``quiet`` spans when given (other emissions are then not
-scored), else the whole clip outside the windows. Percentiles are the latency summary's
-(nearest rank, :func:`~glasskit_eval.statistics.descriptive.percentile`).
+scored), else the whole clip outside the windows. The figures are :func:`~glasskit_eval.summary.stream_metrics`'
+(percentiles the latency summary's nearest rank).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..cases.model import EventSpec
 from ..compare.modes import CompareConfig, infer_mode
 from ..compare.values import MissingField, compare_values, extract_field
 from ..results import Emission, EventOutcome, StreamMetrics
-from ..statistics.descriptive import percentile
+from ..summary import stream_metrics
 
 Span = tuple[Fraction, Fraction]
 
@@ -74,7 +74,7 @@ def score_stream(events: Sequence[EventSpec], emissions: Sequence[Emission], *, 
                      for e in sorted(events, key=lambda e: e.at))
     quiet_s = quiet_seconds(clip_end, [e.span for e in events], quiet)
     return StreamScore(outcomes, tuple(repeats), tuple(false_alarms), tuple(unscored),
-                       metrics(outcomes, len(repeats), len(false_alarms), quiet_s))
+                       stream_metrics(outcomes, len(repeats), len(false_alarms), quiet_s))
 
 
 def false_alarm_at(events: Sequence[EventSpec], quiet: Sequence[Span] | None, time: Fraction) -> bool:
@@ -86,29 +86,6 @@ def false_alarm_at(events: Sequence[EventSpec], quiet: Sequence[Span] | None, ti
     if any(start <= time <= end for start, end in (e.span for e in events)):
         return False
     return quiet is None or any(s <= time <= t for s, t in quiet)
-
-
-def metrics(outcomes: Sequence[EventOutcome], repeats: int, false_alarms: int, quiet_s: Fraction) -> StreamMetrics:
-    """The figures of one stream (or of several pooled: their outcomes and counts together)."""
-    detected = sum(1 for o in outcomes if o.detected)
-    latencies = tuple(sorted(o.latency for o in outcomes if o.latency is not None))
-    total = detected + false_alarms
-    return StreamMetrics(
-        events=len(outcomes), detected=detected, repeats=repeats, false_alarms=false_alarms, quiet_s=quiet_s,
-        recall=Fraction(detected, len(outcomes)) if outcomes else None,
-        precision=Fraction(detected, total) if total else None,
-        false_alarms_per_min=false_alarms / (quiet_s / 60) if quiet_s else None,
-        latency_p50=percentile(latencies, 50) if latencies else None,
-        latency_p95=percentile(latencies, 95) if latencies else None,
-        latency_max=latencies[-1] if latencies else None,
-        latencies=latencies)
-
-
-def pooled(scores: Sequence[tuple[Sequence[EventOutcome], StreamMetrics]]) -> StreamMetrics:
-    """One target's figures over several streams (cases): events, emissions and quiet time added up."""
-    outcomes = [o for events, _m in scores for o in events]
-    return metrics(outcomes, sum(m.repeats for _e, m in scores), sum(m.false_alarms for _e, m in scores),
-                   sum((m.quiet_s for _e, m in scores), Fraction(0)))
 
 
 def quiet_seconds(clip_end: Fraction, windows: Sequence[Span], quiet: Sequence[Span] | None) -> Fraction:

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ..arms.compare import paired_input
-from ..arms.plan import ArmPlan
 from ..cases.model import StreamGates, Thresholds
 from ..reports.baseline import BaselineDiff, latency_change_text, paired_test_text
+from ..reports.early_stop import decision_line
 from ..results import EarlyStop, Gate, SampleResult, Status, StreamMetrics, TrialResult, stability
 from ..statistics.paired import NOISE_FROM_REPEATS, p_text, paired_regression_test
 from ..summary import Counts
@@ -288,14 +288,28 @@ def robustness_gate(results: Sequence[SampleResult], control: str, arm: str, max
                 f"gate: no significant drop beyond {max_drop:.1%})")
 
 
-def per_arm(arms: ArmPlan, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:
-    """``gates_of(arm)`` for every gated arm, named ``<arm>/<gate>``; a plain run's gates keep their names."""
-    if arms.plain:
+class GatedArms(Protocol):
+    """Who a run's arms are and which of them are gated: the run's
+    :class:`~glasskit_eval.arms.plan.ArmPlan`, or the arms a shard report carries (``merge-reports``)."""
+
+    @property
+    def plain(self) -> bool: ...
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def gated(self, name: str) -> bool: ...
+
+
+def per_arm(arms: GatedArms | None, gates_of: Callable[[str | None], Sequence[Gate]]) -> list[Gate]:
+    """``gates_of(arm)`` for every gated arm, named ``<arm>/<gate>``; a plain run's gates (``arms``
+    plain or None) keep their names."""
+    if arms is None or arms.plain:
         return list(gates_of(None))
     out: list[Gate] = []
-    for arm in arms.arms:
-        if arms.gated(arm.name):
-            out += arm_gates(arm.name, gates_of(arm.name))
+    for name in arms.names:
+        if arms.gated(name):
+            out += arm_gates(name, gates_of(name))
     return out
 
 
@@ -351,5 +365,5 @@ def arm_comparison_gates(trials: Sequence[TrialResult], *, control: str, perturb
 def decided_gates(gates: Iterable[Gate], record: EarlyStop) -> list[Gate]:
     """``--early-stop``: ``gates`` with each early decision in place of the ordinary gate of the same name."""
     early = {d.name: d for d in record.gates if d.early}
-    return [Gate(g.name, early[g.name].verdict == "pass", early[g.name].line(record.alpha))
+    return [Gate(g.name, early[g.name].verdict == "pass", decision_line(early[g.name], record.alpha))
             if g.name in early else g for g in gates]

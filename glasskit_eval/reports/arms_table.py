@@ -102,12 +102,13 @@ def stream_lines(report: ArmsReport) -> list[str]:
     """Each arm against the control per stream target: recall, false alarms/min, latency p95 (empty without streams).
 
     One block per stream target, its name on a line of its own, so the rows fit :data:`MAX_WIDTH`
-    whatever the case and target are called.
+    whatever the case and target are called. The latency and its change are both in whole
+    milliseconds, as the console's streams table shows latencies (``+10000ms`` still fits).
     """
     if not report.streams:
         return []
     headers = ["Arm", "Recall", "Δ pts", "FA/min", "Δ", "Lat p95", "Δ", "Only ctrl/arm", "p"]
-    widths = [_NAME, 6, 6, 6, 6, 7, 7, 13, 6]
+    widths = [_NAME, 6, 6, 6, 6, 7, 8, 13, 6]
 
     def line(cells: list[str]) -> str:
         return " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -125,8 +126,7 @@ def stream_lines(report: ArmsReport) -> list[str]:
         out.append(line(["  " + _name(c.arm, widths[0] - 2),
                          pct(None if recall is None else float(recall)), _delta(c.delta_recall, 100),
                          "-" if per_min is None else f"{float(per_min):.2f}", _delta(c.delta_false_alarms_per_min),
-                         _seconds(None if p95 is None else float(p95)),
-                         ms(c.delta_latency_p95_s, "+"),
+                         ms(p95), ms(c.delta_latency_p95_s, "+"),
                          f"{c.control_only}/{c.arm_only}", f"{c.p_value:.3g}"]))
     return out
 

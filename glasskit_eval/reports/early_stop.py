@@ -10,12 +10,26 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from ..results import EarlyStop, TrialResult
+from ..results import EarlyStop, GateDecision, TrialResult
 from ..summary import Counts, RunSummary
 
 
 def _stopped(summary: RunSummary) -> list[tuple[TrialResult, EarlyStop]]:
     return [(t, t.early_stop) for t in summary.run.trials if t.early_stop is not None]
+
+
+def decision_line(d: GateDecision, alpha: float) -> str:
+    """``Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples (95% anytime-valid bound 93.1%)``.
+
+    Also the message of the gate an early decision stands in for (``gates.decided_gates``).
+    """
+    verdict = d.verdict.upper()
+    if d.name.endswith("_max_failures"):
+        return (f"Decided early: {verdict} {d.name} <= {d.minimum:g} after {d.after:,} of "
+                f"{d.planned:,} samples ({d.low:g} failures seen)")
+    bound = d.low if d.verdict == "pass" else d.high
+    return (f"Decided early: {verdict} {d.name} >= {d.minimum * 100:.4g}% after {d.after:,} of "
+            f"{d.planned:,} samples ({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
 
 
 def decided_lines(summary: RunSummary) -> list[str]:
@@ -24,7 +38,7 @@ def decided_lines(summary: RunSummary) -> list[str]:
     trials = summary.run.repeat
     for trial, record in _stopped(summary):
         prefix = f"[{trial.trial}/{trials}] " if trials > 1 else ""
-        lines.extend(prefix + d.line(record.alpha) for d in record.gates if d.early)
+        lines.extend(prefix + decision_line(d, record.alpha) for d in record.gates if d.early)
     return lines
 
 
