@@ -68,79 +68,83 @@ def _build(loader: Any, nesting: int, most: int) -> tuple[Any, dict[PathKey, int
         return None, {}
     if type(event) is not DocumentStartEvent:
         raise _NodePath
-    plain = _plain_values(loader)
+    seen: dict[str, Any] = {}
+    read = _plain_values(loader, seen)
     lines: dict[PathKey, int] = {}
-    # One frame per open collection: [the collection, its path, a mapping's pending key, that key's line].
-    stack: list[list[Any]] = []
+    # The open collection (None at the top), its path, whether a mapping, and a mapping's pending
+    # key with its line; the enclosing ones on the stack. Locals: this loop runs once per event.
+    into: Any = None
+    at: PathKey = ()
+    is_map = False
+    key: Any = _NO_KEY
+    key_line = 0
+    stack: list[tuple[Any, PathKey, bool]] = []
     root: Any = None
     while True:
         event = get()
         kind = type(event)
         if kind is MappingEndEvent or kind is SequenceEndEvent:
-            stack.pop()
+            into, at, is_map = stack.pop()
             if not stack:
                 break
             continue
-        if kind is not ScalarEvent and kind is not MappingStartEvent and kind is not SequenceStartEvent:
-            raise _NodePath  # an alias (or an event no document has here)
         if event.anchor is not None or event.tag is not None:
-            raise _NodePath
+            raise _NodePath  # also an alias, whose anchor is set
         if kind is ScalarEvent:
-            value = plain(event.value) if event.implicit[0] else event.value
+            value = event.value
+            if event.implicit[0]:
+                text = value
+                value = seen.get(text, _NO_KEY)
+                if value is _NO_KEY:
+                    value = read(text)
             if type(value) is str and not value.isascii() and not _is_text(value):
                 raise _NodePath
-        into: Any = None
-        if stack:
-            top = stack[-1]
-            into = top[0]
-            if type(into) is dict:
-                key = top[2]
-                if key is _NO_KEY:
-                    # A key: the walker refuses all but new strings (and `<<` resolves to a merge).
-                    if kind is not ScalarEvent or type(value) is not str or value in into:
-                        raise _NodePath
-                    top[2], top[3] = value, event.start_mark.line + 1
-                    continue
-                path: PathKey = (*top[1], key)
-                lines[path] = top[3]  # a mapping value is located at its key's line
-                top[2] = _NO_KEY
-            else:
-                key = len(into)
-                path = (*top[1], key)
-                lines[path] = event.start_mark.line + 1
+            if is_map and key is _NO_KEY:
+                # A key: the walker refuses all but new strings (and `<<` resolves to a merge).
+                if type(value) is not str or value in into:
+                    raise _NodePath
+                key, key_line = value, event.start_mark.line + 1
+                continue
+        elif is_map and key is _NO_KEY:
+            raise _NodePath  # a collection as a key (or an event no document has here)
+        elif kind is MappingStartEvent:
+            value = {}
+        elif kind is SequenceStartEvent:
+            value = []
+        else:
+            raise _NodePath
+        if is_map:
+            path: PathKey = (*at, key)
+            lines[path] = key_line  # a mapping value is located at its key's line
+            into[key] = value
+            key = _NO_KEY
+        elif stack:
+            path = (*at, len(into))
+            lines[path] = event.start_mark.line + 1
+            into.append(value)
         else:
             path = ()
             lines[path] = event.start_mark.line + 1
+            root = value
+            if kind is ScalarEvent:
+                break  # the document is one scalar
         if kind is not ScalarEvent:
             if len(stack) + 1 >= nesting:
                 raise _NodePath
-            value = {} if kind is MappingStartEvent else []
-        if into is None:
-            root = value
-        elif type(into) is dict:
-            into[key] = value
-        else:
-            into.append(value)
-        if kind is not ScalarEvent:
-            stack.append([value, path, _NO_KEY, 0])
-        elif into is None:
-            break  # the document is one scalar
+            stack.append((into, at, is_map))
+            into, at, is_map = value, path, kind is MappingStartEvent
     if type(get()) is not DocumentEndEvent or type(get()) is not StreamEndEvent or len(lines) > most:
         raise _NodePath  # a second document, or more values than the walker builds
     return root, lines
 
 
-def _plain_values(loader: Any) -> Any:
-    """What a plain (unquoted) scalar's text is read as: the loader's resolver and safe constructors, once per text."""
-    seen: dict[str, Any] = {}
+def _plain_values(loader: Any, seen: dict[str, Any]) -> Any:
+    """What a plain (unquoted) scalar's text is read as: the loader's resolver and safe constructors, once per text (``seen``)."""
     resolve = loader.resolve
     constructors = loader.yaml_constructors
     implicit = (True, False)
 
     def read(text: str) -> Any:
-        value = seen.get(text, _NO_KEY)
-        if value is not _NO_KEY:
-            return value
         tag = resolve(yaml.ScalarNode, text, implicit)
         if tag == _STR:
             value = text
