@@ -139,13 +139,15 @@ def _build(loader: Any, nesting: int, most: int) -> tuple[Any, dict[PathKey, int
 
 
 def _plain_values(loader: Any, seen: dict[str, Any]) -> Any:
-    """What a plain (unquoted) scalar's text is read as: the loader's resolver and safe constructors, once per text (``seen``)."""
+    """What a plain (unquoted) scalar's text is read as: the loader's resolver and safe constructors,
+    once per text (kept in ``seen``)."""
     resolve = loader.resolve
     constructors = loader.yaml_constructors
     implicit = (True, False)
 
     def read(text: str) -> Any:
         tag = resolve(yaml.ScalarNode, text, implicit)
+        value: Any
         if tag == _STR:
             value = text
         elif tag == _FLOAT and _DECIMAL_FLOAT.match(text):
