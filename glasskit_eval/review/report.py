@@ -109,7 +109,7 @@ def annotate_emissions(markers: list[Marker], case: Case | None) -> list[Marker]
     from ..cases.streams import event_seconds
 
     events: dict[tuple[Any, int], tuple[float, float, float]] = {}
-    scored = {m["target"] for m in markers if m["kind"] in ("hit", "missed")}
+    scored = {m["target"] for m in markers if m["kind"] in ("hit", "missed") and isinstance(m["target"], str)}
     for target in case.targets if case is not None else ():
         if target.stream is not None and target.id in scored:
             for index, seconds in event_seconds(target.stream.events).items():
