@@ -6,6 +6,7 @@ import textwrap
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from evalkit import load_case, make_eval, run_cli
 
 from glasskit_eval.cases.model import DEFAULT_WINDOW, Case, StreamGates, StreamSpec
@@ -272,3 +273,68 @@ def test_validate_refuses_an_event_past_the_end_and_a_draft_event(tmp_path: Path
         """).lstrip())
     code, out, _err = run_cli("validate", "--eval-dir", eval_dir)
     assert code == 1 and f"- {case}:5: targets.pan.events[0]: event has no `expect`" in out
+
+
+TIMES_CASE = """
+video: v.mp4
+targets:
+  pan:
+    stream: {window: [-0.25, 0.5]}
+    events:
+      - {at: 1.0, expect: a}
+      - {at: 1.75, expect: a}
+      - {at: 0.5, expect: a, window: [0, 0.1]}
+      - {at: 3.0000001, expect: a}
+      - {at: 3.0000001, expect: b}
+      - {at: 2.2, expect: a, window: [0.1, 0.2]}
+      - {at: 0.5000000000000001, expect: a, window: [0.0999999999999999, 0.2]}
+    quiet: [[2.25, 2.29999999], [0.45, 0.55], [5, 6], [2.4, 2.41], [2.41000001, 2.5]]
+"""
+
+
+def test_times_compare_the_same_as_integers_of_one_scale_and_as_fractions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from glasskit_eval.cases import streams
+
+    def both(text: str) -> list[tuple[str, int | None, str]]:
+        found = problems(tmp_path, text)
+        # No common denominator is small enough: every comparison is of Fractions.
+        with monkeypatch.context() as patch:
+            patch.setattr(streams, "_MAX_SCALE_BITS", 0)
+            assert problems(tmp_path, text) == found
+        return found
+
+    found = both(TIMES_CASE)
+    # Touching ends overlap, exactly: 0.5000000000000001 + 0.0999999999999999 is 0.6, where events[2] ends.
+    assert [(path, line) for path, line, _ in found] == [
+        ("targets.pan.events[1]", 7), ("targets.pan.events[4]", 10), ("targets.pan.events[6]", 12),
+        ("targets.pan.quiet[1]", 13), ("targets.pan.quiet[0]", 13), ("targets.pan.quiet[3]", 13)]
+    assert "events[6] overlaps the window [0.5, 0.6]s of events[2]" in found[2][2]
+    assert "[2.4, 2.41]s overlaps the window [2.3, 2.4]s of events[5]" in found[5][2]
+    # One time with no short decimal common denominator: the Fractions path, on its own.
+    tiny = both(TIMES_CASE.replace("{at: 1.0,", "{at: 1.0e-300,"))
+    assert tiny[0][:2] == ("targets.pan.events[2]", 8) and "[-0.250000, 0.500000]s of events[0]" in tiny[0][2]
+
+
+def test_event_order_and_seconds_are_the_exact_times_either_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from glasskit_eval.cases import streams
+
+    text = """
+        video: v.mp4
+        targets:
+          pan:
+            stream: {window: [-0.1, 0.3]}
+            events:
+              - {at: 2.5, expect: a}
+              - {at: 0.1, expect: b, window: [0.30000000000000004, 0.7]}
+              - {at: 1.0000000000000002, expect: c}
+              - {at: 0.0000001, expect: d, window: [0, 0.01]}
+            quiet: [[1.5, 2.0]]
+        """
+    for bits in (streams._MAX_SCALE_BITS, 0):
+        monkeypatch.setattr(streams, "_MAX_SCALE_BITS", bits)
+        stream = stream_of(ok(tmp_path, text))
+        assert [e.index for e in stream.events] == [3, 1, 2, 0]
+        assert streams.event_seconds(stream.events) == {
+            e.index: (float(e.at), float(e.at + e.window[0]), float(e.at + e.window[1])) for e in stream.events}
+        assert streams.event_seconds(stream.events)[1][2] == 0.8 != 0.1 + 0.7  # the exact sum, not the floats'

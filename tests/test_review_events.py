@@ -60,9 +60,10 @@ def test_detail_lists_events_with_windows_and_quiet_spans(tmp_path: Path) -> Non
     assert detail["status"] == "ready"
     pan = next(t for t in detail["targets"] if t["id"] == "pan")
     assert pan["blocks"] == [] and pan["stream"]["quiet"] == [[0.0, 0.2]]
-    assert [(e["index"], e["at"], e["span"], e["line"]) for e in pan["stream"]["events"]] == [
-        (0, 0.3, [0.3, 0.8], 7), (1, 1.0, [0.9, 1.3], 9)]
-    assert pan["stream"]["events"][1]["raw"] == {"at": 1.0, "expect": "boiling", "window": [-0.1, 0.3]}
+    # Each event as written (the page derives its window from it and the target's): nothing else per event.
+    assert pan["stream"]["window"] == [0, 0.5]
+    assert pan["stream"]["events"] == [{"raw": {"at": 0.3, "expect": "boiling"}},
+                                       {"raw": {"at": 1.0, "expect": "boiling", "window": [-0.1, 0.3]}}]
     door = next(t for t in detail["targets"] if t["id"] == "door")
     assert door["stream"] is None
 

@@ -16,6 +16,7 @@ from glasskit_eval.review import casedata, eventsplice
 from glasskit_eval.review.edits import Revisions
 from glasskit_eval.review.errors import ApiError
 from glasskit_eval.review.eventedits import save_event
+from glasskit_eval.yamltext import source as yamlsource
 from glasskit_eval.yamltext.source import load_yaml_text
 
 COUNT = 100_000
@@ -33,9 +34,10 @@ def big_case(count: int) -> str:
 
 @pytest.fixture
 def whole_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of every document composed of more than 100,000 characters (every parser composes in Python)."""
+    """The size of every document of more than 100,000 characters loaded, from parser events or composed as nodes."""
     sizes: list[int] = []
     original = yaml.composer.Composer.get_single_node
+    from_events = yamlsource._from_events
 
     def counted(self: Any) -> Any:
         node = original(self)
@@ -43,7 +45,14 @@ def whole_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             sizes.append(node.end_mark.index)
         return node
 
+    def counted_events(text: str) -> Any:
+        built = from_events(text)
+        if built is not None and len(text) > 100_000:
+            sizes.append(len(text))
+        return built
+
     monkeypatch.setattr(yaml.composer.Composer, "get_single_node", counted)
+    monkeypatch.setattr(yamlsource, "_from_events", counted_events)
     return sizes
 
 

@@ -40,6 +40,22 @@ def test_to_fraction_differs_from_the_binary_value() -> None:
     assert tenth is not None and 3 * tenth == to_fraction(0.3)
 
 
+def test_to_fraction_reads_every_float_as_fraction_reads_its_repr() -> None:
+    import random
+    import struct
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 1e16, 1e22, 1e-5, 5e-324, 1.7976931348623157e308, -2.5e-300, 123456.789, 1.9e-05]
+    for _ in range(20_000):
+        values.append(struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0])  # any bit pattern
+        values.append(round(rng.uniform(-1e6, 1e6), rng.randrange(10)))
+        values.append(rng.randrange(10**7) / 10 ** rng.randrange(12))
+    for value in values:
+        if value == value and abs(value) != float("inf"):
+            exact = to_fraction(value)
+            assert exact == Fraction(repr(value)) and type(exact) is Fraction, value
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("0.3", Fraction(3, 10)),
     (" 1 ", Fraction(1)),

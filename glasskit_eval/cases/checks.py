@@ -76,11 +76,12 @@ class Checker:
             # Such a time could never be reported or handed to an adapter as seconds.
             self.add(path, f"{what} must be finite, got an integer of {len(str(value))} digits")
             return None
-        exact = to_fraction(value)
-        assert exact is not None
-        if exact < 0:
+        # The number's own sign is the exact time's (-0.0 is 0): no Fraction comparison per time.
+        if value < 0:
             self.add(path, f"{what} must be nonnegative, got {value}")
             return None
+        exact = to_fraction(value)
+        assert exact is not None
         return exact
 
     def positive_interval(self, value: Any, path: PathKey) -> Fraction | None:

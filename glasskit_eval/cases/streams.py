@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -59,16 +60,75 @@ def parse_stream(c: Checker, path: PathKey, mapping: dict[str, Any], defaults: d
             event = _event(c, i, raw, (*epath, i), window, defaults)
             if event is not None:
                 events.append(event)
-        _check_window_overlaps(c, events, epath)
+    times = _Times(events)
+    if isinstance(raw_events, list):
+        _check_window_overlaps(c, events, times, epath)
     quiet = None
     if mapping.get("quiet") is not None:
         quiet = _quiet(c, mapping["quiet"], (*path, "quiet"))
         if quiet is not None:
-            _check_quiet_windows(c, quiet, events, path)
+            _check_quiet_windows(c, quiet, events, times.with_quiet(quiet), path)
     if len(c.problems) > before:
         return None
-    return StreamSpec(every_s=every_s, events=tuple(sorted(events, key=lambda e: e.at)), quiet=quiet,
+    by_onset = sorted(range(len(events)), key=times.ats.__getitem__)  # stable: file order among equal onsets
+    return StreamSpec(every_s=every_s, events=tuple(events[k] for k in by_onset), quiet=quiet,
                       field=defaults.get("field"), compare=defaults.get("compare"))
+
+
+class _Times:
+    """The events' onsets and windows in media time (and the quiet spans) as exact numbers that compare fast.
+
+    Integers of a common 1/``scale`` s where the times allow one (every decimal a YAML file
+    holds does), else the Fractions themselves: a target may have 100,000 events, and one
+    Fraction sum or comparison costs a microsecond or two. Either way every comparison is exact.
+    """
+
+    def __init__(self, events: list[EventSpec], quiet: tuple[tuple[Fraction, Fraction], ...] = ()) -> None:
+        self.events = events
+        windows = {id(e.window): e.window for e in events}
+        self.scale = _common_denominator(itertools.chain((e.at for e in events), *windows.values(), *quiet))
+        self.quiet: list[tuple[Any, Any]] = [(self.exact(a), self.exact(b)) for a, b in quiet]
+        if self.scale is None:
+            self.ats: list[Any] = [e.at for e in events]
+            self.spans: list[tuple[Any, Any]] = [e.span for e in events]
+            return
+        edges = {key: (self.exact(a), self.exact(b)) for key, (a, b) in windows.items()}
+        self.ats = [self.exact(e.at) for e in events]
+        self.spans = [(at + edges[id(e.window)][0], at + edges[id(e.window)][1]) for at, e in zip(self.ats, events)]
+
+    def exact(self, value: Fraction) -> Any:
+        return value if self.scale is None else value.numerator * (self.scale // value.denominator)
+
+    def with_quiet(self, quiet: tuple[tuple[Fraction, Fraction], ...]) -> _Times:
+        """These times with the quiet spans on the same scale."""
+        if self.scale is not None and any(self.scale % t.denominator for span in quiet for t in span):
+            return _Times(self.events, quiet)
+        self.quiet = [(self.exact(a), self.exact(b)) for a, b in quiet]
+        return self
+
+
+def event_seconds(events: tuple[EventSpec, ...]) -> dict[int, tuple[float, float, float]]:
+    """Each event's onset and window in media time as floats, by index: ``float()`` of the exact times."""
+    times = _Times(list(events))
+    if times.scale is None:
+        return {e.index: (float(e.at), float(e.span[0]), float(e.span[1])) for e in events}
+    scale = times.scale
+    # An integer quotient is correctly rounded, as float() of the reduced Fraction is.
+    return {e.index: (at / scale, start / scale, end / scale)
+            for e, at, (start, end) in zip(events, times.ats, times.spans)}
+
+
+#: Past this many bits a common denominator costs more than the Fractions it stands for.
+_MAX_SCALE_BITS = 256
+
+
+def _common_denominator(values: Iterable[Fraction]) -> int | None:
+    scale = 1
+    for denominator in {v.denominator for v in values}:
+        scale = math.lcm(scale, denominator)
+        if scale.bit_length() > _MAX_SCALE_BITS:
+            return None
+    return scale
 
 
 def stream_keys_without_events(c: Checker, path: PathKey, mapping: dict[str, Any]) -> None:
@@ -171,33 +231,31 @@ def _describe_span(span: tuple[Fraction, Fraction]) -> str:
     return f"[{format_time(span[0])}, {format_time(span[1])}]s"
 
 
-def _check_window_overlaps(c: Checker, events: list[EventSpec], path: PathKey) -> None:
+def _check_window_overlaps(c: Checker, events: list[EventSpec], times: _Times, path: PathKey) -> None:
     # Closed windows: touching ends overlap (one emission at that instant could detect both).
-    # Each span once: a target may have many thousands of events, and Fraction sums are not cheap.
-    spans = [(e.span, e) for e in events]
-    spans.sort(key=lambda x: (x[0][0], x[1].index))
-    reach: tuple[tuple[Fraction, Fraction], EventSpec] | None = None
-    for span, event in spans:
-        if reach is not None and span[0] <= reach[0][1]:
-            first, second = sorted((reach[1], event), key=lambda e: e.index)
+    # Sorted by start, then file order (the sort is stable; events are in file order).
+    spans = times.spans
+    reach: int | None = None
+    for k in sorted(range(len(events)), key=lambda k: spans[k][0]):
+        if reach is not None and spans[k][0] <= spans[reach][1]:
+            first, second = sorted((events[reach], events[k]), key=lambda e: e.index)
             other = (*path, first.index)
             c.add((*path, second.index), f"the window {_describe_span(second.span)} of events[{second.index}] "
                   f"overlaps the window {_describe_span(first.span)} of events[{first.index}] "
                   f"({format_path(other)}, line {c.doc.line(other)}); windows of one target may not overlap "
                   "(both ends are closed): narrow a window or move an event")
-        if reach is None or span[1] > reach[0][1]:
-            reach = (span, event)
+        if reach is None or spans[k][1] > spans[reach][1]:
+            reach = k
 
 
 def _check_quiet_windows(c: Checker, quiet: tuple[tuple[Fraction, Fraction], ...], events: list[EventSpec],
-                         path: PathKey) -> None:
+                         times: _Times, path: PathKey) -> None:
     raw = c.doc.value
     written = _written_quiet(raw, path)
-    for span in quiet:
+    for span, (quiet_start, quiet_end) in zip(quiet, times.quiet):
         index = written.get(span, 0)
-        for event in events:
-            start, end = event.span
-            if span[0] <= end and start <= span[1]:
+        for event, (start, end) in zip(events, times.spans):
+            if quiet_start <= end and start <= quiet_end:
                 other = (*path, "events", event.index)
                 c.add((*path, "quiet", index), f"quiet span {_describe_span(span)} overlaps the window "
                       f"{_describe_span(event.span)} of events[{event.index}] ({format_path(other)}, line "

@@ -106,10 +106,14 @@ def _stream_markers(stream: dict[str, Any]) -> list[Marker]:
 
 def annotate_emissions(markers: list[Marker], case: Case | None) -> list[Marker]:
     """Emission markers with ``changed``: a hit's or miss's event is gone or moved (onset or window) since the run."""
+    from ..cases.streams import event_seconds
+
     events: dict[tuple[Any, int], tuple[float, float, float]] = {}
+    scored = {m["target"] for m in markers if m["kind"] in ("hit", "missed") and isinstance(m["target"], str)}
     for target in case.targets if case is not None else ():
-        for e in target.stream.events if target.stream is not None else ():
-            events[(target.id, e.index)] = (round(float(e.at), 9), round(float(e.span[0]), 9), round(float(e.span[1]), 9))
+        if target.stream is not None and target.id in scored:
+            for index, seconds in event_seconds(target.stream.events).items():
+                events[(target.id, index)] = (round(seconds[0], 9), round(seconds[1], 9), round(seconds[2], 9))
     out = []
     for m in markers:
         changed = False

@@ -64,6 +64,8 @@ def json_problem(value: object) -> str | None:
     NaN`` or ``object key 1 at result is not a string``. The walk is iterative, so
     neither self-referencing containers nor very deep nesting can crash the caller.
     """
+    if type(value) is str and str.isascii(value) and len(value) < MAX_JSON_CHARS - 2:
+        return None  # most expectations: a short label, checked without starting a walk
     problem, _copy = _finish(checked_steps(value, copy=False))
     return problem
 

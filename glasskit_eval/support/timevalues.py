@@ -36,10 +36,32 @@ def to_fraction(value: object) -> Fraction | None:
         if not math.isfinite(value):
             return None
         # repr() is the shortest decimal that round-trips, i.e. what the user typed.
-        return Fraction(repr(value))
+        return _decimal(repr(value))
     if isinstance(value, Fraction):
         return value
     return None
+
+
+def _decimal(text: str) -> Fraction:
+    """``Fraction(text)`` for a float's repr (``-1.25``, ``1.9e-05``, ``1e+16``), without its text parser.
+
+    Every onset of a 100,000-event stream target is read this way; Fraction's own parser (a
+    regular expression) costs about three times as much.
+    """
+    mantissa, _, exponent = text.partition("e")
+    whole, _, decimals = mantissa.partition(".")
+    shift = (int(exponent) if exponent else 0) - len(decimals)
+    digits = int(whole + decimals)
+    if shift >= 0:
+        return Fraction(digits * 10**shift)
+    return Fraction(digits, _power_of_ten(-shift))
+
+
+def _power_of_ten(exponent: int) -> int:
+    return _POWERS[exponent] if exponent < len(_POWERS) else int(10**exponent)
+
+
+_POWERS: tuple[int, ...] = tuple(int(10**k) for k in range(400))
 
 
 def parse_cli_time(text: str) -> Fraction:
