@@ -262,19 +262,23 @@ class GateDecision:
     planned: int
     #: True when decided before every sample of its scope was evaluated.
     early: bool
+    #: Of ``after``, the samples read from the observation cache before the first block.
+    cached: int = 0
 
     def line(self, alpha: float) -> str:
         """``Decided early: PASS eval_min_pass_rate >= 90% after 212 of 2,400 samples (95% anytime-valid bound 93.1%)``."""
         verdict = self.verdict.upper()
+        after = f"after {self.after:,} of {self.planned:,} samples"
+        if self.cached:
+            after += f", {self.cached:,} of them cached"
         if self.name.endswith("_max_failures"):
-            return (f"Decided early: {verdict} {self.name} <= {self.minimum:g} after {self.after:,} of "
-                    f"{self.planned:,} samples ({self.low:g} failures seen)")
+            return f"Decided early: {verdict} {self.name} <= {self.minimum:g} {after} ({self.low:g} failures seen)"
         bound = self.low if self.verdict == "pass" else self.high
-        return (f"Decided early: {verdict} {self.name} >= {self.minimum * 100:.4g}% after {self.after:,} of "
-                f"{self.planned:,} samples ({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
+        return (f"Decided early: {verdict} {self.name} >= {self.minimum * 100:.4g}% {after} "
+                f"({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
 
     def to_json(self) -> dict[str, Any]:
-        return {"after": self.after, "early": self.early, "high": self.high, "low": self.low,
+        return {"after": self.after, "cached": self.cached, "early": self.early, "high": self.high, "low": self.low,
                 "minimum": self.minimum, "name": self.name, "planned": self.planned, "verdict": self.verdict}
 
 
@@ -288,6 +292,8 @@ class EarlyStop:
     block_s: float
     alpha: float
     gates: tuple[GateDecision, ...]
+    #: Of ``samples_evaluated``, those read from the observation cache before the first block.
+    samples_cached: int = 0
 
 
 @dataclass(frozen=True, slots=True)

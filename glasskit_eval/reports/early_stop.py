@@ -48,7 +48,9 @@ def print_early_stop(summary: RunSummary, out: TextIO) -> None:
     saved, planned, money = savings(summary)
     share = f" ({saved / planned:.0%})" if planned else ""
     spent = f"; about {money:.6g} of cost saved at the evaluated samples' mean" if money is not None else ""
-    print(f"Early stop: {saved:,} of {planned:,} adapter calls saved{share}{spent}", file=out)
+    cached = sum(r.samples_cached for _t, r in _stopped(summary))
+    ahead = f"; {cached:,} samples read from the cache before any call" if cached else ""
+    print(f"Early stop: {saved:,} of {planned:,} adapter calls saved{share}{spent}{ahead}", file=out)
 
 
 def verdict_tail(summary: RunSummary) -> str:
@@ -66,6 +68,7 @@ def early_stop_json(summary: RunSummary) -> dict[str, Any] | None:
         "alpha": first.alpha, "block_s": first.block_s, "calls_saved": saved, "cost_saved": money,
         "gates": [d.to_json() | ({"trial": t.trial} if summary.run.repeat > 1 else {})
                   for t, r in stopped for d in r.gates],
+        "samples_cached": sum(r.samples_cached for _t, r in stopped),
         "samples_evaluated": sum(r.samples_evaluated for _t, r in stopped),
         "samples_planned": planned, "seed": first.seed,
     }
