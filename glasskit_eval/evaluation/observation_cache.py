@@ -36,6 +36,7 @@ import importlib.util
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -95,8 +96,9 @@ class _Shared:
     #: Pixel hashes by (video path, size, mtime, frame index): the targets sharing a frame
     #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
     frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
-    #: The frames already recorded in the store's frame index by this run.
+    #: The frames already recorded in the store's frame index by this run, and the thread writing them.
     indexed: set[tuple[str, int, int, int]] = field(default_factory=set)
+    indexer: ThreadPoolExecutor | None = None
 
     def pixel_hash(self, video_path: str, frame_index: int, image: Any) -> str:
         key = self._memo_key(video_path, frame_index)
@@ -116,14 +118,26 @@ class _Shared:
         return None if video is None else {"decoder": decoder, "index": frame_index, "video": video}
 
     def index_frame(self, video_path: str, frame_index: int, pixels: str) -> None:
-        """Record a decoded frame's pixel hash in the frame index (once per frame and run)."""
+        """Record a decoded frame's pixel hash in the frame index (once per frame and run), on a writer
+        thread of its own: the files it writes must not hold up the calls (:meth:`settle` waits for it)."""
         key = self._memo_key(video_path, frame_index)
         if not self.writes or key is None or key in self.indexed:
             return
         self.indexed.add(key)
+        if self.indexer is None:
+            self.indexer = ThreadPoolExecutor(1, thread_name_prefix="glasskit-frame-index")
+        self.indexer.submit(self._index, video_path, frame_index, pixels)
+
+    def _index(self, video_path: str, frame_index: int, pixels: str) -> None:
         frame = self.frame_identity(video_path, frame_index)
         if frame is not None and self.store.frame_pixels(frame) != pixels:
             self.store.put_frame_pixels(frame, pixels)
+
+    def settle(self) -> None:
+        """Wait until every frame index entry queued so far is written."""
+        indexer, self.indexer = self.indexer, None
+        if indexer is not None:
+            indexer.shutdown(wait=True)
 
     def indexed_pixels(self, video_path: str, frame_index: int) -> str | None:
         """A frame's pixel hash from the frame index, without decoding it (None: not known)."""
