@@ -19,7 +19,7 @@ from earlystopkit import calls, make_eval, make_video
 from evalkit import interrupt_when_marked, read_json, run_cli
 
 import glasskit_eval.video.frames as frames
-from glasskit_eval.evaluation.observation_cache import decode_identity
+from glasskit_eval.evaluation.observation_cache import PAGE_FRAMES, decode_identity
 from glasskit_eval.evaluation.observation_store import ObservationStore, key_digest
 from glasskit_eval.support.fsio import sha256_file
 
@@ -142,10 +142,11 @@ def test_a_partly_warm_cache_calls_only_what_it_lacks(tmp_path: Path, video: Pat
                                                                        if got[i] != "not_evaluated"}
 
 
-def index_entry(cache: Path, video: Path, frame: int) -> tuple[dict, Path]:
-    identity = {"decoder": decode_identity(), "index": frame, "video": sha256_file(video.resolve())}
-    digest = key_digest({"frame": identity})
-    return identity, cache / "v1" / digest[:2] / f"{digest}.json"
+def index_page(cache: Path, video: Path, frame: int) -> tuple[dict, Path]:
+    """The frame index page holding ``frame``, and its file."""
+    page = {"decoder": decode_identity(), "page": frame // PAGE_FRAMES, "video": sha256_file(video.resolve())}
+    digest = key_digest({"frame_page": page})
+    return page, cache / "v1" / digest[:2] / f"{digest}.json"
 
 
 def test_a_tampered_frame_index_entry_is_never_served(tmp_path: Path, video: Path, decoded: list[int]) -> None:
@@ -153,28 +154,29 @@ def test_a_tampered_frame_index_entry_is_never_served(tmp_path: Path, video: Pat
     _code, _out, full = run(tmp_path, eval_dir, "full", early=False)
     truth = statuses(full)
     passes = sum(1 for s in truth.values() if s == "passed")
-    good = next(i for i, s in sorted(truth.items()) if s == "passed" and i > 100)
-    bad = next(i for i, s in sorted(truth.items()) if s == "failed")
+    # Two frames of one page: `good` passes, `bad` fails.
+    good = next(i for i, s in sorted(truth.items()) if s == "passed" and i > 300)
+    bad = next(i for i, s in sorted(truth.items()) if s == "failed" and i // PAGE_FRAMES == good // PAGE_FRAMES)
     cache = tmp_path / "cache"
-    frame, path = index_entry(cache, video, good)
-    _other, other_path = index_entry(cache, video, bad)
-    entry, other = read_json(path), read_json(other_path)
-    right = entry["observation"]["pixels"]
+    page, path = index_page(cache, video, good)
+    entry = read_json(path)
+    pixels = entry["observation"]["pixels"]
+    right = pixels[str(good)]
     # Frame `good` now claims the pixels of frame `bad`, whose cached observation fails.
-    entry["observation"]["pixels"] = other["observation"]["pixels"]
+    pixels[str(good)] = pixels[str(bad)]
     path.write_text(json.dumps(entry))
     store = ObservationStore(cache)
-    assert store.frame_pixels(frame) is None  # no decode ever witnessed those pixels for that frame
+    assert store.frame_page(page) is None  # no run ever wrote (or witnessed) that page
 
-    # A gate at exactly the true rate cannot be decided without the block of `good`: it is decoded.
+    # A gate at exactly the true rate cannot be decided without the page's blocks: they are decoded.
     decoded[0] = 0
     code, _out, report = run(tmp_path, eval_dir, "early", "--min-pass-rate", repr(passes / PLANNED))
     assert code == 0 and calls(tmp_path) == [] and decoded[0] > 0
     (gate,) = report["early_stop"]["gates"]
     assert (gate["verdict"], gate["low"], gate["high"]) == ("pass", passes / PLANNED, passes / PLANNED)
-    assert gate["cached"] < PLANNED and statuses(report) == truth
-    # The decode wrote the right pixels back.
-    assert store.frame_pixels(frame) == right
+    assert gate["cached"] <= PLANNED - PAGE_FRAMES and statuses(report) == truth
+    # The decodes wrote the page again, with the right pixels.
+    assert (store.frame_page(page) or {}).get(good) == right
 
 
 def test_sigkill_and_resume_read_the_same_blocks_ahead(tmp_path: Path, video: Path) -> None:

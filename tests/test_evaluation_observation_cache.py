@@ -257,9 +257,9 @@ def test_prune_cache_observations_command(eval_dir: Path, tmp_path: Path) -> Non
     assert calls(eval_dir) == 7
     code, out, err = run_cli("video-store", "prune-cache", "--observations", "--cache", cache, "--all")
     assert code == 0, err
-    # The 7 observations, and the frame index beside them: each of the video's 6 decoded frames (an
-    # entry and its witness) and the video's content hash.
-    assert "Removed 20 observation cache entries" in out
+    # The 7 observations, and the frame index beside them: one page of the video's frames (the page and
+    # its witness) and the video's content hash.
+    assert "Removed 10 observation cache entries" in out
     run(eval_dir, cache)
     assert calls(eval_dir) == 7
 

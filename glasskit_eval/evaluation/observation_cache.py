@@ -18,10 +18,10 @@ re-judges a cached observation without an adapter call. A hit is a
 Hits are served before the call policy (no rate-limit token, no retry); only a fresh, successful
 observation is stored.
 
-Ahead of decoding (``run --early-stop``): each frame hashed for a key is also recorded in the
-store's frame index (:meth:`ObservationStore.put_frame_pixels`) under its identity: the video's
-content SHA-256, the decoder (:func:`decode_identity`) and the frame's index in the video's frame
-table. :meth:`CachingCaller.answer_ahead` then finds a sample's key, and so its observation, with
+Ahead of decoding (``run --early-stop``): each frame hashed for a key is also noted for the
+store's frame index (:meth:`ObservationStore.put_frame_page`, written once the run is over) under
+its identity: the video's content SHA-256, the decoder (:func:`decode_identity`) and the frame's
+index in the video's frame table. :meth:`CachingCaller.answer_ahead` then finds a sample's key, and so its observation, with
 no frame decoded. Only videos whose frame table the engine trusts and seeks by are indexed or
 read ahead (the table's frame for a time is the one decoding gives); anything unknown is a miss.
 """
@@ -34,9 +34,9 @@ import hashlib
 import importlib.resources
 import importlib.util
 import os
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -51,6 +51,8 @@ from ._judge import walk_on_loop
 from .observation_store import ObservationStore, key_digest
 
 MODES = ("read", "write", "readwrite")
+#: Frames per page of the frame index (a page is two small files: its entry and its witness).
+PAGE_FRAMES = 256
 
 
 @dataclass
@@ -96,9 +98,12 @@ class _Shared:
     #: Pixel hashes by (video path, size, mtime, frame index): the targets sharing a frame
     #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
     frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
-    #: The frames already recorded in the store's frame index by this run, and the thread writing them.
+    #: The frames noted for the frame index by this run; the pages still to write (by name); the
+    #: pages read (by name, verified).
     indexed: set[tuple[str, int, int, int]] = field(default_factory=set)
-    indexer: ThreadPoolExecutor | None = None
+    unwritten: dict[str, tuple[dict[str, Any], dict[int, str]]] = field(default_factory=dict)
+    pages: dict[str, dict[int, str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def pixel_hash(self, video_path: str, frame_index: int, image: Any) -> str:
         key = self._memo_key(video_path, frame_index)
@@ -109,40 +114,50 @@ class _Shared:
             found = self.frame_hashes[key] = pixel_sha256(image)
         return found
 
-    def frame_identity(self, video_path: str, frame_index: int) -> dict[str, Any] | None:
-        """A decoded frame's name in the frame index; None for a video the engine does not seek by its table."""
+    def page_identity(self, video_path: str, frame_index: int) -> dict[str, Any] | None:
+        """The frame index page a decoded frame belongs to; None for a video the engine does not seek by
+        its table (or whose decoder or content cannot be named)."""
         decoder = decode_identity()
         if decoder is None or not frame_table(Path(video_path)).seekable:
             return None
         video = self.store.video_identity(video_path, remember=self.writes)
-        return None if video is None else {"decoder": decoder, "index": frame_index, "video": video}
+        return None if video is None else {"decoder": decoder, "page": frame_index // PAGE_FRAMES, "video": video}
 
     def index_frame(self, video_path: str, frame_index: int, pixels: str) -> None:
-        """Record a decoded frame's pixel hash in the frame index (once per frame and run), on a writer
-        thread of its own: the files it writes must not hold up the calls (:meth:`settle` waits for it)."""
+        """Note a decoded frame's pixel hash for the frame index (written by :meth:`settle`)."""
         key = self._memo_key(video_path, frame_index)
         if not self.writes or key is None or key in self.indexed:
             return
         self.indexed.add(key)
-        if self.indexer is None:
-            self.indexer = ThreadPoolExecutor(1, thread_name_prefix="glasskit-frame-index")
-        self.indexer.submit(self._index, video_path, frame_index, pixels)
-
-    def _index(self, video_path: str, frame_index: int, pixels: str) -> None:
-        frame = self.frame_identity(video_path, frame_index)
-        if frame is not None and self.store.frame_pixels(frame) != pixels:
-            self.store.put_frame_pixels(frame, pixels)
+        page = self.page_identity(video_path, frame_index)
+        if page is not None:
+            with self.lock:
+                self.unwritten.setdefault(key_digest(page), (page, {}))[1][frame_index] = pixels
 
     def settle(self) -> None:
-        """Wait until every frame index entry queued so far is written."""
-        indexer, self.indexer = self.indexer, None
-        if indexer is not None:
-            indexer.shutdown(wait=True)
+        """Write the frame index pages this run added to (two small files a page, each merged with what the
+        store holds: a decode just made wins)."""
+        with self.lock:
+            pages, self.unwritten = self.unwritten, {}
+        for page, pixels in pages.values():
+            held = self.store.frame_page(page) or {}
+            merged = held | pixels
+            if merged != held:
+                self.store.put_frame_page(page, merged)
 
     def indexed_pixels(self, video_path: str, frame_index: int) -> str | None:
-        """A frame's pixel hash from the frame index, without decoding it (None: not known)."""
-        frame = self.frame_identity(video_path, frame_index)
-        return None if frame is None else self.store.frame_pixels(frame)
+        """A frame's pixel hash from the frame index (or this run's decodes), without decoding it."""
+        page = self.page_identity(video_path, frame_index)
+        if page is None:
+            return None
+        name = key_digest(page)
+        with self.lock:
+            fresh = self.unwritten.get(name, (page, {}))[1].get(frame_index)
+            if fresh is not None:
+                return fresh
+            if name not in self.pages:
+                self.pages[name] = self.store.frame_page(page) or {}
+            return self.pages[name].get(frame_index)
 
     def known_hash(self, video_path: str, frame_index: int) -> str | None:
         """The memoized pixel hash of a frame, if it was hashed in this run (no decode)."""

@@ -5,12 +5,13 @@ Layout under the cache root::
     CACHEDIR.TAG                   marks the folder as ours (and as a cache to backup tools)
     v1/ab/ab12...<64 hex>.json     one observation, named by the SHA-256 of its key
 
-The same kind of entry holds the frame index ``run --early-stop`` reads ahead with: a decoded
-frame's identity (the video's content SHA-256, the decoder, the frame's index) to the SHA-256 of
-its pixels, and beside it a *witness* named by the identity and the pixel hash together. A frame's
-pixel hash is believed only when both agree: an index entry edited or copied to point at other
-pixels names a witness no decode wrote, so it is a miss. A video's content SHA-256 is kept too,
-by its path, size, times and inode, so a file is hashed once.
+The same kind of entry holds the frame index ``run --early-stop`` reads ahead with, in pages: a
+page names a video's content SHA-256, the decoder and a run of frame indexes, and holds the
+SHA-256 of each of those frames' pixels that a decode has seen; beside it a *witness* is named by
+the page and the digest of everything it holds. A page is believed only when its witness exists:
+a page edited or copied to point a frame at other pixels names a witness no run wrote, so the
+whole page is a miss. A video's content SHA-256 is kept too, by its path, size, times and inode,
+so a file is hashed once.
 
 An entry is written to a temporary file in its directory and renamed into place, so a
 reader sees a whole entry or none; two runs that write the same key write the same
@@ -137,21 +138,25 @@ class ObservationStore:
             return False
         return True
 
-    def frame_pixels(self, frame: Mapping[str, Any]) -> str | None:
-        """The pixel hash of a decoded ``frame`` (video, decoder, index), when its index entry and its
-        witness agree; else None."""
-        hit, entry = self.get(key_digest({"frame": frame}))
-        pixels = entry.get("pixels") if hit and isinstance(entry, dict) and entry.get("frame") == frame else None
-        if not isinstance(pixels, str) or not _SHA256.fullmatch(pixels):
+    def frame_page(self, page: Mapping[str, Any]) -> dict[int, str] | None:
+        """A page of the frame index (``page`` names the video, the decoder and the page): frame index ->
+        pixel hash, when the page and its witness agree; else None."""
+        hit, entry = self.get(key_digest({"frame_page": page}))
+        pixels = entry.get("pixels") if hit and isinstance(entry, dict) and entry.get("page") == page else None
+        if not isinstance(pixels, dict) or not all(
+                k.isdigit() and isinstance(v, str) and _SHA256.fullmatch(v) for k, v in pixels.items()):
             return None
-        seen, witness = self.get(key_digest({"frame": frame, "pixels": pixels}))
-        return pixels if seen and witness == {"frame": frame, "pixels": pixels} else None
+        witness = {"page": page, "pixels_sha256": key_digest(pixels)}
+        seen, found = self.get(key_digest(witness))
+        return {int(k): v for k, v in pixels.items()} if seen and found == witness else None
 
-    def put_frame_pixels(self, frame: Mapping[str, Any], pixels: str) -> None:
-        """Record that ``frame`` decoded to ``pixels`` (its witness first, then the index entry)."""
-        entry = {"frame": dict(frame), "pixels": pixels}
-        if self.put(key_digest(entry), entry):
-            self.put(key_digest({"frame": frame}), entry)
+    def put_frame_page(self, page: Mapping[str, Any], pixels: Mapping[int, str]) -> None:
+        """Write a page of the frame index: its witness (named by the page and the digest of its
+        pixel hashes) first, then the page."""
+        plain = {str(k): v for k, v in sorted(pixels.items())}
+        witness = {"page": dict(page), "pixels_sha256": key_digest(plain)}
+        if self.put(key_digest(witness), witness):
+            self.put(key_digest({"frame_page": page}), {"page": dict(page), "pixels": plain})
 
     def video_identity(self, path: str, *, remember: bool) -> str | None:
         """The SHA-256 of a video file's content, computed once per file (by its real path, size,
