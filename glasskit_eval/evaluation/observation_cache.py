@@ -373,6 +373,8 @@ class CachingCaller:
         started = time.perf_counter()
         path = str(video_path)
         table = frame_table(video_path)
+        if not table.seekable:
+            return None  # the table's frame for a time may not be the one decoding gives
         anchor = table.select(sample.time)
         pixels = self._shared.indexed_pixels(path, anchor)
         clip: list[list[Any]] | None = None
