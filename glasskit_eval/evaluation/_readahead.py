@@ -54,18 +54,15 @@ class Reader:
     hits: int = 0
 
     def block(self, samples: Sequence[ScheduledSample], video_path: Path, *, strict: bool) -> list[SampleResult] | None:
-        """Every sample's result (reused, ignored or from the cache), or None when one is not known; with
-        ``strict`` (a block the checkpoint fixed) a sample the cache cannot answer is left out instead, and
-        an observation that cannot be judged is an error result rather than a reason to decline."""
+        """Every sample's result (recorded by an interrupted attempt, ignored, or from the cache), or None
+        when one is not known; with ``strict`` (a block the checkpoint fixed) a sample the cache cannot
+        answer is left out instead, and an observation that cannot be judged is an error result."""
         out: list[SampleResult] = []
         hits = 0
         for sample in samples:
             done = self.reused(sample)
-            if done is not None and (strict or sample.ignored):
-                out.append(done)
-                continue
-            if sample.ignored:
-                out.append(ignored_result(sample, self.arm))
+            if done is not None or sample.ignored:
+                out.append(done if done is not None else ignored_result(sample, self.arm))
                 continue
             found = self.cache.answer_ahead(sample, video_path) if self.cache is not None else None
             if found is None:
@@ -79,10 +76,9 @@ class Reader:
                 if not strict:
                     return None  # left to the block's turn, where a fail-fast run stops as usual
                 verdict = exc.verdict()
-            result = done if done is not None else make_result(sample, verdict, call=call, arm=self.arm)
-            out.append(dataclasses.replace(result, frame_index=index, media_timestamp_s=media)
-                       if done is None else result)
-            hits += done is None
+            result = make_result(sample, verdict, call=call, arm=self.arm)
+            out.append(dataclasses.replace(result, frame_index=index, media_timestamp_s=media))
+            hits += 1
         self.hits += hits
         return out
 

@@ -3,11 +3,12 @@
 :func:`run_trials` reads as its phases: split each case into reused and pending work per arm,
 open the trial's lanes (one per arm with work; a plain run is one arm, ``arms.plan.ArmPlan.single``),
 play the schedule's blocks (:class:`~._engine.Schedule`: whole cases in declaration order by
-default, ``--early-stop``'s seeded blocks until each arm's gates are decided, after reading the blocks
-the observation cache answers whole; every lane from one decode per block), finish each case (its results, then each lane's streams), tear the lanes down
-as one, and gate (per arm, named ``<arm>/<gate>``, unless the run is plain). Each arm resumes on
-its own: a checkpoint's records name their arm, and an arm evaluates only what it has no reusable
-record of. It knows only :class:`~.options.TrialOptions`, never the command line.
+default, ``--early-stop``'s seeded blocks until each arm's gates are decided, after reading the
+blocks the observation cache answers whole; every lane from one decode per block), finish each case
+(its results, then each lane's streams), tear the lanes down as one, and gate (per arm, named
+``<arm>/<gate>``, unless the run is plain). Each arm resumes on its own: a checkpoint's records name
+their arm, and an arm evaluates only what it has no reusable record of. It knows only
+:class:`~.options.TrialOptions`, never the command line.
 """
 
 from __future__ import annotations
