@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -220,14 +221,14 @@ def part_cached(cache: Path) -> None:
     video = _big_video(cache, PLANNED // 10)
     decoded = [0]
     # The frames the engine's decode hands over, counted where frames.decode_at takes them.
-    real = frames.decode_pieces  # type: ignore[attr-defined]
+    real: Any = frames.decode_pieces  # type: ignore[attr-defined]
 
-    def counting(*args: object, **kwargs: object) -> Iterator[object]:
+    def counting(*args: Any, **kwargs: Any) -> Iterator[Any]:
         for item in real(*args, **kwargs):
             decoded[0] += 1
             yield item
 
-    frames.decode_pieces = counting  # type: ignore[attr-defined]
+    frames.decode_pieces = counting  # type: ignore[attr-defined,assignment]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         eval_dir = make_eval(root, video, iid_outcomes(random.Random(0), PLANNED, 0.97))
