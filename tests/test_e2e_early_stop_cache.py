@@ -101,8 +101,10 @@ def test_a_warm_cache_decides_with_no_call_and_no_frame_decoded(tmp_path: Path, 
     assert 0.9 < passes / PLANNED < 1
 
     decoded[0] = 0
-    code, out, report = run(tmp_path, eval_dir, "early")
+    code, out, report = run(tmp_path, eval_dir, "early", "--html", tmp_path / "report.html")
     assert code == 0 and calls(tmp_path) == [] and decoded[0] == 0
+    # The HTML report shows the samples read ahead (without pictures: no frame was decoded).
+    assert f"<dt>Passed</dt><dd>{passes}<" in (tmp_path / "report.html").read_text()
     block = report["early_stop"]
     assert (block["samples_cached"], block["samples_evaluated"], block["samples_planned"]) == (PLANNED,) * 3
     (gate,) = block["gates"]

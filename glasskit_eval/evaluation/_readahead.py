@@ -10,8 +10,9 @@ in the checkpoint (:meth:`~._engine.ResultStore.fix_read_ahead`): a resume reads
 interrupted attempt added to the cache.
 
 Not read ahead: an arm whose adapter the cache does not key (no identity, perturbed pixels, lookups
-off), runs that need the frames of their results (``--html``, ``--save-failures``), and a resumed
-trial whose checkpoint holds results but fixed no blocks (written before blocks were read ahead).
+off), runs that keep the frame of every failure (``--save-failures``), and a resumed trial whose
+checkpoint holds results but fixed no blocks (written before blocks were read ahead). An HTML report
+shows the samples read ahead without pictures, as it does results a resume reuses.
 """
 
 from __future__ import annotations

@@ -243,8 +243,9 @@ class _Play:
         """Before the first block: each arm's blocks the observation cache answers whole, as constants of
         its schedule (``_readahead``), fixed in the checkpoint before anything is recorded or called."""
         engine, schedule, store, cache = self.engine, self.schedule, self.engine.store, self.engine.cache
-        if (not schedule.reads_ahead or cache is None or not cache.shared.reads or engine.keep_frame is not None
-                or engine.saver is not None):
+        # --save-failures keeps each failure's frame: a block read ahead has none (an HTML report shows
+        # its samples without pictures, as it does results a resume reuses).
+        if not schedule.reads_ahead or cache is None or not cache.shared.reads or engine.saver is not None:
             return
         fixed = store.read_ahead_blocks(self.trial) if store is not None else None
         if fixed is None and any(split.reused for state in self.states for split in state.splits):
