@@ -240,3 +240,37 @@ def test_each_arm_and_each_trial_reads_ahead_only_its_own_entries(tmp_path: Path
     assert [(g["trial"], g["cached"]) for g in report["early_stop"]["gates"]] == [(1, PLANNED), (2, 0)]
     assert report["early_stop"]["samples_cached"] == PLANNED
     assert len(calls(tmp_path)) == report["observation_cache"]["misses"] > 0
+
+
+CLIP_ADAPTER = """
+import pathlib
+
+def create_evaluator(config):
+    log = pathlib.Path(config.config["log"])
+
+    def evaluate(sample, target):
+        with log.open("a") as f:
+            f.write(f"{round(sample.timestamp_s * 10)}\\n")
+        greys = [f.image.getpixel((0, 0))[0] for f in sample.frames]
+        return {"ok": len(greys) == 3 and greys[-1] % 31 != 0}
+    return evaluate
+"""
+
+
+def test_clip_samples_are_read_ahead_too(tmp_path: Path, video: Path, decoded: list[int]) -> None:
+    """Every frame of a clip comes from the frame index: a warm run decodes none of them."""
+    eval_dir = pixel_eval(tmp_path, video)
+    (eval_dir / "adapter.py").write_text(CLIP_ADAPTER)
+    case = eval_dir / "cases" / "long.yaml"
+    case.write_text(case.read_text().replace("      every_s: 0.1\n",
+                                             "      every_s: 0.1\n      clip: {before_s: 0.2, every_s: 0.1}\n")
+                    .replace("range: [0,", "range: [0.2,"))
+    _code, _out, full = run(tmp_path, eval_dir, "full", early=False)
+    assert calls(tmp_path)
+    decoded[0] = 0
+    code, _out, report = run(tmp_path, eval_dir, "early")
+    assert code in (0, 1) and calls(tmp_path) == [] and decoded[0] == 0
+    planned = len(full["trials"][0]["results"])
+    assert report["early_stop"]["samples_cached"] == planned
+    assert statuses(report) == statuses(full)
+    assert all(r["clip"] == f["clip"] for r, f in zip(report["trials"][0]["results"], full["trials"][0]["results"]))
