@@ -181,16 +181,27 @@ def test_a_tampered_frame_index_entry_is_never_served(tmp_path: Path, video: Pat
     assert (store.frame_page(page) or {}).get(good) == right
 
 
-def test_sigkill_and_resume_read_the_same_blocks_ahead(tmp_path: Path, video: Path) -> None:
+def with_arm(root: Path, eval_dir: Path) -> None:
+    """config.yaml declares arm `worse`: the same adapter with a config of its own (so entries of its own)."""
+    arm = {"adapter_config": {"log": str(root / "worse.log")}}
+    config = eval_dir / "config.yaml"
+    config.write_text(config.read_text() + f"arms:\n  worse: {json.dumps(arm)}\n")
+
+
+@pytest.mark.parametrize("arms", [False, True])
+def test_sigkill_and_resume_read_the_same_blocks_ahead(tmp_path: Path, video: Path, arms: bool) -> None:
     """The interrupted attempt adds cache entries; the resume still reads only the blocks fixed at its start."""
     reports = {}
+    extra = ["--arm", "worse"] if arms else []
     for name in ("whole", "killed"):
         root = tmp_path / name
         eval_dir = pixel_eval(root, video, mark_after=5)
+        if arms:
+            with_arm(root, eval_dir)
         (root / "mark").touch()  # the warm-up run goes at full speed
-        run(root, eval_dir, "warm", "--seed", "1", "--min-pass-rate", "0.5")
+        run(root, eval_dir, "warm", "--seed", "1", "--min-pass-rate", "0.5", *extra)
         args = ["run", "--eval-dir", str(eval_dir), "--cache", str(root / "cache"), "--early-stop",
-                "--early-stop-block", "0.5", "--output-json", str(root / "report.json")]
+                "--early-stop-block", "0.5", "--output-json", str(root / "report.json"), *extra]
         if name == "whole":
             code, _out, err = run_cli(*args)
             assert code == 0, err
@@ -203,7 +214,7 @@ def test_sigkill_and_resume_read_the_same_blocks_ahead(tmp_path: Path, video: Pa
             (checkpoint,) = [c for c in (eval_dir / "runs" / "checkpoints").iterdir()
                              if read_json(c / "manifest.json")["status"] == "in_progress"]
             manifest = read_json(checkpoint / "manifest.json")
-            assert list(manifest["read_ahead"]) == ["1"]
+            assert sorted(manifest["read_ahead"]["1"]) == (["control", "worse"] if arms else [""])
             code, _out, err = run_cli("run", "--resume", checkpoint)
             assert code == 0, err
             # Only the call in flight when the kill came is made again.
@@ -212,7 +223,10 @@ def test_sigkill_and_resume_read_the_same_blocks_ahead(tmp_path: Path, video: Pa
     whole, resumed = reports["whole"], reports["killed"]
     assert resumed["checkpoint"] is None or resumed["checkpoint"]["resumed"]
     assert resumed["early_stop"] == whole["early_stop"] and whole["early_stop"]["samples_cached"] > 0
-    assert statuses(resumed) == statuses(whole)
+    for report in (whole, resumed):
+        for result in report["trials"][0]["results"]:
+            result.pop("evaluation_duration_seconds", None)
+    assert resumed["trials"][0]["results"] == whole["trials"][0]["results"]
 
 
 def test_each_arm_and_each_trial_reads_ahead_only_its_own_entries(tmp_path: Path, video: Path) -> None:
