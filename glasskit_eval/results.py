@@ -262,9 +262,11 @@ class GateDecision:
     planned: int
     #: True when decided before every sample of its scope was evaluated.
     early: bool
+    #: Of ``after``, the samples read from the observation cache before the first block.
+    cached: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"after": self.after, "early": self.early, "high": self.high, "low": self.low,
+        return {"after": self.after, "cached": self.cached, "early": self.early, "high": self.high, "low": self.low,
                 "minimum": self.minimum, "name": self.name, "planned": self.planned, "verdict": self.verdict}
 
 
@@ -278,6 +280,8 @@ class EarlyStop:
     block_s: float
     alpha: float
     gates: tuple[GateDecision, ...]
+    #: Of ``samples_evaluated``, those read from the observation cache before the first block.
+    samples_cached: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,11 +248,16 @@ def test_a_checkpoint_manifest_that_is_a_fifo_is_refused_without_blocking(world:
 # --- observation cache entries --------------------------------------------------------------------
 
 
+def frame_index(entry: object) -> bool:
+    return isinstance(entry, dict) and bool({"page", "file"} & entry.keys())
+
+
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_a_damaged_cache_entry_is_a_miss(world: World, tmp_path: Path, attack: str) -> None:
     cache = tmp_path / "cache"
     shutil.copytree(world.cache, cache, symlinks=True)
-    entry = sorted((cache / "v1").glob("*/*.json"))[0]
+    # An observation's entry (not one of the frame index's pages, witnesses or video hashes).
+    entry = next(e for e in sorted((cache / "v1").glob("*/*.json")) if not frame_index(read_json(e)["observation"]))
     data = read_json(entry)
     if attack in VALUES:
         entry.write_text(dumps_with({"key": data["key"], "observation": SENTINEL}, attack))

@@ -131,3 +131,41 @@ def test_the_schedule_plays_the_seeded_order_side_by_side_and_stops_each_arm_on_
         "control/eval_min_pass_rate", "worse/eval_min_pass_rate"]
     assert all(d.name.startswith(("control/", "worse/")) for d in record.gates)
     assert gates[1].passed is False and gates[1].message.startswith("Decided early: FAIL worse/eval_min_pass_rate")
+
+
+def test_blocks_read_ahead_are_constants_of_the_tracker(tmp_path: Path) -> None:
+    """Known blocks are counted as evaluated and cached at once; every block known decides exactly, and a
+    known block is never observed again when its turn comes."""
+    samples = _samples(tmp_path)
+    options = earlystop.EarlyStopOptions(Fraction(1, 2), seed=0, alpha=0.05)
+    blocks = earlystop.order([samples], options, 1)
+    goals = [earlystop.Goal("rate", 0.75, None)]
+
+    def results(block: earlystop.Block) -> list:
+        status = Status.FAILED if block.target == "b" and block.samples[0].time < Fraction(1, 2) else Status.PASSED
+        return [make_result(s, Verdict(Status.IGNORED if s.ignored else status, "")) for s in block.samples]
+
+    every = earlystop.Tracker(goals, blocks, options, {j: results(b) for j, b in enumerate(blocks)})
+    (decision,) = every.record().gates
+    assert every.done and (decision.verdict, decision.low, decision.high, decision.after, decision.cached) == (
+        "pass", 0.75, 0.75, 20, 20)
+    assert (every.evaluated, every.record().samples_cached, decision.early) == (20, 20, False)
+
+    known = {j: results(b) for j, b in enumerate(blocks) if b.target == "a"}
+    some = earlystop.Tracker(goals, blocks, options, known)
+    (decision,) = some.record().gates
+    # 10 of `a` passed: the whole rate is between 10/20 and 20/20, the truth (15/20) inside.
+    assert (decision.low, decision.high, decision.cached, some.evaluated) == (0.5, 1.0, 10, 10)
+    schedule = earlystop.TrialStopping(blocks, 1, [some], _single_arm(), list(range(len(blocks))), goals)
+    schedule.read_ahead(0, known)
+    for j, block in enumerate(blocks):
+        schedule.observe(0, j, results(block))
+    (decision,) = schedule.trackers[0].record().gates
+    assert schedule.trackers[0].evaluated == 20 and decision.verdict == "pass"
+    assert decision.low <= 0.75 <= decision.high
+
+
+def _single_arm():  # type: ignore[no-untyped-def]
+    from glasskit_eval.arms.plan import Arm, ArmPlan
+
+    return ArmPlan((Arm("control", object(), {}),), control="control")  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,12 +174,19 @@ class Halves:
         self.blocks: list[CaseBlock] = []
         self.side_by_side = 1
         self.order: str | None = None
+        self.reads_ahead = False
 
     def start(self, plan: Plan, trial: int, arms: ArmPlan) -> Halves:
         for case in plan.cases:
             latest = sorted(case.samples, key=lambda s: -s.sample_index)
             self.blocks += [CaseBlock(case.case.name, tuple(latest[i:i + 2])) for i in range(0, len(latest), 2)]
         return self
+
+    def block_id(self, block: int) -> int:
+        return block
+
+    def read_ahead(self, arm: int, known: Mapping[int, Sequence[SampleResult]]) -> None:
+        raise AssertionError("a schedule that does not read ahead is given nothing read ahead")
 
     def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
         self.seen += len(results)

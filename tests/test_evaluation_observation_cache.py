@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import subprocess
@@ -257,7 +258,9 @@ def test_prune_cache_observations_command(eval_dir: Path, tmp_path: Path) -> Non
     assert calls(eval_dir) == 7
     code, out, err = run_cli("video-store", "prune-cache", "--observations", "--cache", cache, "--all")
     assert code == 0, err
-    assert "Removed 7 cached observations" in out
+    # The 7 observations, and the frame index beside them: one page of the video's frames (the page and
+    # its witness) and the video's content hash.
+    assert "Removed 10 observation cache entries" in out
     run(eval_dir, cache)
     assert calls(eval_dir) == 7
 
@@ -441,3 +444,33 @@ def test_a_tag_another_run_is_still_writing_is_waited_for(tmp_path: Path) -> Non
         filler.join()
     (tmp_path / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# another tool\n")
     assert store._not_a_cache(tmp_path) == "its CACHEDIR.TAG was not written by glasskit_eval"
+
+
+def test_frame_index_pages_are_believed_only_with_their_witness(tmp_path: Path) -> None:
+    store = ObservationStore(tmp_path / "cache")
+    page = {"decoder": "d", "page": 0, "video": "v" * 64}
+    store.put_frame_page(page, {3: "a" * 64, 4: "b" * 64})
+    assert store.frame_page(page) == {3: "a" * 64, 4: "b" * 64}
+    assert store.frame_page({**page, "page": 1}) is None
+    name = key_digest({"frame_page": page})
+    path = tmp_path / "cache" / "v1" / name[:2] / f"{name}.json"
+    entry = json.loads(path.read_text())
+    entry["observation"]["pixels"]["3"] = "b" * 64  # frame 3 pointed at frame 4's pixels
+    path.write_text(json.dumps(entry))
+    assert store.frame_page(page) is None
+    store.put_frame_page(page, {3: "a" * 64, 4: "b" * 64})  # a decode writes it again
+    assert store.frame_page(page) == {3: "a" * 64, 4: "b" * 64}
+
+
+def test_a_video_is_named_by_its_content_hashed_once(tmp_path: Path) -> None:
+    video = tmp_path / "v.mp4"
+    video.write_bytes(b"one")
+    store = ObservationStore(tmp_path / "cache")
+    first = store.video_identity(str(video), remember=True)
+    assert first == hashlib.sha256(b"one").hexdigest()
+    assert store.size() > 0  # remembered by the file's stamp, for the next run
+    again = ObservationStore(tmp_path / "cache")
+    assert again.video_identity(str(video), remember=False) == first
+    video.write_bytes(b"other")  # another stamp (size, times): hashed again
+    assert again.video_identity(str(video), remember=False) == hashlib.sha256(b"other").hexdigest()
+    assert store.video_identity(str(tmp_path / "missing.mp4"), remember=True) is None

@@ -178,3 +178,59 @@ def test_exact_miss_rate_over_every_order_of_a_small_population(passes: int) -> 
                 misses += 1
                 break
     assert misses <= 0.1 * orders
+
+
+def test_a_fully_known_population_is_decided_exactly() -> None:
+    """Every sample read from the cache: nothing left to draw, and the bound is the exact rate."""
+    state = start(0, 0, 0, 0.05, known=100, known_passes=93)
+    assert (state.low, state.high, state.population) == (0.93, 0.93, 100)
+    assert (state.verdict(0.93), state.verdict(0.9), state.verdict(0.931)) == ("pass", "pass", "fail")
+    with pytest.raises(ValueError):
+        start(10, 2, 5, 0.05, known=3, known_passes=4)
+
+
+def test_known_samples_shift_the_bound_by_their_passes_and_nothing_else() -> None:
+    """The independent check: the remaining samples' sequence run on its own (no known samples) gives the
+    same candidate totals, and the combined bound is (known passes + those totals) / the whole."""
+    rng = random.Random(11)
+    outcomes = burst_outcomes(rng, 300, 0.9, run=10)
+    units = blocks_of(outcomes, 5)
+    known_units, rest = units[:24], units[24:]
+    rng.shuffle(rest)
+    known_passes = sum(map(sum, known_units))
+    planned = sum(map(len, rest))
+    combined = start(planned, len(rest), 5, 0.05, known=120, known_passes=known_passes)
+    alone = start(planned, len(rest), 5, 0.05)
+    for unit in rest:
+        combined, alone = observe(combined, sum(unit), len(unit)), observe(alone, sum(unit), len(unit))
+        assert (combined.low_total, combined.high_total) == (alone.low_total, alone.high_total)
+        assert combined.low == pytest.approx((known_passes + alone.low_total) / 300)
+        assert combined.high == pytest.approx((known_passes + alone.high_total) / 300)
+        minimum = (known_passes + (alone.low_total + alone.high_total) / 2) / 300
+        low, high = (known_passes + alone.low_total) / 300, (known_passes + alone.high_total) / 300
+        assert combined.verdict(minimum) == ("pass" if low >= minimum - 1e-9 else "fail" if high < minimum - 1e-9
+                                             else None)
+    assert combined.low == combined.high == sum(outcomes) / 300
+
+
+def test_partly_known_populations_keep_the_truth_inside_the_bound() -> None:
+    """Known blocks aside, the rest drawn in random order: the whole population's rate stays inside the
+    bound at every step in at least 1 - alpha of the runs (and the bound holds the known part exactly)."""
+    misses = 0
+    runs = 120
+    for seed in range(runs):
+        rng = random.Random(seed)
+        outcomes = burst_outcomes(rng, 300, rng.choice([0.6, 0.8, 0.9, 0.97]), run=20)
+        units = blocks_of(outcomes, 5)
+        known = set(rng.sample(range(len(units)), rng.randrange(1, len(units))))
+        rest = [u for i, u in enumerate(units) if i not in known]
+        rng.shuffle(rest)
+        truth = sum(outcomes) / 300
+        state = start(sum(map(len, rest)), len(rest), 5, 0.1, known=5 * len(known),
+                      known_passes=sum(sum(units[i]) for i in known))
+        for unit in rest:
+            state = observe(state, sum(unit), len(unit))
+            if not state.low - 1e-12 <= truth <= state.high + 1e-12:
+                misses += 1
+                break
+    assert misses <= 0.1 * runs

@@ -89,12 +89,16 @@ class Manifest:
     created_at: str = field(default_factory=utc_now)
     updated_at: str = field(default_factory=utc_now)
     resumes: int = 0
+    #: ``run --early-stop --cache``: per trial (as text), per arm ("" in a plain run), the blocks read
+    #: from the cache before the trial's first call, fixed then so a resume reads the same ones.
+    read_ahead: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "id": self.id, "kind": self.kind,
                 "eval_dir": self.eval_dir, "invocation": self.invocation, "fingerprints": self.fingerprints,
                 "total": self.total, "status": self.status, "created_at": self.created_at,
-                "updated_at": self.updated_at, "resumes": self.resumes}
+                "updated_at": self.updated_at, "resumes": self.resumes} | (
+                    {"read_ahead": self.read_ahead} if self.read_ahead else {})
 
     @classmethod
     def from_json(cls, data: Any, where: Path) -> Manifest:
@@ -116,7 +120,8 @@ class Manifest:
         return cls(id=data["id"], kind=data["kind"], eval_dir=data["eval_dir"],
                    invocation=data["invocation"], fingerprints=data["fingerprints"],
                    total=data["total"], status=data["status"], created_at=data["created_at"],
-                   updated_at=data["updated_at"], resumes=data.get("resumes", 0))
+                   updated_at=data["updated_at"], resumes=data.get("resumes", 0),
+                   read_ahead=data.get("read_ahead", {}))
 
 
 def _is_count(value: object) -> bool:
@@ -145,6 +150,12 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
         return "total is missing or not a non-negative integer"
     if "resumes" in data and not _is_count(data["resumes"]):
         return "resumes is not a non-negative integer"
+    ahead = data.get("read_ahead", {})
+    if not (isinstance(ahead, dict) and all(
+            trial.isdigit() and isinstance(arms, dict) and all(
+                isinstance(ids, list) and all(_is_count(n) for n in ids) for ids in arms.values())
+            for trial, arms in ahead.items())):
+        return "read_ahead is not an object of trials, arms and block numbers"
     return None
 
 
@@ -417,6 +428,11 @@ class Checkpoint:
         return self._writer.durable_completed if self._writer is not None else self._closed_completed
 
     # -- finishing
+
+    def fix_read_ahead(self, trial: int, blocks: Mapping[str, list[int]]) -> None:
+        """Record a trial's blocks read ahead (durable when this returns)."""
+        self.manifest.read_ahead[str(trial)] = {arm: sorted(ids) for arm, ids in blocks.items()}
+        self.set_status(self.manifest.status)
 
     def set_status(self, status: str) -> None:
         self.manifest.status = status

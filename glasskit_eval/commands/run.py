@@ -389,6 +389,7 @@ def _cache_report(cache: ObservationCache | None, request: RunRequest, result: R
     """Print the cache's share of the run and prune it to its bound; the report's block."""
     if cache is None:
         return None
+    cache.shared.settle()
     stats = cache.stats
     hits = sum(1 for t in result.trials for r in t.results if r.cached)
     evaluated = sum(1 for t in result.trials for r in t.results if r.evaluated)

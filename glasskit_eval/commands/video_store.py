@@ -202,5 +202,5 @@ def prune_observations(cache: str | None, max_mb: int | None, everything: bool, 
     root = Path(cache).expanduser() if cache else default_observation_dir()
     limit = 0 if everything else (DEFAULT_MAX_MB if max_mb is None else max_mb) * 1024 * 1024
     stats = ObservationStore(root).prune(limit)
-    print(f"Removed {stats.files} cached observations ({format_size(stats.bytes)}) from {root}; "
+    print(f"Removed {stats.files} observation cache entries ({format_size(stats.bytes)}) from {root}; "
           f"{format_size(stats.kept_bytes)} kept", file=out)

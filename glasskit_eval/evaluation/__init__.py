@@ -13,7 +13,7 @@ whole replay streams: ``_streamcache``); stream targets fed and scored (``stream
 clock ``_pacing``, every lane's streams ``_streamlanes``, ``_streamscore``, ``_streamrecord``);
 neighbouring frames of knife-edge labels (``jitter``), seed's proposals (``proposals``), and
 ``run --early-stop``: the gates it decides, each arm's tracker and its schedule of seeded blocks
-(``earlystop``).
+(``earlystop``), and the blocks the observation cache answers before any call (``_readahead``).
 
 Doors (the only modules the rooms above, ``commands/`` and ``cli/``, may import): ``trials``,
 ``options``, ``lanes``, ``case``, ``gates``, ``streamgates``, ``streams``, ``reuse``,

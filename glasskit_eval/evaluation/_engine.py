@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
@@ -74,6 +74,13 @@ class ResultStore(Protocol):
 
     def stream_sink(self, trial: int) -> Callable[[StreamResult], None]: ...
 
+    def read_ahead_blocks(self, trial: int) -> Mapping[str, Sequence[int]] | None:
+        """The blocks an earlier attempt read from the cache before its first call, by arm name ("" in a
+        plain run), as :meth:`TrialSchedule.block_id` numbers them; None when it fixed none."""
+
+    async def fix_read_ahead(self, trial: int, blocks: Mapping[str, Sequence[int]]) -> None:
+        """Record, durably and before any block is called, the blocks read ahead in ``trial``."""
+
 
 class Slice(Protocol):
     """Samples of one case the trial loop evaluates together (every lane from one decode)."""
@@ -93,7 +100,9 @@ class TrialSchedule(Protocol):
     after each batch it hands every arm still playing its results of each block, in the block's
     order (results an earlier attempt finished read in their place), to :meth:`observe`. An arm
     that is :meth:`done` evaluates no more blocks; once every arm is, the trial stops there. A
-    sample no block reached for an arm gets :meth:`unreached` (None: no result).
+    sample no block reached for an arm gets :meth:`unreached` (None: no result). A schedule that
+    :attr:`reads_ahead` takes, before the first block, an arm's results of whole blocks the
+    observation cache answered (:meth:`read_ahead`); it observes them no more when their turn comes.
     """
 
     @property
@@ -104,6 +113,14 @@ class TrialSchedule(Protocol):
 
     @property
     def order(self) -> str | None: ...
+
+    @property
+    def reads_ahead(self) -> bool: ...
+
+    def block_id(self, block: int) -> int:
+        """A name for block ``block`` that a resume gives the same block."""
+
+    def read_ahead(self, arm: int, known: Mapping[int, Sequence[SampleResult]]) -> None: ...
 
     def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None: ...
 
@@ -136,9 +153,16 @@ class WholeCases:
     blocks: tuple[CaseBlock, ...] = ()
     side_by_side: int = 1
     order: str | None = None
+    reads_ahead: bool = False
 
     def start(self, plan: Plan, trial: int, arms: ArmPlan) -> WholeCases:
         return WholeCases(tuple(CaseBlock(c.case.name, c.samples) for c in plan.cases))
+
+    def block_id(self, block: int) -> int:
+        return block
+
+    def read_ahead(self, arm: int, known: Mapping[int, Sequence[SampleResult]]) -> None:
+        pass
 
     def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
         pass

@@ -18,7 +18,7 @@ order, so a resume reaches the same decision after the same blocks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -102,13 +102,19 @@ def order(samples: Sequence[Sequence[ScheduledSample]], options: EarlyStopOption
 class _GoalState:
     """One goal's evidence so far (mutable, private to a tracker)."""
 
-    def __init__(self, goal: Goal, blocks: Sequence[Block], alpha: float) -> None:
+    def __init__(self, goal: Goal, blocks: Sequence[Block], alpha: float,
+                 known: Mapping[int, Sequence[SampleResult]]) -> None:
         self.goal = goal
-        mine = [b for b in blocks if goal.covers(b.case, b.target) and b.size]
-        self.planned = sum(b.size for b in mine)
-        self.sequence = anytime.start(self.planned, len(mine), max((b.size for b in mine), default=0), alpha)
-        self.seen = 0
-        self.failures = 0
+        mine = [(j, b) for j, b in enumerate(blocks) if goal.covers(b.case, b.target) and b.size]
+        self.planned = sum(b.size for _j, b in mine)
+        # Blocks read before the order started are constants: the sequence covers the others.
+        rest = [b for j, b in mine if j not in known]
+        judged = [r for j, _b in mine if j in known for r in known[j] if r.evaluated]
+        passes = sum(1 for r in judged if r.status is Status.PASSED)
+        self.sequence = anytime.start(sum(b.size for b in rest), len(rest), max((b.size for b in rest), default=0),
+                                      alpha, known=self.planned - sum(b.size for b in rest), known_passes=passes)
+        self.seen = self.cached = len(judged)
+        self.failures = sum(1 for r in judged if r.status is Status.FAILED)
         self.verdict: str | None = None
         self.after = 0
         #: The bounds when the goal was decided (the sequence goes on tightening after).
@@ -116,6 +122,8 @@ class _GoalState:
         if self.planned == 0:
             # Nothing to evaluate: the ordinary gate's verdict is already known.
             self.verdict = "pass" if goal.minimum is None or goal.minimum <= 0 else "fail"
+        elif judged:
+            self._settle()
 
     def observe(self, block: Block, results: Sequence[SampleResult]) -> None:
         if not self.goal.covers(block.case, block.target):
@@ -130,6 +138,9 @@ class _GoalState:
             return  # decided: its bounds are kept as they were then
         if self.goal.minimum is not None:
             self.sequence = anytime.observe(self.sequence, passes, len(judged))
+        self._settle()
+
+    def _settle(self) -> None:
         if self.verdict is None:
             self.verdict = self._decide()
             if self.verdict is not None:
@@ -156,19 +167,25 @@ class _GoalState:
         verdict = self.verdict or "undecided"
         after = self.after if self.verdict is not None else self.seen
         return GateDecision(goal.name, verdict, low, high, minimum, after, self.planned,
-                            self.verdict is not None and self.after < self.planned)
+                            self.verdict is not None and self.after < self.planned, self.cached)
 
 
 class Tracker:
-    """Every goal's bound over one trial's blocks; :attr:`done` once all are decided."""
+    """Every goal's bound over one trial's blocks; :attr:`done` once all are decided.
 
-    def __init__(self, all_goals: Sequence[Goal], blocks: Sequence[Block], options: EarlyStopOptions) -> None:
+    ``known``: the results of the blocks read before the first block was called (by position in
+    ``blocks``); they are counted as evaluated and never observed again.
+    """
+
+    def __init__(self, all_goals: Sequence[Goal], blocks: Sequence[Block], options: EarlyStopOptions,
+                 known: Mapping[int, Sequence[SampleResult]] | None = None) -> None:
         self.options = options
+        self.known = dict(known or {})
         rates = sum(1 for g in all_goals if g.minimum is not None)
         alpha = anytime.gate_alpha(options.alpha, rates)
-        self.states = [_GoalState(g, blocks, alpha) for g in all_goals]
+        self.states = [_GoalState(g, blocks, alpha, self.known) for g in all_goals]
         self.planned = sum(b.size for b in blocks)
-        self.evaluated = 0
+        self.evaluated = self.cached = sum(1 for results in self.known.values() for r in results if r.evaluated)
 
     def observe(self, block: Block, results: Sequence[SampleResult]) -> None:
         self.evaluated += sum(1 for r in results if r.evaluated)
@@ -181,7 +198,7 @@ class Tracker:
 
     def record(self) -> EarlyStop:
         return EarlyStop(self.evaluated, self.planned, self.options.seed, float(self.options.block_s),
-                         self.options.alpha, tuple(s.decision() for s in self.states))
+                         self.options.alpha, tuple(s.decision() for s in self.states), self.cached)
 
 
 def not_evaluated(sample: ScheduledSample, arm: str | None = None) -> SampleResult:
@@ -198,10 +215,13 @@ class EarlyStopping:
         self.concurrency = concurrency
 
     def start(self, plan: Plan, trial: int, arms: ArmPlan) -> TrialStopping:
-        blocks = order([c.samples for c in plan.cases], self.options, trial)
+        canonical = make_blocks([c.samples for c in plan.cases], self.options.block_s)
+        blocks = shuffled(canonical, self.options.seed, trial)
+        where = {id(b): n for n, b in enumerate(canonical)}
         side_by_side = max(1, self.concurrency // max((len(b.samples) for b in blocks), default=1))
-        trackers = [Tracker(goals(plan, self.gates), blocks, self.options) for _arm in arms.arms]
-        return TrialStopping(blocks, side_by_side, trackers, arms)
+        found = goals(plan, self.gates)
+        trackers = [Tracker(found, blocks, self.options) for _arm in arms.arms]
+        return TrialStopping(blocks, side_by_side, trackers, arms, [where[id(b)] for b in blocks], found)
 
 
 class TrialStopping:
@@ -209,16 +229,33 @@ class TrialStopping:
 
     #: Each block's frames in time order (one forward run of the decoder).
     order: str | None = TIME
+    #: Blocks the observation cache answers whole are read before the first block is called.
+    reads_ahead = True
 
     def __init__(self, blocks: Sequence[Block], side_by_side: int, trackers: Sequence[Tracker],
-                 arms: ArmPlan) -> None:
+                 arms: ArmPlan, ids: Sequence[int] = (), found: Sequence[Goal] = ()) -> None:
         self.blocks = blocks
         self.side_by_side = side_by_side
-        self.trackers = trackers
+        self.trackers = list(trackers)
         self.arms = arms
+        self.ids = list(ids) or list(range(len(blocks)))
+        self.goals = found
+
+    def block_id(self, block: int) -> int:
+        """Block ``block``'s place in canonical order (cases as planned, targets, time): the same in
+        every trial and on every resume, whatever the seed."""
+        return self.ids[block]
+
+    def read_ahead(self, arm: int, known: Mapping[int, Sequence[SampleResult]]) -> None:
+        """Arm ``arm``'s results of the blocks read before the first (by position in :attr:`blocks`):
+        constants beside the random order, which goes on over the other blocks."""
+        tracker = self.trackers[arm]
+        self.trackers[arm] = Tracker(self.goals, self.blocks, tracker.options, known)
 
     def observe(self, arm: int, block: int, results: Sequence[SampleResult]) -> None:
-        self.trackers[arm].observe(self.blocks[block], results)
+        tracker = self.trackers[arm]
+        if block not in tracker.known:
+            tracker.observe(self.blocks[block], results)
 
     def done(self, arm: int) -> bool:
         return self.trackers[arm].done

@@ -17,14 +17,24 @@ re-judges a cached observation without an adapter call. A hit is a
 :class:`~glasskit_eval.adapters.calls.Call` marked ``cached``, so its result says so from the start.
 Hits are served before the call policy (no rate-limit token, no retry); only a fresh, successful
 observation is stored.
+
+Ahead of decoding (``run --early-stop``): each frame hashed for a key is also noted for the
+store's frame index (:meth:`ObservationStore.put_frame_page`, written once the run is over) under
+its identity: the video's content SHA-256, the decoder (:func:`decode_identity`) and the frame's
+index in the video's frame table. :meth:`CachingCaller.answer_ahead` then finds a sample's key, and so its observation, with
+no frame decoded. Only videos whose frame table the engine trusts and seeks by are indexed or
+read ahead (the table's frame for a time is the one decoding gives); anything unknown is a miss.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import importlib.resources
 import importlib.util
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,12 +43,16 @@ from typing import Any, TextIO
 
 from ..adapters.base import AdapterSpec, Evaluator, Sample, Target
 from ..adapters.calls import Call, Caller
+from ..plan.schedule import ScheduledSample
 from ..support.jsonvalues import checked_steps, json_problem, to_plain
 from ..video.fingerprint import pixel_sha256
+from ..video.frametable import frame_table
 from ._judge import walk_on_loop
 from .observation_store import ObservationStore, key_digest
 
 MODES = ("read", "write", "readwrite")
+#: Frames per page of the frame index (a page is two small files: its entry and its witness).
+PAGE_FRAMES = 256
 
 
 @dataclass
@@ -54,6 +68,26 @@ class CacheStats:
     disabled: str | None = None
 
 
+@functools.cache
+def decode_identity() -> str | None:
+    """What the pixels of a frame index depend on besides the video: PyAV and the FFmpeg libraries it
+    runs, Pillow, and the frame engine's own sources (frame table, conversion, display orientation);
+    None (no frame index) when they cannot be read."""
+    try:
+        import av
+        import PIL
+
+        digest = hashlib.sha256(repr((str(av.__version__), getattr(av, "ffmpeg_version_info", None),
+                                      sorted(av.library_versions.items()), PIL.__version__)).encode())
+        engine = importlib.resources.files(__package__.rpartition(".")[0] + ".video")
+        for source in sorted((f for f in engine.iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
+            digest.update(f"{source.name}\n".encode())
+            digest.update(source.read_bytes())
+    except Exception:  # any doubt about the decoder: no index
+        return None
+    return digest.hexdigest()
+
+
 @dataclass
 class _Shared:
     """What every trial's caller shares."""
@@ -64,6 +98,12 @@ class _Shared:
     #: Pixel hashes by (video path, size, mtime, frame index): the targets sharing a frame
     #: (and later trials) hash its pixels once. Hashing a 720p frame costs milliseconds.
     frame_hashes: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
+    #: The frames noted for the frame index by this run; the pages still to write (by name); the
+    #: pages read (by name, verified).
+    indexed: set[tuple[str, int, int, int]] = field(default_factory=set)
+    unwritten: dict[str, tuple[dict[str, Any], dict[int, str]]] = field(default_factory=dict)
+    pages: dict[str, dict[int, str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def pixel_hash(self, video_path: str, frame_index: int, image: Any) -> str:
         key = self._memo_key(video_path, frame_index)
@@ -73,6 +113,51 @@ class _Shared:
         if found is None:
             found = self.frame_hashes[key] = pixel_sha256(image)
         return found
+
+    def page_identity(self, video_path: str, frame_index: int) -> dict[str, Any] | None:
+        """The frame index page a decoded frame belongs to; None for a video the engine does not seek by
+        its table (or whose decoder or content cannot be named)."""
+        decoder = decode_identity()
+        if decoder is None or not frame_table(Path(video_path)).seekable:
+            return None
+        video = self.store.video_identity(video_path, remember=self.writes)
+        return None if video is None else {"decoder": decoder, "page": frame_index // PAGE_FRAMES, "video": video}
+
+    def index_frame(self, video_path: str, frame_index: int, pixels: str) -> None:
+        """Note a decoded frame's pixel hash for the frame index (written by :meth:`settle`)."""
+        key = self._memo_key(video_path, frame_index)
+        if not self.writes or key is None or key in self.indexed:
+            return
+        self.indexed.add(key)
+        page = self.page_identity(video_path, frame_index)
+        if page is not None:
+            with self.lock:
+                self.unwritten.setdefault(key_digest(page), (page, {}))[1][frame_index] = pixels
+
+    def settle(self) -> None:
+        """Write the frame index pages this run added to (two small files a page, each merged with what the
+        store holds: a decode just made wins)."""
+        with self.lock:
+            pages, self.unwritten = self.unwritten, {}
+        for page, pixels in pages.values():
+            held = self.store.frame_page(page) or {}
+            merged = held | pixels
+            if merged != held:
+                self.store.put_frame_page(page, merged)
+
+    def indexed_pixels(self, video_path: str, frame_index: int) -> str | None:
+        """A frame's pixel hash from the frame index (or this run's decodes), without decoding it."""
+        page = self.page_identity(video_path, frame_index)
+        if page is None:
+            return None
+        name = key_digest(page)
+        with self.lock:
+            fresh = self.unwritten.get(name, (page, {}))[1].get(frame_index)
+            if fresh is not None:
+                return fresh
+            if name not in self.pages:
+                self.pages[name] = self.store.frame_page(page) or {}
+            return self.pages[name].get(frame_index)
 
     def known_hash(self, video_path: str, frame_index: int) -> str | None:
         """The memoized pixel hash of a frame, if it was hashed in this run (no decode)."""
@@ -252,24 +337,67 @@ class CachingCaller:
     def _pixels(self, video_path: str, frame_index: int, image: Any) -> str:
         if self._perturb is not None:
             return pixel_sha256(image)  # the perturbed pixels, not the decoded frame's memo
-        return self._shared.pixel_hash(video_path, frame_index, image)
+        pixels = self._shared.pixel_hash(video_path, frame_index, image)
+        self._shared.index_frame(video_path, frame_index, pixels)
+        return pixels
 
-    def _digest(self, sample: Sample, target: Target) -> str:
-        config = dict(target.config)
+    def _key(self, target: Target, pixels: str, clip: list[list[Any]] | None) -> str:
         material: dict[str, Any] = {
-            "adapter": self._identity, "adapter_config": self._config,
-            "pixels": self._pixels(sample.video_path, sample.frame_index, sample.image),
-            "target": {"id": target.id, "config": plain_config(config)},
+            "adapter": self._identity, "adapter_config": self._config, "pixels": pixels,
+            "target": {"id": target.id, "config": plain_config(dict(target.config))},
         }
-        if sample.is_clip:
+        if clip is not None:
             # Every frame, in order, with the time it was asked for: the adapter sees both.
-            material["clip"] = [[f.timestamp_s, self._pixels(sample.video_path, f.frame_index, f.image)]
-                                for f in sample.frames]
+            material["clip"] = clip
         if self._perturb is not None:
             material["perturb"] = self._perturb
         if self._trial > 1:
             material["trial"] = self._trial  # trial 1 shares its entries with runs without --repeat
         return key_digest(material)
+
+    def _digest(self, sample: Sample, target: Target) -> str:
+        clip = ([[f.timestamp_s, self._pixels(sample.video_path, f.frame_index, f.image)] for f in sample.frames]
+                if sample.is_clip else None)
+        return self._key(target, self._pixels(sample.video_path, sample.frame_index, sample.image), clip)
+
+    @property
+    def answers_ahead(self) -> bool:
+        """Whether :meth:`answer_ahead` can answer at all (lookups on, the decoded pixels unperturbed)."""
+        return self._perturb is None and self._shared.reads
+
+    def answer_ahead(self, sample: ScheduledSample, video_path: Path) -> tuple[Call, int, float] | None:
+        """``sample``'s cached observation found with no frame decoded, with its anchor frame's index and
+        media time; None when the frame index or the cache does not know it. Counts nothing."""
+        if not self.answers_ahead:
+            return None
+        started = time.perf_counter()
+        path = str(video_path)
+        table = frame_table(video_path)
+        if not table.seekable:
+            return None  # the table's frame for a time may not be the one decoding gives
+        anchor = table.select(sample.time)
+        pixels = self._shared.indexed_pixels(path, anchor)
+        clip: list[list[Any]] | None = None
+        if sample.clip is not None:
+            clip = []
+            for entry in sample.clip.entries:
+                # The planned frame must be the one decoding gives the time now.
+                found = self._shared.indexed_pixels(path, entry.frame_index) if table.select(
+                    entry.time) == entry.frame_index else None
+                if found is None:
+                    return None
+                clip.append([float(entry.time), found])
+            if sample.clip.entries[sample.clip.anchor].frame_index != anchor:
+                return None
+        if pixels is None:
+            return None
+        t = sample.target
+        hit, observation = self._shared.store.get(
+            self._key(Target(t.id, t.index, t.label, t.config), pixels, clip))
+        if not hit:
+            return None
+        return (Call(observation, seconds=time.perf_counter() - started, cached=True), anchor,
+                float(table.time_of(anchor)))
 
     def _lookup(self, sample: Sample, target: Target) -> tuple[str, bool, Any, float]:
         started = time.perf_counter()

@@ -5,6 +5,14 @@ Layout under the cache root::
     CACHEDIR.TAG                   marks the folder as ours (and as a cache to backup tools)
     v1/ab/ab12...<64 hex>.json     one observation, named by the SHA-256 of its key
 
+The same kind of entry holds the frame index ``run --early-stop`` reads ahead with, in pages: a
+page names a video's content SHA-256, the decoder and a run of frame indexes, and holds the
+SHA-256 of each of those frames' pixels that a decode has seen; beside it a *witness* is named by
+the page and the digest of everything it holds. A page is believed only when its witness exists:
+a page edited or copied to point a frame at other pixels names a witness no run wrote, so the
+whole page is a miss. A video's content SHA-256 is kept too, by its path, size, times and inode,
+so a file is hashed once.
+
 An entry is written to a temporary file in its directory and renamed into place, so a
 reader sees a whole entry or none; two runs that write the same key write the same
 observation, and there is no shared index to lose updates to. A hit refreshes the
@@ -26,6 +34,7 @@ import os
 import re
 import secrets
 import stat
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -34,6 +43,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..support import strictjson
+from ..support.fsio import sha256_file
 
 #: Default bound of the observation cache, pruned least recently used first.
 DEFAULT_MAX_MB = 512
@@ -47,6 +57,7 @@ _TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _ENTRY = re.compile(r"([0-9a-f]{64})\.json")
 _TEMP = re.compile(r"\.([0-9a-f]{64})\.json\.[0-9a-f]{12}\.tmp")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 #: Unlinking by name inside an opened folder keeps a folder swapped for a symlink mid-prune harmless.
 _DIR_FD = os.unlink in os.supports_dir_fd and os.open in os.supports_dir_fd
 
@@ -80,6 +91,8 @@ class ObservationStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._tagged = False
+        self._videos: dict[tuple[Any, ...], str | None] = {}
+        self._videos_lock = threading.Lock()
 
     def check_is_cache(self) -> None:
         """Raise ``UsageError`` unless the root is missing, empty or an observation cache."""
@@ -124,6 +137,51 @@ class ObservationStore:
                 os.unlink(tmp)
             return False
         return True
+
+    def frame_page(self, page: Mapping[str, Any]) -> dict[int, str] | None:
+        """A page of the frame index (``page`` names the video, the decoder and the page): frame index ->
+        pixel hash, when the page and its witness agree; else None."""
+        hit, entry = self.get(key_digest({"frame_page": page}))
+        pixels = entry.get("pixels") if hit and isinstance(entry, dict) and entry.get("page") == page else None
+        if not isinstance(pixels, dict) or not all(
+                k.isdigit() and isinstance(v, str) and _SHA256.fullmatch(v) for k, v in pixels.items()):
+            return None
+        witness = {"page": page, "pixels_sha256": key_digest(pixels)}
+        seen, found = self.get(key_digest(witness))
+        return {int(k): v for k, v in pixels.items()} if seen and found == witness else None
+
+    def put_frame_page(self, page: Mapping[str, Any], pixels: Mapping[int, str]) -> None:
+        """Write a page of the frame index: its witness (named by the page and the digest of its
+        pixel hashes) first, then the page."""
+        plain = {str(k): v for k, v in sorted(pixels.items())}
+        witness = {"page": dict(page), "pixels_sha256": key_digest(plain)}
+        if self.put(key_digest(witness), witness):
+            self.put(key_digest({"frame_page": page}), {"page": dict(page), "pixels": plain})
+
+    def video_identity(self, path: str, *, remember: bool) -> str | None:
+        """The SHA-256 of a video file's content, computed once per file (by its real path, size,
+        modification and change times and inode; kept in the store when ``remember``); None when the
+        file cannot be read or changes while it is hashed."""
+        stamp = _file_stamp(path)
+        if stamp is None:
+            return None
+        with self._videos_lock:
+            if stamp in self._videos:
+                return self._videos[stamp]
+            named = {"video_file": list(stamp)}
+            hit, entry = self.get(key_digest(named))
+            found = entry.get("sha256") if hit and isinstance(entry, dict) and entry.get("file") == named else None
+            if not isinstance(found, str) or not _SHA256.fullmatch(found):
+                try:
+                    found = sha256_file(Path(stamp[0]))
+                except OSError:
+                    found = None
+                if _file_stamp(path) != stamp:
+                    found = None  # written to while it was read: no identity
+                elif found is not None and remember:
+                    self.put(key_digest(named), {"file": named, "sha256": found})
+            self._videos[stamp] = found
+            return found
 
     def _tag(self) -> None:
         if self._tagged:
@@ -190,6 +248,15 @@ class ObservationStore:
                 removed, removed_bytes = removed + 1, removed_bytes + size
             total -= size
         return PruneStats(self.root, removed, removed_bytes, total)
+
+
+def _file_stamp(path: str) -> tuple[str, int, int, int, int, int] | None:
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
 
 
 def _not_a_cache(root: Path) -> str | None:

@@ -3,12 +3,14 @@
 A resume reuses passed, failed, ignored and comparison-error results and evaluates adapter
 errors and unfinished samples again. A stream is reused only when it ran to its end (its record
 is rescored against the case); an unfinished one, or one stopped by an adapter error, is fed
-again from its first frame: an app's state cannot be resumed mid-stream.
+again from its first frame: an app's state cannot be resumed mid-stream. The blocks ``run
+--early-stop --cache`` read ahead are fixed in the checkpoint's manifest before a trial's first call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 from ..cases.model import TargetSpec
@@ -46,6 +48,15 @@ class RunStore:
 
     def sink(self, trial: int) -> Callable[[SampleResult], None]:
         return self.life.recorder(trial)
+
+    def read_ahead_blocks(self, trial: int) -> Mapping[str, Sequence[int]] | None:
+        checkpoint = self.life.checkpoint
+        return None if checkpoint is None else checkpoint.manifest.read_ahead.get(str(trial))
+
+    async def fix_read_ahead(self, trial: int, blocks: Mapping[str, Sequence[int]]) -> None:
+        checkpoint = self.life.checkpoint
+        if checkpoint is not None:
+            await asyncio.to_thread(checkpoint.fix_read_ahead, trial, {arm: list(ids) for arm, ids in blocks.items()})
 
     def stream_sink(self, trial: int) -> Callable[[StreamResult], None]:
         def record(result: StreamResult) -> None:

@@ -3,11 +3,12 @@
 :func:`run_trials` reads as its phases: split each case into reused and pending work per arm,
 open the trial's lanes (one per arm with work; a plain run is one arm, ``arms.plan.ArmPlan.single``),
 play the schedule's blocks (:class:`~._engine.Schedule`: whole cases in declaration order by
-default, ``--early-stop``'s seeded blocks until each arm's gates are decided; every lane from one
-decode per block), finish each case (its results, then each lane's streams), tear the lanes down
-as one, and gate (per arm, named ``<arm>/<gate>``, unless the run is plain). Each arm resumes on
-its own: a checkpoint's records name their arm, and an arm evaluates only what it has no reusable
-record of. It knows only :class:`~.options.TrialOptions`, never the command line.
+default, ``--early-stop``'s seeded blocks until each arm's gates are decided, after reading the
+blocks the observation cache answers whole; every lane from one decode per block), finish each case
+(its results, then each lane's streams), tear the lanes down as one, and gate (per arm, named
+``<arm>/<gate>``, unless the run is plain). Each arm resumes on its own: a checkpoint's records name
+their arm, and an arm evaluates only what it has no reusable record of. It knows only
+:class:`~.options.TrialOptions`, never the command line.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ._engine import (
 )
 from ._framestore import image_bytes
 from ._judge import Judge, ignored_result, judge
+from ._readahead import Reader, answerer, arm_key, choose
 from ._streamlanes import run_lane_streams
 from ._tee import CaseRun, evaluate_case, stream_perturbation
 from .case import FrameKeeper, ResultSink
@@ -187,6 +189,7 @@ class _Play:
                 yield done
 
     async def _cases(self) -> AsyncIterator[tuple[list[SampleResult], list[StreamResult]]]:
+        await self._read_ahead()
         finished = 0
         # Before the first batch: the cases with no block before theirs and none of their own.
         for b in range(-1, len(self.batches)):
@@ -244,6 +247,47 @@ class _Play:
             out[i] = [got[s.sample_index] for s in block.samples]
             state.reached[i].update((r.sample_index, r) for r in out[i])
         return out
+
+    async def _read_ahead(self) -> None:
+        """Before the first block: each arm's blocks the observation cache answers whole, as constants of
+        its schedule (``_readahead``), fixed in the checkpoint before anything is recorded or called."""
+        engine, schedule, store, cache = self.engine, self.schedule, self.engine.store, self.engine.cache
+        # --save-failures keeps each failure's frame: a block read ahead has none (an HTML report shows
+        # its samples without pictures, as it does results a resume reuses).
+        if not schedule.reads_ahead or cache is None or not cache.shared.reads or engine.saver is not None:
+            return
+        fixed = store.read_ahead_blocks(self.trial) if store is not None else None
+        if fixed is None and any(split.reused for state in self.states for split in state.splits):
+            return  # a checkpoint written before blocks were read ahead: its order goes on as it was
+        samples = [b.samples for b in self.blocks]
+        videos = [engine.plan.cases[self.where[b.case]].video_path for b in self.blocks]
+        names = [engine.arms.result_name(arm) for arm in engine.arms.arms]
+        at = {schedule.block_id(j): j for j in range(len(self.blocks))}
+        readers, known = [], []
+        for i, name in enumerate(names):
+            readers.append(Reader(answerer(self.lanes[i]), engine.judge, name, functools.partial(self._reused, i)))
+            ids = None if fixed is None else [at[n] for n in fixed.get(arm_key(name), ()) if n in at]
+            known.append(await asyncio.to_thread(choose, samples, videos, readers[i], ids))
+        if fixed is None and store is not None:
+            await store.fix_read_ahead(self.trial, {arm_key(name): [schedule.block_id(j) for j in mine]
+                                                    for name, mine in zip(names, known)})
+        for i, mine in enumerate(known):
+            for j, results in mine.items():
+                block, state = self.blocks[j], self.states[self.where[self.blocks[j].case]]
+                new = [r for r in results if r.sample_index not in state.splits[i].reused]
+                for result in new:
+                    self.sink(result)
+                state.fresh.extend(new)
+                state.splits[i].reused.update((r.sample_index, r) for r in results)
+                if len(results) < len(block.samples):
+                    # Fixed by the interrupted attempt, and neither recorded nor cached now: called here.
+                    results[:] = (await self._block(j, [i]))[i]
+                state.reached[i].update((r.sample_index, r) for r in results)
+            schedule.read_ahead(i, mine)
+            cache.stats.hits += readers[i].hits
+
+    def _reused(self, arm: int, sample: ScheduledSample) -> SampleResult | None:
+        return self.states[self.where[sample.case.name]].splits[arm].reused.get(sample.sample_index)
 
     def _announce(self, k: int) -> None:
         state, options = self.states[k], self.engine.options

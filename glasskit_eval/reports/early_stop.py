@@ -24,12 +24,14 @@ def decision_line(d: GateDecision, alpha: float) -> str:
     Also the message of the gate an early decision stands in for (``gates.decided_gates``).
     """
     verdict = d.verdict.upper()
+    after = f"after {d.after:,} of {d.planned:,} samples"
+    if d.cached:
+        after += f", {d.cached:,} of them cached"
     if d.name.endswith("_max_failures"):
-        return (f"Decided early: {verdict} {d.name} <= {d.minimum:g} after {d.after:,} of "
-                f"{d.planned:,} samples ({d.low:g} failures seen)")
+        return f"Decided early: {verdict} {d.name} <= {d.minimum:g} {after} ({d.low:g} failures seen)"
     bound = d.low if d.verdict == "pass" else d.high
-    return (f"Decided early: {verdict} {d.name} >= {d.minimum * 100:.4g}% after {d.after:,} of "
-            f"{d.planned:,} samples ({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
+    return (f"Decided early: {verdict} {d.name} >= {d.minimum * 100:.4g}% {after} "
+            f"({(1 - alpha) * 100:.4g}% anytime-valid bound {bound * 100:.1f}%)")
 
 
 def decided_lines(summary: RunSummary) -> list[str]:
@@ -62,7 +64,9 @@ def print_early_stop(summary: RunSummary, out: TextIO) -> None:
     saved, planned, money = savings(summary)
     share = f" ({saved / planned:.0%})" if planned else ""
     spent = f"; about {money:.6g} of cost saved at the evaluated samples' mean" if money is not None else ""
-    print(f"Early stop: {saved:,} of {planned:,} adapter calls saved{share}{spent}", file=out)
+    cached = sum(r.samples_cached for _t, r in _stopped(summary))
+    ahead = f"; {cached:,} samples read from the cache before any call" if cached else ""
+    print(f"Early stop: {saved:,} of {planned:,} adapter calls saved{share}{spent}{ahead}", file=out)
 
 
 def verdict_tail(summary: RunSummary) -> str:
@@ -80,6 +84,7 @@ def early_stop_json(summary: RunSummary) -> dict[str, Any] | None:
         "alpha": first.alpha, "block_s": first.block_s, "calls_saved": saved, "cost_saved": money,
         "gates": [d.to_json() | ({"trial": t.trial} if summary.run.repeat > 1 else {})
                   for t, r in stopped for d in r.gates],
+        "samples_cached": sum(r.samples_cached for _t, r in stopped),
         "samples_evaluated": sum(r.samples_evaluated for _t, r in stopped),
         "samples_planned": planned, "seed": first.seed,
     }

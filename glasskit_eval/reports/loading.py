@@ -68,10 +68,10 @@ _BASELINE = sj.Obj(optional={"path": sj.Str(), "matched_samples": _COUNT, "count
 _DECISION = sj.Obj(required={"name": sj.Str(), "verdict": sj.Str(choices=("pass", "fail", "undecided")),
                              "low": sj.Num(), "high": sj.Num(), "minimum": sj.Num(), "after": _COUNT,
                              "planned": _COUNT, "early": sj.Bool()},
-                   optional={"trial": sj.Int(1)})
+                   optional={"trial": sj.Int(1), "cached": _COUNT})
 _EARLY_STOP = sj.Obj(required={"samples_evaluated": _COUNT, "samples_planned": _COUNT, "seed": sj.Int(None),
                                "block_s": sj.Num(0), "alpha": _RATE, "gates": sj.Arr(_DECISION)},
-                     nullable=True)
+                     optional={"samples_cached": _COUNT}, nullable=True)
 #: A run report (ours or upstream's ``schema_version`` 1) as the readers rely on it: every result and
 #: both kinds of summary fully; blocks no reader uses only by type. Unknown keys are allowed.
 REPORT_SHAPE = sj.Obj(
@@ -189,12 +189,14 @@ def _early_stop(data: dict[str, Any], trials: dict[int, dict[str, Any]], several
     if not isinstance(block, dict):
         return
     numbers = [_int(t.get("trial"), i + 1) for i, t in enumerate(data["trials"])]
+    # Said for the run as a whole: counted once, on the first trial given a record.
+    cached = block.get("samples_cached", 0)
     for number in numbers:
         into = trials[number]
         if into.get("early_stop") is not None:
             continue
         decisions = tuple(GateDecision(g["name"], g["verdict"], float(g["low"]), float(g["high"]),
-                                       float(g["minimum"]), g["after"], g["planned"], g["early"])
+                                       float(g["minimum"]), g["after"], g["planned"], g["early"], g.get("cached", 0))
                           for g in block["gates"] if g.get("trial", number) == number)
         evaluated, planned = block["samples_evaluated"], block["samples_planned"]
         if len(numbers) > 1 or several:
@@ -202,7 +204,8 @@ def _early_stop(data: dict[str, Any], trials: dict[int, dict[str, Any]], several
             evaluated = sum(1 for r in mine if r.get("status") not in ("ignored", "not_evaluated"))
             planned = sum(1 for r in mine if r.get("status") != "ignored")
         into["early_stop"] = EarlyStop(evaluated, planned, block["seed"], float(block["block_s"]),
-                                       float(block["alpha"]), decisions)
+                                       float(block["alpha"]), decisions, cached)
+        cached = 0
 
 
 def _gate(data: Any, label: str, path: Path, where: str) -> Gate:

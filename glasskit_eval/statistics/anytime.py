@@ -23,6 +23,12 @@ predictable bets (aGRAPA: ``(mu_hat - mu) / (var_hat + (mu_hat - mu)^2)``, trunc
 excluded for good (the running intersection), and so are totals the passes seen make impossible
 (fewer than the passes seen, or more than they plus every sample not yet seen).
 
+Samples whose results are known before the order starts (read from the observation cache) are
+constants, not draws: ``start(..., known=, known_passes=)`` takes them aside, the sequence covers
+the remaining samples (``planned``, in ``units`` visited in a uniformly random order), and every
+bound is on the whole population: ``(known_passes + T) / (known + planned)`` for each total ``T``
+of the remaining samples still possible. With every sample known the bound is the exact rate.
+
 Several gates share one ``alpha`` by a Bonferroni split (:func:`gate_alpha`): each gate's
 sequence runs at ``alpha / gates``, so the chance that any gate's bound misses is at most
 ``alpha``.
@@ -49,6 +55,7 @@ _OUT = math.inf
 class RateSequence:
     """The state of one gate's confidence sequence after ``seen_units`` units."""
 
+    #: Samples drawn in random order (the known ones aside).
     planned: int
     units: int
     scale: int
@@ -63,26 +70,33 @@ class RateSequence:
     low_total: int
     #: Per candidate total from ``low_total``: (log K+, log K-), ``(inf, inf)`` once excluded.
     capital: tuple[tuple[float, float], ...]
+    #: Samples whose results were known before the first unit, and how many of them passed.
+    known: int = 0
+    known_passes: int = 0
 
     @property
     def high_total(self) -> int:
         return self.low_total + len(self.capital) - 1
 
     @property
+    def population(self) -> int:
+        return self.known + self.planned
+
+    @property
     def low(self) -> float:
-        """The lower bound on the population's pass rate."""
-        return self.low_total / self.planned if self.planned else 0.0
+        """The lower bound on the whole population's pass rate (known samples included)."""
+        return (self.known_passes + self.low_total) / self.population if self.population else 0.0
 
     @property
     def high(self) -> float:
-        return self.high_total / self.planned if self.planned else 1.0
+        return (self.known_passes + self.high_total) / self.population if self.population else 1.0
 
     def verdict(self, minimum: float) -> str | None:
         """``pass`` when every total still possible meets ``minimum``, ``fail`` when none does."""
-        need = minimum * self.planned - _EPS
-        if self.low_total >= need:
+        need = minimum * self.population - _EPS
+        if self.known_passes + self.low_total >= need:
             return "pass"
-        if self.high_total < need:
+        if self.known_passes + self.high_total < need:
             return "fail"
         return None
 
@@ -95,16 +109,20 @@ def gate_alpha(alpha: float, gates: int) -> float:
     return alpha / max(gates, 1)
 
 
-def start(planned: int, units: int, scale: int, alpha: float) -> RateSequence:
-    """A sequence over ``planned`` samples in ``units`` units of at most ``scale`` samples each."""
+def start(planned: int, units: int, scale: int, alpha: float, *, known: int = 0,
+          known_passes: int = 0) -> RateSequence:
+    """A sequence over ``planned`` samples in ``units`` units of at most ``scale`` samples each, beside
+    ``known`` samples whose ``known_passes`` passes are already counted."""
     if planned < 0 or units < 0 or scale < 0:
         raise ValueError("planned, units and scale must be nonnegative")
+    if not 0 <= known_passes <= known:
+        raise ValueError(f"{known_passes} known passes do not fit {known} known samples")
     if planned > units * scale:
         raise ValueError(f"{planned} samples do not fit in {units} units of at most {scale}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1 exclusive, got {alpha!r}")
     return RateSequence(planned, units, scale, alpha, 0, 0, 0, 0.0, 0.0, 0,
-                        tuple((0.0, 0.0) for _ in range(planned + 1)))
+                        tuple((0.0, 0.0) for _ in range(planned + 1)), known, known_passes)
 
 
 def observe(state: RateSequence, passes: int, size: int) -> RateSequence:
@@ -147,7 +165,8 @@ def observe(state: RateSequence, passes: int, size: int) -> RateSequence:
         capital = tuple(updated[first:last + 1])
         low_total = state.low_total + first
     return RateSequence(state.planned, state.units, state.scale, state.alpha, t, seen_samples, new_passes,
-                        state.sum_x + x, state.sum_sq + (x - mu_hat) ** 2, low_total, capital)
+                        state.sum_x + x, state.sum_sq + (x - mu_hat) ** 2, low_total, capital, state.known,
+                        state.known_passes)
 
 
 def _bet(edge: float, var_hat: float, cap: float) -> float:
