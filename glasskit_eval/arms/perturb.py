@@ -93,6 +93,8 @@ BLIND_KINDS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Perturbation:
+    """One step of an arm's chain: a kind of :data:`KINDS` or :data:`BLIND_KINDS` and its value."""
+
     kind: str
     value: float
 

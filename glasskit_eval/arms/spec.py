@@ -92,6 +92,7 @@ class ArmSelection:
 
 
 def did_you_mean(name: str, known: Sequence[str]) -> str:
+    # Here: only a misspelt name pays for difflib.
     from difflib import get_close_matches
 
     close = get_close_matches(name, list(known), n=1)
