@@ -10,7 +10,6 @@ import pytest
 
 from glasskit_eval.cases.evaldir import (
     EvalConfig,
-    VideoStoreConfig,
     load_adapter_config,
     load_cases,
     load_eval_config,
@@ -18,6 +17,7 @@ from glasskit_eval.cases.evaldir import (
 )
 from glasskit_eval.cases.model import CloudVideo, Thresholds
 from glasskit_eval.errors import UsageError, ValidationError
+from glasskit_eval.store.config import VideoStoreConfig
 
 CASE = "video: v.mp4\ntargets:\n  t:\n    samples:\n    - at: 1\n      expect: true\n"
 SHA = "ab" * 32

@@ -162,7 +162,7 @@ def test_redaction_finds_every_form_and_is_scoped() -> None:
 
 
 def test_store_credentials_are_known_secrets(tmp_path: Path) -> None:
-    from glasskit_eval.cases.evaldir import VideoStoreConfig
+    from glasskit_eval.store.config import VideoStoreConfig
     from glasskit_eval.store.credentials import resolve_credentials
     from glasskit_eval.support.secretvalues import SECRETS
 

@@ -1,4 +1,5 @@
-"""Fast start: importing the CLI, --help and --version load none of av, PIL, asyncio or yaml.
+"""Fast start: importing the CLI, --help and --version load none of av, PIL, asyncio or yaml, and
+`validate` loads nothing of what only evaluating, reporting or pinning needs.
 
 Those cost more than everything else a bare start does; commands import them when they
 need them. Checked in fresh interpreters, since this test process has them all loaded.
@@ -153,3 +154,33 @@ def test_validate_of_local_videos_loads_no_network_module(tmp_path: Path) -> Non
     assert "glasskit_eval.commands.validate" in imported
     assert sorted(m for m in imported if m.split(".")[0] in ("ssl", "http")
                   or m.startswith("glasskit_eval.store.s3")) == []
+
+
+#: What `validate` of local videos never needs, with the commands that do: frames are not decoded
+#: beyond the first (Pillow), arms are checked, not applied (hashlib, statistics), no adapter is
+#: called (asyncio, concurrent.futures), no pin file, report or checkpoint is read (json and the
+#: strict JSON reader), no video store is declared, and no misspelling is suggested (difflib).
+VALIDATE_NEVER = {"PIL", "asyncio", "concurrent.futures", "hashlib", "statistics", "difflib", "json",
+                  "glasskit_eval.support.strictjson", "glasskit_eval.plan.pinning", "glasskit_eval.plan.pins",
+                  "glasskit_eval.evaluation", "glasskit_eval.reports", "glasskit_eval.checkpoints",
+                  "glasskit_eval.adapters.base", "glasskit_eval.store.config", "glasskit_eval.video.frames"}
+
+
+def test_validate_of_the_demo_eval_imports_only_what_it_checks(tmp_path: Path) -> None:
+    # The budget is the script that imports av and opens the video (benchmarks/bench_startup.py):
+    # whatever that script imports too (av's own imports, a machine's .pth hooks) is not counted.
+    demo = ROOT / "fixtures" / "demo" / "eval"
+    video = demo / "cases" / "kitchen.mp4"
+    baseline = imported_by_python("-c", "import av, sys; av.open(sys.argv[1]).close()", str(video), cwd=tmp_path)
+    imported = imported_by_python("-m", "glasskit_eval", "validate", "--eval-dir", str(demo), cwd=tmp_path)
+    assert {"glasskit_eval.commands.validate", "glasskit_eval.cases.armdecl", "glasskit_eval.plan.clips"} <= imported
+    extra = imported - baseline
+    assert sorted(m for m in extra if any(m == n or m.startswith(n + ".") for n in VALIDATE_NEVER)) == []
+
+
+def imported_by_python(*args: str, cwd: Path) -> set[str]:
+    """Every module a fresh ``python -X importtime <args>`` imports (site and its hooks included)."""
+    proc = python("-X", "importtime", *args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}

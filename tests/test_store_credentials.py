@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from glasskit_eval.cases.evaldir import VideoStoreConfig
 from glasskit_eval.errors import StoreError
+from glasskit_eval.store.config import VideoStoreConfig
 from glasskit_eval.store.credentials import require_credentials, resolve_credentials
 
 NAMED = VideoStoreConfig(name="team", bucket="b", access_key_id_env="MY_ID", secret_access_key_env="MY_SECRET",

@@ -13,9 +13,9 @@ import pytest
 import s3server
 from s3server import S3Server
 
-from glasskit_eval.cases.evaldir import VideoStoreConfig
 from glasskit_eval.commands.video_store import _multipart
 from glasskit_eval.errors import StoreError
+from glasskit_eval.store.config import VideoStoreConfig
 from glasskit_eval.store.s3 import PreconditionFailed, RetryPolicy, S3Client, b64_sha256
 from glasskit_eval.store.sigv4 import Credentials
 from glasskit_eval.store.transport import HttpRequest, HttpResponse, TransportError

@@ -30,26 +30,34 @@ of the picture says nothing about the sample, so an adapter that still passes is
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import io
 import math
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 
+# hashlib, random and statistics are imported where frames are perturbed: `validate` (and a run's
+# planning) only parse and check an arm's kinds, and pays for nothing more (tests/test_startup.py).
 if TYPE_CHECKING:
+    import random
+
     from PIL import Image
 
 #: The grey an occluder paints.
 OCCLUDER_GREY = (128, 128, 128)
-#: Noise is drawn from 256 equally likely Gaussian quantiles (one random byte each): exact to the
-#: byte, fast in Pillow, and a standard deviation within 1% of SIGMA.
-_NOISE_QUANTILES = [NormalDist().inv_cdf((level + 0.5) / 256) for level in range(256)]
+
+
+@functools.cache
+def _noise_quantiles() -> tuple[float, ...]:
+    """Noise is drawn from 256 equally likely Gaussian quantiles (one random byte each): exact to
+    the byte, fast in Pillow, and a standard deviation within 1% of SIGMA."""
+    from statistics import NormalDist
+
+    return tuple(NormalDist().inv_cdf((level + 0.5) / 256) for level in range(256))
 
 
 def _in(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callable[[float], bool]:
@@ -85,6 +93,8 @@ BLIND_KINDS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Perturbation:
+    """One step of an arm's chain: a kind of :data:`KINDS` or :data:`BLIND_KINDS` and its value."""
+
     kind: str
     value: float
 
@@ -162,12 +172,14 @@ def chain_spec(chain: Sequence[Perturbation]) -> str:
 
 def frame_seed(seed: int, case: str, target: str, time: Fraction, arm: str) -> int:
     """The seed of one frame's random choices: the same for the same run seed, sample and arm."""
+    import hashlib
+
     text = f"{seed}\0{case}\0{target}\0{time.numerator}/{time.denominator}\0{arm}"
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
 
 
 #: ``shuffle``'s source of frames: given the step's generator, a frame from another time of the video.
-Elsewhere = Callable[[random.Random], "Image.Image"]
+Elsewhere = Callable[["random.Random"], "Image.Image"]
 
 
 def apply_chain(image: Image.Image, chain: Sequence[Perturbation], seed: int,
@@ -177,6 +189,8 @@ def apply_chain(image: Image.Image, chain: Sequence[Perturbation], seed: int,
     ``elsewhere`` gives ``shuffle`` its frame (resized to this one's size); without it ``shuffle``
     paints the mean colour.
     """
+    import random
+
     out = image
     for step, item in enumerate(chain):
         rng = random.Random(seed * 31 + step)
@@ -242,7 +256,7 @@ def _noise(image: Image.Image, sigma: float, rng: random.Random) -> Image.Image:
 
     # Random bytes become Gaussian offsets through a lookup table, centred on 128 so that
     # ImageChops.add (which clips to 0-255) can subtract the centre again.
-    table = [max(0, min(255, round(128 + sigma * q))) for q in _NOISE_QUANTILES]
+    table = [max(0, min(255, round(128 + sigma * q))) for q in _noise_quantiles()]
     noise = Image.frombytes("RGB", image.size, rng.randbytes(image.width * image.height * 3)).point(table * 3)
     return ImageChops.add(image.convert("RGB"), noise, scale=1.0, offset=-128)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from difflib import get_close_matches
 from typing import Any
 
 from ..errors import UsageError
@@ -93,6 +92,9 @@ class ArmSelection:
 
 
 def did_you_mean(name: str, known: Sequence[str]) -> str:
+    # Here: only a misspelt name pays for difflib.
+    from difflib import get_close_matches
+
     close = get_close_matches(name, list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 

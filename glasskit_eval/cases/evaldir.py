@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem, UsageError, ValidationError
-from ..store.config import VideoStoreConfig
-from ..store.urls import secret_parts
 from ..support.jsonvalues import json_problem
 from ..yamltext.source import load_yaml_file
 from .checks import Checker, unknown_target_problem
@@ -19,6 +17,7 @@ from .parse import parse_case, parse_thresholds
 
 if TYPE_CHECKING:
     from ..arms.spec import ArmSpec
+    from ..store.config import VideoStoreConfig
 
 _CONFIG_KEYS = {"thresholds", "video_stores", "run", "arms"}
 #: config.yaml ``run:`` defaults, used when the command line does not give the option.
@@ -165,6 +164,10 @@ def _parse_run(c: Checker, raw: Any) -> float | None:
 
 
 def _parse_store(c: Checker, name: str, raw: Any) -> VideoStoreConfig | None:
+    # Here: most evals keep their videos on disk and declare no store.
+    from ..store.config import VideoStoreConfig
+    from ..store.urls import secret_parts
+
     path = ("video_stores", name)
     mapping = c.mapping(raw, path, f"video store {name!r}")
     if mapping is None:

@@ -9,7 +9,7 @@ of its own: it asks for the entries' times.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
@@ -150,7 +150,3 @@ def neighbour_frames(index: int, k: int, table: FrameTable) -> list[ClipEntry]:
     frames = timeline(table)
     return [ClipEntry(frames.time(i), i, frames.time(i))
             for i in range(max(index - k, 0), min(index + k, frames.count - 1) + 1) if i != index]
-
-
-def uses_clips(samples: Iterable[ScheduledSample]) -> bool:
-    return any(s.block.clip is not None for s in samples)

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..cases.model import Case
-from ..support import strictjson
 
 PIN_FILE_SUFFIX = ".frames.lock"
 
@@ -31,6 +30,9 @@ def read_pin_bytes(path: Path) -> bytes | None:
     Raises :class:`~glasskit_eval.support.strictjson.LoadError` for a FIFO, a device, a directory
     or a file over the frame-lock limit, without blocking on it.
     """
+    # Here: the strict JSON reader is for evals that have pin files.
+    from ..support import strictjson
+
     try:
         return strictjson.read_file(path, strictjson.FRAME_LOCK.max_bytes)
     except strictjson.NotFound:

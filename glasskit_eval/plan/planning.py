@@ -20,7 +20,6 @@ from ..errors import Problem, ValidationError, VideoError
 from ..support.timevalues import format_time
 from ..video.frametable import frame_table
 from ..video.probe import END_TOLERANCE_S, VideoInfo, probe
-from .clips import plan_clips, uses_clips
 from .schedule import Filters, ScheduledSample, select_cases, selected_streams
 
 
@@ -155,7 +154,10 @@ def build_plan(eval_dir_path: str | Path, filters: Filters, *, allow_empty: bool
                                      video_path.name)
         problems += past_end
         problems += stream_past_end_problems(case, streams, info, video_path.name)
-        if uses_clips(samples) and not past_end:
+        if not past_end and any(s.block.clip is not None for s in samples):
+            # Here: only clip targets plan their frames.
+            from .clips import plan_clips
+
             samples, clip_problems = plan_clips(case, samples, frame_table(video_path), info.end_time,
                                                 video_path.name)
             problems += clip_problems
