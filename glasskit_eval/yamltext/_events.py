@@ -27,6 +27,8 @@ from yaml.events import (
     StreamStartEvent,
 )
 
+from .source import is_text
+
 PathKey = tuple[str | int, ...]
 
 _STR = "tag:yaml.org,2002:str"
@@ -97,7 +99,7 @@ def _build(loader: Any, nesting: int, most: int) -> tuple[Any, dict[PathKey, int
                 value = seen.get(text, _NO_KEY)
                 if value is _NO_KEY:
                     value = read(text)
-            if type(value) is str and not value.isascii() and not _is_text(value):
+            if type(value) is str and not value.isascii() and not is_text(value):
                 raise _NodePath
             if is_map and key is _NO_KEY:
                 # A key: the walker refuses all but new strings (and `<<` resolves to a merge).
@@ -162,11 +164,3 @@ def _plain_values(loader: Any, seen: dict[str, Any]) -> Any:
         return value
 
     return read
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -222,7 +222,7 @@ class _Walker:
             reason = "a number with too many digits" if "digits" in str(exc) else f"unreadable ({exc})"
             self.problem(path, f"this value is {reason}; shorten it or quote it as a string", node)
             return _REPORTED
-        if isinstance(value, str) and not _is_text(value):
+        if isinstance(value, str) and not is_text(value):
             self.problem(path, "this string holds a lone surrogate escape (like \\ud800), which is not "
                          "text and cannot be written as UTF-8; remove it", node)
             return _REPORTED
@@ -248,7 +248,8 @@ class _Walker:
 _REPORTED: Any = object()
 
 
-def _is_text(value: str) -> bool:
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be written as UTF-8 (no lone surrogates from an escape)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
