@@ -65,10 +65,15 @@ class Revisions:
 
 @dataclass(frozen=True)
 class Written:
-    """What a write did (``saved`` goes to the page) and the case as it is now on disk."""
+    """What a write did (``saved`` goes to the page) and the case as it is now on disk.
+
+    ``reply``, when set, is all the page needs to follow the write (an event save: the new
+    revision and the edit as written); the whole case goes back only without it.
+    """
 
     saved: dict[str, Any]
     loaded: casedata.LoadedCase
+    reply: dict[str, Any] | None = None
 
 
 # --- request bodies ---------------------------------------------------------------------------

@@ -7,10 +7,17 @@ still has the revision the page saw. A file changed on disk since then is merged
 the edit goes onto the file as it is now unless the same event (or, for an add, the list) changed
 there too, which is a conflict. Errors name an event by its onset (``event @ 12.4s``), the way the
 page shows it, not by its position in the list.
+
+The answer is as small as the request: the new revision, the event as written, the change to the
+file's text (a splice the page applies to its copy) and the case's status, never the whole case,
+which the page already holds; only a merged save (the file had changed elsewhere too) sends the
+whole case again. The page undoes an event edit with the inverse edit (``merge: false``: the file
+must still be exactly what the edit wrote, as for a restore).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,8 @@ OPS = ("add", "set", "delete")
 
 def _op(body: Any) -> tuple[str, int, dict[str, Any] | None]:
     op, index, event = body.get("op"), body.get("index"), body.get("event")
+    if not isinstance(body.get("merge", True), bool):
+        raise ApiError(400, "bad_request", "body.merge must be true or false")
     if op not in OPS:
         raise ApiError(400, "bad_request", f"body.op must be one of {', '.join(OPS)}")
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
@@ -82,10 +91,12 @@ def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisi
 
     revision = _revision(body)
     op, index, event = _op(body)
+    # Undo and redo send the inverse edit with merge false: like a restore, only onto the exact state.
+    merge = body.get("merge", True)
     with _save_lock:
         # One read of the file (a long list of events makes every parse count).
         loaded = casedata.load(root, case_id)
-        base = seen.text(revision) if seen is not None and loaded.revision != revision else None
+        base = seen.text(revision) if merge and seen is not None and loaded.revision != revision else None
         editable(loaded, revision if base is None else loaded.revision)
         _target(loaded, target_id)
         assert loaded.case is not None
@@ -100,10 +111,11 @@ def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisi
             spliced = splice(loaded, target_id, events, new, index, _empty(loaded))
             if spliced is not None:
                 try:
-                    return _write(root, loaded, spliced.text, False, None, keep_empty=None,
-                                  checked=(spliced.case, list(spliced.problems)))
+                    written = _write(root, loaded, spliced.text, False, None, keep_empty=None,
+                                     checked=(spliced.case, list(spliced.problems)))
                 except ApiError as exc:
                     raise named(exc, target_id, new) from None
+                return _replied(written, loaded.text, target_id, op, index, new)
         data = plain(loaded.case.document.value)
         data["targets"][target_id]["events"] = new
         try:
@@ -116,8 +128,60 @@ def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisi
             raise named(exc, target_id, new) from None
         if base is not None and seen is not None:
             seen.add(loaded.revision, loaded.text)
-            written.saved.update(merged=True, before={"text": loaded.text, "revision": loaded.revision})
-        return written
+            # The page undoes by the inverse edit, onto this revision: it needs no text.
+            written.saved.update(merged=True, before={"revision": loaded.revision})
+        return _replied(written, None if base is not None else loaded.text, target_id, op, index, new)
+
+
+def _replied(written: Written, before: str | None, target_id: str, op: str, index: int,
+             new: list[Any]) -> Written:
+    """``written`` with the page's small answer: what changed, not the case (``before``: the page's text)."""
+    after = written.loaded
+    text = source_edit(before, after.text) if before is not None and written.saved["changed"] else None
+    return replace(written, reply={
+        "revision": after.revision,
+        "edit": {"target": target_id, "op": op, "index": index, "event": None if op == "delete" else new[index]},
+        "source_edit": text,
+        "summary": casedata.status_of(after),
+    })
+
+
+_CHUNK = 1 << 16
+
+
+def _common(a: str, b: str, limit: int, backwards: bool) -> int:
+    """How many characters ``a`` and ``b`` share at their start (or end), at most ``limit``.
+
+    Compared a chunk at a time (C-speed slices), then narrowed by halves within the first chunk that differs.
+    """
+    def part(s: str, i: int, j: int) -> str:
+        return s[len(s) - j:len(s) - i] if backwards else s[i:j]
+
+    start = 0
+    while start < limit and part(a, start, min(limit, start + _CHUNK)) == part(b, start, min(limit, start + _CHUNK)):
+        start += _CHUNK
+    if start >= limit:
+        return limit
+    end = min(limit, start + _CHUNK)
+    while start < end:
+        mid = (start + end + 1) // 2
+        if part(a, start, mid) == part(b, start, mid):
+            start = mid
+        else:
+            end = mid - 1
+    return start
+
+
+def _utf16(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+
+
+def source_edit(old: str, new: str) -> dict[str, Any]:
+    """``new`` as ``old`` with ``old[start:end]`` replaced by ``text``; offsets in UTF-16 units, as JavaScript counts."""
+    head = _common(old, new, min(len(old), len(new)), False)
+    tail = _common(old, new, min(len(old), len(new)) - head, True)
+    start = _utf16(old[:head])
+    return {"start": start, "end": start + _utf16(old[head:len(old) - tail]), "text": new[head:len(new) - tail]}
 
 
 def _check_merge(current: casedata.LoadedCase, base_text: str, target_id: str, now: list[Any], op: str,

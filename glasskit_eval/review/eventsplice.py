@@ -123,11 +123,13 @@ def _lines(doc: YamlDocument, proxy: YamlDocument, where: PathKey, k0: int, k1: 
     end = start + window.count("\n")  # the first line after it
     delta = middle.count("\n") - window.count("\n")
     out: dict[PathKey, int] = {}
+    last = where[-1]
+    # One pass over every value of the file (several per event): no call, no new tuple unless a path moves.
     for path, line in doc.lines.items():
-        k = path[depth] if len(path) > depth and path[:depth] == where else None
-        if isinstance(k, int) and k >= k1:
-            out[_at(where, k + shift, path[depth + 1:])] = line + delta
-        elif isinstance(k, int) and k >= k0:
+        k = path[depth] if len(path) > depth and path[depth - 1] == last and path[:depth] == where else None
+        if type(k) is int and k >= k1:
+            out[path if not shift else (*where, k + shift, *path[depth + 1:])] = line + delta
+        elif type(k) is int and k >= k0:
             continue  # in the window: the proxy has its new line
         elif line >= end:
             out[path] = line + delta
