@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_review_server import VIDEOS, Client
 
 from glasskit_eval.cases.write import content_hash
 from glasskit_eval.commands.review import ReviewOptions, start_review
+from glasskit_eval.review import casedata
 from glasskit_eval.review.server import serve_in_thread
 from glasskit_eval.yamltext.source import load_yaml_text
 
@@ -118,7 +120,7 @@ def test_the_whole_case_is_sent_only_after_a_merge(tmp_path: Path) -> None:
         answer = json.loads(data)
         # Undo goes back to the file as it was on disk: the page needs its revision, not its text.
         assert answer["saved"]["merged"] is True and set(answer["saved"]["before"]) == {"revision"}
-        assert answer["source_edit"] is None and answer["case"]["revision"] == answer["revision"]
+        assert answer["case"]["revision"] == answer["revision"]
         assert answer["case"]["source"] == path.read_text() and "expect: open" in path.read_text()
 
 
@@ -138,30 +140,80 @@ def test_refusals_are_small_and_name_the_event_by_its_onset(tmp_path: Path) -> N
         assert path.read_bytes() == before
 
 
-def test_undo_and_redo_are_inverse_edits_onto_the_exact_state(tmp_path: Path) -> None:
-    """What the page sends for undo and redo: the inverse edit (redo: the edit again) with merge false."""
-    with served(tmp_path, case_text(600)) as (client, path):
+def as_javascript(value: Any) -> Any:
+    """``value`` as the page sends it: JavaScript writes the number 1.0 as 1."""
+    if isinstance(value, dict):
+        return {k: as_javascript(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_javascript(v) for v in value]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def inverse_text(answer: dict[str, Any]) -> dict[str, Any]:
+    """The text edit that takes the file back, as the page keeps it from an answer."""
+    text = answer["source_edit"]
+    return {"start": text["start"], "end": text["start"] + len(text["text"].encode("utf-16-le")) // 2,
+            "text": text["old"]}
+
+
+@pytest.mark.parametrize("count", [3, 600])
+def test_undo_and_redo_are_inverse_edits_onto_the_exact_state_byte_for_byte(tmp_path: Path, count: int) -> None:
+    """What the page sends for undo and redo: the inverse edit (redo: the edit again) with merge false,
+    and its copy of the text the edit replaced, which the server writes back when it holds that edit."""
+    with served(tmp_path, case_text(count).replace("expect: x", "expect: 'x'   # quoted")) as (client, path):
         original = path.read_text()
         revision = client.get_json("/api/cases/clip")["revision"]
-        old = events_of(original)
+        old = [as_javascript(e) for e in events_of(original)]  # the first onset, 0.0000000, is sent as 0
         steps = [(EDITS[0], {"op": "set", "index": 1, "event": old[1]}),
-                 ({"op": "delete", "index": 5}, {"op": "add", "index": 5, "event": old[5]}),
-                 ({"op": "add", "index": 9, "event": {"at": 0.00285, "expect": "w"}}, {"op": "delete", "index": 9})]
-        states = [original]
+                 ({"op": "delete", "index": 0}, {"op": "add", "index": 0, "event": old[0]}),
+                 ({"op": "add", "index": 1, "event": {"at": 0.00048, "expect": "w"}}, {"op": "delete", "index": 1})]
+        states, texts = [original], []
         for edit, _inverse in steps:
             status, data = patch(client, revision, edit)
             assert status == 200, data
             revision = json.loads(data)["revision"]
+            texts.append(inverse_text(json.loads(data)))
             states.append(path.read_text())
-        for (_edit, inverse), state in zip(reversed(steps), reversed(states[:-1])):
-            status, data = patch(client, revision, {**inverse, "merge": False})
+        # Undo, each onto the state the step left: the file as it was, comments and spellings too.
+        for (_edit, inverse), text, state in zip(reversed(steps), reversed(texts), reversed(states[:-1])):
+            status, data = patch(client, revision, {**inverse, "merge": False, "source_edit": text})
             assert status == 200, data
             revision = json.loads(data)["revision"]
-            assert events_of(path.read_text()) == events_of(state)
-        assert path.read_text() == original.replace("0.0003000", "0.0003").replace(
-            "      - at: 0.0015000\n", "      - at: 0.0015\n")  # the events, in their values
-        # Redo onto a file changed on disk since: a conflict, as a restore is; nothing written.
+            assert path.read_text() == state
+            # What the server keeps of the state it wrote (its next save starts there) is the file read afresh.
+            kept = casedata.load(path.parent.parent, "clip")
+            fresh, _problems = load_yaml_text(path.read_text(), str(path))
+            assert kept.case is not None and kept.revision == revision
+            assert repr(kept.case.document.value) == repr(fresh.value)  # 0.0 is not 0 here
+            assert kept.case.document.lines == fresh.lines
+        # Redo: the edit again, onto the exact state.
+        for (edit, _inverse), state in zip(steps, states[1:]):
+            status, data = patch(client, revision, {**edit, "merge": False})
+            assert status == 200, data
+            revision = json.loads(data)["revision"]
+            assert path.read_text() == state
+        # Onto a file changed on disk since: a conflict, as a restore is; nothing written.
         path.write_text(path.read_text().replace("expect: closed", "expect: open"))
         before = path.read_bytes()
-        status, data = patch(client, revision, {**steps[0][0], "merge": False})
+        status, data = patch(client, revision, {**steps[-1][1], "merge": False})
         assert status == 409 and path.read_bytes() == before
+
+
+def test_without_the_text_or_with_one_that_does_not_hold_the_edit_the_writer_renders_the_event(tmp_path: Path) -> None:
+    with served(tmp_path, case_text(600)) as (client, path):
+        original = path.read_text()
+        revision = client.get_json("/api/cases/clip")["revision"]
+        old = events_of(original)
+        status, data = patch(client, revision, {"op": "delete", "index": 5})
+        answer = json.loads(data)
+        # A text that says another value than the inverse edit: not taken; the event is rendered.
+        forged = dict(inverse_text(answer), text=inverse_text(answer)["text"].replace("expect: x", "expect: forged"))
+        status, data = patch(client, answer["revision"], {"op": "add", "index": 5, "event": old[5], "merge": False,
+                                                          "source_edit": forged})
+        assert status == 200 and "forged" not in path.read_text() and events_of(path.read_text()) == old
+        assert path.read_text() == original.replace("      - at: 0.0015000\n", "      - at: 0.0015\n")
+        now, before = json.loads(data)["revision"], path.read_bytes()
+        for bad in ({"start": "0", "end": 1, "text": ""}, [0, 1, ""], {"start": 0, "end": 1}):
+            status, data = patch(client, now, {"op": "delete", "index": 5, "merge": False, "source_edit": bad})
+            assert status == 400 and "source_edit" in json.loads(data)["message"]
+        assert path.read_bytes() == before

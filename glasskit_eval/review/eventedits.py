@@ -12,7 +12,9 @@ The answer is as small as the request: the new revision, the event as written, t
 file's text (a splice the page applies to its copy) and the case's status, never the whole case,
 which the page already holds; only a merged save (the file had changed elsewhere too) sends the
 whole case again. The page undoes an event edit with the inverse edit (``merge: false``: the file
-must still be exactly what the edit wrote, as for a restore).
+must still be exactly what the edit wrote, as for a restore) and its copy of the text the edit
+replaced (``source_edit``), which is written byte for byte if it holds exactly the inverse edit's
+events and passes the same checks; otherwise the writer renders the event.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..cases.model import Case
 from . import casedata
 from .edits import (
     EVENT_KEY_ORDER,
@@ -36,7 +39,7 @@ from .edits import (
 )
 from .errors import ApiError
 from .eventnames import name_events, named
-from .eventsplice import splice
+from .eventsplice import alike_values, splice
 
 OPS = ("add", "set", "delete")
 
@@ -107,17 +110,23 @@ def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisi
         if base is not None:
             _check_merge(loaded, base, target_id, events, op, index)
         new = apply_op(events, op, index, event)
+        exact = _exact(loaded.text, body) if base is None else None
         if base is None:
-            spliced = splice(loaded, target_id, events, new, index, _empty(loaded))
+            spliced = splice(loaded, target_id, events, new, index, _empty(loaded), exact)
             if spliced is not None:
                 try:
                     written = _write(root, loaded, spliced.text, False, None, keep_empty=None,
                                      checked=(spliced.case, list(spliced.problems)))
                 except ApiError as exc:
-                    raise named(exc, target_id, new) from None
-                return _replied(written, loaded.text, target_id, op, index, new)
+                    raise named(exc, target_id, spliced.events) from None
+                return _replied(written, loaded.text, target_id, op, index, spliced.events)
         data = plain(loaded.case.document.value)
         data["targets"][target_id]["events"] = new
+        checked = _holds(loaded, exact, data) if exact is not None else None
+        if exact is not None and checked is not None:
+            held = checked.document.value["targets"][target_id]["events"]
+            return _replied(_write(root, loaded, exact, False, None, keep_empty=None, checked=(checked, [])),
+                            loaded.text, target_id, op, index, held)
         try:
             result = rewrite(loaded.text, data)
         except CaseEditError as exc:
@@ -130,14 +139,44 @@ def save_event(root: Path, case_id: str, target_id: str, body: Any, seen: Revisi
             seen.add(loaded.revision, loaded.text)
             # The page undoes by the inverse edit, onto this revision: it needs no text.
             written.saved.update(merged=True, before={"revision": loaded.revision})
-        return _replied(written, None if base is not None else loaded.text, target_id, op, index, new)
+        return _replied(written, loaded.text, target_id, op, index, new)
 
 
-def _replied(written: Written, before: str | None, target_id: str, op: str, index: int,
-             new: list[Any]) -> Written:
-    """``written`` with the page's small answer: what changed, not the case (``before``: the page's text)."""
+def _exact(text: str, body: dict[str, Any]) -> str | None:
+    """The file ``text`` with ``body.source_edit`` applied (undo, redo: the page's copy of the state it goes back to).
+
+    None when there is none, or it does not fit ``text`` (offsets in UTF-16 units, as the page counts).
+    """
+    edit = body.get("source_edit")
+    if edit is None:
+        return None
+    if not (isinstance(edit, dict) and all(type(edit.get(k)) is int for k in ("start", "end"))
+            and isinstance(edit.get("text"), str)):
+        raise ApiError(400, "bad_request", "body.source_edit must be {start, end, text}: a change to the file's text")
+    start, end, inserted = edit["start"], edit["end"], str(edit["text"])
+    if not text.isascii():
+        units = text.encode("utf-16-le")
+        try:
+            start, end = len(units[:2 * start].decode("utf-16-le")), len(units[:2 * end].decode("utf-16-le"))
+        except UnicodeDecodeError:
+            return None  # an offset inside a character
+    if not 0 <= start <= end <= len(text):
+        return None
+    return text[:start] + inserted + text[end:]
+
+
+def _holds(loaded: casedata.LoadedCase, exact: str, data: dict[str, Any]) -> Case | None:
+    """``exact``, checked as ``validate`` would, if it holds exactly ``data``; else None (the writer renders it)."""
+    from .checks import checked_case
+
+    case, problems = checked_case(loaded.path, exact, keep_empty=_empty(loaded))
+    return case if case is not None and not problems and alike_values(case.document.value, data) else None
+
+
+def _replied(written: Written, before: str, target_id: str, op: str, index: int, new: list[Any]) -> Written:
+    """``written`` with the page's small answer: what changed, not the case (``before``: the file it changed)."""
     after = written.loaded
-    text = source_edit(before, after.text) if before is not None and written.saved["changed"] else None
+    text = source_edit(before, after.text) if written.saved["changed"] else None
     return replace(written, reply={
         "revision": after.revision,
         "edit": {"target": target_id, "op": op, "index": index, "event": None if op == "delete" else new[index]},
@@ -177,11 +216,12 @@ def _utf16(text: str) -> int:
 
 
 def source_edit(old: str, new: str) -> dict[str, Any]:
-    """``new`` as ``old`` with ``old[start:end]`` replaced by ``text``; offsets in UTF-16 units, as JavaScript counts."""
+    """``new`` as ``old`` with ``old[start:end]`` (``old``) replaced by ``text``; offsets in UTF-16 units, as JavaScript counts."""
     head = _common(old, new, min(len(old), len(new)), False)
     tail = _common(old, new, min(len(old), len(new)) - head, True)
     start = _utf16(old[:head])
-    return {"start": start, "end": start + _utf16(old[head:len(old) - tail]), "text": new[head:len(new) - tail]}
+    gone = old[head:len(old) - tail]
+    return {"start": start, "end": start + _utf16(gone), "text": new[head:len(new) - tail], "old": gone}
 
 
 def _check_merge(current: casedata.LoadedCase, base_text: str, target_id: str, now: list[Any], op: str,

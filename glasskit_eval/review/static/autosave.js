@@ -81,8 +81,11 @@ export class Writer {
         answer = await job.send(before.revision);
       } else if (step.event) {
         // Like a restore, only onto the exact state the step left (merge: false).
-        const [revision, edit] = job.kind === "undo" ? [step.after.revision, step.inverse] : [step.before.revision, step.event];
-        answer = await api.saveEvent(job.caseId, step.target, revision, { ...edit, merge: false });
+        // With the page's copy of the text the step replaced: written back byte for byte when it holds
+        // exactly the inverse edit's events (the server checks), as a restore would write it.
+        const [revision, edit, text] = job.kind === "undo" ? [step.after.revision, step.inverse, step.inverseText]
+          : [step.before.revision, step.event, step.forwardText];
+        answer = await api.saveEvent(job.caseId, step.target, revision, { ...edit, merge: false, ...(text ? { source_edit: text } : {}) });
       } else if (job.kind === "undo") answer = await api.restore(job.caseId, step.after.revision, step.before.text);
       else answer = await api.restore(job.caseId, step.before.revision, step.after.text);
     } catch (error) {
@@ -99,7 +102,10 @@ export class Writer {
       const after = { text: detail.source, revision: detail.revision, selection };
       if (job.event) {
         const { op, index, event } = answer.edit;
+        const text = answer.source_edit;
         steps.record({ label: job.label, target: job.target, event: { op, index, event }, inverse,
+          forwardText: text && { start: text.start, end: text.end, text: text.text },
+          inverseText: text && { start: text.start, end: text.start + text.text.length, text: text.old },
           before: { revision: base.revision, selection: base.selection }, after: { revision: after.revision, selection } });
       } else steps.record({ label: job.label, before: base, after });
     } else if (job.kind === "undo") {

@@ -43,8 +43,8 @@ function restale(detail, target) {
   }
 }
 
-// An inverse edit restores the events, not always their bytes (a re-added event is written anew):
-// the step written next to it then starts (or ends) at the file as it is now, so it still applies.
+// An inverse edit whose text the server could not take as it was (see autosave.js) restores the
+// events, not their bytes: the step next to it then starts (or ends) at the file as it is now.
 export function reanchor(step, end, neighbour, side, detail) {
   const was = step[end].revision;
   if (was === detail.revision) return;
