@@ -3,8 +3,10 @@
 A real review server (``start_review``, in a thread) serves an eval whose case has one stream
 target of 100,000 events on the 2 s fixture clip; a client logs in as a browser does and sends
 the page's one-event write (``PATCH .../events``), a ``set`` of the middle event, alternating
-between two values so every save writes. Printed: the median round trip (request sent to last
-response byte read) and the response's size, for ``set``, ``add`` and ``delete`` in turn.
+between two values so every save writes, then adds and deletes next to it. Printed, per kind:
+the median round trip (request sent to the answer parsed, as the page would), the median CPU
+time of this process over it (server and client share it; steadier than the round trip on a
+busy machine) and the answer's size.
 ``--profile`` instead runs the same saves in this process under cProfile (the server's
 ``handle``, so the response's JSON is counted too) and prints the top of the cumulative table.
 
@@ -101,20 +103,21 @@ def over_http(root: Path, count: int, rounds: int) -> None:
         status, _, data = client.request("GET", "/api/cases/clip")
         print(f"case detail: {len(data):,} bytes in {time.perf_counter() - started:.2f} s (status {status})")
         revision = json.loads(data)["revision"]
-        figures: dict[str, list[tuple[float, int]]] = {}
+        figures: dict[str, list[tuple[float, float, int]]] = {}
         for what, body in edits(count, rounds):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             status, _, data = client.request("PATCH", "/api/cases/clip/targets/pan/events",
                                              json.dumps({"revision": revision, **body}).encode())
-            elapsed = time.perf_counter() - started
             assert status == 200, data[:500]
             revision = json.loads(data)["revision"]
-            figures.setdefault(what, []).append((elapsed, len(data)))
+            figures.setdefault(what, []).append((time.perf_counter() - started, time.process_time() - cpu, len(data)))
         for what, rows in figures.items():
-            times = [t for t, _n in rows]
-            sizes = sorted({n for _t, n in rows})
+            times = [t for t, _c, _n in rows]
+            cpus = [c for _t, c, _n in rows]
+            sizes = sorted({n for _t, _c, n in rows})
             print(f"{what:>6}: round trip median {statistics.median(times):.3f} s "
-                  f"(min {min(times):.3f}, max {max(times):.3f}) over {len(rows)}; response {sizes} bytes")
+                  f"(min {min(times):.3f}, max {max(times):.3f}), CPU median {statistics.median(cpus):.3f} s, "
+                  f"over {len(rows)}; response {sizes} bytes")
     finally:
         server.shutdown()
         server.server_close()

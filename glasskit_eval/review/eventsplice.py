@@ -10,7 +10,8 @@ put back between the untouched runs of events, and each seam is one the file alr
 neighbour's own bytes, unchanged), so the candidate loads to exactly the intended data; that
 data then passes ``validate``'s case checks (``parse_case`` and past-the-end) before the
 conflict-checked write. Anything unusual (a flow list, merges, odd line breaks, a re-render)
-returns None and the caller takes the whole-file path.
+returns None and the caller takes the whole-file path. Undo and redo bring the exact text the
+edit replaced: it takes the writer's place in the proxy, through the same seams and re-read.
 """
 
 from __future__ import annotations
