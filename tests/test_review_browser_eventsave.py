@@ -229,3 +229,46 @@ def test_a_refused_event_edit_names_the_event_and_the_page_keeps_the_file(long_l
     assert t.is_disabled("#undo")
     _shows(page, path)
     page.screenshot(tmp_path, "eventsave-refused")
+
+
+PURE = """async () => {
+  const s = await import("/static/eventsync.js");
+  const detail = () => ({
+    revision: "r0", source: "a: 😀\\nevents: [x]\\n", status: "ready",
+    targets: [{ id: "pan", stream: { window: [0, 0.5], events: [{ raw: { at: 1 } }, { raw: { at: 2, comment: "c" } }] } }],
+    emissions: [{ target: "pan", kind: "hit", event: 1, at: 2, window: [2, 2.5] },
+                { target: "pan", kind: "missed", event: 0, at: 1, window: [1, 1.5] },
+                { target: "pan", kind: "repeat", time_s: 3 }],
+  });
+  const d = detail();
+  const inverses = ["add", "set", "delete"].map((op) => s.inverseOf("pan", { op, index: 1, event: { at: 9 } }, d));
+  // An add before both events: the text after the emoji (two UTF-16 units) changes; both marks go stale.
+  const added = s.confirmEvent(d, { revision: "r1", summary: { status: "drafts" }, edit: { target: "pan", op: "add", index: 0, event: { at: 0.5 } },
+    source_edit: { start: 14, end: 17, text: "[y, x]", old: "[x]" } });
+  const afterAdd = { source: added.source, revision: added.revision, status: added.status,
+    events: added.targets[0].stream.events.map((e) => e.raw.at), changed: added.emissions.map((m) => m.changed ?? null) };
+  // Deleting it again: both marks are what the run scored again.
+  s.confirmEvent(d, { revision: "r2", summary: {}, edit: { target: "pan", op: "delete", index: 0, event: null }, source_edit: null });
+  const afterDelete = d.emissions.map((m) => m.changed ?? null);
+  const merged = s.confirmEvent(d, { case: { revision: "whole" }, edit: { target: "pan", op: "set", index: 0, event: {} } });
+  // A step undone onto another revision than it recorded: it and its neighbour move there, their texts go.
+  const step = { event: {}, before: { revision: "A" }, forwardText: {}, inverseText: {} };
+  const below = { before: { revision: "Z", text: "z" }, after: { revision: "A", text: "a" } };
+  s.reanchor(step, "before", below, "after", { revision: "A2", source: "a2" });
+  const same = { event: {}, before: { revision: "A" }, forwardText: { t: 1 }, inverseText: { t: 2 } };
+  s.reanchor(same, "before", null, "after", { revision: "A", source: "a" });
+  return { inverses, afterAdd, afterDelete, merged: merged.revision, step, below, same };
+}"""
+
+
+def test_the_answer_is_applied_to_the_pages_copy_of_the_case(long_list: tuple[Page, Path]) -> None:
+    got = long_list[0].tab.evaluate(PURE)
+    assert got["inverses"] == [{"op": "delete", "index": 1}, {"op": "set", "index": 1, "event": {"at": 2, "comment": "c"}},
+                               {"op": "add", "index": 1, "event": {"at": 2, "comment": "c"}}]
+    assert got["afterAdd"] == {"source": "a: 😀\nevents: [y, x]\n", "revision": "r1", "status": "drafts",
+                               "events": [0.5, 1, 2], "changed": [True, True, None]}
+    assert got["afterDelete"] == [False, False, None]
+    assert got["merged"] == "whole"
+    assert got["step"] == {"event": {}, "before": {"revision": "A2"}, "forwardText": None, "inverseText": None}
+    assert got["below"] == {"before": {"revision": "Z", "text": "z"}, "after": {"revision": "A2", "text": "a2"}}
+    assert got["same"]["forwardText"] == {"t": 1} and got["same"]["before"] == {"revision": "A"}

@@ -217,3 +217,20 @@ def test_without_the_text_or_with_one_that_does_not_hold_the_edit_the_writer_ren
             status, data = patch(client, now, {"op": "delete", "index": 5, "merge": False, "source_edit": bad})
             assert status == 400 and "source_edit" in json.loads(data)["message"]
         assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("count", [3, 600])
+def test_offsets_count_utf16_units_as_the_page_does(tmp_path: Path, count: int) -> None:
+    text = case_text(count).replace("# a long stream", "# a long stream 😀 über").replace(
+        "expect: x", "expect: x   # ✓ 😀", 2)
+    with served(tmp_path, text) as (client, path):
+        revision = client.get_json("/api/cases/clip")["revision"]
+        status, data = patch(client, revision, {"op": "delete", "index": 1})
+        assert status == 200, data
+        answer = json.loads(data)
+        assert spliced(text, answer["source_edit"]) == path.read_text()
+        assert "😀" in answer["source_edit"]["old"]  # the deleted event's own comment
+        status, data = patch(client, answer["revision"], {"op": "add", "index": 1, "event": events_of(text)[1],
+                                                          "merge": False, "source_edit": inverse_text(answer)})
+        assert status == 200, data
+        assert path.read_text() == text

@@ -156,6 +156,8 @@ def _exact(text: str, body: dict[str, Any]) -> str | None:
     start, end, inserted = edit["start"], edit["end"], str(edit["text"])
     if not text.isascii():
         units = text.encode("utf-16-le")
+        if not 0 <= start <= end <= len(units) // 2:
+            return None
         try:
             start, end = len(units[:2 * start].decode("utf-16-le")), len(units[:2 * end].decode("utf-16-le"))
         except UnicodeDecodeError:

@@ -44,12 +44,15 @@ function restale(detail, target) {
 }
 
 // An inverse edit whose text the server could not take as it was (see autosave.js) restores the
-// events, not their bytes: the step next to it then starts (or ends) at the file as it is now.
+// events, not their bytes: the step next to it then starts (or ends) at the file as it is now, and
+// the texts either step kept no longer fit that file (the server renders their events instead).
 export function reanchor(step, end, neighbour, side, detail) {
   const was = step[end].revision;
   if (was === detail.revision) return;
   step[end] = { ...step[end], revision: detail.revision };
+  Object.assign(step, { forwardText: null, inverseText: null });
   if (neighbour && neighbour[side].revision === was) {
     neighbour[side] = { ...neighbour[side], revision: detail.revision, ...("text" in neighbour[side] ? { text: detail.source } : {}) };
+    if (neighbour.event) Object.assign(neighbour, { forwardText: null, inverseText: null });
   }
 }
