@@ -9,8 +9,11 @@ time of this process over it (server and client share it; steadier than the roun
 busy machine) and the answer's size.
 ``--profile`` instead runs the same saves in this process under cProfile (the server's
 ``handle``, so the response's JSON is counted too) and prints the top of the cumulative table.
+``--browser`` drives the page itself in headless Chromium (``tests/chromiumkit.py``): an event
+added with ``A`` and deleted with ``Delete``, in the middle of the list and after its end, timed
+from the keypress to the page saying it saved (the page's own work on the answer included).
 
-    python3 benchmarks/bench_review_save.py [--events 100000] [--rounds 9] [--profile]
+    python3 benchmarks/bench_review_save.py [--events 100000] [--rounds 9] [--profile | --browser]
 """
 
 from __future__ import annotations
@@ -124,6 +127,45 @@ def over_http(root: Path, count: int, rounds: int) -> None:
         thread.join()
 
 
+def in_browser(root: Path, count: int, rounds: int) -> None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from chromiumkit import VIEWPORT, launched
+
+    from glasskit_eval.commands.review import ReviewOptions, start_review
+    from glasskit_eval.review.server import serve_in_thread
+
+    server = start_review(ReviewOptions(eval_dir=root))
+    thread = serve_in_thread(server)
+    try:
+        with launched() as chromium:
+            context = chromium.new_context(viewport=VIEWPORT)
+            tab = context.new_page()
+            sizes: list[int] = []
+            tab.on("response", lambda r: sizes.append(len(r.body())) if r.request.method == "PATCH" else None)
+            started = time.perf_counter()
+            tab.goto(server.login_url)
+            tab.wait_for_selector(".tl-row[data-target='pan'] .tl-event", timeout=600_000)
+            print(f"page load: {time.perf_counter() - started:.1f} s")
+            tab.click(".tl-name[data-target='pan']")
+            times: list[float] = []
+            # Frame times clear of every event's window: the middle of the list, and after its end.
+            for n, t in enumerate([1.0, 1.0, 1.9, 1.9] * rounds, start=1):
+                tab.fill("#time-input", str(t))
+                tab.press("#time-input", "Enter")
+                tab.wait_for_selector("#frame-label:not(.stale)")
+                started = time.perf_counter()
+                tab.keyboard.press("a" if n % 2 else "Delete")
+                tab.wait_for_selector(f"#save-status[data-saves='{n}']:not(.saving)", timeout=600_000)
+                times.append(time.perf_counter() - started)
+            print(f"keypress to saved: median {statistics.median(times):.2f} s (min {min(times):.2f}, "
+                  f"max {max(times):.2f}) over {len(times)}; answers {sorted(set(sizes))} bytes")
+            context.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def profiled(root: Path, count: int, rounds: int) -> None:
     from glasskit_eval.review import api, casedata
     from glasskit_eval.review.api import Request, ReviewState
@@ -173,12 +215,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--profile", action="store_true")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--profile", action="store_true")
+    mode.add_argument("--browser", action="store_true")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = make_eval(Path(folder), options.events)
         print(f"case file: {(root / 'cases' / 'clip.yaml').stat().st_size:,} bytes, {options.events:,} events")
-        (profiled if options.profile else over_http)(root, options.events, options.rounds)
+        run = profiled if options.profile else in_browser if options.browser else over_http
+        run(root, options.events, options.rounds)
 
 
 if __name__ == "__main__":
