@@ -234,3 +234,17 @@ def test_offsets_count_utf16_units_as_the_page_does(tmp_path: Path, count: int) 
                                                           "merge": False, "source_edit": inverse_text(answer)})
         assert status == 200, data
         assert path.read_text() == text
+
+
+def test_the_texts_kept_for_merging_are_bounded_in_characters_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from glasskit_eval.review.edits import Revisions
+
+    monkeypatch.setattr(Revisions, "KEEP_CHARS", 10)
+    seen = Revisions()
+    for n in range(5):
+        seen.add(f"r{n}", "abcd")
+    # The newest texts within the budget, the newest always; every state stays restorable by hash.
+    assert [seen.text(f"r{n}") for n in range(5)] == [None, None, None, "abcd", "abcd"]
+    seen.add("big", "x" * 50)
+    assert seen.text("big") == "x" * 50 and seen.text("r4") is None
+    assert all(f"r{n}" in seen for n in range(5))
