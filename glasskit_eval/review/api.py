@@ -143,12 +143,25 @@ def _handle(state: ReviewState, request: Request) -> Response:
         length = check_write(state.secrets, request.headers, state.port, session)
         body = _json_body(request.read_body(length))
         written = write(state, parts, body)
+        if written.reply is not None:
+            return Response.json(_reply(state, written))
         return Response.json({**state.detail(written.loaded), "saved": written.saved})
     if method in ("POST", "PUT", "PATCH", "DELETE"):
         raise ApiError(404 if method in ("PUT", "DELETE") else 405,
                        "not_found" if method in ("PUT", "DELETE") else "method_not_allowed",
                        f"{method} {path} is not an API write")
     raise ApiError(405, "method_not_allowed", f"method {method} is not allowed")
+
+
+def _reply(state: ReviewState, written: edits.Written) -> dict[str, Any]:
+    """A write's small answer: the page applies the edit to the case it holds (see ``eventedits``)."""
+    assert written.reply is not None
+    # A state this server wrote: undo may restore it, and an edit the page makes on it may merge.
+    state.revisions.add(written.loaded.revision, written.loaded.text)
+    out = {**written.reply, "saved": written.saved}
+    if written.saved.get("merged"):
+        out["case"] = state.detail(written.loaded)  # the file changed elsewhere too: the page redraws it all
+    return out
 
 
 def _route_shape(parts: list[str]) -> tuple[str, ...]:

@@ -39,20 +39,25 @@ class Revisions:
 
     #: Texts kept for merging; an edit on an older state than these is a conflict, as before.
     KEEP_TEXTS = 256
+    #: And at most this many characters of them (the newest text always): a case of 100,000
+    #: events is 4 MB, and every save of it is a new state.
+    KEEP_CHARS = 256 << 20
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
         self._texts: dict[str, str] = {}
+        self._chars = 0
         self._lock = threading.Lock()
 
     def add(self, revision: str, text: str | None = None) -> None:
         with self._lock:
             self._seen.add(revision)
             if text is not None:
-                self._texts.pop(revision, None)
+                self._chars -= len(self._texts.pop(revision, ""))
                 self._texts[revision] = text
-                while len(self._texts) > self.KEEP_TEXTS:
-                    del self._texts[next(iter(self._texts))]
+                self._chars += len(text)
+                while len(self._texts) > self.KEEP_TEXTS or (self._chars > self.KEEP_CHARS and len(self._texts) > 1):
+                    self._chars -= len(self._texts.pop(next(iter(self._texts))))
 
     def text(self, revision: str) -> str | None:
         with self._lock:
@@ -65,10 +70,15 @@ class Revisions:
 
 @dataclass(frozen=True)
 class Written:
-    """What a write did (``saved`` goes to the page) and the case as it is now on disk."""
+    """What a write did (``saved`` goes to the page) and the case as it is now on disk.
+
+    ``reply``, when set, is all the page needs to follow the write (an event save: the new
+    revision and the edit as written); the whole case goes back only without it.
+    """
 
     saved: dict[str, Any]
     loaded: casedata.LoadedCase
+    reply: dict[str, Any] | None = None
 
 
 # --- request bodies ---------------------------------------------------------------------------

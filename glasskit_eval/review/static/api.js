@@ -49,8 +49,9 @@ export const api = {
   // A stream target's events, all of them (the whole list; kept for scripts).
   saveEvents: (caseId, targetId, revision, events) =>
     write("PUT", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/events`, { revision, events }),
-  // One event added, changed or deleted: {op: "add" | "set" | "delete", index, event}. The page
-  // sends only this, so a target of many thousands of events costs one event per save.
+  // One event added, changed or deleted: {op: "add" | "set" | "delete", index, event} (undo and redo
+  // add merge: false). The page sends only this and gets back only the edit as written (eventsync.js),
+  // so a target of many thousands of events costs one event per save, both ways.
   saveEvent: (caseId, targetId, revision, edit) =>
     write("PATCH", `/api/cases/${enc(caseId)}/targets/${enc(targetId)}/events`, { revision, ...edit }),
   removeTarget: (caseId, targetId, revision) =>

@@ -79,9 +79,16 @@ async function openCase(caseId, { target = null, time = null } = {}) {
 
 // Take the server's view of the case; keepRaws while later edits are still on their way.
 // `reveal` (undo, redo) also moves the playhead to the selection, so the change is in view.
-function adopt(detail, selection, { keepRaws = false, reveal = false } = {}) {
+// `eventsOf`: one event save of that target, applied to `detail` already; only its events are taken.
+function adopt(detail, selection, { keepRaws = false, reveal = false, eventsOf = null } = {}) {
   state.detail = detail;
-  if (!keepRaws) {
+  if (!keepRaws && eventsOf !== null) {
+    // Shared, not cloned: the page replaces an event, never changes one in place (edits clone first).
+    state.events[eventsOf] = target(eventsOf).stream.events.map((e) => e.raw);
+    if (state.eventSel && !state.events[state.eventSel.target]?.[state.eventSel.index]) state.eventSel = null;
+    state.selection = selection && state.raws[selection.target]?.[selection.block] ? selection : null;
+    if (state.selection) state.targetId = state.selection.target;
+  } else if (!keepRaws) {
     state.raws = {};
     state.events = {};
     for (const t of detail.targets) state.raws[t.id] = t.blocks.map((b) => clone(b.raw));

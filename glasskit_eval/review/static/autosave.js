@@ -1,8 +1,11 @@
 // Saving: every edit is written at once, one write at a time and in order. An accepted write
-// becomes an undo step (the whole file before and after); undo and redo are writes too, through
-// the same revision check, so undoing an edit whose file changed on disk is a conflict.
-// A refused write leaves the file as it was and the page is drawn again from the file.
+// becomes an undo step: for samples the whole file before and after, for one stream event the
+// edit and its inverse (eventsync.js), so a long list of events never crosses the wire. Undo and
+// redo are writes too, through the same revision check, so undoing an edit whose file changed
+// on disk is a conflict. A refused write leaves the file as it was and the page is drawn again
+// from the file.
 import { api } from "./api.js";
+import { confirmEvent, inverseOf, reanchor } from "./eventsync.js";
 import { state, history } from "./state.js";
 import { clone } from "./util.js";
 
@@ -34,8 +37,8 @@ export class Writer {
   editEvents(targetId, events, label, eventSel, edit) {
     state.events[targetId] = events;
     state.eventSel = eventSel;
-    this.push({ kind: "edit", label, selectionBefore: clone(state.selection), selectionAfter: clone(state.selection),
-      send: (revision) => api.saveEvent(state.caseId, targetId, revision, edit) });
+    this.push({ kind: "edit", label, target: targetId, event: edit, selectionBefore: clone(state.selection),
+      selectionAfter: clone(state.selection), send: (revision) => api.saveEvent(state.caseId, targetId, revision, edit) });
   }
 
   removeTarget(targetId) {
@@ -69,36 +72,60 @@ export class Writer {
       return;
     }
     const before = { text: state.detail.source, revision: state.detail.revision, selection: job.selectionBefore };
-    let detail;
+    const oneEvent = job.kind === "edit" ? !!job.event : !!step.event;
+    let answer;
+    let inverse = null;
     try {
-      if (job.kind === "edit") detail = await job.send(before.revision);
-      else if (job.kind === "undo") detail = await api.restore(job.caseId, step.after.revision, step.before.text);
-      else detail = await api.restore(job.caseId, step.before.revision, step.after.text);
+      if (job.kind === "edit") {
+        if (job.event) inverse = inverseOf(job.target, job.event, state.detail);
+        answer = await job.send(before.revision);
+      } else if (step.event) {
+        // Like a restore, only onto the exact state the step left (merge: false).
+        // With the page's copy of the text the step replaced: written back byte for byte when it holds
+        // exactly the inverse edit's events (the server checks), as a restore would write it.
+        const [revision, edit, text] = job.kind === "undo" ? [step.after.revision, step.inverse, step.inverseText]
+          : [step.before.revision, step.event, step.forwardText];
+        answer = await api.saveEvent(job.caseId, step.target, revision, { ...edit, merge: false, ...(text ? { source_edit: text } : {}) });
+      } else if (job.kind === "undo") answer = await api.restore(job.caseId, step.after.revision, step.before.text);
+      else answer = await api.restore(job.caseId, step.before.revision, step.after.text);
     } catch (error) {
       this.queue = []; // later edits were made on top of this one: they are dropped with it
-      return this.refused(job, error);
+      return this.refused(job, error, oneEvent);
     }
     if (job.caseId !== state.caseId) return;
+    const saved = answer.saved;
+    const detail = answer.edit ? confirmEvent(state.detail, answer) : answer;
     let selection = job.selectionAfter;
-    if (job.kind === "edit" && detail.saved?.changed) {
+    if (job.kind === "edit" && saved?.changed) {
       // A merged save went onto the file as changed on disk: undo goes back to that, not to what the page saw.
-      const base = detail.saved.before ? { ...detail.saved.before, selection: before.selection } : before;
-      steps.record({ label: job.label, before: base, after: { text: detail.source, revision: detail.revision, selection } });
+      const base = saved.before ? { ...saved.before, selection: before.selection } : before;
+      const after = { text: detail.source, revision: detail.revision, selection };
+      if (job.event) {
+        const { op, index, event } = answer.edit;
+        const text = answer.source_edit;
+        steps.record({ label: job.label, target: job.target, event: { op, index, event }, inverse,
+          forwardText: text && { start: text.start, end: text.end, text: text.text },
+          inverseText: text && { start: text.start, end: text.start + text.text.length, text: text.old },
+          before: { revision: base.revision, selection: base.selection }, after: { revision: after.revision, selection } });
+      } else steps.record({ label: job.label, before: base, after });
     } else if (job.kind === "undo") {
       steps.undone();
       selection = step.before.selection;
+      if (step.event) reanchor(step, "before", steps.nextUndo, "after", detail);
     } else if (job.kind === "redo") {
       steps.redone();
       selection = step.after.selection;
+      if (step.event) reanchor(step, "after", steps.nextRedo, "before", detail);
     }
     state.saves += 1;
     // While later edits are queued the page stays ahead of the file; the last write draws it anew.
-    this.ctx.adopt(detail, selection, { keepRaws: this.queue.length > 0, reveal: job.kind !== "edit" });
-    if (detail.saved?.pins?.error) {
-      this.ctx.notify(`Saved, but ${detail.saved.pins.error}`);
-    } else if (detail.saved?.fallback) {
-      this.ctx.notify(`Saved, but the whole file was re-rendered (${detail.saved.reason}); YAML comments may be gone.`);
-    } else if (detail.saved?.merged) {
+    this.ctx.adopt(detail, selection, { keepRaws: this.queue.length > 0, reveal: job.kind !== "edit",
+      eventsOf: answer.edit && !answer.case ? answer.edit.target : null });
+    if (saved?.pins?.error) {
+      this.ctx.notify(`Saved, but ${saved.pins.error}`);
+    } else if (saved?.fallback) {
+      this.ctx.notify(`Saved, but the whole file was re-rendered (${saved.reason}); YAML comments may be gone.`);
+    } else if (saved?.merged) {
       this.ctx.notify("Saved. The file had changed on disk elsewhere; your edit was merged onto it and the page shows the file as it is now.", "info");
     } else if (job.kind !== "edit") {
       this.ctx.notify(`${job.kind === "undo" ? "Undid" : "Redid"}: ${step.label}`, "info");
@@ -109,7 +136,8 @@ export class Writer {
     this.ctx.done();
   }
 
-  async refused(job, error) {
+  // `oneEvent`: a stream event's edit (or its undo): the page's copy of the case is still the file's.
+  async refused(job, error, oneEvent = false) {
     if (error.status === 409) {
       state.conflict = true;
       this.ctx.status("error", "Conflict");
@@ -120,7 +148,10 @@ export class Writer {
       return;
     }
     this.ctx.status("error", job.kind === "edit" ? "Not saved" : `${job.kind === "undo" ? "Undo" : "Redo"} refused`);
-    await this.ctx.reload(job.selectionBefore);
+    // A refused event edit wrote nothing onto the file the page holds: drawn again from that copy,
+    // not reloaded (a long list would cost the whole case). A file gone invalid is reloaded to show why.
+    if (oneEvent && error.body?.code === "invalid_edit") this.ctx.adopt(state.detail, job.selectionBefore, { keepRaws: false });
+    else await this.ctx.reload(job.selectionBefore);
     // The validator's words, once, after the page shows the file again; they name the YAML path,
     // which the refused candidate and the file share.
     this.ctx.notify(`Not saved: ${error.message}`);

@@ -1,4 +1,5 @@
-// Undo and redo, per case: each step is the whole file text before and after one accepted write.
+// Undo and redo, per case: each step is the whole file text before and after one accepted write,
+// or for one stream event the edit, its inverse and the text it replaced (see eventsync.js).
 export const HISTORY_LIMIT = 200;
 
 export class History {
@@ -8,7 +9,8 @@ export class History {
     this.redoSteps = [];
   }
 
-  // step: {label, target, before: {text, revision, selection}, after: {text, revision, selection}}
+  // step: {label, target, before: {text, revision, selection}, after: {text, revision, selection}};
+  // an event's: {label, target, event, inverse, forwardText, inverseText, before: {revision, selection}, after: ...}
   record(step) {
     this.undoSteps.push(step);
     if (this.undoSteps.length > this.limit) this.undoSteps.shift();
