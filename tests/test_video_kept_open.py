@@ -14,7 +14,9 @@ import pytest
 from framecode import read_frame_index
 
 from glasskit_eval.video import damage, frametable
+from glasskit_eval.video._segments import decode_pieces
 from glasskit_eval.video.frames import decode_at, kept_open
+from glasskit_eval.video.strategy import Piece
 
 pytestmark = pytest.mark.frames
 
@@ -103,3 +105,20 @@ def test_a_decode_stopped_before_its_end_is_not_parked(tmp_path: Path, opened: l
         generator.close()  # a consumer that stops early: the decoder is closed, not parked
         assert not spares_of(path)
     assert not spares_of(path)
+
+
+def test_a_parked_decoder_decodes_every_frame_for_its_next_user(opened: list[Path]) -> None:
+    """A decoder left skipping non-reference frames by a sparse decode is handed on decoding every frame."""
+    path = VIDEOS / "bframes_h264.mp4"
+    entry = MANIFEST["bframes_h264.mp4"]
+    times = [Fraction(t) for t in entry["frame_times"]]
+    table = frametable.frame_table(path)
+    every = tuple(range(12))  # short enough for the single-threaded decoder parked above
+    with kept_open([path]):
+        for _want, frame in decode_at(path, [times[1]], workers=1):
+            frame.image.close()
+        assert spares_of(path)
+        got = [index for index, image in decode_pieces(table, [Piece(0, every)], 1, skip_nonref=False)
+               if not image.close()]
+    assert got == list(every)
+    assert opened.count(path) == 1

@@ -100,6 +100,8 @@ class PieceDecoder:
         spare = take_spare(self.table.path, self.frame_threads)
         if spare is not None:
             self._container, self._stream = spare
+            # A parked decoder may still skip non-reference frames for its last user.
+            self._stream.codec_context.skip_frame = "DEFAULT"
             self._fresh = False
             return
         self._container = open_container(self.table.path)
