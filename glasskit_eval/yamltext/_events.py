@@ -27,8 +27,6 @@ from yaml.events import (
     StreamStartEvent,
 )
 
-from .source import is_text
-
 PathKey = tuple[str | int, ...]
 
 _STR = "tag:yaml.org,2002:str"
@@ -164,3 +162,12 @@ def _plain_values(loader: Any, seen: dict[str, Any]) -> Any:
         return value
 
     return read
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be written as UTF-8 (no lone surrogates from an escape)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

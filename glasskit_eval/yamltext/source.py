@@ -18,6 +18,8 @@ from typing import Any, cast
 import yaml
 
 from ..errors import Problem
+from . import _events
+from ._events import is_text
 
 PathKey = tuple[str | int, ...]
 
@@ -248,15 +250,6 @@ class _Walker:
 _REPORTED: Any = object()
 
 
-def is_text(value: str) -> bool:
-    """Whether ``value`` can be written as UTF-8 (no lone surrogates from an escape)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
@@ -319,8 +312,6 @@ _SNIPPET = 80
 
 def _from_events(text: str) -> tuple[Any, dict[PathKey, int]] | None:
     """Value and lines without the node graph, for a document that needs none (most case files)."""
-    from . import _events
-
     try:
         loader = _Loader(text)
     except (yaml.YAMLError, ValueError):
