@@ -57,7 +57,9 @@ export function onsetOrder(events) {
   let found = ORDERS.get(events);
   if (!found) {
     const ats = Float64Array.from(events, (raw) => Number(raw.at));
-    const order = Uint32Array.from(events.keys()).sort((a, b) => ats[a] - ats[b] || a - b);
+    const order = Uint32Array.from(events.keys());
+    // Files list events in time order nearly always: then file order is the order, with no sort.
+    if (ats.some((at, k) => k > 0 && at < ats[k - 1])) order.sort((a, b) => ats[a] - ats[b] || a - b);
     found = { ats, order };
     ORDERS.set(events, found);
   }
