@@ -15,9 +15,12 @@ times (the parse cache emptied each time), wall and CPU seconds of:
   json           ``json.dumps`` of it (the bytes sent are printed)
 
 ``--page`` also opens the review page in headless Chromium (``tests/chromiumkit``) once and
-prints the seconds from starting the server until the timeline draws the events, until a click
-on one opens it in the inspector, and until the first frame shows. On a busy machine read CPU
-seconds; the load average is printed at the start and the end.
+prints the seconds from starting the server until the timeline draws the events; the page's
+share after the case's answer arrived (until the events appear, until the opening's last drawing
+of the timeline), the timeline's drawings and the seconds the page's main thread was busy
+(Chromium's TaskDuration) once the first frame shows; and the seconds until a click on an event
+opens it in the inspector. On a busy machine read CPU seconds; the load average is printed at the
+start and the end.
 """
 
 from __future__ import annotations
@@ -74,6 +77,23 @@ def measure(root: Path, rounds: int) -> tuple[dict[str, list[harness.Figures]], 
     return figures, len(json.dumps(detail).encode())
 
 
+# In the page from its start: when the events first appear and when the timeline was last drawn
+# (its children replaced), on the page's own clock, not this process's polling.
+WATCH = """new MutationObserver((changes) => {
+    if (changes.some((c) => c.target.id === 'timeline')) window.timelineDrawnAt = performance.now();
+    if (!window.eventsDrawnAt && document.querySelector(".tl-row[data-target='pan'] .tl-event")) {
+        window.eventsDrawnAt = performance.now(); }
+}).observe(document, { childList: true, subtree: true });"""
+
+# Once the opening has settled (two frames after the first frame shows): seconds after the case's
+# answer arrived until the events appeared and until the last drawing of the opening.
+SETTLED = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
+    const answer = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/api/cases/clip'));
+    done([(window.eventsDrawnAt - answer.responseEnd) / 1000, (window.timelineDrawnAt - answer.responseEnd) / 1000,
+          Number(document.getElementById('timeline').dataset.draws ?? NaN)]);
+})))"""
+
+
 def page(root: Path) -> dict[str, float]:
     """Seconds from starting the review server until the timeline shows events, one is selected, a frame shows."""
     importable(tests=True)
@@ -89,6 +109,9 @@ def page(root: Path) -> dict[str, float]:
         tab = browser.new_context(viewport=VIEWPORT).new_page()
         errors: list[str] = []
         tab.on("pageerror", lambda e: errors.append(str(e)))
+        tab.add_init_script(WATCH)
+        cdp = tab.context.new_cdp_session(tab)
+        cdp.send("Performance.enable")
         started = time.perf_counter()
         server = start_review(ReviewOptions(eval_dir=root))
         thread = serve_in_thread(server)
@@ -97,12 +120,14 @@ def page(root: Path) -> dict[str, float]:
             row = ".tl-row[data-target='pan']"
             tab.wait_for_selector(f"{row} .tl-event", timeout=120_000)
             out["timeline drawn"] = time.perf_counter() - started
+            tab.wait_for_selector("#frame-label[data-index]", timeout=120_000)
+            first, last, draws = tab.evaluate(SETTLED)
+            metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+            out |= {"events shown": first, "last drawing": last, "drawings": draws, "main thread": metrics["TaskDuration"]}
             # The last tick drawn is on top of its neighbours (a long list is drawn a few pixels apart).
             tab.locator(f"{row} .tl-event").last.click()
             tab.wait_for_selector("#event-form:not([hidden])", timeout=120_000)
             out["event selected"] = time.perf_counter() - started
-            tab.wait_for_selector("#frame-label[data-index]", timeout=120_000)
-            out["frame shown"] = time.perf_counter() - started
         finally:
             server.shutdown()
             server.server_close()
@@ -110,6 +135,16 @@ def page(root: Path) -> dict[str, float]:
     if errors:
         raise SystemExit(f"the page failed: {errors}")
     return out
+
+
+WHAT = {
+    "timeline drawn": "s after the server started",
+    "events shown": "s after the case's answer arrived (the page's share)",
+    "last drawing": "s after the case's answer arrived: the opening's last drawing of the timeline",
+    "drawings": " drawings of the timeline while the case opened (the page's count; nan: none kept)",
+    "main thread": "s the page's main thread was busy until then (scripts, layout, parsing; from its start)",
+    "event selected": "s after the server started: a click on an event opened it in the inspector",
+}
 
 
 def main() -> int:
@@ -137,8 +172,8 @@ def main() -> int:
         print(f"case JSON sent to the page: {sent / 1e6:.1f} MB")
         if args.page:
             print()
-            for name, seconds in page(root).items():
-                print(f"{name:15s} {seconds:.2f}s after the server started")
+            for name, value in page(root).items():
+                print(f"{name:15s} {value:.3g}{WHAT[name]}" if name == "drawings" else f"{name:15s} {value:.2f}{WHAT[name]}")
     harness.load_average("at the end")
     return 0
 

@@ -62,11 +62,12 @@ function open(caseId) { openCase(caseId).catch(fail); }
 async function openCase(caseId, { target = null, time = null } = {}) {
   await writer.settled();
   const detail = await api.detail(caseId);
-  Object.assign(state, { caseId, conflict: false, selection: null, eventSel: null, frame: null, frameTimes: [], prompt: null, pins: null });
-  adopt(detail, null);
+  // Frame times first: from here on the case is drawn once, in one go.
+  const frameTimes = detail.video && !detail.video.error ? await api.frameTimes(caseId) : [];
+  Object.assign(state, { caseId, conflict: false, selection: null, eventSel: null, frame: null, frameTimes, prompt: null, pins: null });
   state.targetId = detail.targets.some((t) => t.id === target) ? target : detail.targets[0]?.id || null;
+  adopt(detail, null, { draw: false });
   player.reset();
-  if (detail.video && !detail.video.error) state.frameTimes = await api.frameTimes(caseId);
   renderAll();
   $("banner").hidden = true;
   notify("");
@@ -80,7 +81,8 @@ async function openCase(caseId, { target = null, time = null } = {}) {
 // Take the server's view of the case; keepRaws while later edits are still on their way.
 // `reveal` (undo, redo) also moves the playhead to the selection, so the change is in view.
 // `eventsOf`: one event save of that target, applied to `detail` already; only its events are taken.
-function adopt(detail, selection, { keepRaws = false, reveal = false, eventsOf = null } = {}) {
+// `draw: false` leaves the drawing to the caller (opening a case draws once, after the selection).
+function adopt(detail, selection, { keepRaws = false, reveal = false, eventsOf = null, draw = true } = {}) {
   state.detail = detail;
   if (!keepRaws && eventsOf !== null) {
     // Shared, not cloned: the page replaces an event, never changes one in place (edits clone first).
@@ -92,14 +94,15 @@ function adopt(detail, selection, { keepRaws = false, reveal = false, eventsOf =
     state.raws = {};
     state.events = {};
     for (const t of detail.targets) state.raws[t.id] = t.blocks.map((b) => clone(b.raw));
-    for (const t of detail.targets) if (t.stream) state.events[t.id] = t.stream.events.map((e) => clone(e.raw));
+    // Shared, not cloned, as above: 100,000 copies would cost more than the rest of the opening.
+    for (const t of detail.targets) if (t.stream) state.events[t.id] = t.stream.events.map((e) => e.raw);
     if (state.eventSel && !state.events[state.eventSel.target]?.[state.eventSel.index]) state.eventSel = null;
     state.selection = selection && state.raws[selection.target]?.[selection.block] ? selection : null;
     if (state.selection) state.targetId = state.selection.target;
   }
   if (!detail.targets.some((t) => t.id === state.targetId)) state.targetId = state.selection?.target || detail.targets[0]?.id || null;
   if (!state.caseId) return;
-  renderAll(false);
+  if (draw) renderAll(false);
   const t = reveal ? selectedSampleTime() : null;
   if (t !== null && !sameTime(t, state.time)) seek(t);
   loadPins();

@@ -2,6 +2,7 @@
 // (drag the tick to move the event, click to select it), and a run report's emissions coloured by
 // what scoring made of them (hit, repeat, false alarm) with a mark at each missed onset.
 // The same things the HTML report's stream strip draws, from the same JSON report keys.
+import { onsetOrder } from "./state.js";
 import { activatable, compact, el, fmtS } from "./util.js";
 
 const DRAG_THRESHOLD_PX = 3;
@@ -25,30 +26,25 @@ export function streamItems(tl, track, target) {
     track.append(quiet);
   }
   const events = state.events[target.id] || [];
-  const [from, to] = visibleSpan(tl, events.length);
-  let lastX = -Infinity;
-  events.forEach((raw, index) => {
+  const selected = state.eventSel?.target === target.id ? state.eventSel.index : -1;
+  for (const index of shownEvents(tl, events, selected)) {
+    const raw = events[index];
     const at = Number(raw.at);
-    const isSelected = state.eventSel?.target === target.id && state.eventSel.index === index;
-    // A long list draws what the eye can tell apart: the events in view, one per few pixels
-    // (zoom in for the rest); the selected event always. A short list draws every event.
-    if (!isSelected && (at < from || at > to || tl.x(at) - lastX < MIN_EVENT_GAP_PX)) return;
-    lastX = tl.x(at);
     const [start, end] = eventSpan(raw, stream);
-    const selected = isSelected ? " selected" : "";
+    const sel = index === selected ? " selected" : "";
     const expect = "expect" in raw ? JSON.stringify(raw.expect) : "(draft: no expect)";
-    const win = el("div", { class: `tl-window${selected}`, dataset: { event: index, start, end },
+    const win = el("div", { class: `tl-window${sel}`, dataset: { event: index, start, end },
       title: `event @ ${fmtS(at)}: window [${fmtS(start)}, ${fmtS(end)}], expect ${expect}` });
     place(tl, win, start, end);
     win.append(el("span", { class: "tl-value", text: "expect" in raw ? compact(raw.expect, 24) : "draft" }));
-    const tick = el("div", { class: `tl-event${selected}${"expect" in raw ? "" : " draft"}`, dataset: { event: index, time: at },
+    const tick = el("div", { class: `tl-event${sel}${"expect" in raw ? "" : " draft"}`, dataset: { event: index, time: at },
       title: `event @ ${fmtS(at)} (drag to move; Delete removes the selected event)` });
     tick.style.left = `${tl.x(at)}px`;
     activatable(tick, `${target.id}: event at ${at} s, expect ${expect}`, () => tl.ctx.selectEvent(target.id, index));
     tick.addEventListener("pointerdown", (event) => drag(tl, event, tick, win, target.id, index, raw));
     win.addEventListener("pointerdown", (event) => { event.stopPropagation(); tl.ctx.selectEvent(target.id, index); });
     track.append(win, tick);
-  });
+  }
   for (const m of (state.detail.emissions || []).filter((x) => x.target === target.id)) {
     const what = m.changed ? `${WORDS[m.kind]}, changed since the run (the event moved or is gone)` : WORDS[m.kind];
     const value = m.kind === "missed" ? `expected ${JSON.stringify(m.expected)}` : JSON.stringify(m.value);
@@ -65,25 +61,54 @@ export function streamItems(tl, track, target) {
 const MANY_EVENTS = 2000;
 const MIN_EVENT_GAP_PX = 3;
 
-// The media times the timeline shows now, with a screen's margin either side; everything for a short list.
-function visibleSpan(tl, count) {
-  if (count <= MANY_EVENTS) return [-Infinity, Infinity];
-  const view = tl.root.parentElement;
-  const width = view?.clientWidth || 1000;
-  const left = (view?.scrollLeft || 0) - width;
-  watchScroll(tl, view);
+// The indices of the events to draw, in onset order. A long list draws what the eye can tell
+// apart: the events in view, one per few pixels (zoom in for the rest), found by bisecting the
+// list's onset order; the selected event always. A short list draws every event.
+function shownEvents(tl, events, selected) {
+  if (events.length <= MANY_EVENTS) return events.keys();
+  const { ats, order } = onsetOrder(events);
+  const [from, to] = visibleSpan(tl);
+  const out = [];
+  let lastX = -Infinity;
+  for (let k = firstAtOrAfter(ats, order, from); k < order.length && ats[order[k]] <= to; k++) {
+    const x = tl.x(ats[order[k]]);
+    if (x - lastX < MIN_EVENT_GAP_PX && order[k] !== selected) continue;
+    lastX = x;
+    out.push(order[k]);
+  }
+  if (events[selected] && !out.includes(selected)) out.push(selected);
+  return out;
+}
+
+function firstAtOrAfter(ats, order, t) {
+  let lo = 0;
+  let hi = order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ats[order[mid]] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The media times the timeline shows now, with a screen's margin either side (as measured when
+// the drawing began).
+function visibleSpan(tl) {
+  const { width } = tl.frozen;
+  const left = tl.frozen.left - width;
+  tl.eventPixels = [left, left + 3 * width];
+  watchScroll(tl, tl.root.parentElement);
   return [left / tl.pxPerSecond, (left + 3 * width) / tl.pxPerSecond];
 }
 
-// Scrolling a long list draws the events that come into view (once per frame at most).
+// Scrolling a long list draws the events that come into view, once the view leaves the drawn margin.
 function watchScroll(tl, view) {
   if (!view || view.dataset.eventsWatched) return;
   view.dataset.eventsWatched = "1";
-  let queued = false;
   view.addEventListener("scroll", () => {
-    if (queued) return;
-    queued = true;
-    requestAnimationFrame(() => { queued = false; tl.render(); });
+    const drawn = tl.eventPixels;
+    if (!drawn || (view.scrollLeft >= drawn[0] && view.scrollLeft + view.clientWidth <= drawn[1])) return;
+    tl.render();
   }, { passive: true });
 }
 

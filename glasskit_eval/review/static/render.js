@@ -1,6 +1,6 @@
 // Drawing the page from the state: lists, the samples table, the header, messages.
 // Nothing here changes the state; clicks call the actions app.js passes in.
-import { state, blockTimes, target, targetTimes, markersOf, history, pinAt, reportMarkers, shownArm } from "./state.js";
+import { state, blockTimes, sampleCount, target, markersOf, history, pinAt, reportMarkers, shownArm } from "./state.js";
 import { activatable, el, compact, keepFocus, sameTime, typeOf } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -60,7 +60,7 @@ export function renderTargets(focusTarget) {
     .map((t) => {
       const item = el("li", { class: t.id === state.targetId ? "active" : "", dataset: { target: t.id },
         "aria-current": t.id === state.targetId ? "true" : null, onclick: () => focusTarget(t.id) },
-      el("div", { class: "row" }, el("strong", { text: t.label || t.id }), el("span", { class: "count", text: String(targetTimes(t.id).length) })),
+      el("div", { class: "row" }, el("strong", { text: t.label || t.id }), el("span", { class: "count", text: String(sampleCount(t.id)) })),
       t.label ? el("div", { class: "sub", text: t.id }) : null);
       return activatable(item, `Target ${t.label || t.id}`, () => focusTarget(t.id));
     })));

@@ -50,9 +50,32 @@ export function frameIndexNow() {
     ? state.frame.index : nearestIndex(state.frameTimes, state.time);
 }
 
+// A list's onsets and its indices in onset order (file order among equal onsets), worked out
+// once per list: the page replaces a list on every edit and never changes one in place.
+const ORDERS = new WeakMap();
+export function onsetOrder(events) {
+  let found = ORDERS.get(events);
+  if (!found) {
+    const ats = Float64Array.from(events, (raw) => Number(raw.at));
+    const order = Uint32Array.from(events.keys());
+    // Files list events in time order nearly always: then file order is the order, with no sort.
+    if (ats.some((at, k) => k > 0 && at < ats[k - 1])) order.sort((a, b) => ats[a] - ats[b] || a - b);
+    found = { ats, order };
+    ORDERS.set(events, found);
+  }
+  return found;
+}
+
 export function targetTimes(targetId) {
-  const onsets = (state.events[targetId] || []).map((raw) => Number(raw.at));
-  return (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw)).concat(onsets).sort((a, b) => a - b);
+  const { ats, order } = onsetOrder(state.events[targetId] || []);
+  const onsets = Array.from(order, (k) => ats[k]);
+  const samples = (state.raws[targetId] || []).flatMap((raw) => blockTimes(raw));
+  return samples.length ? samples.concat(onsets).sort((a, b) => a - b) : onsets;
+}
+
+// How many samples (and events) a target has, without listing their times.
+export function sampleCount(targetId) {
+  return (state.raws[targetId] || []).reduce((n, raw) => n + blockTimes(raw).length, 0) + (state.events[targetId] || []).length;
 }
 
 // The block (and tick of an `at` list) holding a sample at t, or in whose range t lies.

@@ -19,21 +19,33 @@ export class Timeline {
     this.zoom = 1;
     this.playheads = [];
     this.bars = {}; // targetId -> block index -> range bar, for drag previews
+    this.queued = false;
+    this.frozen = null; // {duration, px, left, width} while drawing: the scale and view, measured once
+    this.draws = 0;
+    this.width = null;
+    this.eventPixels = null; // the pixels a long event list was drawn for (events.js)
     root.addEventListener("wheel", (event) => {
       if (!event.ctrlKey) return;
       event.preventDefault();
       this.setZoom(this.zoom * (event.deltaY < 0 ? 1.25 : 0.8));
     }, { passive: false });
-    new ResizeObserver(() => this.render()).observe(root);
+    // Only a new width changes the scale: the rows a drawing adds make the timeline taller, and
+    // redrawing for that would draw every case twice.
+    new ResizeObserver(() => {
+      if (root.clientWidth === this.width) return;
+      this.width = root.clientWidth;
+      this.render();
+    }).observe(root);
   }
 
   setZoom(zoom) {
     this.zoom = Math.min(256, Math.max(1, zoom));
-    this.render();
+    this.draw();
     this.reveal(this.ctx.state.time);
   }
 
   get duration() {
+    if (this.frozen) return this.frozen.duration;
     const video = this.ctx.state.detail?.video;
     return Math.max(0.001, video?.duration_s || this.lastSampleTime() + 1);
   }
@@ -49,23 +61,48 @@ export class Timeline {
   }
 
   get pxPerSecond() {
+    return this.frozen ? this.frozen.px : this.scale(this.duration);
+  }
+
+  scale(duration) {
     const width = Math.max(200, this.root.clientWidth - NAME_WIDTH - 16);
-    return (width * this.zoom) / this.duration;
+    return (width * this.zoom) / duration;
   }
 
   x(t) { return t * this.pxPerSecond; }
 
+  // Everything that changes what the timeline shows asks for a drawing; the asks of one task
+  // (a case opening: its state, the selection, the clip) come to one drawing, before the next paint.
   render() {
-    keepFocus(this.root, () => {
-      const state = this.ctx.state;
-      this.root.replaceChildren();
-      this.playheads = [];
-      if (!state.detail || !state.detail.targets.length) return;
-      const width = this.x(this.duration);
-      this.root.append(this.ruler(width));
-      for (const target of state.detail.targets) this.root.append(this.row(target, width));
-      this.movePlayhead(state.time);
-    });
+    if (this.queued) return;
+    this.queued = true;
+    queueMicrotask(() => { if (this.queued) this.draw(); });
+  }
+
+  draw() {
+    this.queued = false;
+    // Measured before the old drawing goes: a layout of the emptied timeline would also scroll
+    // the view back to its start.
+    const view = this.root.parentElement;
+    const duration = this.duration;
+    this.frozen = { duration, px: this.scale(duration), left: view?.scrollLeft || 0, width: view?.clientWidth || 1000 };
+    try {
+      keepFocus(this.root, () => {
+        const state = this.ctx.state;
+        this.root.replaceChildren();
+        this.playheads = [];
+        this.eventPixels = null;
+        if (!state.detail || !state.detail.targets.length) return;
+        const width = this.x(duration);
+        this.root.append(this.ruler(width));
+        for (const target of state.detail.targets) this.root.append(this.row(target, width));
+        this.movePlayhead(state.time);
+        // Tests count the drawings: opening a case draws its timeline once.
+        this.root.dataset.draws = String(++this.draws);
+      });
+    } finally {
+      this.frozen = null;
+    }
   }
 
   ruler(width) {
