@@ -26,8 +26,9 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -52,24 +53,31 @@ def main() -> None:
         arms(args.pairs, random.Random(args.seed))
 
 
+def flagged_both_ways(rng: random.Random, pairs: int, stretch: bool, test: Callable[..., Any]) -> tuple[int, int]:
+    """How many of ``pairs`` simulated pairs ``test`` flags with its noise from the repeats, and from the differences."""
+    from test_statistics_kit import repeated_pair
+
+    repeats = differences = 0
+    for _ in range(pairs):
+        series, noise = repeated_pair(rng, stretch)
+        with_noise = test(series, noise=noise)
+        alone = test(series)
+        assert with_noise is not None and alone is not None
+        repeats += with_noise.significant
+        differences += alone.significant
+    return repeats, differences
+
+
 def arms(pairs: int, rng: random.Random) -> None:
     """The arms' two-sided comparison and the robustness gate on A/A runs and on runs with a stretch."""
     from test_arms_calibration import arms_run
-    from test_statistics_kit import repeated_pair
 
     from glasskit_eval.evaluation.gates import robustness_gate
     from glasskit_eval.statistics.sidebyside import paired_difference_test
 
     for stretch in (False, True):
         label = "stretch of 15 (power)" if stretch else "A/A (false alarms)"
-        repeats = differences = 0
-        for _ in range(pairs):
-            series, noise = repeated_pair(rng, stretch)
-            with_noise = paired_difference_test(series, noise=noise)
-            alone = paired_difference_test(series)
-            assert with_noise is not None and alone is not None
-            repeats += with_noise.significant
-            differences += alone.significant
+        repeats, differences = flagged_both_ways(rng, pairs, stretch, paired_difference_test)
         print(f"arms, 3 trials, two-sided comparison, {label}: noise from repeats {repeats / pairs:.1%}, "
               f"from differences {differences / pairs:.1%} of {pairs} runs")
         gated = single = 0
@@ -86,17 +94,11 @@ def regression(pairs: int, rng: random.Random) -> None:
     """The paired regression test (``compare``, ``run --baseline``)."""
     from test_statistics_kit import repeated_pair
 
+    from glasskit_eval.evaluation.gates import baseline_gate
     from glasskit_eval.statistics.paired import paired_regression_test
 
     for stretch in (False, True):
-        repeats = differences = 0
-        for _ in range(pairs):
-            series, noise = repeated_pair(rng, stretch)
-            with_noise = paired_regression_test(series, noise=noise)
-            alone = paired_regression_test(series)
-            assert with_noise is not None and alone is not None
-            repeats += with_noise.significant
-            differences += alone.significant
+        repeats, differences = flagged_both_ways(rng, pairs, stretch, paired_regression_test)
         label = "stretch of 15 (power)" if stretch else "A/A (false alarms)"
         print(f"3 trials a side, {label}: noise from repeats {repeats / pairs:.1%}, "
               f"from differences {differences / pairs:.1%} of {pairs} pairs")
@@ -105,7 +107,7 @@ def regression(pairs: int, rng: random.Random) -> None:
         suggested: list[int] = []
         for _ in range(pairs):
             found = single_trial_diff(rng, stretch)
-            flagged += not found.gate("significant").passed
+            flagged += not baseline_gate(found, "significant").passed
             why = found.why_inconclusive
             named += why is not None
             if why is not None and why.repeat is not None:
