@@ -23,6 +23,7 @@ from .results import (
     Stability,
     Status,
     StreamMetrics,
+    StreamResult,
     TimingMode,
     TrialResult,
     stability,
@@ -335,12 +336,12 @@ def stream_metrics(outcomes: Sequence[EventOutcome], repeats: int, false_alarms:
         latencies=latencies)
 
 
-def pooled_streams(scores: Iterable[tuple[Sequence[EventOutcome], StreamMetrics]]) -> StreamMetrics:
+def pooled_streams(streams: Iterable[StreamResult]) -> StreamMetrics:
     """Several streams' figures as one (a target's over its cases, an arm's over its trials):
-    events, emissions and quiet time added up. Each stream is given as its (events, metrics)."""
-    given = list(scores)
-    return stream_metrics([o for events, _m in given for o in events], sum(m.repeats for _e, m in given),
-                          sum(m.false_alarms for _e, m in given), sum((m.quiet_s for _e, m in given), Fraction(0)))
+    events, emissions and quiet time added up."""
+    given = list(streams)
+    return stream_metrics([o for s in given for o in s.events], sum(s.metrics.repeats for s in given),
+                          sum(s.metrics.false_alarms for s in given), sum((s.metrics.quiet_s for s in given), Fraction(0)))
 
 
 def run_gate_scope(gate: Gate) -> str:

@@ -188,6 +188,17 @@ def test_a_damaged_shard_object_is_refused(eval_dir: Path) -> None:
     assert (code, err) == (2, f"error: {shards[1]}: its `shard` object is damaged; rerun that shard\n")
 
 
+def test_a_per_target_order_that_is_not_names_is_damage(eval_dir: Path) -> None:
+    shards = run_shards(eval_dir, 2)
+    for path in shards:
+        edited = json.loads(path.read_text())
+        order = edited["shard"]["thresholds"]["eval"]["per_target_order"]
+        edited["shard"]["thresholds"]["eval"]["per_target_order"] = [1, *order]  # mixed with a name: sorting them fails
+        path.write_text(json.dumps(edited))
+    code, _out, err = run_cli("merge-reports", *shards)
+    assert (code, err) == (2, f"error: {shards[0]}: its `shard` object is damaged; rerun that shard\n")
+
+
 def test_a_hand_edited_gate_option_is_damage(eval_dir: Path) -> None:
     shards = run_shards(eval_dir, 2, "--min-pass-rate", "0.5")
     for path in shards:

@@ -116,7 +116,7 @@ def test_latency_percentiles_are_the_latency_summarys_nearest_rank() -> None:
 def test_pooled_figures_add_events_emissions_and_quiet_time() -> None:
     a = score_stream([event(0, 1)], [emit(F(3, 2)), emit(5, "x")], clip_end=F(30))
     b = score_stream([event(0, 1), event(1, 10)], [emit(2)], clip_end=F(30))
-    m = pooled_streams([(a.events, a.metrics), (b.events, b.metrics)])
+    m = pooled_streams([a, b])
     assert (m.events, m.detected, m.false_alarms, m.repeats) == (3, 2, 1, 0)
     assert m.quiet_s == 29 + 28 and m.recall == F(2, 3)
     assert m.latencies == (F(1, 2), F(1))

@@ -20,10 +20,6 @@ from ..statistics.paired import mcnemar_drop_p_value
 from ..summary import pooled_streams
 
 
-def _pooled(streams: Sequence[StreamResult]) -> StreamMetrics:
-    return pooled_streams((s.events, s.metrics) for s in streams)
-
-
 def _delta(arm: Fraction | None, control: Fraction | None) -> float | None:
     return None if arm is None or control is None else float(arm - control)
 
@@ -102,6 +98,6 @@ def compare_arm_streams(streams: Sequence[StreamResult], names: Sequence[str],
                         continue
                     control_only += other and not e.detected
                     arm_only += e.detected and not other
-            out.append(StreamComparison(control, name, case, target, _pooled(theirs), _pooled(mine),
+            out.append(StreamComparison(control, name, case, target, pooled_streams(theirs), pooled_streams(mine),
                                         control_only, arm_only))
     return out

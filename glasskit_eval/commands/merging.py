@@ -179,8 +179,8 @@ def _run_thresholds_ok(data: object) -> bool:
         return True
     order = data.get("per_target_order")
     return all(data.get(key) is None or _number(data[key]) for key in ("max_p95_latency_s", "max_cost")) and (
-        order is None or (isinstance(order, list) and isinstance(data.get("per_target"), Mapping)
-                          and sorted(order) == sorted(data["per_target"])))
+        order is None or (isinstance(order, list) and all(isinstance(t, str) for t in order)
+                          and isinstance(data.get("per_target"), Mapping) and sorted(order) == sorted(data["per_target"])))
 
 
 def _stream_thresholds_ok(data: object) -> bool:

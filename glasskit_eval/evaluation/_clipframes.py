@@ -119,11 +119,7 @@ class SharedStore:
 
     def put(self, key: Hashable, decoded: DecodedFrame, uses: int) -> None:
         """Keep a frame decoded before its turn (its image is the store's now) for ``uses`` takes."""
-        frame = SharedFrame(decoded.index, decoded.media_time, decoded.image)
-        try:
-            self.share(key, frame, uses)
-        finally:
-            frame.release()
+        self.serve(key, decoded, uses).release()
 
     def serve(self, key: Hashable, decoded: DecodedFrame, uses: int) -> SharedFrame:
         """The frame for the use at hand, which the caller holds, kept for ``uses`` more takes."""

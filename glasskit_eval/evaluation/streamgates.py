@@ -52,12 +52,12 @@ def stream_gates(streams: Sequence[StreamResult], *, options: StreamGates, eval_
         mine = [s for s in streams if s.target == target]
         wanted = _merge(options, configured.get(target))
         if not wanted.empty:
-            gates += _gates(target, pooled_streams((s.events, s.metrics) for s in mine), wanted)
+            gates += _gates(target, pooled_streams(mine), wanted)
     if options.empty:
         for entry in cases:
             per_case = (entry.thresholds.stream_gates if entry.thresholds is not None else None) or {}
             for target, wanted in per_case.items():
                 mine = [s for s in streams if s.case == entry.case and s.target == target]
                 if mine:
-                    gates += _gates(f"{entry.case}_{target}", pooled_streams((s.events, s.metrics) for s in mine), wanted)
+                    gates += _gates(f"{entry.case}_{target}", pooled_streams(mine), wanted)
     return gates
