@@ -48,6 +48,7 @@ from ..support.jsonvalues import checked_steps, json_problem, to_plain
 from ..video.fingerprint import pixel_sha256
 from ..video.frametable import frame_table
 from ._judge import walk_on_loop
+from .case import target_of
 from .observation_store import ObservationStore, key_digest
 
 MODES = ("read", "write", "readwrite")
@@ -391,9 +392,7 @@ class CachingCaller:
                 return None
         if pixels is None:
             return None
-        t = sample.target
-        hit, observation = self._shared.store.get(
-            self._key(Target(t.id, t.index, t.label, t.config), pixels, clip))
+        hit, observation = self._shared.store.get(self._key(target_of(sample), pixels, clip))
         if not hit:
             return None
         return (Call(observation, seconds=time.perf_counter() - started, cached=True), anchor,

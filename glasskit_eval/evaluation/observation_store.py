@@ -93,6 +93,7 @@ class ObservationStore:
         self._tagged = False
         self._videos: dict[tuple[Any, ...], str | None] = {}
         self._videos_lock = threading.Lock()
+        self._hashing: dict[tuple[Any, ...], threading.Lock] = {}
 
     def check_is_cache(self) -> None:
         """Raise ``UsageError`` unless the root is missing, empty or an observation cache."""
@@ -168,6 +169,12 @@ class ObservationStore:
         with self._videos_lock:
             if stamp in self._videos:
                 return self._videos[stamp]
+            # One file's hash at a time, while lookups of other videos (and of frames) go on.
+            hashing = self._hashing.setdefault(stamp, threading.Lock())
+        with hashing:
+            with self._videos_lock:
+                if stamp in self._videos:
+                    return self._videos[stamp]
             named = {"video_file": list(stamp)}
             hit, entry = self.get(key_digest(named))
             found = entry.get("sha256") if hit and isinstance(entry, dict) and entry.get("file") == named else None
@@ -180,7 +187,8 @@ class ObservationStore:
                     found = None  # written to while it was read: no identity
                 elif found is not None and remember:
                     self.put(key_digest(named), {"file": named, "sha256": found})
-            self._videos[stamp] = found
+            with self._videos_lock:
+                self._videos[stamp] = found
             return found
 
     def _tag(self) -> None:

@@ -14,11 +14,12 @@ their arm, and an arm evaluates only what it has no reusable record of. It knows
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -127,9 +128,11 @@ async def _trial(engine: Engine, door: Door, trial: int) -> TrialResult:
                 for line in batch_memory_notes(by_arm[batching]):
                     listener.notice(line)
             play = _Play(engine, lanes, by_arm, trial, sink, schedule)
-            async for made, fed in play.cases():
-                results.extend(made)
-                streams.extend(fed)
+            # Closed here, not when the loop gets to it: a stop part way must close its kept decoders.
+            async with contextlib.aclosing(play.cases()) as cases:
+                async for made, fed in cases:
+                    results.extend(made)
+                    streams.extend(fed)
     finally:
         ticker.cancel()
     gates, early = schedule.settle(_trial_gates(engine, results, streams) if engine.gating else [])
@@ -180,7 +183,7 @@ class _Play:
                            engine.judge, trial, sink, engine.arms.seed, engine.keep_frame, engine.saver,
                            warner(engine.listener))
 
-    async def cases(self) -> AsyncIterator[tuple[list[SampleResult], list[StreamResult]]]:
+    async def cases(self) -> AsyncGenerator[tuple[list[SampleResult], list[StreamResult]], None]:
         """Each case's results and streams, in declaration order, as soon as no block is left for it."""
         # A video decoded block by block keeps its decoder between blocks (a seek, not an open).
         blocks_of = Counter(self.where[block.case] for block in self.blocks)

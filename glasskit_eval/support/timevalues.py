@@ -7,6 +7,7 @@ halfway between two frames is recognised as a tie, which binary floats miss.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -57,11 +58,9 @@ def _decimal(text: str) -> Fraction:
     return Fraction(digits, _power_of_ten(-shift))
 
 
+@functools.cache
 def _power_of_ten(exponent: int) -> int:
-    return _POWERS[exponent] if exponent < len(_POWERS) else int(10**exponent)
-
-
-_POWERS: tuple[int, ...] = tuple(int(10**k) for k in range(400))
+    return int(10**exponent)  # int(): a type checker reads int ** int as Any
 
 
 def parse_cli_time(text: str) -> Fraction:
